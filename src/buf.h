@@ -1,0 +1,47 @@
+/*
+ * buf.h: a growable byte buffer (always NUL-terminated for convenience) and
+ * small allocation helpers used across the library.
+ */
+#ifndef MAFSBX_BUF_H
+#define MAFSBX_BUF_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct mafsbx_buf {
+	char *data;   /* NULL until the first append; data[len] == '\0' after any append */
+	size_t len;
+	size_t cap;
+};
+
+#define MAFSBX_BUF_INIT { NULL, 0, 0 }
+
+/* 0 or -ENOMEM. */
+int mafsbx_buf_reserve(struct mafsbx_buf *b, size_t extra);
+int mafsbx_buf_append(struct mafsbx_buf *b, const void *p, size_t n);
+int mafsbx_buf_puts(struct mafsbx_buf *b, const char *s);
+int mafsbx_buf_printf(struct mafsbx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mafsbx_buf_reset(struct mafsbx_buf *b);  /* len = 0, keeps memory */
+void mafsbx_buf_free(struct mafsbx_buf *b);
+/* Hand the memory to the caller (never NULL on success: "" for empty); the buffer is reset. */
+char *mafsbx_buf_steal(struct mafsbx_buf *b, size_t *len);
+
+/* Cleanup helpers in the lxcfs style. */
+static inline void mafsbx_freep(void *p) { free(*(void **)p); }
+static inline void mafsbx_closep(int *fd) { if (*fd >= 0) close(*fd); }
+#define __do_free __attribute__((cleanup(mafsbx_freep)))
+#define __do_close __attribute__((cleanup(mafsbx_closep)))
+
+/* Move a pointer out of a cleanup-owned variable. */
+#define move_ptr(p) ({ __typeof__(p) __tmp = (p); (p) = NULL; __tmp; })
+#define move_fd(fd) ({ int __tmp = (fd); (fd) = -1; __tmp; })
+
+#define MAFSBX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Monotonic clock in milliseconds. */
+long long mafsbx_now_ms(void);
+
+#endif

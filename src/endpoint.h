@@ -1,0 +1,56 @@
+/*
+ * endpoint.h: which Docker engine to talk to (INTERFACE.md §1.1).
+ *
+ * Resolved once at start from flags, the environment and the Docker CLI's
+ * config/context files, then bound: the result is a plain value that later
+ * environment or context changes cannot redirect.
+ */
+#ifndef MAFSBX_ENDPOINT_H
+#define MAFSBX_ENDPOINT_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "error.h"
+
+enum mafsbx_endpoint_scheme { MAFSBX_EP_UNIX = 1, MAFSBX_EP_TCP = 2 };
+
+struct mafsbx_endpoint {
+	enum mafsbx_endpoint_scheme scheme;
+	char url[1024];          /* as resolved: "unix:///var/run/docker.sock", "tcp://h:2376" */
+	char socket_path[PATH_MAX]; /* unix: the socket */
+	char host[256];          /* tcp: host name or address (IPv6 without brackets) */
+	int port;                /* tcp: port (2375, or 2376 with TLS, when the URL has none) */
+	bool tls;                /* tcp: speak TLS */
+	bool tls_verify;         /* tcp+tls: verify the server against ca */
+	char ca[PATH_MAX];       /* "" when unset */
+	char cert[PATH_MAX];
+	char key[PATH_MAX];
+	char context[256];       /* the Docker context used, "" when none */
+	char source[32];         /* "host-option", "context-option", "DOCKER_HOST", "DOCKER_CONTEXT",
+				    "config", "default" */
+};
+
+struct mafsbx_endpoint_options {
+	const char *host;        /* -H URL / -o host=URL, or NULL */
+	const char *context;     /* --context NAME / -o context=NAME, or NULL */
+};
+
+/* Environment lookup, injectable for tests; NULL means getenv(3). */
+typedef const char *(*mafsbx_getenv_fn)(const char *name, void *ctx);
+
+/*
+ * Resolve in the order of INTERFACE.md §1.1: host option, context option,
+ * DOCKER_HOST, DOCKER_CONTEXT, currentContext of $DOCKER_CONFIG/config.json
+ * (default ~/.docker/config.json), then unix:///var/run/docker.sock.
+ * A context named "default" means the default endpoint. A named context that
+ * does not exist, an ssh:// or unknown scheme, or malformed files are refused
+ * with EK_INVALID and a message naming the problem; never a silent fallback.
+ */
+int mafsbx_endpoint_resolve(const struct mafsbx_endpoint_options *opts, mafsbx_getenv_fn env, void *env_ctx,
+			    struct mafsbx_endpoint *out, struct mafsbx_error *err);
+
+/* Parse one URL (unix://, tcp://, http://, https://) into `out` (no TLS material). */
+int mafsbx_endpoint_parse_url(const char *url, struct mafsbx_endpoint *out, struct mafsbx_error *err);
+
+#endif

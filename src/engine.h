@@ -1,0 +1,210 @@
+/*
+ * engine.h: typed Docker Engine API calls. engine.c is the only file in the
+ * project that builds Engine API URLs; everything above calls these.
+ *
+ * All calls are safe from many threads at once on one `struct mafsbx_engine`.
+ * Every call has a connect timeout and a total timeout; streams also have a
+ * low-speed cut-off, so a stalled stream never holds a container's lock.
+ * Errors are mapped with mafsbx_error_from_engine(): a 404 for a missing
+ * container (EK_NO_CONTAINER) is told apart from a missing path (EK_NO_PATH).
+ * Container arguments may be a name or an ID.
+ */
+#ifndef MAFSBX_ENGINE_H
+#define MAFSBX_ENGINE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "endpoint.h"
+#include "error.h"
+
+struct mafsbx_engine;
+
+struct mafsbx_engine_timeouts {
+	long connect_ms;         /* default 5000 */
+	long request_ms;         /* default total for plain calls: 60000 (upstream command timeout) */
+	long stream_stall_s;     /* archive streams: abort when under 1 byte/s for this long; default 10 */
+	long pull_ms;            /* image pull: default 600000 */
+};
+
+/* Bind to a resolved endpoint. Makes no engine call. NULL timeouts: defaults. */
+struct mafsbx_engine *mafsbx_engine_open(const struct mafsbx_endpoint *ep,
+					 const struct mafsbx_engine_timeouts *timeouts,
+					 struct mafsbx_error *err);
+void mafsbx_engine_close(struct mafsbx_engine *e);
+const struct mafsbx_endpoint *mafsbx_engine_endpoint(const struct mafsbx_engine *e);
+
+/* GET /_ping; negotiates the API version (at most 1.41-era paths are used). 0 or -errno. */
+int mafsbx_engine_ping(struct mafsbx_engine *e, struct mafsbx_error *err);
+
+struct mafsbx_engine_version {
+	char version[64];        /* "20.10.24+dfsg1" */
+	char api_version[16];    /* "1.41" */
+	char min_api_version[16];
+	char os[32];             /* "linux" */
+	char arch[32];
+	char kernel[128];
+};
+int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version *v, struct mafsbx_error *err);
+
+/* ---- containers --------------------------------------------------------- */
+
+/*
+ * Filters for list calls: a JSON object {"label": ["k=v", "k"], "name": ["^re$"]},
+ * built with these helpers (the object is owned by the caller).
+ */
+json_t *mafsbx_filters_new(void);
+int mafsbx_filters_add(json_t *filters, const char *key, const char *value);
+/* URL-encoded query value for `filters` (malloc'd), exposed for unit tests. */
+char *mafsbx_filters_encode(const json_t *filters);
+/* Percent-encode one query value (RFC 3986 unreserved kept), malloc'd. */
+char *mafsbx_query_escape(const char *s);
+
+/*
+ * POST /containers/create?name=NAME with `config` (the create body; borrowed).
+ * On success writes the 64-hex ID into id. A name clash is EK_CONFLICT.
+ */
+int mafsbx_container_create(struct mafsbx_engine *e, const char *name, const json_t *config,
+			    char id[65], struct mafsbx_error *err);
+/* POST start; 304 (already running) is success. */
+int mafsbx_container_start(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err);
+/* GET /containers/C/json; *out is a new reference. Missing: EK_NO_CONTAINER. */
+int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, json_t **out,
+			     struct mafsbx_error *err);
+/* GET /containers/json?all=..&filters=..; *out is a new reference to the array. */
+int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool all, json_t **out,
+			  struct mafsbx_error *err);
+/* DELETE /containers/C?force=..&v=1. Missing: EK_NO_CONTAINER (callers decide if that is fine). */
+int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool force,
+			    struct mafsbx_error *err);
+/* POST pause / unpause. 409 "already paused" -> EK_CONFLICT, "not running" -> EK_NOT_RUNNING;
+ * unpause of a running container (500 "is not paused") -> EK_ENGINE with that message. */
+int mafsbx_container_pause(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err);
+int mafsbx_container_unpause(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err);
+
+/* ---- archive (the tar plane) ------------------------------------------- */
+
+struct mafsbx_path_stat {
+	char name[256];          /* as the engine sent it (lossy for non-UTF-8; do not trust) */
+	int64_t size;
+	uint32_t go_mode;        /* Go os.FileMode bits as sent */
+	mode_t mode;             /* decoded st_mode: S_IFMT type + permission + S_ISUID/S_ISGID/S_ISVTX */
+	struct timespec mtime;
+	char link_target[4096];  /* resolved container-absolute target for symlinks, else "" */
+};
+
+/* Decode the base64 X-Docker-Container-Path-Stat value. Pure; unit-tested. */
+int mafsbx_path_stat_decode(const char *header_b64, struct mafsbx_path_stat *st, struct mafsbx_error *err);
+/* Go FileMode -> st_mode. Pure. */
+mode_t mafsbx_go_mode_to_st(uint32_t go_mode);
+
+/* HEAD /containers/C/archive?path=P. Absent path: EK_NO_PATH; see error.h for the 500 family. */
+int mafsbx_archive_head(struct mafsbx_engine *e, const char *container, const char *path,
+			struct mafsbx_path_stat *st, struct mafsbx_error *err);
+
+/*
+ * Sink for streamed bodies: return 0 to continue, a negative errno to abort
+ * the transfer (the connection is then closed, which releases the engine's
+ * per-container lock at once).
+ */
+typedef int (*mafsbx_sink_fn)(const void *data, size_t len, void *ctx);
+
+/*
+ * GET /containers/C/archive?path=P, the tar body streamed into `sink`.
+ * `max_bytes` bounds the body: when more arrives the transfer is aborted with
+ * EK_TOO_BIG (0 = no bound). `st` (may be NULL) receives the stat header.
+ * A stall longer than the stream stall timeout aborts with EK_TIMEOUT.
+ */
+int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const char *path,
+		       uint64_t max_bytes, mafsbx_sink_fn sink, void *sink_ctx,
+		       struct mafsbx_path_stat *st, struct mafsbx_error *err);
+
+/*
+ * PUT /containers/C/archive?path=DIR&noOverwriteDirNonDir=1 with
+ * Content-Type application/x-tar and the tar in memory.
+ */
+int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const char *dir,
+		       const void *tar, size_t tar_len, struct mafsbx_error *err);
+
+/* ---- exec --------------------------------------------------------------- */
+
+struct mafsbx_exec_request {
+	const char *const *argv;     /* NULL-terminated, required */
+	const char *const *env;      /* "K=V", NULL-terminated, or NULL */
+	const char *user;            /* NULL: the container's Config.User */
+	const char *workdir;         /* NULL: the container's */
+	const void *stdin_data;      /* NULL: no stdin attached (EOF) */
+	size_t stdin_len;
+	long timeout_ms;             /* wall-clock bound on the run, 0 = none */
+	size_t max_output;           /* per stream cap; 0 = 8 MiB. Over it: truncated, stream still drained */
+};
+
+struct mafsbx_exec_result {
+	int exit_code;               /* -1 when unknown (timed out) */
+	unsigned char *out;          /* exact stdout bytes (malloc'd, NUL-terminated for convenience) */
+	size_t out_len;
+	unsigned char *err;          /* exact stderr bytes */
+	size_t err_len;
+	bool timed_out;
+	bool truncated;
+	bool launch_failed;          /* exit 126 with the runtime's "OCI runtime exec failed" /
+					"unable to find user" message: not program output */
+	char exec_id[65];
+	long long duration_ms;
+};
+
+/*
+ * Create + start (fresh connection, frames demultiplexed) + inspect for the
+ * exit code. While the container is paused: EK_PAUSED. On timeout the run is
+ * abandoned (result->timed_out, EK_TIMEOUT); the caller decides what to do
+ * with the container. A launch failure is reported in the result (exit 126,
+ * launch_failed) and returns 0: the caller decides.
+ */
+int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
+		    struct mafsbx_exec_result *res, struct mafsbx_error *err);
+void mafsbx_exec_result_free(struct mafsbx_exec_result *res);
+
+/* Frame demultiplexer for the raw exec stream, exposed for unit tests. */
+struct mafsbx_demux {
+	unsigned char hdr[8];
+	size_t hdr_have;
+	int stream;              /* current frame's stream (1 stdout, 2 stderr) */
+	uint32_t left;           /* bytes left in the current frame */
+	size_t max_output;
+	struct mafsbx_exec_result *res;
+	size_t out_cap, err_cap;
+	bool error;              /* an impossible header was seen */
+};
+void mafsbx_demux_init(struct mafsbx_demux *d, struct mafsbx_exec_result *res, size_t max_output);
+/* Feed raw bytes; 0 or negative errno (EPROTO on a bad header, ENOMEM). */
+int mafsbx_demux_feed(struct mafsbx_demux *d, const void *data, size_t len);
+/* End of stream: -EPROTO if it stopped inside a header or a frame. */
+int mafsbx_demux_finish(struct mafsbx_demux *d);
+
+/* ---- images ------------------------------------------------------------- */
+
+/* GET /images/REF/json. Absent: EK_NO_IMAGE. */
+int mafsbx_image_inspect(struct mafsbx_engine *e, const char *ref, json_t **out, struct mafsbx_error *err);
+/* POST /images/create?fromImage=..&tag=..; the progress stream is read to the end and an
+ * {"error": ...} line in it is a failure (EK_NO_IMAGE). Bounded by the pull timeout. */
+int mafsbx_image_pull(struct mafsbx_engine *e, const char *ref, struct mafsbx_error *err);
+/* POST /images/create?fromSrc=-&repo=..&tag=..&changes=.. with a rootfs tar: `docker import`. */
+int mafsbx_image_import(struct mafsbx_engine *e, const void *tar, size_t tar_len, const char *repo,
+			const char *tag, const char *const *changes, struct mafsbx_error *err);
+/* DELETE /images/REF?force=1. */
+int mafsbx_image_delete(struct mafsbx_engine *e, const char *ref, struct mafsbx_error *err);
+
+/* ---- networks ----------------------------------------------------------- */
+
+int mafsbx_network_create(struct mafsbx_engine *e, const json_t *config, char id[65], struct mafsbx_error *err);
+int mafsbx_network_inspect(struct mafsbx_engine *e, const char *network, json_t **out, struct mafsbx_error *err);
+int mafsbx_network_list(struct mafsbx_engine *e, const json_t *filters, json_t **out, struct mafsbx_error *err);
+/* DELETE /networks/N (never forced: the API has no force). Missing: EK_NO_OBJECT. */
+int mafsbx_network_delete(struct mafsbx_engine *e, const char *network, struct mafsbx_error *err);
+int mafsbx_network_connect(struct mafsbx_engine *e, const char *network, const char *container,
+			   struct mafsbx_error *err);
+
+#endif

@@ -1,0 +1,263 @@
+/*
+ * error.c: the error type, its defaults per kind, and the one mapping from
+ * engine answers (status + message) to a kind and errno, as measured in
+ * reference/engine-api.md.
+ */
+#include "error.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+struct kind_info {
+	const char *name;
+	int err;
+	const char *type;
+};
+
+static const struct kind_info kinds[] = {
+	[MAFSBX_EK_NONE] = { "none", 0, "" },
+	[MAFSBX_EK_INVALID] = { "invalid", EINVAL, "ValueError" },
+	[MAFSBX_EK_NAMETOOLONG] = { "name-too-long", ENAMETOOLONG, "ValueError" },
+	[MAFSBX_EK_NO_CONTAINER] = { "no-container", ENOENT, "LookupError" },
+	[MAFSBX_EK_NO_PATH] = { "no-path", ENOENT, "FileNotFoundError" },
+	[MAFSBX_EK_NO_IMAGE] = { "no-image", ENOENT, "RuntimeError" },
+	[MAFSBX_EK_NO_OBJECT] = { "no-object", ENOENT, "LookupError" },
+	[MAFSBX_EK_CONFINEMENT] = { "confinement", ELOOP, "ValueError" },
+	[MAFSBX_EK_NOT_DIR] = { "not-a-directory", ENOTDIR, "NotADirectoryError" },
+	[MAFSBX_EK_NOT_REGULAR] = { "not-regular", EPERM, "OSError" },
+	[MAFSBX_EK_TOO_BIG] = { "too-big", EFBIG, "SandboxTransferCapExceeded" },
+	[MAFSBX_EK_CONFLICT] = { "conflict", EEXIST, "RuntimeError" },
+	[MAFSBX_EK_PAUSED] = { "paused", EBUSY, "RuntimeError" },
+	[MAFSBX_EK_NOT_RUNNING] = { "not-running", EBUSY, "RuntimeError" },
+	[MAFSBX_EK_UNSUPPORTED] = { "unsupported", EOPNOTSUPP, "SandboxCapabilityNotSupported" },
+	[MAFSBX_EK_TIMEOUT] = { "timeout", ETIMEDOUT, "TimeoutError" },
+	[MAFSBX_EK_UNREACHABLE] = { "unreachable", ENOTCONN, "RuntimeError" },
+	[MAFSBX_EK_ENGINE] = { "engine", EIO, "RuntimeError" },
+	[MAFSBX_EK_PROTOCOL] = { "protocol", EIO, "RuntimeError" },
+	[MAFSBX_EK_NOMEM] = { "nomem", ENOMEM, "MemoryError" },
+	[MAFSBX_EK_SYSTEM] = { "system", EIO, "OSError" },
+	[MAFSBX_EK_TOO_LARGE_MSG] = { "message-too-large", EMSGSIZE, "ValueError" },
+};
+
+static const struct kind_info *kind_info(enum mafsbx_err_kind k)
+{
+	if ((unsigned)k >= sizeof(kinds) / sizeof(kinds[0]) || !kinds[k].name)
+		return &kinds[MAFSBX_EK_ENGINE];
+	return &kinds[k];
+}
+
+int mafsbx_error_kind_errno(enum mafsbx_err_kind k) { return kind_info(k)->err; }
+const char *mafsbx_error_kind_type(enum mafsbx_err_kind k) { return kind_info(k)->type; }
+const char *mafsbx_error_kind_name(enum mafsbx_err_kind k) { return kind_info(k)->name; }
+
+void mafsbx_error_clear(struct mafsbx_error *e)
+{
+	if (!e)
+		return;
+	e->kind = MAFSBX_EK_NONE;
+	e->err = 0;
+	e->http_status = 0;
+	e->type[0] = '\0';
+	e->message[0] = '\0';
+}
+
+static int set_common(struct mafsbx_error *e, enum mafsbx_err_kind kind, int err, const char *type,
+		      const char *fmt, va_list ap)
+{
+	const struct kind_info *ki = kind_info(kind);
+	if (err <= 0)
+		err = ki->err ? ki->err : EIO;
+	if (!e)
+		return -err;
+	e->kind = kind;
+	e->err = err;
+	e->http_status = 0;
+	snprintf(e->type, sizeof(e->type), "%s", type ? type : ki->type);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	return -err;
+}
+
+int mafsbx_error_setv(struct mafsbx_error *e, enum mafsbx_err_kind kind, const char *fmt, va_list ap)
+{
+	return set_common(e, kind, 0, NULL, fmt, ap);
+}
+
+int mafsbx_error_set(struct mafsbx_error *e, enum mafsbx_err_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = set_common(e, kind, 0, NULL, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int mafsbx_error_set_full(struct mafsbx_error *e, enum mafsbx_err_kind kind, int err, const char *type,
+			  const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = set_common(e, kind, err, type, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+void mafsbx_error_prefix(struct mafsbx_error *e, const char *fmt, ...)
+{
+	if (!e)
+		return;
+	char pre[512], old[MAFSBX_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(pre, sizeof(pre), fmt, ap);
+	va_end(ap);
+	snprintf(old, sizeof(old), "%s", e->message);
+	snprintf(e->message, sizeof(e->message), "%s: %s", pre, old);
+}
+
+const char *mafsbx_errno_name(int err)
+{
+	switch (err) {
+	case 0: return "OK";
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	case EIO: return "EIO";
+	case E2BIG: return "E2BIG";
+	case EBADF: return "EBADF";
+	case ENOMEM: return "ENOMEM";
+	case EACCES: return "EACCES";
+	case EBUSY: return "EBUSY";
+	case EEXIST: return "EEXIST";
+	case ENOTDIR: return "ENOTDIR";
+	case EISDIR: return "EISDIR";
+	case EINVAL: return "EINVAL";
+	case EFBIG: return "EFBIG";
+	case ENOSPC: return "ENOSPC";
+	case ESPIPE: return "ESPIPE";
+	case EROFS: return "EROFS";
+	case ENAMETOOLONG: return "ENAMETOOLONG";
+	case ENOSYS: return "ENOSYS";
+	case ENOTEMPTY: return "ENOTEMPTY";
+	case ELOOP: return "ELOOP";
+	case EMSGSIZE: return "EMSGSIZE";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case ENOTCONN: return "ENOTCONN";
+	case ETIMEDOUT: return "ETIMEDOUT";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case EPROTO: return "EPROTO";
+	case ECANCELED: return "ECANCELED";
+	case EAGAIN: return "EAGAIN";
+	case EINTR: return "EINTR";
+	case ENODATA: return "ENODATA";
+	default: return "EUNKNOWN";
+	}
+}
+
+void mafsbx_scrub_host_paths(char *msg)
+{
+	/*
+	 * The daemon's 500 messages name the host path of the container rootfs
+	 * (".../overlay2/<id>/merged/w/file"). Replace everything from
+	 * "/var/lib/docker" up to and including "/merged" (or the next space
+	 * when there is no "/merged") with "<rootfs>", so the guest path stays.
+	 */
+	for (;;) {
+		char *p = strstr(msg, "/var/lib/docker");
+		if (!p)
+			return;
+		char *end = strstr(p, "/merged");
+		size_t cut;
+		if (end && !memchr(p, ' ', (size_t)(end - p)))
+			cut = (size_t)(end - p) + strlen("/merged");
+		else
+			cut = strcspn(p, " :\"");
+		static const char repl[] = "<rootfs>";
+		size_t rest = strlen(p + cut);
+		if (cut < sizeof(repl) - 1)
+			return; /* cannot happen for a real path; avoid growing */
+		memcpy(p, repl, sizeof(repl) - 1);
+		memmove(p + sizeof(repl) - 1, p + cut, rest + 1);
+	}
+}
+
+/* True when `msg` names `path` as a whole token (start/space before, space/end after). */
+static int names_path(const char *msg, const char *path)
+{
+	size_t n = strlen(path);
+	if (!n)
+		return 0;
+	for (const char *p = msg; (p = strstr(p, path)); p++) {
+		int before = p == msg || p[-1] == ' ';
+		char after = p[n];
+		if (before && (after == '\0' || after == ' '))
+			return 1;
+	}
+	return 0;
+}
+
+int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *body, size_t body_len,
+			     const char *what, const char *path)
+{
+	char message[MAFSBX_ERR_MSG_MAX] = "";
+	if (body && body_len) {
+		json_error_t jerr;
+		json_t *j = json_loadb(body, body_len, 0, &jerr);
+		const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+		if (m)
+			snprintf(message, sizeof(message), "%s", m);
+		else
+			snprintf(message, sizeof(message), "%.*s", (int)(body_len > 300 ? 300 : body_len), body);
+		json_decref(j);
+		size_t l = strlen(message);
+		while (l && (message[l - 1] == '\n' || message[l - 1] == '\r'))
+			message[--l] = '\0';
+	}
+	mafsbx_scrub_host_paths(message);
+
+	enum mafsbx_err_kind kind = MAFSBX_EK_ENGINE;
+	switch (status) {
+	case 400:
+		kind = MAFSBX_EK_INVALID;
+		break;
+	case 404:
+		if (strcasestr(message, "no such container"))
+			kind = MAFSBX_EK_NO_CONTAINER;
+		else if (strcasestr(message, "could not find") && (!path || names_path(message, path)))
+			kind = MAFSBX_EK_NO_PATH;
+		else if (strcasestr(message, "no such image"))
+			kind = MAFSBX_EK_NO_IMAGE;
+		else
+			kind = MAFSBX_EK_NO_OBJECT;
+		break;
+	case 409:
+		if (strcasestr(message, "is paused"))
+			kind = MAFSBX_EK_PAUSED;
+		else if (strcasestr(message, "is not running"))
+			kind = MAFSBX_EK_NOT_RUNNING;
+		else
+			kind = MAFSBX_EK_CONFLICT;
+		break;
+	case 500:
+		if (strcasestr(message, "not a directory"))
+			kind = MAFSBX_EK_NOT_DIR;
+		else if (strcasestr(message, "too many links"))
+			kind = MAFSBX_EK_CONFINEMENT;
+		else if (strcasestr(message, "file name too long"))
+			kind = MAFSBX_EK_NAMETOOLONG;
+		else if (strcasestr(message, "invalid argument"))
+			kind = MAFSBX_EK_INVALID;
+		break;
+	default:
+		break;
+	}
+	int r;
+	if (message[0])
+		r = mafsbx_error_set(e, kind, "%s: engine answered %ld: %s", what ? what : "engine", status, message);
+	else
+		r = mafsbx_error_set(e, kind, "%s: engine answered %ld", what ? what : "engine", status);
+	if (e)
+		e->http_status = status;
+	return r;
+}

@@ -1,0 +1,74 @@
+/*
+ * names.h: sandbox identity, byte-identical to the Python maf-sandbox-docker
+ * backend (reference/upstream-docker-backend.md §2): container, network and
+ * proxy names from a key and kind, label values, the identity label set and
+ * the key.v1 attribution label.
+ */
+#ifndef MAFSBX_NAMES_H
+#define MAFSBX_NAMES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define MAFSBX_NAME_PREFIX "maf-sandbox-docker-"
+#define MAFSBX_NAME_LEN 31            /* prefix + 12 hex */
+#define MAFSBX_LABEL_VALUE_MAX 63
+#define MAFSBX_DEFAULT_WORK_DIR "/maf-sandbox/work"
+
+#define MAFSBX_LABEL_SCOPE "maf-sandbox.scope"
+#define MAFSBX_LABEL_THREAD "maf-sandbox.thread"
+#define MAFSBX_LABEL_AGENT "maf-sandbox.agent"
+#define MAFSBX_LABEL_KIND "maf-sandbox.kind"
+#define MAFSBX_LABEL_CALL "maf-sandbox.call"
+#define MAFSBX_LABEL_ROLE "maf-sandbox.role"
+#define MAFSBX_LABEL_KEY_V1 "maf-sandbox.key.v1"
+#define MAFSBX_LABEL_WORK_DIR_V1 "maf-sandbox.work-dir.v1"
+#define MAFSBX_LABEL_USER_PREFIX "maf-sandbox.label."
+#define MAFSBX_LABEL_OUTPUTS "mafsbxfs.outputs"   /* ours: JSON array of declared outputs */
+
+struct mafsbx_key {
+	const char *scope;
+	const char *thread;
+	const char *agent;
+	const char *call;        /* "" (or NULL) for a conversation-scoped sandbox */
+};
+
+/*
+ * label_value: the value unchanged when it is 1..63 chars of [A-Za-z0-9._-]
+ * and not shaped like sha256-<48 hex>; otherwise "sha256-" + 48 hex of
+ * SHA-256(value). `out` needs MAFSBX_LABEL_VALUE_MAX + 1 bytes.
+ */
+void mafsbx_label_value(const char *value, char out[MAFSBX_LABEL_VALUE_MAX + 1]);
+
+/*
+ * Container name: "maf-sandbox-docker-" + 12 hex of SHA-256 over the
+ * length-prefixed parts scope, thread, agent, kind[, egress_id][, "call:"+call].
+ * egress_id is "" unless a proxy image is configured and egress_allow is
+ * non-empty (see mafsbx_egress_id). `out` needs MAFSBX_NAME_LEN + 1 bytes.
+ */
+void mafsbx_container_name(const struct mafsbx_key *key, const char *kind, const char *egress_id,
+			   char out[MAFSBX_NAME_LEN + 1]);
+/* "allow:" + ",".join(sorted(allow)) (code-point sort), malloc'd; "" when n == 0. */
+char *mafsbx_egress_id(const char *const *allow, size_t n);
+
+/* key.v1: base64url(JSON [scope, thread, agent, call] with ", " separators and \uXXXX for
+ * non-ASCII), "" when the key is over 4096 characters or the encoding is. malloc'd. */
+char *mafsbx_key_attribution(const struct mafsbx_key *key);
+/* Decode a key.v1 value strictly into four malloc'd strings; -EINVAL when malformed. */
+int mafsbx_key_attribution_decode(const char *value, char **scope, char **thread, char **agent, char **call);
+
+/*
+ * The identity label set for a workload as a new JSON object: scope, thread,
+ * agent, kind, call (only when non-empty), maf-sandbox.label.<k> for each of
+ * `user_labels` (object of strings, may be NULL), and work-dir.v1 (raw).
+ */
+json_t *mafsbx_workload_labels(const struct mafsbx_key *key, const char *kind, const json_t *user_labels,
+			       const char *work_dir);
+
+/* True when `name` is a workload name (prefix + 12 lowercase hex, no suffix). */
+bool mafsbx_is_workload_name(const char *name);
+
+#endif
