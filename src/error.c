@@ -64,6 +64,7 @@ void mafsbx_error_clear(struct mafsbx_error *e)
 	e->message[0] = '\0';
 }
 
+__attribute__((format(printf, 5, 0)))
 static int set_common(struct mafsbx_error *e, enum mafsbx_err_kind kind, int err, const char *type,
 		      const char *fmt, va_list ap)
 {

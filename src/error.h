@@ -61,7 +61,8 @@ void mafsbx_error_clear(struct mafsbx_error *e);
  */
 int mafsbx_error_set(struct mafsbx_error *e, enum mafsbx_err_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int mafsbx_error_setv(struct mafsbx_error *e, enum mafsbx_err_kind kind, const char *fmt, va_list ap);
+int mafsbx_error_setv(struct mafsbx_error *e, enum mafsbx_err_kind kind, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 /* Same, with an explicit errno and/or type overriding the kind's defaults (type may be NULL). */
 int mafsbx_error_set_full(struct mafsbx_error *e, enum mafsbx_err_kind kind, int err,
