@@ -1,0 +1,216 @@
+/*
+ * sandbox.h: the sandbox backend over one engine: acquire (get-or-create a
+ * hardened container for a key and kind), dispose (by name, by key, by
+ * conversation), exec, the backend declarations, and the read side the
+ * filesystem needs (list the sandboxes on the engine, look one up by name).
+ * Behaviour follows reference/upstream-docker-backend.md §4, §6, §8.1-§8.5,
+ * so a Python maf-sandbox-docker host and this library manage the same
+ * containers on one engine.
+ *
+ * One `struct mafsbx_backend` is shared by every thread of a process; all
+ * calls are thread-safe. It borrows the engine and the freezer (both must
+ * outlive it).
+ *
+ * Errors (struct mafsbx_error): EK_INVALID for a bad argument or a sandbox
+ * whose work-dir label does not match the request ("dispose it first");
+ * EK_UNSUPPORTED (EOPNOTSUPP, type SandboxCapabilityNotSupported /
+ * SandboxEgressNotEnforced / SandboxOsFamilyNotSupported) for what this
+ * backend or this container cannot serve; EK_NO_IMAGE when the image is
+ * absent and cannot be pulled; EK_TIMEOUT, EK_UNREACHABLE, EK_ENGINE from
+ * the engine.
+ */
+#ifndef MAFSBX_SANDBOX_H
+#define MAFSBX_SANDBOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine.h"
+#include "error.h"
+#include "names.h"
+#include "spec.h"
+
+struct mafsbx_freezer;   /* freeze.h */
+
+struct mafsbx_sandbox_config {
+	const char *default_image;      /* -o image=; NULL = none (copied) */
+	long pids_limit;                /* 512 */
+	bool cap_drop_all;              /* off */
+	int64_t memory_bytes;           /* 0 = off; MemorySwap is set equal */
+	double cpus;                    /* 0 = off; NanoCpus = cpus * 1e9 */
+	const char *egress_proxy_image; /* NULL or "" = none (copied) */
+	long exec_timeout_max_s;        /* 300: default and ceiling of exec timeouts */
+	long pull_timeout_ms;           /* 600000: an image pull */
+	long probe_timeout_ms;          /* 10000: all capability probes of one acquire */
+	long command_timeout_ms;        /* 60000: `id -u`/`id -g` and other helper execs */
+	uint64_t max_read_bytes;        /* 64 MiB: declared in limits (the mount's -o max_read) */
+	uint64_t max_write_bytes;       /* 64 MiB: declared in limits (the mount's -o max_write) */
+};
+void mafsbx_sandbox_config_defaults(struct mafsbx_sandbox_config *c);
+
+struct mafsbx_backend;
+
+/* No engine call. `fz` may be NULL only in unit tests (acquire then refuses specs needing a work dir). */
+struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx_freezer *fz,
+					  const struct mafsbx_sandbox_config *cfg, struct mafsbx_error *err);
+void mafsbx_backend_free(struct mafsbx_backend *b);
+struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b);
+const struct mafsbx_sandbox_config *mafsbx_backend_config(const struct mafsbx_backend *b);
+/* The spec-parsing context matching this backend's config (default image, exec ceiling). */
+void mafsbx_backend_spec_config(const struct mafsbx_backend *b, struct mafsbx_spec_config *out);
+
+/* ---- acquire ------------------------------------------------------------ */
+
+enum mafsbx_acquire_state {
+	MAFSBX_ACQ_CREATED = 1,      /* a new container (also: adopted after a name conflict) */
+	MAFSBX_ACQ_STARTED = 2,      /* a stopped one was started (or a paused orphan thawed) */
+	MAFSBX_ACQ_REUSED = 3,       /* a running one reused */
+};
+const char *mafsbx_acquire_state_name(enum mafsbx_acquire_state s);  /* "created" ... */
+
+struct mafsbx_acquire_result {
+	char name[MAFSBX_NAME_LEN + 1];
+	char id[65];
+	enum mafsbx_acquire_state state;
+	char work_dir[MAFSBX_WORK_DIR_MAX + 1];
+	bool identity_resolved;      /* false: uid/gid are the 0:0 fallback stamp */
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * Get-or-create the sandbox of spec->key + spec->kind (upstream §4.3): one
+ * lock per name, the work-dir label check, orphan-pause recovery, the OS
+ * re-check on cold paths, reuse / start / create / adopt, explicit pull,
+ * create hardened and verified by inspect, instance id, identity, probes,
+ * work dir prepared. Allowlist egress is refused with EOPNOTSUPP.
+ */
+int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec,
+			   struct mafsbx_acquire_result *res, struct mafsbx_error *err);
+
+/* ---- dispose ------------------------------------------------------------ */
+
+enum mafsbx_disposal_code {
+	MAFSBX_DISPOSAL_UNREACHABLE = 1,
+	MAFSBX_DISPOSAL_TIMEOUT,
+	MAFSBX_DISPOSAL_REFUSED,
+	MAFSBX_DISPOSAL_UNLISTED,
+	MAFSBX_DISPOSAL_UNKNOWN,
+};
+const char *mafsbx_disposal_code_name(enum mafsbx_disposal_code c);  /* "unreachable", ... */
+
+struct mafsbx_disposal_failure {
+	enum mafsbx_disposal_code code;
+	char *detail;                /* malloc'd */
+};
+
+struct mafsbx_dispose_result {
+	unsigned disposed;           /* workload containers removed */
+	size_t n_failures;
+	struct mafsbx_disposal_failure *failures;
+};
+void mafsbx_dispose_result_free(struct mafsbx_dispose_result *r);
+/* {"disposed": N, "failures": [{"code": "...", "detail": "..."}]} as a new object. */
+json_t *mafsbx_dispose_result_json(const struct mafsbx_dispose_result *r);
+
+/*
+ * Never fail except on invalid input (-EINVAL): engine failures are reported
+ * per resource in res->failures. Removing what is already gone is success
+ * with disposed 0. Proxies (<name>-proxy) and networks (<name>-net) go too;
+ * their failures are logged, not reported (upstream §8.3).
+ */
+int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose_spec *spec,
+			   struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name,
+				struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+/* kind NULL: every kind of the key. A non-empty key->call adds the call filter. */
+int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
+			       struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, const char *thread,
+				 struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+
+/* ---- exec --------------------------------------------------------------- */
+
+/*
+ * Run spec->argv in the sandbox (upstream §6): cwd resolved under the
+ * sandbox's work_dir (its work-dir.v1 label), env and stdin as given, the
+ * timeout on the whole run, output capped at 8 MiB per stream (res->truncated).
+ * Never runs while this process holds a freeze on the container (waits for
+ * it to lift, bounded by the timeout).
+ * Returns 0 with the result for any exit code. Failures:
+ *  - not a sandbox / no such container: EK_NO_CONTAINER (ENOENT);
+ *  - timeout: EK_TIMEOUT (ETIMEDOUT), res->timed_out set, and the sandbox is
+ *    disposed (as upstream);
+ *  - launch failure (exit 126 with the runtime's message): an error (ENOENT
+ *    when the runtime says no such file or directory, else EIO) with the
+ *    runtime's message; res is still filled.
+ * Free res with mafsbx_exec_result_free() in every case.
+ */
+int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
+			struct mafsbx_exec_result *res, struct mafsbx_error *err);
+
+/* ---- declarations ------------------------------------------------------- */
+
+/*
+ * INTERFACE.md §2 .ctl/declarations as a new object:
+ * {"isolation": "container", "capabilities": [...], "egress_modes": [...],
+ *  "isolation_scopes": ["conversation", "call"],
+ *  "limits": {"files_in": {...}, "files_out": {...}, "max_read_bytes": N, "max_write_bytes": N},
+ *  "os_families": ["posix"] | []}
+ * os_families reads the engine's /version once (then cached); an unreadable
+ * or non-linux answer declares [] (upstream §4.2). Never NULL except ENOMEM.
+ */
+json_t *mafsbx_sandbox_declarations(struct mafsbx_backend *b, struct mafsbx_error *err);
+
+/* ---- what the filesystem shows ----------------------------------------- */
+
+struct mafsbx_sandbox_info {
+	char name[MAFSBX_NAME_LEN + 1];
+	char id[65];
+	char state[16];              /* the engine's: running, paused, exited, created, restarting, ... */
+	bool paused;
+	int64_t created;             /* unix seconds */
+	char *image;                 /* as the container records it (Config.Image / list Image) */
+	/* label values as stored (digested when upstream digests them); call "" when absent */
+	char *scope, *thread, *agent, *kind, *call;
+	/* the key decoded from maf-sandbox.key.v1 when present and consistent with the labels */
+	bool key_known;
+	char *key_scope, *key_thread, *key_agent, *key_call;
+	char *work_dir;              /* maf-sandbox.work-dir.v1, NULL when missing */
+	char **outputs;              /* mafsbxfs.outputs (JSON array), n_outputs; NULL when none */
+	size_t n_outputs;
+	char *network_mode;          /* HostConfig.NetworkMode: "none" means closed egress */
+	json_t *labels;              /* every label (new reference) */
+	bool identity_known;         /* uid/gid resolved earlier in this process */
+	uid_t uid;
+	gid_t gid;
+};
+void mafsbx_sandbox_info_clear(struct mafsbx_sandbox_info *i);
+void mafsbx_sandbox_info_free_array(struct mafsbx_sandbox_info *a, size_t n);
+
+/*
+ * Every workload container whose name starts with maf-sandbox-docker- and
+ * that carries the four identity labels (proxies and -net are not listed),
+ * optionally only those whose scope label equals label_value(scope).
+ * *out is a malloc'd array of *n entries (possibly 0, *out then NULL).
+ */
+int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafsbx_sandbox_info **out,
+			size_t *n, struct mafsbx_error *err);
+/* One sandbox by its name (or ID). Not a sandbox, or absent: EK_NO_CONTAINER (ENOENT). */
+int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
+			  struct mafsbx_error *err);
+
+/*
+ * The guest identity (uid, gid) used to stamp files written into a sandbox
+ * (upstream §4.6): cached per container instance once resolved. Unresolved
+ * is not an error: 0:0 with *resolved false (retried on the next call). May
+ * run `id` in the guest, so never call it while holding a freeze on that
+ * container.
+ */
+int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *uid, gid_t *gid, bool *resolved,
+			    struct mafsbx_error *err);
+
+#endif
