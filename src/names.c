@@ -1,0 +1,459 @@
+/*
+ * names.c: sandbox identity, byte-identical to the Python maf-sandbox-docker
+ * backend (reference/upstream-docker-backend.md §2): the container name
+ * digest, label_value, the workload label set and the key.v1 attribution
+ * (Python json.dumps spelling, then base64url). A name or label computed
+ * here must equal the one the Python host computes for the same key, or the
+ * two never find each other's sandboxes; every vector of §2 is a unit test.
+ */
+#include "names.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+
+#define KEY_ATTRIBUTION_MAX 4096
+
+static void sha256(const void *data, size_t len, unsigned char out[32])
+{
+	unsigned int n = 0;
+	/* EVP_Digest cannot fail for SHA-256 on valid memory; zero the output if it ever does. */
+	if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) || n != 32)
+		memset(out, 0, 32);
+}
+
+static void hex_lower(const unsigned char *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static bool label_safe_char(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+	       c == '-';
+}
+
+static bool is_lower_hex(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* Already shaped like a digest: "sha256-" + exactly 48 lowercase hex. */
+static bool digest_shaped(const char *v, size_t len)
+{
+	if (len != 7 + 48 || strncmp(v, "sha256-", 7) != 0)
+		return false;
+	for (size_t i = 7; i < len; i++)
+		if (!is_lower_hex((unsigned char)v[i]))
+			return false;
+	return true;
+}
+
+void mafsbx_label_value(const char *value, char out[MAFSBX_LABEL_VALUE_MAX + 1])
+{
+	if (!value)
+		value = "";
+	size_t len = strlen(value);
+	bool plain = len >= 1 && len <= MAFSBX_LABEL_VALUE_MAX && !digest_shaped(value, len);
+	for (size_t i = 0; plain && i < len; i++)
+		plain = label_safe_char((unsigned char)value[i]);
+	if (plain) {
+		memcpy(out, value, len + 1);
+		return;
+	}
+	unsigned char md[32];
+	char hex[65];
+	sha256(value, len, md);
+	hex_lower(md, 32, hex);
+	/* "sha256-" + 48 hex = 55 chars: within the 63-char bound. */
+	snprintf(out, MAFSBX_LABEL_VALUE_MAX + 1, "sha256-%.48s", hex);
+}
+
+/* Feed "<decimal byte length>:<bytes>" for one part. */
+static void digest_part(EVP_MD_CTX *ctx, const char *p)
+{
+	char prefix[32];
+	size_t len = strlen(p);
+	int n = snprintf(prefix, sizeof(prefix), "%zu:", len);
+	EVP_DigestUpdate(ctx, prefix, (size_t)n);
+	EVP_DigestUpdate(ctx, p, len);
+}
+
+void mafsbx_container_name(const struct mafsbx_key *key, const char *kind, const char *egress_id,
+			   char out[MAFSBX_NAME_LEN + 1])
+{
+	unsigned char md[32] = { 0 };
+	unsigned int mdlen = 0;
+	char hex[65];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		digest_part(ctx, key->scope ? key->scope : "");
+		digest_part(ctx, key->thread ? key->thread : "");
+		digest_part(ctx, key->agent ? key->agent : "");
+		digest_part(ctx, kind ? kind : "");
+		if (egress_id && *egress_id)
+			digest_part(ctx, egress_id);
+		if (key->call && *key->call) {
+			/* The part is "call:" + id, length-prefixed as one part. */
+			size_t n = strlen(key->call);
+			char prefix[32];
+			int pn = snprintf(prefix, sizeof(prefix), "%zu:call:", n + 5);
+			EVP_DigestUpdate(ctx, prefix, (size_t)pn);
+			EVP_DigestUpdate(ctx, key->call, n);
+		}
+		EVP_DigestFinal_ex(ctx, md, &mdlen);
+	}
+	EVP_MD_CTX_free(ctx);
+	hex_lower(md, 32, hex);
+	snprintf(out, MAFSBX_NAME_LEN + 1, "%s%.12s", MAFSBX_NAME_PREFIX, hex);
+}
+
+static int cmp_codepoint(const void *a, const void *b)
+{
+	/* strcmp compares bytes as unsigned char; for valid UTF-8 that is code-point order,
+	 * which is what Python's sorted() on str gives. */
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *mafsbx_egress_id(const char *const *allow, size_t n)
+{
+	if (n == 0)
+		return strdup("");
+	const char **sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return NULL;
+	memcpy(sorted, allow, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_codepoint);
+	struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	int r = mafsbx_buf_puts(&b, "allow:");
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (i)
+			r = mafsbx_buf_puts(&b, ",");
+		if (r == 0)
+			r = mafsbx_buf_puts(&b, sorted[i]);
+	}
+	free(sorted);
+	if (r) {
+		mafsbx_buf_free(&b);
+		return NULL;
+	}
+	return mafsbx_buf_steal(&b, NULL);
+}
+
+/*
+ * Decode one UTF-8 sequence at s (n bytes available). Returns its length
+ * and sets *cp; an invalid byte is returned as length 1 with *cp set to
+ * 0xDC00 + byte (Python's surrogateescape spelling of the same byte).
+ */
+static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	unsigned char c = s[0];
+	size_t need;
+	uint32_t v, min;
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	} else if ((c & 0xe0) == 0xc0) {
+		need = 2, v = c & 0x1f, min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		need = 3, v = c & 0x0f, min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		need = 4, v = c & 0x07, min = 0x10000;
+	} else {
+		goto bad;
+	}
+	if (need > n)
+		goto bad;
+	for (size_t i = 1; i < need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			goto bad;
+		v = (v << 6) | (s[i] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		goto bad;
+	*cp = v;
+	return need;
+bad:
+	*cp = 0xdc00 + c;
+	return 1;
+}
+
+static size_t codepoints(const char *s)
+{
+	size_t n = 0, len = strlen(s);
+	const unsigned char *p = (const unsigned char *)s;
+	while (len) {
+		uint32_t cp;
+		size_t k = utf8_next(p, len, &cp);
+		p += k, len -= k, n++;
+	}
+	return n;
+}
+
+/* Python json.dumps(str) with ensure_ascii=True. */
+static int json_py_string(struct mafsbx_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s);
+	int r = mafsbx_buf_puts(b, "\"");
+	while (r == 0 && len) {
+		uint32_t cp;
+		size_t k = utf8_next(p, len, &cp);
+		p += k, len -= k;
+		switch (cp) {
+		case '"': r = mafsbx_buf_puts(b, "\\\""); break;
+		case '\\': r = mafsbx_buf_puts(b, "\\\\"); break;
+		case '\n': r = mafsbx_buf_puts(b, "\\n"); break;
+		case '\r': r = mafsbx_buf_puts(b, "\\r"); break;
+		case '\t': r = mafsbx_buf_puts(b, "\\t"); break;
+		case '\b': r = mafsbx_buf_puts(b, "\\b"); break;
+		case '\f': r = mafsbx_buf_puts(b, "\\f"); break;
+		default:
+			if (cp >= 0x20 && cp <= 0x7e) {
+				char c = (char)cp;
+				r = mafsbx_buf_append(b, &c, 1);
+			} else if (cp < 0x10000) {
+				r = mafsbx_buf_printf(b, "\\u%04x", cp);
+			} else {
+				uint32_t v = cp - 0x10000;
+				r = mafsbx_buf_printf(b, "\\u%04x\\u%04x", 0xd800 + (v >> 10), 0xdc00 + (v & 0x3ff));
+			}
+		}
+	}
+	if (r == 0)
+		r = mafsbx_buf_puts(b, "\"");
+	return r;
+}
+
+static char *base64url(const unsigned char *in, size_t n)
+{
+	static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t outlen = 4 * ((n + 2) / 3);
+	char *out = malloc(outlen + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)in[i + 1] << 8;
+		if (i + 2 < n)
+			v |= in[i + 2];
+		out[o++] = alpha[(v >> 18) & 63];
+		out[o++] = alpha[(v >> 12) & 63];
+		out[o++] = i + 1 < n ? alpha[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < n ? alpha[v & 63] : '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static int b64url_val(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	return -1;
+}
+
+/* Strict: padded length, only the url alphabet, padding only at the end, zero spare bits. */
+static int base64url_decode(const char *in, unsigned char **out, size_t *outlen)
+{
+	size_t n = strlen(in);
+	if (n == 0 || n % 4)
+		return -EINVAL;
+	size_t pad = 0;
+	if (in[n - 1] == '=')
+		pad++;
+	if (in[n - 2] == '=')
+		pad++;
+	unsigned char *buf = malloc(n / 4 * 3 + 1);
+	if (!buf)
+		return -ENOMEM;
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 4) {
+		int v[4];
+		bool last = i + 4 == n;
+		for (int j = 0; j < 4; j++) {
+			char c = in[i + j];
+			if (c == '=' && last && j >= 4 - (int)pad) {
+				v[j] = 0;
+				continue;
+			}
+			v[j] = b64url_val(c);
+			if (v[j] < 0) {
+				free(buf);
+				return -EINVAL;
+			}
+		}
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		buf[o++] = (unsigned char)(w >> 16);
+		if (!(last && pad == 2))
+			buf[o++] = (unsigned char)(w >> 8);
+		else if ((w >> 8) & 0xff)
+			goto bad;
+		if (!(last && pad >= 1))
+			buf[o++] = (unsigned char)w;
+		else if (w & 0xff)
+			goto bad;
+	}
+	buf[o] = '\0';
+	*out = buf;
+	*outlen = o;
+	return 0;
+bad:
+	free(buf);
+	return -EINVAL;
+}
+
+char *mafsbx_key_attribution(const struct mafsbx_key *key)
+{
+	const char *f[4] = { key->scope ? key->scope : "", key->thread ? key->thread : "",
+			     key->agent ? key->agent : "", key->call ? key->call : "" };
+	size_t chars = 0;
+	for (int i = 0; i < 4; i++)
+		chars += codepoints(f[i]);
+	if (chars > KEY_ATTRIBUTION_MAX) {
+		log_warn("sandbox key is %zu characters, over %d: the %s label is left empty", chars,
+			 KEY_ATTRIBUTION_MAX, MAFSBX_LABEL_KEY_V1);
+		return strdup("");
+	}
+	struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	int r = mafsbx_buf_puts(&b, "[");
+	for (int i = 0; r == 0 && i < 4; i++) {
+		if (i)
+			r = mafsbx_buf_puts(&b, ", ");
+		if (r == 0)
+			r = json_py_string(&b, f[i]);
+	}
+	if (r == 0)
+		r = mafsbx_buf_puts(&b, "]");
+	if (r) {
+		mafsbx_buf_free(&b);
+		return NULL;
+	}
+	char *enc = base64url((const unsigned char *)b.data, b.len);
+	mafsbx_buf_free(&b);
+	if (enc && strlen(enc) > KEY_ATTRIBUTION_MAX) {
+		log_warn("sandbox key attribution is over %d characters: the %s label is left empty",
+			 KEY_ATTRIBUTION_MAX, MAFSBX_LABEL_KEY_V1);
+		enc[0] = '\0';
+	}
+	return enc;
+}
+
+int mafsbx_key_attribution_decode(const char *value, char **scope, char **thread, char **agent, char **call)
+{
+	char **outs[4] = { scope, thread, agent, call };
+	unsigned char *raw = NULL;
+	size_t rawlen = 0;
+	if (!value)
+		return -EINVAL;
+	int r = base64url_decode(value, &raw, &rawlen);
+	if (r)
+		return r;
+	json_error_t jerr;
+	json_t *arr = json_loadb((const char *)raw, rawlen, JSON_REJECT_DUPLICATES, &jerr);
+	free(raw);
+	if (!arr || !json_is_array(arr) || json_array_size(arr) != 4) {
+		json_decref(arr);
+		return -EINVAL;
+	}
+	char *vals[4] = { NULL, NULL, NULL, NULL };
+	for (size_t i = 0; i < 4; i++) {
+		json_t *s = json_array_get(arr, i);
+		/* A NUL inside a string cannot be a key field (C strings). */
+		if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
+			r = -EINVAL;
+			break;
+		}
+		vals[i] = strdup(json_string_value(s));
+		if (!vals[i]) {
+			r = -ENOMEM;
+			break;
+		}
+	}
+	json_decref(arr);
+	for (int i = 0; i < 4; i++) {
+		if (r) {
+			free(vals[i]);
+		} else if (outs[i]) {
+			*outs[i] = vals[i];
+		} else {
+			free(vals[i]);
+		}
+	}
+	return r;
+}
+
+static int set_label(json_t *labels, const char *k, const char *raw)
+{
+	char v[MAFSBX_LABEL_VALUE_MAX + 1];
+	mafsbx_label_value(raw, v);
+	return json_object_set_new(labels, k, json_string(v));
+}
+
+json_t *mafsbx_workload_labels(const struct mafsbx_key *key, const char *kind, const json_t *user_labels,
+			       const char *work_dir)
+{
+	json_t *l = json_object();
+	if (!l)
+		return NULL;
+	int r = set_label(l, MAFSBX_LABEL_SCOPE, key->scope);
+	r |= set_label(l, MAFSBX_LABEL_THREAD, key->thread);
+	r |= set_label(l, MAFSBX_LABEL_AGENT, key->agent);
+	r |= set_label(l, MAFSBX_LABEL_KIND, kind);
+	if (key->call && *key->call)
+		r |= set_label(l, MAFSBX_LABEL_CALL, key->call);
+	if (user_labels && json_is_object(user_labels)) {
+		const char *k;
+		json_t *v;
+		json_object_foreach((json_t *)user_labels, k, v) {
+			if (!json_is_string(v))
+				continue;
+			char *full = NULL;
+			if (asprintf(&full, "%s%s", MAFSBX_LABEL_USER_PREFIX, k) < 0) {
+				r = -1;
+				break;
+			}
+			r |= set_label(l, full, json_string_value(v));
+			free(full);
+		}
+	}
+	r |= json_object_set_new(l, MAFSBX_LABEL_WORK_DIR_V1,
+				 json_string(work_dir ? work_dir : MAFSBX_DEFAULT_WORK_DIR));
+	if (r) {
+		json_decref(l);
+		return NULL;
+	}
+	return l;
+}
+
+bool mafsbx_is_workload_name(const char *name)
+{
+	size_t pl = strlen(MAFSBX_NAME_PREFIX);
+	if (!name || strlen(name) != MAFSBX_NAME_LEN || strncmp(name, MAFSBX_NAME_PREFIX, pl) != 0)
+		return false;
+	for (size_t i = pl; i < MAFSBX_NAME_LEN; i++)
+		if (!is_lower_hex((unsigned char)name[i]))
+			return false;
+	return true;
+}
