@@ -1,0 +1,107 @@
+/*
+ * freeze.h: the shared, counted, cross-process freeze (pause/unpause) of a
+ * container (reference/upstream-docker-backend.md §5.7, engine-api.md §3).
+ *
+ * A freeze of one container is shared: an operation arriving while the
+ * container is frozen by this process, or by a live co-holder process on the
+ * same host, joins it; the last one out unpauses. Across processes this holds
+ * through two flock'ed files per (endpoint, container) under the runtime
+ * directory: a gate (held exclusively for each transition, and holding the
+ * marker "this freeze is ours") and a hold file (held shared by every process
+ * inside the freeze). So a start-up tells a freeze left by a DEAD process
+ * (marker set, nobody holds the hold file) from a live one.
+ *
+ * Rules:
+ *  - A container paused by someone else (paused, no marker) is never unpaused
+ *    by enter(): the operation fails (EK_PAUSED EBUSY) and it stays paused.
+ *  - A refused pause (the daemon answered an error) means no unpause.
+ *  - A pause with no answer (timeout, transport) may have frozen the guest:
+ *    an unpause is attempted.
+ *  - A failed unpause is logged, counted and never raised; the marker stays,
+ *    so recover() lifts it later.
+ *  - Every wait is bounded by the caller's deadline.
+ *  - Never call exec on a container while this process holds a freeze of it
+ *    (the daemon refuses exec while paused): check mafsbx_freeze_active() or
+ *    wait with mafsbx_freeze_wait_idle().
+ *  - A stopped container cannot be paused: enter() fails with EK_NOT_RUNNING.
+ *
+ * Container keys are compared as given: pass the full container ID
+ * everywhere so that every process keys a container the same way.
+ * Thread-safe: one freezer serves all threads of a process.
+ */
+#ifndef MAFSBX_FREEZE_H
+#define MAFSBX_FREEZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "error.h"
+
+#define MAFSBX_RUNDIR_DEFAULT "/run/mafsbxfs"
+#define MAFSBX_RUNDIR_ENV "MAFSBX_RUNDIR"
+/* Test-only: milliseconds to sleep inside every freeze right after it is taken. */
+#define MAFSBX_FREEZE_HOLD_ENV "MAFSBX_TEST_FREEZE_HOLD_MS"
+/* Wait used when a deadline of 0 is passed. */
+#define MAFSBX_FREEZE_DEFAULT_WAIT_MS 30000
+
+struct mafsbx_freezer;
+struct mafsbx_freeze;
+
+/*
+ * `engine` is borrowed and must outlive the freezer. Runtime directory:
+ * `rundir` if non-NULL, else $MAFSBX_RUNDIR, else /run/mafsbxfs as root and
+ * $XDG_RUNTIME_DIR/mafsbxfs (or /tmp/mafsbxfs-UID) otherwise. Created 0700.
+ */
+struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const char *rundir,
+					  struct mafsbx_error *err);
+/* Must be called with no freeze held. */
+void mafsbx_freezer_free(struct mafsbx_freezer *f);
+struct mafsbx_engine *mafsbx_freezer_engine(const struct mafsbx_freezer *f);
+const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f);
+
+/*
+ * Enter a freeze of `container` (join one already held). `deadline_ms` is an
+ * absolute mafsbx_now_ms() time bounding every wait (0: now + the default).
+ * On success *out is the handle to pass to leave(). Errors: EK_PAUSED (paused
+ * by someone else), EK_NOT_RUNNING, EK_NO_CONTAINER, EK_TIMEOUT (deadline),
+ * the engine's error for a refused pause, EK_SYSTEM for the lock files.
+ */
+int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+			struct mafsbx_freeze **out, struct mafsbx_error *err);
+/* Leave; the last one out unpauses. Never fails (a failed unpause is logged). NULL is a no-op. */
+void mafsbx_freeze_leave(struct mafsbx_freeze *h);
+const char *mafsbx_freeze_container(const struct mafsbx_freeze *h);
+
+/* Does this process hold (or is it taking or releasing) a freeze of `container` now? */
+bool mafsbx_freeze_active(struct mafsbx_freezer *f, const char *container);
+/* Wait until this process holds no freeze of `container`: 0, or EK_TIMEOUT at the deadline. */
+int mafsbx_freeze_wait_idle(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+			    struct mafsbx_error *err);
+
+/*
+ * Recover a freeze left behind: when nobody (this process or another live
+ * one) holds a freeze of `container` and the engine says it is paused, unpause
+ * it if our marker is set (a dead mafsbx process left it), or, with
+ * `include_foreign`, whatever paused it (what upstream acquire does: a paused
+ * container with no live claim is thawed). *unpaused (may be NULL) says
+ * whether an unpause was done. A live freeze is left alone (returns 0).
+ * Errors: the inspect's or the unpause's.
+ */
+int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool include_foreign,
+			  bool *unpaused, long long deadline_ms, struct mafsbx_error *err);
+
+struct mafsbx_freeze_stats {
+	uint64_t enters;           /* successful enter() calls */
+	uint64_t pauses;           /* successful pause calls */
+	uint64_t unpauses;         /* successful unpause calls (recover's included) */
+	uint64_t joins;            /* enters that joined a freeze this process held */
+	uint64_t xjoins;           /* enters that joined a freeze held by another live process */
+	uint64_t adopted;          /* enters that took over a freeze a dead process left */
+	uint64_t recovered;        /* recover() unpauses */
+	uint64_t unpause_failures;
+	uint64_t foreign_refusals; /* enters refused: paused by someone else */
+};
+void mafsbx_freezer_stats(struct mafsbx_freezer *f, struct mafsbx_freeze_stats *out);
+
+#endif
