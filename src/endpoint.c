@@ -1,0 +1,636 @@
+/*
+ * endpoint.c: which Docker engine to talk to, resolved once (INTERFACE.md §1.1).
+ *
+ * Owns the resolution order (host option, context option, DOCKER_HOST,
+ * DOCKER_CONTEXT, currentContext of the CLI config, the default socket), the
+ * reading of the Docker CLI's config.json and context store
+ * (contexts/meta/<sha256(name)>/meta.json, contexts/tls/<sha256(name)>/docker/),
+ * TLS material from DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, and URL parsing.
+ * The result is a plain value: nothing here is consulted again after start,
+ * so a later change of the environment or of the current context cannot
+ * redirect a running process.
+ *
+ * Choices where INTERFACE.md is silent, following the Docker CLI
+ * (docker/cli cli/command/cli.go resolveContextName and
+ * resolveDefaultDockerEndpoint):
+ *  - The context "default" is the CLI's virtual "DOCKER_HOST based
+ *    configuration": DOCKER_HOST (with the TLS environment) when set, else
+ *    unix:///var/run/docker.sock. This matters only for `--context default`,
+ *    since DOCKER_HOST otherwise already comes first in the order.
+ *  - The host option wins over the context option when both are given
+ *    (INTERFACE.md's order; the Docker CLI refuses the pair instead).
+ *  - An empty environment variable or an empty "currentContext" counts as
+ *    unset (as in the CLI); an empty -H/--context value, an empty Host in
+ *    meta.json, or an empty part of a URL (host, port, socket path) is refused.
+ *  - DOCKER_TLS_VERIFY: any non-empty value (even "0") turns TLS with
+ *    verification on, as in the CLI and the Go client. DOCKER_CERT_PATH alone
+ *    turns TLS on without verification (the Go client's FromEnv). Certificates
+ *    default to the config directory ($DOCKER_CONFIG or ~/.docker), as the
+ *    CLI's default --tlscacert etc. do. TLS applies only to tcp endpoints.
+ *  - A context uses TLS when its TLS directory holds material or it says
+ *    SkipTLSVerify; verification is on unless SkipTLSVerify is true.
+ *  - A URL without "://" ("host:2375") is tcp, as in the CLI; one starting
+ *    with "/" is refused with a hint to write unix://.
+ */
+#include "endpoint.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "buf.h"
+
+#define DEFAULT_URL "unix:///var/run/docker.sock"
+#define DEFAULT_SOCKET "/var/run/docker.sock"
+#define DEFAULT_CONTEXT "default"
+#define PORT_PLAIN 2375
+#define PORT_TLS 2376
+/* config.json and meta.json are small; a bigger file is not what we think it is. */
+#define MAX_JSON_FILE (4 * 1024 * 1024)
+
+struct resolver {
+	mafsbx_getenv_fn env;
+	void *env_ctx;
+	char config_dir[PATH_MAX];
+	bool have_config_dir;
+};
+
+/* NULL for an unset or empty variable: the CLI treats both alike. */
+static const char *env_get(const struct resolver *r, const char *name)
+{
+	const char *v = r->env ? r->env(name, r->env_ctx) : getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static int path_join(char *out, size_t outsz, struct mafsbx_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int path_join(char *out, size_t outsz, struct mafsbx_error *err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out, outsz, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= outsz)
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "path too long: %.200s...", out);
+	return 0;
+}
+
+/* $DOCKER_CONFIG, else $HOME/.docker, else the passwd home + /.docker. */
+static int find_config_dir(struct resolver *r, struct mafsbx_error *err)
+{
+	const char *dc = env_get(r, "DOCKER_CONFIG");
+	if (dc) {
+		r->have_config_dir = true;
+		return path_join(r->config_dir, sizeof(r->config_dir), err, "%s", dc);
+	}
+	const char *home = env_get(r, "HOME");
+	char pwbuf[4096];
+	struct passwd pw, *res = NULL;
+	if (!home && getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res && res->pw_dir &&
+	    *res->pw_dir)
+		home = res->pw_dir;
+	if (!home) {
+		/* No home at all: there is no CLI config to read, which is not an error. */
+		r->have_config_dir = false;
+		r->config_dir[0] = '\0';
+		return 0;
+	}
+	r->have_config_dir = true;
+	return path_join(r->config_dir, sizeof(r->config_dir), err, "%s/.docker", home);
+}
+
+/*
+ * Read a whole small file. -ENOENT (error set, kind SYSTEM) when it does not
+ * exist so the caller can decide whether absence is fine.
+ */
+static int read_file(const char *path, char **data, size_t *len, struct mafsbx_error *err)
+{
+	struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	int ret;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot open %s: %s", path,
+					     strerror(e));
+	}
+	for (;;) {
+		if ((ret = mafsbx_buf_reserve(&b, 8192)) < 0) {
+			mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
+			goto out;
+		}
+		ssize_t n = read(fd, b.data + b.len, 8192);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot read %s: %s", path,
+						    strerror(e));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		b.len += (size_t)n;
+		b.data[b.len] = '\0';
+		if (b.len > MAX_JSON_FILE) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path,
+					       MAX_JSON_FILE);
+			goto out;
+		}
+	}
+	*data = mafsbx_buf_steal(&b, len);
+	ret = *data ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
+out:
+	close(fd);
+	mafsbx_buf_free(&b);
+	return ret;
+}
+
+static int load_json_object(const char *path, json_t **out, struct mafsbx_error *err)
+{
+	__do_free char *data = NULL;
+	size_t len = 0;
+	int ret = read_file(path, &data, &len, err);
+	if (ret < 0)
+		return ret;
+	json_error_t je;
+	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed JSON in %s (line %d: %s)", path, je.line,
+					je.text);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed %s: not a JSON object", path);
+	}
+	*out = j;
+	return 0;
+}
+
+static bool is_regular_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int copy_field(char *dst, size_t dstsz, const char *src, const char *what, struct mafsbx_error *err)
+{
+	size_t n = strlen(src);
+	if (n >= dstsz)
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "%s is too long (%zu bytes, at most %zu)", what, n,
+					dstsz - 1);
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+/* ---- URL parsing -------------------------------------------------------- */
+
+static bool valid_host_char(unsigned char c)
+{
+	return isalnum(c) || c == '-' || c == '.' || c == '_';
+}
+
+/*
+ * Parse into out; *port_given says whether the URL named a port, so TLS found
+ * later can still move the default from 2375 to 2376.
+ */
+static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_given, struct mafsbx_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	*port_given = false;
+	if (!url || !*url)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "empty engine endpoint URL");
+	for (const char *p = url; *p; p++)
+		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"engine endpoint URL '%s' contains whitespace or control characters", url);
+
+	const char *sep = strstr(url, "://");
+	const char *rest;
+	char scheme[16];
+	if (!sep) {
+		if (url[0] == '/')
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"engine endpoint '%s' has no scheme; write unix://%s for a socket", url, url);
+		/* The CLI reads "host:port" as tcp. */
+		snprintf(scheme, sizeof(scheme), "tcp");
+		rest = url;
+	} else {
+		size_t sl = (size_t)(sep - url);
+		if (sl == 0 || sl >= sizeof(scheme))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"unsupported scheme in engine endpoint '%s'; use unix:// or tcp://", url);
+		for (size_t i = 0; i < sl; i++)
+			scheme[i] = (char)tolower((unsigned char)url[i]);
+		scheme[sl] = '\0';
+		rest = sep + 3;
+	}
+
+	if (strcmp(scheme, "ssh") == 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"ssh:// endpoints are not supported; use unix:// or tcp:// ('%s')", url);
+
+	if (strcmp(scheme, "unix") == 0) {
+		out->scheme = MAFSBX_EP_UNIX;
+		if (!*rest)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' names no socket path",
+						url);
+		if (rest[0] != '/')
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"socket path in engine endpoint '%s' is not absolute", url);
+		if (strlen(rest) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG,
+						"socket path in engine endpoint '%s' is longer than a unix socket "
+						"address allows (%zu bytes)",
+						url, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		int r = copy_field(out->socket_path, sizeof(out->socket_path), rest, "socket path", err);
+		if (r < 0)
+			return r;
+		snprintf(out->url, sizeof(out->url), "unix://%s", rest);
+		return 0;
+	}
+
+	bool tls;
+	if (strcmp(scheme, "tcp") == 0 || strcmp(scheme, "http") == 0)
+		tls = false;
+	else if (strcmp(scheme, "https") == 0)
+		tls = true;
+	else
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"unsupported scheme '%s://' in engine endpoint '%s'; use unix:// or tcp://",
+					scheme, url);
+	out->scheme = MAFSBX_EP_TCP;
+	out->tls = tls;
+	out->tls_verify = tls;
+
+	/* authority = everything up to the first '/'; only "" or "/" may follow. */
+	size_t alen = strcspn(rest, "/?#");
+	const char *tail = rest + alen;
+	if (*tail && strcmp(tail, "/") != 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"engine endpoint '%s' has a path or query ('%s'); only scheme://host[:port] is "
+					"supported",
+					url, tail);
+	if (memchr(rest, '@', alen))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' must not carry user information",
+					url);
+
+	const char *host = rest, *hend, *portp = NULL;
+	if (alen && rest[0] == '[') {
+		const char *close = memchr(rest, ']', alen);
+		if (!close)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "unclosed '[' in engine endpoint '%s'", url);
+		host = rest + 1;
+		hend = close;
+		const char *after = close + 1;
+		if (after < rest + alen) {
+			if (*after != ':')
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed host in engine endpoint '%s'",
+							url);
+			portp = after + 1;
+		}
+		for (const char *p = host; p < hend; p++)
+			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+							"malformed IPv6 address in engine endpoint '%s'", url);
+	} else {
+		const char *colon = memchr(rest, ':', alen);
+		hend = colon ? colon : rest + alen;
+		if (colon)
+			portp = colon + 1;
+		for (const char *p = host; p < hend; p++)
+			if (!valid_host_char((unsigned char)*p))
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed host in engine endpoint '%s'",
+							url);
+	}
+	size_t hlen = (size_t)(hend - host);
+	if (hlen == 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' names no host", url);
+	if (hlen >= sizeof(out->host))
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "host in engine endpoint '%s' is too long", url);
+	memcpy(out->host, host, hlen);
+	out->host[hlen] = '\0';
+
+	if (portp) {
+		const char *pend = rest + alen;
+		long port = 0;
+		if (portp == pend)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has an empty port", url);
+		for (const char *p = portp; p < pend; p++) {
+			if (!isdigit((unsigned char)*p) || port > 65535)
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed port in engine endpoint '%s'",
+							url);
+			port = port * 10 + (*p - '0');
+		}
+		if (port < 1 || port > 65535)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "port out of range in engine endpoint '%s'",
+						url);
+		out->port = (int)port;
+		*port_given = true;
+	} else {
+		out->port = tls ? PORT_TLS : PORT_PLAIN;
+	}
+	return 0;
+}
+
+static void format_tcp_url(struct mafsbx_endpoint *ep)
+{
+	bool v6 = strchr(ep->host, ':') != NULL;
+	snprintf(ep->url, sizeof(ep->url), "tcp://%s%s%s:%d", v6 ? "[" : "", ep->host, v6 ? "]" : "", ep->port);
+}
+
+int mafsbx_endpoint_parse_url(const char *url, struct mafsbx_endpoint *out, struct mafsbx_error *err)
+{
+	bool port_given;
+	int r = parse_url(url, out, &port_given, err);
+	if (r < 0)
+		return r;
+	if (out->scheme == MAFSBX_EP_TCP)
+		format_tcp_url(out);
+	return 0;
+}
+
+/* ---- TLS material ------------------------------------------------------- */
+
+/*
+ * Take ca.pem / cert.pem / key.pem (under the names given) from dir, those
+ * that exist. A certificate without its key (or the reverse) cannot be used,
+ * so it is refused rather than silently dropped.
+ */
+static int take_tls_files(struct mafsbx_endpoint *ep, const char *dir, const char *ca_name,
+			  const char *cert_name, const char *key_name, bool *found_any, struct mafsbx_error *err)
+{
+	char ca[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+	int r;
+	if ((r = path_join(ca, sizeof(ca), err, "%s/%s", dir, ca_name)) < 0 ||
+	    (r = path_join(cert, sizeof(cert), err, "%s/%s", dir, cert_name)) < 0 ||
+	    (r = path_join(key, sizeof(key), err, "%s/%s", dir, key_name)) < 0)
+		return r;
+	bool has_ca = is_regular_file(ca), has_cert = is_regular_file(cert), has_key = is_regular_file(key);
+	if (has_cert != has_key)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "TLS client %s without %s in %s",
+					has_cert ? cert_name : key_name, has_cert ? key_name : cert_name, dir);
+	snprintf(ep->ca, sizeof(ep->ca), "%s", has_ca ? ca : "");
+	snprintf(ep->cert, sizeof(ep->cert), "%s", has_cert ? cert : "");
+	snprintf(ep->key, sizeof(ep->key), "%s", has_key ? key : "");
+	*found_any = has_ca || has_cert || has_key;
+	return 0;
+}
+
+static void finish_tcp(struct mafsbx_endpoint *ep, bool port_given)
+{
+	if (ep->tls && !port_given)
+		ep->port = PORT_TLS;
+	format_tcp_url(ep);
+}
+
+/* DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, for -H, DOCKER_HOST and the default context. */
+static int apply_env_tls(const struct resolver *r, struct mafsbx_endpoint *ep, bool port_given,
+			 struct mafsbx_error *err)
+{
+	if (ep->scheme != MAFSBX_EP_TCP)
+		return 0;
+	const char *verify = env_get(r, "DOCKER_TLS_VERIFY");
+	const char *cert_path = env_get(r, "DOCKER_CERT_PATH");
+	if (verify || cert_path) {
+		ep->tls = true;
+		ep->tls_verify = verify != NULL;
+	}
+	if (ep->tls) {
+		const char *dir = cert_path ? cert_path : (r->have_config_dir ? r->config_dir : NULL);
+		if (cert_path) {
+			struct stat st;
+			if (stat(cert_path, &st) != 0 || !S_ISDIR(st.st_mode))
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+							"DOCKER_CERT_PATH '%s' is not a directory", cert_path);
+		}
+		if (dir) {
+			bool any;
+			int rr = take_tls_files(ep, dir, "ca.pem", "cert.pem", "key.pem", &any, err);
+			if (rr < 0)
+				return rr;
+			/* A CA path the user named explicitly but that lacks ca.pem would
+			 * silently verify against the system store instead. */
+			if (cert_path && ep->tls_verify && !ep->ca[0])
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+							"DOCKER_TLS_VERIFY is set but %s/ca.pem does not exist",
+							cert_path);
+		}
+	}
+	finish_tcp(ep, port_given);
+	return 0;
+}
+
+/* The CLI's virtual "default" context: DOCKER_HOST based, else the default socket. */
+static int resolve_default(const struct resolver *r, struct mafsbx_endpoint *ep, struct mafsbx_error *err)
+{
+	const char *dh = env_get(r, "DOCKER_HOST");
+	bool port_given;
+	int ret = parse_url(dh ? dh : DEFAULT_URL, ep, &port_given, err);
+	if (ret < 0) {
+		if (dh)
+			mafsbx_error_prefix(err, "DOCKER_HOST");
+		return ret;
+	}
+	return apply_env_tls(r, ep, port_given, err);
+}
+
+/* ---- contexts ----------------------------------------------------------- */
+
+static int context_hash(const char *name, char hex[65], struct mafsbx_error *err)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	if (EVP_Digest(name, strlen(name), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+		return mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "SHA-256 of the context name failed");
+	for (unsigned int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+static int resolve_context(const struct resolver *r, const char *name, const char *source,
+			   struct mafsbx_endpoint *ep, struct mafsbx_error *err)
+{
+	json_t *meta = NULL;
+	int ret;
+	if (!*name)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "empty Docker context name (%s)", source);
+	if (strlen(name) >= sizeof(ep->context))
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "Docker context name is too long (%s)", source);
+
+	if (strcmp(name, DEFAULT_CONTEXT) == 0) {
+		ret = resolve_default(r, ep, err);
+		goto done;
+	}
+	if (!r->have_config_dir)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"Docker context \"%s\" (%s) does not exist: no Docker config directory "
+					"(neither DOCKER_CONFIG nor HOME is set)",
+					name, source);
+
+	char hex[65], path[PATH_MAX], tlsdir[PATH_MAX];
+	if ((ret = context_hash(name, hex, err)) < 0 ||
+	    (ret = path_join(path, sizeof(path), err, "%s/contexts/meta/%s/meta.json", r->config_dir, hex)) < 0 ||
+	    (ret = path_join(tlsdir, sizeof(tlsdir), err, "%s/contexts/tls/%s/docker", r->config_dir, hex)) < 0)
+		return ret;
+
+	ret = load_json_object(path, &meta, err);
+	if (ret == -ENOENT)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "Docker context \"%s\" (%s) does not exist (no %s)",
+					name, source, path);
+	if (ret < 0) {
+		if (err && err->kind == MAFSBX_EK_SYSTEM)
+			err->kind = MAFSBX_EK_INVALID;
+		mafsbx_error_prefix(err, "Docker context \"%s\"", name);
+		return ret;
+	}
+
+	json_t *jname = json_object_get(meta, "Name");
+	if (jname && (!json_is_string(jname) || strcmp(json_string_value(jname), name) != 0)) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed %s: \"Name\" is not \"%s\"", path, name);
+		goto out;
+	}
+	json_t *eps = json_object_get(meta, "Endpoints");
+	json_t *dock = json_is_object(eps) ? json_object_get(eps, "docker") : NULL;
+	if (!json_is_object(dock)) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				       "malformed %s: Docker context \"%s\" has no Endpoints.docker object", path, name);
+		goto out;
+	}
+	json_t *jhost = json_object_get(dock, "Host");
+	if (!json_is_string(jhost) || !*json_string_value(jhost)) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				       "malformed %s: Docker context \"%s\" has no Endpoints.docker.Host", path, name);
+		goto out;
+	}
+	json_t *jskip = json_object_get(dock, "SkipTLSVerify");
+	if (jskip && !json_is_boolean(jskip)) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				       "malformed %s: Endpoints.docker.SkipTLSVerify is not a boolean", path);
+		goto out;
+	}
+	bool skip = jskip && json_is_true(jskip);
+
+	bool port_given;
+	ret = parse_url(json_string_value(jhost), ep, &port_given, err);
+	if (ret < 0) {
+		mafsbx_error_prefix(err, "Docker context \"%s\"", name);
+		goto out;
+	}
+	if (ep->scheme == MAFSBX_EP_TCP) {
+		bool any = false;
+		ret = take_tls_files(ep, tlsdir, "ca.pem", "cert.pem", "key.pem", &any, err);
+		if (ret < 0) {
+			mafsbx_error_prefix(err, "Docker context \"%s\"", name);
+			goto out;
+		}
+		if (any || skip)
+			ep->tls = true;
+		if (ep->tls)
+			ep->tls_verify = !skip;
+		finish_tcp(ep, port_given);
+	}
+	ret = 0;
+done:
+	if (ret == 0)
+		snprintf(ep->context, sizeof(ep->context), "%s", name);
+out:
+	json_decref(meta);
+	return ret;
+}
+
+/* currentContext of config.json: NULL (with ret 0) when the file or the field is absent. */
+static int config_current_context(const struct resolver *r, char *name, size_t namesz, bool *found,
+				  struct mafsbx_error *err)
+{
+	*found = false;
+	if (!r->have_config_dir)
+		return 0;
+	char path[PATH_MAX];
+	int ret = path_join(path, sizeof(path), err, "%s/config.json", r->config_dir);
+	if (ret < 0)
+		return ret;
+	json_t *cfg = NULL;
+	ret = load_json_object(path, &cfg, err);
+	if (ret == -ENOENT) {
+		mafsbx_error_clear(err);
+		return 0;
+	}
+	if (ret < 0) {
+		if (err && err->kind == MAFSBX_EK_SYSTEM)
+			err->kind = MAFSBX_EK_INVALID;
+		return ret;
+	}
+	json_t *cur = json_object_get(cfg, "currentContext");
+	if (cur && !json_is_string(cur)) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed %s: \"currentContext\" is not a string",
+				       path);
+	} else if (cur && *json_string_value(cur)) {
+		ret = copy_field(name, namesz, json_string_value(cur), "currentContext", err);
+		*found = ret == 0;
+	}
+	json_decref(cfg);
+	return ret;
+}
+
+int mafsbx_endpoint_resolve(const struct mafsbx_endpoint_options *opts, mafsbx_getenv_fn env, void *env_ctx,
+			    struct mafsbx_endpoint *out, struct mafsbx_error *err)
+{
+	struct resolver r = { .env = env, .env_ctx = env_ctx };
+	struct mafsbx_endpoint ep;
+	const char *source;
+	int ret;
+
+	memset(&ep, 0, sizeof(ep));
+	mafsbx_error_clear(err);
+	if ((ret = find_config_dir(&r, err)) < 0)
+		return ret;
+
+	const char *v;
+	if (opts && opts->host) {
+		source = "host-option";
+		bool port_given;
+		if (!*opts->host)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "empty host option");
+		ret = parse_url(opts->host, &ep, &port_given, err);
+		if (ret == 0)
+			ret = apply_env_tls(&r, &ep, port_given, err);
+	} else if (opts && opts->context) {
+		source = "context-option";
+		if (!*opts->context)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "empty context option");
+		ret = resolve_context(&r, opts->context, "context option", &ep, err);
+	} else if ((v = env_get(&r, "DOCKER_HOST"))) {
+		source = "DOCKER_HOST";
+		ret = resolve_default(&r, &ep, err);
+	} else if ((v = env_get(&r, "DOCKER_CONTEXT"))) {
+		source = "DOCKER_CONTEXT";
+		ret = resolve_context(&r, v, "DOCKER_CONTEXT", &ep, err);
+	} else {
+		char name[256];
+		bool found;
+		ret = config_current_context(&r, name, sizeof(name), &found, err);
+		if (ret == 0 && found) {
+			source = "config";
+			ret = resolve_context(&r, name, "currentContext in config.json", &ep, err);
+		} else if (ret == 0) {
+			source = "default";
+			ret = resolve_default(&r, &ep, err);
+		} else {
+			source = "config";
+		}
+	}
+	if (ret < 0)
+		return ret;
+	snprintf(ep.source, sizeof(ep.source), "%s", source);
+	*out = ep;
+	return 0;
+}
