@@ -1,0 +1,1124 @@
+/*
+ * spec.c: the .ctl request JSON (INTERFACE.md §4) -> acquire / dispose /
+ * exec specs. Everything a request can get wrong is caught here, before any
+ * engine call, with a message naming the field ("field 'x': problem"), so a
+ * user at a shell sees what to fix. The rules and the choices made where
+ * INTERFACE.md is silent are listed in spec.h.
+ */
+#include "spec.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+/* ---- names of enums ----------------------------------------------------- */
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} cap_names[] = {
+	{ MAFSBX_CAP_EXEC, "exec" },
+	{ MAFSBX_CAP_FILES_IN, "files_in" },
+	{ MAFSBX_CAP_FILES_OUT, "files_out" },
+	{ MAFSBX_CAP_FILES_DELETE, "files_delete" },
+	{ MAFSBX_CAP_HOST_TOOLS, "host_tools" },
+};
+
+/* Upstream capabilities this backend never serves (upstream §1.5): EOPNOTSUPP, not EINVAL. */
+static const char *const unserved_caps[] = { "run_code", "files_list", "snapshot", "attached_identity", "reclaim" };
+
+const char *mafsbx_cap_name(unsigned cap)
+{
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(cap_names); i++)
+		if (cap_names[i].bit == cap)
+			return cap_names[i].name;
+	return NULL;
+}
+
+unsigned mafsbx_cap_from_name(const char *name)
+{
+	for (size_t i = 0; name && i < MAFSBX_ARRAY_SIZE(cap_names); i++)
+		if (strcmp(cap_names[i].name, name) == 0)
+			return cap_names[i].bit;
+	return 0;
+}
+
+const char *mafsbx_egress_name(enum mafsbx_egress e)
+{
+	return e == MAFSBX_EGRESS_ALLOWLIST ? "allowlist" : "closed";
+}
+
+const char *mafsbx_isolation_scope_name(enum mafsbx_isolation_scope s)
+{
+	return s == MAFSBX_SCOPE_CALL ? "call" : "conversation";
+}
+
+/* ---- small validators --------------------------------------------------- */
+
+static int bad(struct mafsbx_error *err, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int bad(struct mafsbx_error *err, const char *field, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field '%s': %s", field, msg);
+}
+
+static int unsupported(struct mafsbx_error *err, const char *type, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int unsupported(struct mafsbx_error *err, const char *type, const char *field, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, type, "field '%s': %s", field, msg);
+}
+
+static bool has_ctl(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+	return false;
+}
+
+static int check_fields(const json_t *req, const char *const *allowed, struct mafsbx_error *err)
+{
+	if (!json_is_object(req))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "request: must be a JSON object");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)req, k, v) {
+		bool ok = false;
+		for (size_t i = 0; allowed[i]; i++)
+			if (strcmp(k, allowed[i]) == 0)
+				ok = true;
+		if (!ok) {
+			char shown[128];
+			snprintf(shown, sizeof(shown), "%s", k);
+			for (char *p = shown; *p; p++)
+				if ((unsigned char)*p < 0x20)
+					*p = '?';
+			return bad(err, shown, "unknown field");
+		}
+		(void)v;
+	}
+	return 0;
+}
+
+/* A string field: NULL *out when absent or null (if allowed). */
+static int get_str(const json_t *req, const char *field, bool required, bool allow_empty, const char **out,
+		   struct mafsbx_error *err)
+{
+	json_t *v = json_object_get(req, field);
+	*out = NULL;
+	if (!v || json_is_null(v)) {
+		if (required)
+			return bad(err, field, "required");
+		return 0;
+	}
+	if (!json_is_string(v))
+		return bad(err, field, "must be a string");
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return bad(err, field, "contains a NUL character");
+	if (!allow_empty && json_string_length(v) == 0)
+		return bad(err, field, "must not be empty");
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int dup_to(char **dst, const char *s, struct mafsbx_error *err)
+{
+	*dst = strdup(s ? s : "");
+	if (!*dst)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	return 0;
+}
+
+static void free_strv(char **v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+bool mafsbx_env_key_valid(const char *key)
+{
+	if (!key || !*key || strlen(key) > 255)
+		return false;
+	if (!((key[0] >= 'A' && key[0] <= 'Z') || (key[0] >= 'a' && key[0] <= 'z') || key[0] == '_'))
+		return false;
+	for (const char *p = key + 1; *p; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+			return false;
+	return true;
+}
+
+/* env object -> NULL-terminated "K=V" vector. */
+static int parse_env(const json_t *req, char ***out, size_t *n_out, struct mafsbx_error *err)
+{
+	json_t *env = json_object_get(req, "env");
+	*out = NULL;
+	*n_out = 0;
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return bad(err, "env", "must be an object of strings");
+	size_t n = json_object_size(env), i = 0;
+	char **v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	const char *k;
+	json_t *val;
+	json_object_foreach(env, k, val) {
+		char field[300];
+		snprintf(field, sizeof(field), "env.%s", k);
+		if (!mafsbx_env_key_valid(k)) {
+			free_strv(v, i);
+			return bad(err, "env", "invalid variable name (want [A-Za-z_][A-Za-z0-9_]*, at most 255 bytes)");
+		}
+		if (!json_is_string(val)) {
+			free_strv(v, i);
+			return bad(err, field, "must be a string");
+		}
+		if (strlen(json_string_value(val)) != json_string_length(val)) {
+			free_strv(v, i);
+			return bad(err, field, "contains a NUL character");
+		}
+		if (asprintf(&v[i], "%s=%s", k, json_string_value(val)) < 0) {
+			v[i] = NULL;
+			free_strv(v, i);
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		}
+		i++;
+	}
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+static bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		size_t need;
+		uint32_t v, min;
+		if (*p < 0x80) {
+			p++;
+			continue;
+		} else if ((*p & 0xe0) == 0xc0) {
+			need = 1, v = *p & 0x1f, min = 0x80;
+		} else if ((*p & 0xf0) == 0xe0) {
+			need = 2, v = *p & 0x0f, min = 0x800;
+		} else if ((*p & 0xf8) == 0xf0) {
+			need = 3, v = *p & 0x07, min = 0x10000;
+		} else {
+			return false;
+		}
+		p++;
+		for (size_t i = 0; i < need; i++, p++) {
+			if ((*p & 0xc0) != 0x80)
+				return false;
+			v = (v << 6) | (*p & 0x3f);
+		}
+		if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+			return false;
+	}
+	return true;
+}
+
+int mafsbx_output_name_check(const char *name, const char *field, struct mafsbx_error *err)
+{
+	if (!name || !*name)
+		return bad(err, field, "must not be empty");
+	if (name[0] == '/')
+		return bad(err, field, "must be a relative path");
+	if (strchr(name, '\\'))
+		return bad(err, field, "contains a backslash");
+	if (has_ctl(name))
+		return bad(err, field, "contains a control character");
+	if (!utf8_valid(name))
+		return bad(err, field, "is not valid UTF-8");
+	const char *p = name;
+	while (1) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		if (len == 0)
+			return bad(err, field, "has an empty path segment");
+		if (len == 1 && p[0] == '.')
+			return bad(err, field, "has a '.' segment");
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return bad(err, field, "has a '..' segment");
+		if (len > 255)
+			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field '%s': a segment is over 255 bytes",
+						field);
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	return 0;
+}
+
+/* An absolute guest path given by a user: no NUL (already), backslash, control chars or ".." segment. */
+static int check_abs_path(const char *s, const char *field, struct mafsbx_error *err)
+{
+	if (s[0] != '/')
+		return bad(err, field, "must be an absolute path");
+	if (strlen(s) > MAFSBX_WORK_DIR_MAX)
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field '%s': longer than %d bytes", field,
+					MAFSBX_WORK_DIR_MAX);
+	if (strchr(s, '\\'))
+		return bad(err, field, "contains a backslash");
+	if (has_ctl(s))
+		return bad(err, field, "contains a control character");
+	if (!utf8_valid(s))
+		return bad(err, field, "is not valid UTF-8");
+	for (const char *p = s; (p = strstr(p, "..")) != NULL; p += 2) {
+		bool start = p[-1] == '/';
+		bool end = p[2] == '/' || p[2] == '\0';
+		if (start && end)
+			return bad(err, field, "has a '..' segment");
+	}
+	for (const char *p = s; *p; p++) {
+		size_t len = strcspn(p, "/");
+		if (len > 255)
+			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field '%s': a segment is over 255 bytes",
+						field);
+		p += len;
+		if (!*p)
+			break;
+	}
+	return 0;
+}
+
+static int parse_u64_limit(const json_t *obj, const char *key, const char *prefix, uint64_t ceiling, uint64_t *dst,
+			   bool *seen, struct mafsbx_error *err)
+{
+	json_t *v = json_object_get(obj, key);
+	char field[96];
+	snprintf(field, sizeof(field), "%s%s", prefix, key);
+	if (!v)
+		return 0;
+	if (!json_is_integer(v))
+		return bad(err, field, "must be an integer");
+	json_int_t n = json_integer_value(v);
+	if (n <= 0)
+		return bad(err, field, "must be positive");
+	if ((uint64_t)n > ceiling)
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EINVAL, "SandboxTransferLimitsNotPermitted",
+					     "field '%s': %lld is over the backend ceiling %llu", field, (long long)n,
+					     (unsigned long long)ceiling);
+	*dst = (uint64_t)n;
+	*seen = true;
+	return 0;
+}
+
+static int parse_transfer(const json_t *obj, const char *prefix, struct mafsbx_transfer_limits *l, bool *seen,
+			  struct mafsbx_error *err)
+{
+	static const char *const allowed[] = { "max_bytes_per_file", "max_total_bytes", "max_files", NULL };
+	if (!json_is_object(obj))
+		return bad(err, prefix, "must be an object");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)obj, k, v) {
+		bool ok = false;
+		for (size_t i = 0; allowed[i]; i++)
+			ok |= strcmp(k, allowed[i]) == 0;
+		if (!ok) {
+			char field[160];
+			snprintf(field, sizeof(field), "%s.%.100s", prefix, k);
+			return bad(err, field, "unknown field");
+		}
+	}
+	char pre[64];
+	snprintf(pre, sizeof(pre), "%s.", prefix);
+	uint64_t files = l->max_files;
+	int r = parse_u64_limit(obj, "max_bytes_per_file", pre, MAFSBX_CEIL_BYTES_PER_FILE, &l->max_bytes_per_file,
+				seen, err);
+	if (!r)
+		r = parse_u64_limit(obj, "max_total_bytes", pre, MAFSBX_CEIL_TOTAL_BYTES, &l->max_total_bytes, seen, err);
+	if (!r)
+		r = parse_u64_limit(obj, "max_files", pre, MAFSBX_CEIL_FILES, &files, seen, err);
+	l->max_files = (uint32_t)files;
+	return r;
+}
+
+static int parse_limits(const json_t *req, struct mafsbx_acquire_spec *s, struct mafsbx_error *err)
+{
+	static const char *const allowed[] = { "max_read_bytes", "max_write_bytes", "max_total_bytes", "max_files",
+					       "files_in", "files_out", NULL };
+	json_t *l = json_object_get(req, "limits");
+	if (!l || json_is_null(l))
+		return 0;
+	if (!json_is_object(l))
+		return bad(err, "limits", "must be an object");
+	const char *k;
+	json_t *v;
+	json_object_foreach(l, k, v) {
+		bool ok = false;
+		for (size_t i = 0; allowed[i]; i++)
+			ok |= strcmp(k, allowed[i]) == 0;
+		if (!ok) {
+			char field[160];
+			snprintf(field, sizeof(field), "limits.%.100s", k);
+			return bad(err, field, "unknown field");
+		}
+	}
+	bool seen = false;
+	uint64_t u;
+	int r;
+	if ((r = parse_u64_limit(l, "max_read_bytes", "limits.", MAFSBX_CEIL_BYTES_PER_FILE,
+				 &s->files_out.max_bytes_per_file, &seen, err)))
+		return r;
+	if ((r = parse_u64_limit(l, "max_write_bytes", "limits.", MAFSBX_CEIL_BYTES_PER_FILE,
+				 &s->files_in.max_bytes_per_file, &seen, err)))
+		return r;
+	u = 0;
+	if ((r = parse_u64_limit(l, "max_total_bytes", "limits.", MAFSBX_CEIL_TOTAL_BYTES, &u, &seen, err)))
+		return r;
+	if (u)
+		s->files_in.max_total_bytes = s->files_out.max_total_bytes = u;
+	u = 0;
+	if ((r = parse_u64_limit(l, "max_files", "limits.", MAFSBX_CEIL_FILES, &u, &seen, err)))
+		return r;
+	if (u)
+		s->files_in.max_files = s->files_out.max_files = (uint32_t)u;
+	if ((v = json_object_get(l, "files_in")) && (r = parse_transfer(v, "limits.files_in", &s->files_in, &seen, err)))
+		return r;
+	if ((v = json_object_get(l, "files_out")) &&
+	    (r = parse_transfer(v, "limits.files_out", &s->files_out, &seen, err)))
+		return r;
+	s->limits_given = seen;
+	return 0;
+}
+
+/* A JSON array of strings -> owned vector (each checked by `each`, may be NULL). */
+static int parse_str_array(const json_t *req, const char *field, char ***out, size_t *n_out, size_t max_items,
+			   int (*each)(const char *s, const char *field, struct mafsbx_error *err),
+			   struct mafsbx_error *err)
+{
+	json_t *a = json_object_get(req, field);
+	*out = NULL;
+	*n_out = 0;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return bad(err, field, "must be an array of strings");
+	size_t n = json_array_size(a);
+	if (n > max_items)
+		return bad(err, field, "more than %zu entries", max_items);
+	char **v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(a, i);
+		char f[96];
+		snprintf(f, sizeof(f), "%s[%zu]", field, i);
+		int r = 0;
+		if (!json_is_string(e))
+			r = bad(err, f, "must be a string");
+		else if (strlen(json_string_value(e)) != json_string_length(e))
+			r = bad(err, f, "contains a NUL character");
+		else if (each)
+			r = each(json_string_value(e), f, err);
+		if (r) {
+			free_strv(v, kept);
+			return r;
+		}
+		bool dup = false;
+		for (size_t j = 0; j < kept; j++)
+			dup |= strcmp(v[j], json_string_value(e)) == 0;
+		if (dup)
+			continue;
+		if (!(v[kept] = strdup(json_string_value(e)))) {
+			free_strv(v, kept);
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		}
+		kept++;
+	}
+	*out = v;
+	*n_out = kept;
+	return 0;
+}
+
+static int check_allow_pattern(const char *s, const char *field, struct mafsbx_error *err)
+{
+	if (!*s)
+		return bad(err, field, "must not be empty");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p <= 0x20 || *p == 0x7f || *p == ',')
+			return bad(err, field, "must be a host pattern without spaces, commas or control characters");
+	return 0;
+}
+
+/* ---- acquire ----------------------------------------------------------- */
+
+void mafsbx_acquire_spec_free(struct mafsbx_acquire_spec *s)
+{
+	if (!s)
+		return;
+	free((char *)s->key.scope);
+	free((char *)s->key.thread);
+	free((char *)s->key.agent);
+	free((char *)s->key.call);
+	free(s->kind);
+	free(s->image);
+	free(s->work_dir);
+	free_strv(s->egress_allow, s->n_egress_allow);
+	free_strv(s->outputs, s->n_outputs);
+	free_strv(s->env, s->n_env);
+	json_decref(s->labels);
+	free(s);
+}
+
+static int parse_caps(const json_t *req, unsigned *caps, struct mafsbx_error *err)
+{
+	json_t *a = json_object_get(req, "capabilities");
+	if (!a || json_is_null(a)) {
+		*caps = MAFSBX_CAP_DEFAULT;
+		return 0;
+	}
+	if (!json_is_array(a))
+		return bad(err, "capabilities", "must be an array of strings");
+	*caps = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e) {
+		char f[48];
+		snprintf(f, sizeof(f), "capabilities[%zu]", i);
+		if (!json_is_string(e))
+			return bad(err, f, "must be a string");
+		const char *name = json_string_value(e);
+		unsigned bit = mafsbx_cap_from_name(name);
+		if (!bit) {
+			for (size_t j = 0; j < MAFSBX_ARRAY_SIZE(unserved_caps); j++)
+				if (strcmp(name, unserved_caps[j]) == 0)
+					return unsupported(err, "SandboxCapabilityNotSupported", f,
+							   "capability '%s' is not served by the docker backend", name);
+			return bad(err, f, "unknown capability (want exec, files_in, files_out, files_delete, host_tools)");
+		}
+		*caps |= bit;
+	}
+	return 0;
+}
+
+static int parse_labels(const json_t *req, json_t **out, struct mafsbx_error *err)
+{
+	json_t *l = json_object_get(req, "labels");
+	*out = NULL;
+	if (!l || json_is_null(l))
+		return 0;
+	if (!json_is_object(l))
+		return bad(err, "labels", "must be an object of strings");
+	const char *k;
+	json_t *v;
+	json_object_foreach(l, k, v) {
+		if (!*k || strlen(k) > 200 || has_ctl(k) || strchr(k, '='))
+			return bad(err, "labels", "a key is empty, over 200 bytes, or has '=' or a control character");
+		if (!json_is_string(v)) {
+			char f[260];
+			snprintf(f, sizeof(f), "labels.%s", k);
+			return bad(err, f, "must be a string");
+		}
+	}
+	*out = json_deep_copy(l);
+	if (!*out)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	return 0;
+}
+
+int mafsbx_acquire_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg,
+			      struct mafsbx_acquire_spec **out, struct mafsbx_error *err)
+{
+	static const char *const allowed[] = { "scope", "thread", "agent", "call", "kind", "image", "work_dir",
+					       "capabilities", "egress", "egress_allow", "outputs", "env", "labels",
+					       "isolation_scope", "requires_os_family", "limits", NULL };
+	*out = NULL;
+	int r = check_fields(req, allowed, err);
+	if (r)
+		return r;
+	struct mafsbx_acquire_spec *s = calloc(1, sizeof(*s));
+	if (!s)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	s->files_in = s->files_out = (struct mafsbx_transfer_limits){ MAFSBX_DEFAULT_BYTES_PER_FILE,
+								      MAFSBX_DEFAULT_TOTAL_BYTES, MAFSBX_DEFAULT_FILES };
+	const char *scope, *thread, *agent, *call, *kind, *image, *work_dir, *v;
+	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
+	    (r = get_str(req, "agent", true, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
+	    (r = get_str(req, "kind", true, false, &kind, err)) || (r = get_str(req, "image", false, false, &image, err)) ||
+	    (r = get_str(req, "work_dir", false, false, &work_dir, err)))
+		goto fail;
+	if (!image && cfg && cfg->default_image && *cfg->default_image)
+		image = cfg->default_image;
+	if (!image) {
+		r = bad(err, "image", "required (no default image is configured)");
+		goto fail;
+	}
+	if (has_ctl(image) || strchr(image, ' ')) {
+		r = bad(err, "image", "contains a space or a control character");
+		goto fail;
+	}
+	if (has_ctl(kind)) {
+		r = bad(err, "kind", "contains a control character");
+		goto fail;
+	}
+	if (work_dir && (r = check_abs_path(work_dir, "work_dir", err)))
+		goto fail;
+	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)) ||
+	    (r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)) ||
+	    (r = dup_to(&s->kind, kind, err)) || (r = dup_to(&s->image, image, err)) ||
+	    (r = dup_to(&s->work_dir, work_dir ? work_dir : MAFSBX_DEFAULT_WORK_DIR, err)))
+		goto fail;
+	s->work_dir_explicit = work_dir != NULL;
+
+	if ((r = parse_caps(req, &s->caps, err)))
+		goto fail;
+
+	if ((r = get_str(req, "egress", false, false, &v, err)))
+		goto fail;
+	if (!v || strcmp(v, "closed") == 0) {
+		s->egress = MAFSBX_EGRESS_CLOSED;
+	} else if (strcmp(v, "allowlist") == 0) {
+		s->egress = MAFSBX_EGRESS_ALLOWLIST;
+	} else if (strcmp(v, "unrestricted") == 0) {
+		r = unsupported(err, "SandboxEgressNotEnforced", "egress", "'unrestricted' is never served");
+		goto fail;
+	} else {
+		r = bad(err, "egress", "unknown egress mode (want closed or allowlist)");
+		goto fail;
+	}
+	if ((r = parse_str_array(req, "egress_allow", &s->egress_allow, &s->n_egress_allow, 256, check_allow_pattern,
+				 err)))
+		goto fail;
+	if (s->n_egress_allow && s->egress != MAFSBX_EGRESS_ALLOWLIST) {
+		r = bad(err, "egress_allow", "non-empty list requires egress 'allowlist'");
+		goto fail;
+	}
+	if ((r = parse_str_array(req, "outputs", &s->outputs, &s->n_outputs, MAFSBX_CEIL_FILES,
+				 mafsbx_output_name_check, err)))
+		goto fail;
+	if ((r = parse_env(req, &s->env, &s->n_env, err)))
+		goto fail;
+	if ((r = parse_labels(req, &s->labels, err)))
+		goto fail;
+
+	if ((r = get_str(req, "isolation_scope", false, false, &v, err)))
+		goto fail;
+	if (!v || strcmp(v, "conversation") == 0) {
+		s->isolation_scope = MAFSBX_SCOPE_CONVERSATION;
+	} else if (strcmp(v, "call") == 0) {
+		s->isolation_scope = MAFSBX_SCOPE_CALL;
+		if (!*s->key.call) {
+			r = bad(err, "call", "isolation_scope 'call' requires a non-empty call id");
+			goto fail;
+		}
+	} else {
+		r = bad(err, "isolation_scope", "unknown isolation scope (want conversation or call)");
+		goto fail;
+	}
+
+	if ((r = get_str(req, "requires_os_family", false, false, &v, err)))
+		goto fail;
+	if (!v)
+		s->requires_os_family = MAFSBX_OS_ANY;
+	else if (strcmp(v, "posix") == 0)
+		s->requires_os_family = MAFSBX_OS_POSIX;
+	else if (strcmp(v, "windows") == 0)
+		s->requires_os_family = MAFSBX_OS_WINDOWS;
+	else {
+		r = bad(err, "requires_os_family", "unknown OS family (want posix or windows)");
+		goto fail;
+	}
+	if ((r = parse_limits(req, s, err)))
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	mafsbx_acquire_spec_free(s);
+	return r;
+}
+
+/* ---- dispose ----------------------------------------------------------- */
+
+void mafsbx_dispose_spec_free(struct mafsbx_dispose_spec *s)
+{
+	if (!s)
+		return;
+	free(s->name);
+	free((char *)s->key.scope);
+	free((char *)s->key.thread);
+	free((char *)s->key.agent);
+	free((char *)s->key.call);
+	free(s->kind);
+	free(s);
+}
+
+int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err)
+{
+	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", NULL };
+	static const char *const key_fields[] = { "scope", "thread", "agent", "call", "kind" };
+	*out = NULL;
+	int r = check_fields(req, allowed, err);
+	if (r)
+		return r;
+	struct mafsbx_dispose_spec *s = calloc(1, sizeof(*s));
+	if (!s)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	const char *name, *scope, *thread, *agent, *call, *kind;
+	if ((r = get_str(req, "name", false, false, &name, err)))
+		goto fail;
+	if (name) {
+		for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(key_fields); i++)
+			if (json_object_get(req, key_fields[i])) {
+				r = bad(err, key_fields[i], "not allowed together with 'name'");
+				goto fail;
+			}
+		if (!mafsbx_is_workload_name(name)) {
+			r = bad(err, "name", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
+			goto fail;
+		}
+		s->by = MAFSBX_DISPOSE_BY_NAME;
+		if ((r = dup_to(&s->name, name, err)))
+			goto fail;
+		*out = s;
+		return 0;
+	}
+	if (!json_object_get(req, "scope") && !json_object_get(req, "thread")) {
+		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "request: needs 'name', or 'scope' and 'thread'");
+		goto fail;
+	}
+	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
+	    (r = get_str(req, "agent", false, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
+	    (r = get_str(req, "kind", false, false, &kind, err)))
+		goto fail;
+	if (!agent) {
+		if (call) {
+			r = bad(err, "call", "requires 'agent'");
+			goto fail;
+		}
+		if (kind) {
+			r = bad(err, "kind", "requires 'agent'");
+			goto fail;
+		}
+		s->by = MAFSBX_DISPOSE_BY_SCOPE;
+	} else {
+		s->by = MAFSBX_DISPOSE_BY_KEY;
+		if ((r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)))
+			goto fail;
+		if (kind && (r = dup_to(&s->kind, kind, err)))
+			goto fail;
+	}
+	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)))
+		goto fail;
+	if (s->by == MAFSBX_DISPOSE_BY_SCOPE && (r = dup_to((char **)&s->key.call, "", err)))
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	mafsbx_dispose_spec_free(s);
+	return r;
+}
+
+/* ---- exec -------------------------------------------------------------- */
+
+void mafsbx_exec_spec_free(struct mafsbx_exec_spec *s)
+{
+	if (!s)
+		return;
+	free(s->sandbox);
+	free_strv(s->argv, s->argc);
+	free(s->cwd);
+	free_strv(s->env, s->n_env);
+	free(s->stdin_data);
+	free(s);
+}
+
+/* Lexical check of a relative cwd: ".." never climbs above the work dir. */
+static int check_rel_cwd(const char *cwd, struct mafsbx_error *err)
+{
+	long depth = 0;
+	const char *p = cwd;
+	while (*p) {
+		size_t len = strcspn(p, "/");
+		if (len > 255)
+			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field 'cwd': a segment is over 255 bytes");
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (--depth < 0)
+				return bad(err, "cwd", "climbs above the working directory");
+		} else if (len > 0 && !(len == 1 && p[0] == '.')) {
+			depth++;
+		}
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec **out,
+			   struct mafsbx_error *err)
+{
+	static const char *const allowed[] = { "sandbox", "argv", "command", "cwd", "env", "stdin", "stdin_b64",
+					       "timeout", NULL };
+	*out = NULL;
+	int r = check_fields(req, allowed, err);
+	if (r)
+		return r;
+	struct mafsbx_exec_spec *s = calloc(1, sizeof(*s));
+	if (!s)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	const char *sandbox, *command, *cwd, *in, *in64;
+	if ((r = get_str(req, "sandbox", true, false, &sandbox, err)))
+		goto fail;
+	if (!mafsbx_is_workload_name(sandbox)) {
+		r = bad(err, "sandbox", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
+		goto fail;
+	}
+	if ((r = dup_to(&s->sandbox, sandbox, err)))
+		goto fail;
+
+	json_t *argv = json_object_get(req, "argv");
+	if (argv && json_is_null(argv))
+		argv = NULL;
+	if ((r = get_str(req, "command", false, false, &command, err)))
+		goto fail;
+	if (argv && command) {
+		r = bad(err, "command", "give exactly one of 'argv' and 'command'");
+		goto fail;
+	}
+	if (!argv && !command) {
+		r = bad(err, "argv", "required (or 'command')");
+		goto fail;
+	}
+	if (argv) {
+		if (!json_is_array(argv) || json_array_size(argv) == 0) {
+			r = bad(err, "argv", "must be a non-empty array of strings");
+			goto fail;
+		}
+		size_t n = json_array_size(argv);
+		if (!(s->argv = calloc(n + 1, sizeof(char *)))) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto fail;
+		}
+		for (size_t i = 0; i < n; i++) {
+			json_t *e = json_array_get(argv, i);
+			char f[48];
+			snprintf(f, sizeof(f), "argv[%zu]", i);
+			if (!json_is_string(e)) {
+				r = bad(err, f, "must be a string");
+				goto fail;
+			}
+			if (strlen(json_string_value(e)) != json_string_length(e)) {
+				r = bad(err, f, "contains a NUL character");
+				goto fail;
+			}
+			if (i == 0 && json_string_length(e) == 0) {
+				r = bad(err, f, "must not be empty");
+				goto fail;
+			}
+			if ((r = dup_to(&s->argv[i], json_string_value(e), err)))
+				goto fail;
+			s->argc = i + 1;
+		}
+	} else {
+		if (!(s->argv = calloc(4, sizeof(char *)))) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto fail;
+		}
+		if ((r = dup_to(&s->argv[0], "sh", err)))
+			goto fail;
+		s->argc = 1;
+		if ((r = dup_to(&s->argv[1], "-c", err)))
+			goto fail;
+		s->argc = 2;
+		if ((r = dup_to(&s->argv[2], command, err)))
+			goto fail;
+		s->argc = 3;
+		s->shell = true;
+	}
+
+	if ((r = get_str(req, "cwd", false, true, &cwd, err)))
+		goto fail;
+	if (!cwd || !*cwd)
+		cwd = ".";
+	if (strchr(cwd, '\\')) {
+		r = bad(err, "cwd", "contains a backslash");
+		goto fail;
+	}
+	if (has_ctl(cwd)) {
+		r = bad(err, "cwd", "contains a control character");
+		goto fail;
+	}
+	if (strlen(cwd) > MAFSBX_WORK_DIR_MAX) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field 'cwd': longer than %d bytes", MAFSBX_WORK_DIR_MAX);
+		goto fail;
+	}
+	if (cwd[0] != '/' && (r = check_rel_cwd(cwd, err)))
+		goto fail;
+	if ((r = dup_to(&s->cwd, cwd, err)))
+		goto fail;
+
+	if ((r = parse_env(req, &s->env, &s->n_env, err)))
+		goto fail;
+
+	json_t *jin = json_object_get(req, "stdin");
+	if (jin && json_is_null(jin))
+		jin = NULL;
+	json_t *jin64 = json_object_get(req, "stdin_b64");
+	if (jin64 && json_is_null(jin64))
+		jin64 = NULL;
+	if (jin && jin64) {
+		r = bad(err, "stdin_b64", "give at most one of 'stdin' and 'stdin_b64'");
+		goto fail;
+	}
+	if (jin) {
+		if (!json_is_string(jin)) {
+			r = bad(err, "stdin", "must be a string");
+			goto fail;
+		}
+		in = json_string_value(jin);
+		size_t n = json_string_length(jin);
+		if (!(s->stdin_data = malloc(n + 1))) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto fail;
+		}
+		memcpy(s->stdin_data, in, n);
+		s->stdin_data[n] = '\0';
+		s->stdin_len = n;
+		s->has_stdin = true;
+	} else if (jin64) {
+		if (!json_is_string(jin64)) {
+			r = bad(err, "stdin_b64", "must be a string");
+			goto fail;
+		}
+		in64 = json_string_value(jin64);
+		r = mafsbx_base64_decode(in64, json_string_length(jin64), &s->stdin_data, &s->stdin_len);
+		if (r == -ENOMEM) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto fail;
+		} else if (r) {
+			r = bad(err, "stdin_b64", "not valid base64 (standard alphabet, padded)");
+			goto fail;
+		}
+		s->has_stdin = true;
+	}
+
+	long ceiling_s = cfg && cfg->exec_timeout_max_s > 0 ? cfg->exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
+	json_t *t = json_object_get(req, "timeout");
+	if (!t || json_is_null(t)) {
+		s->timeout_ms = ceiling_s * 1000;
+	} else {
+		if (!json_is_number(t)) {
+			r = bad(err, "timeout", "must be a number of seconds");
+			goto fail;
+		}
+		double secs = json_number_value(t);
+		if (!(secs > 0)) {
+			r = bad(err, "timeout", "must be positive");
+			goto fail;
+		}
+		if (secs > (double)ceiling_s) {
+			r = bad(err, "timeout", "over the ceiling of %ld s", ceiling_s);
+			goto fail;
+		}
+		/* round up: a fraction of a millisecond still asks for a bound */
+		double ms = secs * 1000.0;
+		s->timeout_ms = (long)ms;
+		if ((double)s->timeout_ms < ms)
+			s->timeout_ms++;
+		if (s->timeout_ms < 1)
+			s->timeout_ms = 1;
+	}
+	*out = s;
+	return 0;
+fail:
+	mafsbx_exec_spec_free(s);
+	return r;
+}
+
+/* ---- shared helpers ----------------------------------------------------- */
+
+int mafsbx_spec_parse_json(const char *text, size_t len, json_t **out, struct mafsbx_error *err)
+{
+	json_error_t jerr;
+	*out = NULL;
+	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!v)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "request: not valid JSON (line %d, column %d: %s)",
+					jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(v)) {
+		json_decref(v);
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "request: must be a JSON object");
+	}
+	*out = v;
+	return 0;
+}
+
+static const char b64_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *mafsbx_base64_encode(const unsigned char *data, size_t len)
+{
+	size_t outlen = 4 * ((len + 2) / 3);
+	char *out = malloc(outlen + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)data[i] << 16;
+		if (i + 1 < len)
+			v |= (uint32_t)data[i + 1] << 8;
+		if (i + 2 < len)
+			v |= data[i + 2];
+		out[o++] = b64_alpha[(v >> 18) & 63];
+		out[o++] = b64_alpha[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? b64_alpha[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < len ? b64_alpha[v & 63] : '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static int b64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+int mafsbx_base64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (len % 4)
+		return -EINVAL;
+	unsigned char *buf = malloc(len / 4 * 3 + 1);
+	if (!buf)
+		return -ENOMEM;
+	size_t o = 0;
+	for (size_t i = 0; i < len; i += 4) {
+		bool last = i + 4 == len;
+		int v[4], pad = 0;
+		for (int j = 0; j < 4; j++) {
+			unsigned char c = (unsigned char)text[i + j];
+			if (c == '=' && last && j >= 2 && (j == 3 || text[i + 3] == '=')) {
+				v[j] = 0;
+				pad++;
+				continue;
+			}
+			if (pad || (v[j] = b64_val(c)) < 0)
+				goto bad;
+		}
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		buf[o++] = (unsigned char)(w >> 16);
+		if (pad < 2)
+			buf[o++] = (unsigned char)(w >> 8);
+		else if ((w >> 8) & 0xff)
+			goto bad;
+		if (pad < 1)
+			buf[o++] = (unsigned char)w;
+		else if (w & 0xff)
+			goto bad;
+	}
+	buf[o] = '\0';
+	*out = buf;
+	*out_len = o;
+	return 0;
+bad:
+	free(buf);
+	return -EINVAL;
+}
+
+/* Lexically normalise an absolute path into `b`: collapse //, ., and .. (clamped at /). */
+static int normalise_abs(const char *path, struct mafsbx_buf *b)
+{
+	mafsbx_buf_reset(b);
+	int r = mafsbx_buf_puts(b, "");
+	const char *p = path;
+	while (r == 0 && *p) {
+		while (*p == '/')
+			p++;
+		size_t len = strcspn(p, "/");
+		if (len == 0)
+			break;
+		if (len == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			char *slash = b->len ? strrchr(b->data, '/') : NULL;
+			if (slash) {
+				b->len = (size_t)(slash - b->data);
+				b->data[b->len] = '\0';
+			}
+		} else {
+			r = mafsbx_buf_puts(b, "/");
+			if (r == 0)
+				r = mafsbx_buf_append(b, p, len);
+		}
+		p += len;
+	}
+	if (r == 0 && b->len == 0)
+		r = mafsbx_buf_puts(b, "/");
+	return r;
+}
+
+char *mafsbx_exec_cwd_resolve(const char *work_dir, const char *cwd, struct mafsbx_error *err)
+{
+	struct mafsbx_buf base = MAFSBX_BUF_INIT, res = MAFSBX_BUF_INIT, joined = MAFSBX_BUF_INIT;
+	char *out = NULL;
+	if (!work_dir || work_dir[0] != '/') {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "the sandbox's work dir is not an absolute path");
+		goto done;
+	}
+	if (!cwd || !*cwd)
+		cwd = ".";
+	if (strchr(cwd, '\\')) {
+		bad(err, "cwd", "contains a backslash");
+		goto done;
+	}
+	if (normalise_abs(work_dir, &base))
+		goto nomem;
+	if (cwd[0] == '/') {
+		if (normalise_abs(cwd, &res))
+			goto nomem;
+		bool inside = strcmp(base.data, "/") == 0 || strcmp(res.data, base.data) == 0 ||
+			      (strncmp(res.data, base.data, base.len) == 0 && res.data[base.len] == '/');
+		if (!inside) {
+			bad(err, "cwd", "an absolute cwd must be the working directory %s or below it", base.data);
+			goto done;
+		}
+	} else {
+		if (check_rel_cwd(cwd, err))
+			goto done;
+		if (mafsbx_buf_printf(&joined, "%s/%s", base.data, cwd) || normalise_abs(joined.data, &res))
+			goto nomem;
+	}
+	out = mafsbx_buf_steal(&res, NULL);
+	goto done;
+nomem:
+	mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+done:
+	mafsbx_buf_free(&base);
+	mafsbx_buf_free(&res);
+	mafsbx_buf_free(&joined);
+	return out;
+}
