@@ -1,0 +1,486 @@
+/*
+ * rootfs.c: builds the offline test image's root filesystem as an in-memory
+ * tar with libarchive's write API, from the host's static busybox.
+ *
+ * The applet list comes from running the host busybox (`busybox --list`),
+ * after checking it is a static ELF: that is the binary going into the
+ * image, so its own list is the truth, and a dynamic one is refused before
+ * anything runs. The child gets an empty environment, /dev/null as stdin and
+ * stderr, and a bounded wait; it is killed when it overstays.
+ */
+#include "rootfs.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+
+#define BUSYBOX_MAX (64 * 1024 * 1024)
+#define LIST_MAX (256 * 1024)
+#define LIST_TIMEOUT_MS 10000
+#define MAX_APPLETS 4096
+#define SANDBOX_ID 1000
+
+static int missing(const char *path, int e, struct mafsbx_error *err)
+{
+	if (e == ENOENT)
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, ENOENT, NULL,
+					     "%s not found: install Debian's busybox-static", path);
+	return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot open %s: %s", path, strerror(e));
+}
+
+static int read_exact_at(int fd, void *p, size_t n, off_t off)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = pread(fd, (char *)p + done, n - done, off + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+int mafsbx_rootfs_check_static(const char *path, struct mafsbx_error *err)
+{
+	int ret;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return missing(path, errno, err);
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR)) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is not an executable regular file", path);
+		goto out;
+	}
+	unsigned char ident[EI_NIDENT];
+	if (read_exact_at(fd, ident, sizeof(ident), 0) < 0 || memcmp(ident, ELFMAG, SELFMAG) != 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is not an ELF executable", path);
+		goto out;
+	}
+	/* Only the host's own word size and byte order can run here anyway. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const unsigned char native_data = ELFDATA2LSB;
+#else
+	const unsigned char native_data = ELFDATA2MSB;
+#endif
+	const unsigned char native_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+	if (ident[EI_CLASS] != native_class || ident[EI_DATA] != native_data) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file for another architecture", path);
+		goto out;
+	}
+
+	uint64_t phoff;
+	unsigned phnum, phentsize, type;
+	if (native_class == ELFCLASS64) {
+		Elf64_Ehdr eh;
+		if (read_exact_at(fd, &eh, sizeof(eh), 0) < 0)
+			goto trunc;
+		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize, type = eh.e_type;
+		if (phentsize != sizeof(Elf64_Phdr) && phnum)
+			goto trunc;
+	} else {
+		Elf32_Ehdr eh;
+		if (read_exact_at(fd, &eh, sizeof(eh), 0) < 0)
+			goto trunc;
+		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize, type = eh.e_type;
+		if (phentsize != sizeof(Elf32_Phdr) && phnum)
+			goto trunc;
+	}
+	if (type != ET_EXEC && type != ET_DYN) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file but not an executable", path);
+		goto out;
+	}
+	if (phnum == 0 || phoff > (uint64_t)st.st_size) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file without program headers", path);
+		goto out;
+	}
+	for (unsigned i = 0; i < phnum; i++) {
+		uint32_t ptype;
+		off_t at = (off_t)(phoff + (uint64_t)i * phentsize);
+		/* p_type is the first 32-bit field in both classes. */
+		if (read_exact_at(fd, &ptype, sizeof(ptype), at) < 0)
+			goto trunc;
+		if (ptype == PT_INTERP) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					       "%s is dynamically linked; the image has no libc: install Debian's "
+					       "busybox-static (its /bin/busybox is static)",
+					       path);
+			goto out;
+		}
+	}
+	ret = 0;
+	goto out;
+trunc:
+	ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is a truncated or malformed ELF file", path);
+out:
+	close(fd);
+	return ret;
+}
+
+void mafsbx_rootfs_free_names(char **names)
+{
+	if (!names)
+		return;
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+}
+
+/* A name that can sit in /bin as a plain entry ("[" and "[[" are applets). */
+static bool applet_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 64 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || (unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* Run `busybox --list` and collect its stdout (bounded in size and time). */
+static int run_list(const char *busybox, struct mafsbx_buf *out, struct mafsbx_error *err)
+{
+	int pipefd[2] = { -1, -1 };
+	int ret;
+	pid_t pid = -1;
+	posix_spawn_file_actions_t fa;
+	bool fa_init = false;
+
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "pipe: %s", strerror(errno));
+	if ((ret = posix_spawn_file_actions_init(&fa)) != 0) {
+		ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ret, NULL, "posix_spawn: %s", strerror(ret));
+		goto out;
+	}
+	fa_init = true;
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+	char *const argv[] = { (char *)busybox, (char *)"--list", NULL };
+	char *const envp[] = { NULL };
+	ret = posix_spawn(&pid, busybox, &fa, NULL, argv, envp);
+	if (ret != 0) {
+		pid = -1;
+		ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ret, NULL, "cannot run %s --list: %s", busybox,
+					    strerror(ret));
+		goto out;
+	}
+	close(pipefd[1]);
+	pipefd[1] = -1;
+
+	long long deadline = mafsbx_now_ms() + LIST_TIMEOUT_MS;
+	for (;;) {
+		long long left = deadline - mafsbx_now_ms();
+		if (left <= 0) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s --list did not finish within %d ms", busybox,
+					       LIST_TIMEOUT_MS);
+			goto out;
+		}
+		struct pollfd pfd = { .fd = pipefd[0], .events = POLLIN };
+		int pr = poll(&pfd, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0) {
+			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "poll: %s", strerror(errno));
+			goto out;
+		}
+		if (pr == 0)
+			continue;
+		char chunk[4096];
+		ssize_t n = read(pipefd[0], chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "read: %s", strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (out->len + (size_t)n > LIST_MAX) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed more than %d bytes", busybox,
+					       LIST_MAX);
+			goto out;
+		}
+		if (mafsbx_buf_append(out, chunk, (size_t)n) < 0) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto out;
+		}
+	}
+	/* stdout closed: the child is exiting. Still bounded by the deadline. */
+	int status = 0;
+	pid_t w;
+	for (;;) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w != 0)
+			break;
+		if (mafsbx_now_ms() >= deadline) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s --list did not exit within %d ms",
+					       busybox, LIST_TIMEOUT_MS);
+			goto out;
+		}
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	pid = -1;
+	if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list failed (is it busybox?)", busybox);
+		goto out;
+	}
+	ret = 0;
+out:
+	if (pid > 0) {
+		/* Only on failure paths: our own child, killed and reaped. */
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (fa_init)
+		posix_spawn_file_actions_destroy(&fa);
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	return ret;
+}
+
+int mafsbx_rootfs_applets(const char *busybox, char ***names, size_t *count, struct mafsbx_error *err)
+{
+	struct mafsbx_buf list = MAFSBX_BUF_INIT;
+	char **v = NULL;
+	size_t n = 0;
+	int ret = run_list(busybox, &list, err);
+	if (ret < 0)
+		goto out;
+	v = calloc(MAX_APPLETS + 1, sizeof(*v));
+	if (!v) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
+	const char *p = list.data ? list.data : "";
+	while (*p) {
+		size_t len = strcspn(p, "\n");
+		const char *line = p;
+		p += len + (p[len] == '\n');
+		if (len && line[len - 1] == '\r')
+			len--;
+		if (len == 0)
+			continue;
+		if (!applet_name_ok(line, len)) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed an impossible applet name '%.*s'",
+					       busybox, (int)(len > 64 ? 64 : len), line);
+			goto out;
+		}
+		if (len == strlen("busybox") && memcmp(line, "busybox", len) == 0)
+			continue;
+		if (n == MAX_APPLETS) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed more than %d applets",
+					       busybox, MAX_APPLETS);
+			goto out;
+		}
+		if (!(v[n] = strndup(line, len))) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto out;
+		}
+		n++;
+	}
+	if (n == 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed no applets", busybox);
+		goto out;
+	}
+	*names = move_ptr(v);
+	*count = n;
+	ret = 0;
+out:
+	mafsbx_rootfs_free_names(v);
+	mafsbx_buf_free(&list);
+	return ret;
+}
+
+/* ---- tar writing -------------------------------------------------------- */
+
+struct writer {
+	struct archive *a;
+	struct archive_entry *e;
+	struct mafsbx_buf out;
+	time_t mtime;
+};
+
+static la_ssize_t write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
+{
+	struct writer *w = ctx;
+	if (mafsbx_buf_append(&w->out, buf, len) < 0) {
+		archive_set_error(a, ENOMEM, "out of memory");
+		return -1;
+	}
+	return (la_ssize_t)len;
+}
+
+static int add(struct writer *w, const char *path, mode_t type, mode_t perm, int id, const char *link,
+	       const void *data, size_t size, struct mafsbx_error *err)
+{
+	struct archive_entry *e = archive_entry_clear(w->e);
+	archive_entry_set_pathname(e, path);
+	archive_entry_set_filetype(e, type);
+	archive_entry_set_perm(e, perm);
+	archive_entry_set_uid(e, id);
+	archive_entry_set_gid(e, id);
+	archive_entry_set_uname(e, id ? "sandbox" : "root");
+	archive_entry_set_gname(e, id ? "sandbox" : "root");
+	archive_entry_set_mtime(e, w->mtime, 0);
+	if (link)
+		archive_entry_set_symlink(e, link);
+	archive_entry_set_size(e, type == AE_IFREG ? (la_int64_t)size : 0);
+	if (archive_write_header(w->a, e) != ARCHIVE_OK)
+		goto fail;
+	if (type == AE_IFREG && size) {
+		la_ssize_t n = archive_write_data(w->a, data, size);
+		if (n < 0 || (size_t)n != size)
+			goto fail;
+	}
+	return 0;
+fail:
+	return mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "writing %s into the rootfs tar: %s", path,
+				archive_error_string(w->a) ? archive_error_string(w->a) : "unknown error");
+}
+
+static int slurp(const char *path, char **data, size_t *len, time_t *mtime, struct mafsbx_error *err)
+{
+	struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	int ret = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return missing(path, errno, err);
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_size > BUSYBOX_MAX) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path, BUSYBOX_MAX);
+		goto out;
+	}
+	*mtime = st.st_mtime;
+	for (;;) {
+		if (mafsbx_buf_reserve(&b, 65536) < 0) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
+			goto out;
+		}
+		ssize_t n = read(fd, b.data + b.len, 65536);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot read %s: %s", path,
+						    strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		b.len += (size_t)n;
+		if (b.len > BUSYBOX_MAX) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path, BUSYBOX_MAX);
+			goto out;
+		}
+	}
+	*data = mafsbx_buf_steal(&b, len);
+	if (!*data)
+		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
+out:
+	close(fd);
+	mafsbx_buf_free(&b);
+	return ret;
+}
+
+int mafsbx_rootfs_build(const char *busybox, void **tar, size_t *tar_len, size_t *applets,
+			struct mafsbx_error *err)
+{
+	struct writer w = { .out = MAFSBX_BUF_INIT };
+	char **names = NULL;
+	size_t count = 0;
+	__do_free char *bb = NULL;
+	size_t bb_len = 0;
+	int ret;
+
+	if (!busybox)
+		busybox = MAFSBX_ROOTFS_BUSYBOX;
+	if ((ret = mafsbx_rootfs_check_static(busybox, err)) < 0)
+		return ret;
+	if ((ret = slurp(busybox, &bb, &bb_len, &w.mtime, err)) < 0)
+		return ret;
+	if ((ret = mafsbx_rootfs_applets(busybox, &names, &count, err)) < 0)
+		return ret;
+
+	w.a = archive_write_new();
+	w.e = archive_entry_new();
+	if (!w.a || !w.e) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
+	if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
+	    archive_write_add_filter_none(w.a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
+	    archive_write_open(w.a, &w, NULL, write_cb, NULL) != ARCHIVE_OK) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot start the rootfs tar: %s",
+				       archive_error_string(w.a) ? archive_error_string(w.a) : "unknown error");
+		goto out;
+	}
+
+	static const char passwd[] = MAFSBX_ROOTFS_PASSWD;
+	static const char group[] = MAFSBX_ROOTFS_GROUP;
+	if ((ret = add(&w, "bin/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "bin/busybox", AE_IFREG, 0755, 0, NULL, bb, bb_len, err)) < 0)
+		goto out;
+	for (size_t i = 0; i < count; i++) {
+		char path[80];
+		snprintf(path, sizeof(path), "bin/%s", names[i]);
+		/* Relative, so the link resolves inside any root it lands in. */
+		if ((ret = add(&w, path, AE_IFLNK, 0777, 0, "busybox", NULL, 0, err)) < 0)
+			goto out;
+	}
+	if ((ret = add(&w, "dev/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "etc/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "etc/group", AE_IFREG, 0644, 0, NULL, group, sizeof(group) - 1, err)) < 0 ||
+	    (ret = add(&w, "etc/passwd", AE_IFREG, 0644, 0, NULL, passwd, sizeof(passwd) - 1, err)) < 0 ||
+	    (ret = add(&w, "home/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "home/sandbox/", AE_IFDIR, 0755, SANDBOX_ID, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "proc/", AE_IFDIR, 0555, 0, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "root/", AE_IFDIR, 0700, 0, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "sys/", AE_IFDIR, 0555, 0, NULL, NULL, 0, err)) < 0 ||
+	    (ret = add(&w, "tmp/", AE_IFDIR, 01777, 0, NULL, NULL, 0, err)) < 0)
+		goto out;
+	if (archive_write_close(w.a) != ARCHIVE_OK) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot finish the rootfs tar: %s",
+				       archive_error_string(w.a) ? archive_error_string(w.a) : "unknown error");
+		goto out;
+	}
+	*tar = mafsbx_buf_steal(&w.out, tar_len);
+	if (!*tar) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
+	if (applets)
+		*applets = count;
+	ret = 0;
+out:
+	if (w.a)
+		archive_write_free(w.a);
+	if (w.e)
+		archive_entry_free(w.e);
+	mafsbx_buf_free(&w.out);
+	mafsbx_rootfs_free_names(names);
+	return ret;
+}
