@@ -1,0 +1,1471 @@
+/*
+ * engine.c: the typed Docker Engine API calls of engine.h. This is the only
+ * file that knows Engine API URLs, their query parameters and their JSON.
+ * Transport (connections, timeouts, stall cut-off, the hijacked exec stream)
+ * is http.c's; error mapping of engine answers is error.c's. The pure parts
+ * (stat-header decoding, Go FileMode bits, RFC 3339 times, frame
+ * demultiplexing, query and filter encoding) are exposed for unit tests.
+ *
+ * Behaviour follows reference/engine-api.md, measured on dockerd 20.10.
+ */
+#include "engine.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "http.h"
+
+#define DEFAULT_MAX_OUTPUT (8u * 1024 * 1024)
+#define STAT_HEADER "X-Docker-Container-Path-Stat"
+#define STAT_HEADER_MAX (128 * 1024)
+
+struct mafsbx_engine {
+	struct mafsbx_endpoint ep;
+	struct mafsbx_engine_timeouts to;
+	struct mafsbx_http *http;
+	pthread_mutex_t mu;
+	bool negotiated;
+	char prefix[24];         /* "/v1.41" */
+};
+
+/* ---- pure helpers -------------------------------------------------------- */
+
+static char *escape(const char *s, const char *keep)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	if (!s)
+		return NULL;
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~' || (keep && strchr(keep, *p))) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+char *mafsbx_query_escape(const char *s)
+{
+	return escape(s, NULL);
+}
+
+json_t *mafsbx_filters_new(void)
+{
+	return json_object();
+}
+
+int mafsbx_filters_add(json_t *filters, const char *key, const char *value)
+{
+	if (!json_is_object(filters) || !key || !key[0] || !value)
+		return -EINVAL;
+	json_t *arr = json_object_get(filters, key);
+	if (!arr) {
+		arr = json_array();
+		if (!arr)
+			return -ENOMEM;
+		if (json_object_set_new(filters, key, arr) < 0)
+			return -EINVAL;  /* key not UTF-8 */
+	} else if (!json_is_array(arr)) {
+		return -EINVAL;
+	}
+	json_t *v = json_string(value);
+	if (!v)
+		return -EINVAL;  /* not UTF-8 */
+	return json_array_append_new(arr, v) < 0 ? -ENOMEM : 0;
+}
+
+char *mafsbx_filters_encode(const json_t *filters)
+{
+	if (!json_is_object(filters))
+		return NULL;
+	char *s = json_dumps(filters, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!s)
+		return NULL;
+	char *q = mafsbx_query_escape(s);
+	free(s);
+	return q;
+}
+
+mode_t mafsbx_go_mode_to_st(uint32_t m)
+{
+	mode_t st = m & 0777;
+	if (m & (1u << 31))
+		st |= S_IFDIR;
+	else if (m & (1u << 27))
+		st |= S_IFLNK;
+	else if (m & (1u << 26))
+		st |= (m & (1u << 21)) ? S_IFCHR : S_IFBLK;
+	else if (m & (1u << 25))
+		st |= S_IFIFO;
+	else if (m & (1u << 24))
+		st |= S_IFSOCK;
+	else if (m & (1u << 21))
+		st |= S_IFCHR;  /* ModeCharDevice alone: Go sets Device too, but be tolerant */
+	else if (!(m & (1u << 19)))
+		st |= S_IFREG;  /* ModeIrregular: no type at all (nothing we can serve) */
+	if (m & (1u << 23))
+		st |= S_ISUID;
+	if (m & (1u << 22))
+		st |= S_ISGID;
+	if (m & (1u << 20))
+		st |= S_ISVTX;
+	return st;
+}
+
+static int b64val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* Standard base64 with '=' padding, as Go's StdEncoding writes it. -1 when malformed. */
+static ssize_t b64_decode(const char *in, size_t len, unsigned char *out)
+{
+	if (len == 0 || len % 4)
+		return -1;
+	size_t o = 0;
+	for (size_t i = 0; i < len; i += 4) {
+		int v[4];
+		int pad = 0;
+		for (int k = 0; k < 4; k++) {
+			unsigned char c = (unsigned char)in[i + k];
+			if (c == '=' && i + 4 == len && k >= 2) {
+				v[k] = 0;
+				pad++;
+				continue;
+			}
+			if (pad)
+				return -1;  /* data after padding */
+			v[k] = b64val(c);
+			if (v[k] < 0)
+				return -1;
+		}
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		out[o++] = (unsigned char)(w >> 16);
+		if (pad < 2)
+			out[o++] = (unsigned char)(w >> 8);
+		if (pad < 1)
+			out[o++] = (unsigned char)w;
+	}
+	return (ssize_t)o;
+}
+
+static int digits(const char **p, int n)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)**p))
+			return -1;
+		v = v * 10 + (**p - '0');
+		(*p)++;
+	}
+	return v;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (civil calendar arithmetic). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static bool leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* RFC 3339 with 0-9 fractional digits and Z or a numeric offset. */
+static int parse_rfc3339(const char *s, struct timespec *ts)
+{
+	const char *p = s;
+	int Y = digits(&p, 4);
+	if (Y < 0 || *p++ != '-')
+		return -1;
+	int M = digits(&p, 2);
+	if (M < 1 || M > 12 || *p++ != '-')
+		return -1;
+	int D = digits(&p, 2);
+	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int dim = mdays[M - 1] + (M == 2 && leap(Y));
+	if (D < 1 || D > dim || (*p != 'T' && *p != 't'))
+		return -1;
+	p++;
+	int h = digits(&p, 2);
+	if (h < 0 || h > 23 || *p++ != ':')
+		return -1;
+	int mi = digits(&p, 2);
+	if (mi < 0 || mi > 59 || *p++ != ':')
+		return -1;
+	int sec = digits(&p, 2);
+	if (sec < 0 || sec > 59)
+		return -1;
+	long ns = 0;
+	if (*p == '.') {
+		p++;
+		int nd = 0;
+		while (isdigit((unsigned char)*p)) {
+			if (++nd > 9)
+				return -1;
+			ns = ns * 10 + (*p++ - '0');
+		}
+		if (nd == 0)
+			return -1;
+		for (int k = nd; k < 9; k++)
+			ns *= 10;
+	}
+	int64_t off = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1;
+		int oh = digits(&p, 2);
+		if (oh < 0 || oh > 23 || *p++ != ':')
+			return -1;
+		int om = digits(&p, 2);
+		if (om < 0 || om > 59)
+			return -1;
+		off = sign * (int64_t)(oh * 3600 + om * 60);
+	} else {
+		return -1;
+	}
+	if (*p)
+		return -1;
+	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec - off;
+	ts->tv_sec = (time_t)t;
+	ts->tv_nsec = ns;
+	return 0;
+}
+
+int mafsbx_path_stat_decode(const char *b64, struct mafsbx_path_stat *st, struct mafsbx_error *err)
+{
+	if (!b64 || !st)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "path stat: no header");
+	size_t len = strlen(b64);
+	if (len > STAT_HEADER_MAX)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header too large (%zu bytes)", len);
+	unsigned char *raw = malloc(len / 4 * 3 + 1);
+	if (!raw)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	int r = 0;
+	json_t *j = NULL;
+	ssize_t n = b64_decode(b64, len, raw);
+	if (n < 0) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not base64");
+		goto out;
+	}
+	json_error_t je;
+	j = json_loadb((const char *)raw, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(j)) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not a JSON object");
+		goto out;
+	}
+	json_t *jname = json_object_get(j, "name"), *jsize = json_object_get(j, "size");
+	json_t *jmode = json_object_get(j, "mode"), *jmtime = json_object_get(j, "mtime");
+	json_t *jlink = json_object_get(j, "linkTarget");
+	if (!json_is_string(jname) || !json_is_integer(jsize) || !json_is_integer(jmode) || !json_is_string(jmtime) ||
+	    (jlink && !json_is_string(jlink))) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: missing or mistyped field");
+		goto out;
+	}
+	json_int_t size = json_integer_value(jsize), mode = json_integer_value(jmode);
+	if (size < 0 || mode < 0 || mode > (json_int_t)UINT32_MAX) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: size or mode out of range");
+		goto out;
+	}
+	struct timespec mt;
+	if (parse_rfc3339(json_string_value(jmtime), &mt) < 0) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: bad mtime \"%.64s\"",
+				     json_string_value(jmtime));
+		goto out;
+	}
+	const char *link = jlink ? json_string_value(jlink) : "";
+	size_t ll = jlink ? json_string_length(jlink) : 0;
+	if (ll >= sizeof(st->link_target) || strlen(link) != ll) {
+		r = mafsbx_error_set(err, ll >= sizeof(st->link_target) ? MAFSBX_EK_NAMETOOLONG : MAFSBX_EK_PROTOCOL,
+				     "path stat header: link target too long or holds NUL");
+		goto out;
+	}
+	memset(st, 0, sizeof(*st));
+	snprintf(st->name, sizeof(st->name), "%s", json_string_value(jname));
+	st->size = (int64_t)size;
+	st->go_mode = (uint32_t)mode;
+	st->mode = mafsbx_go_mode_to_st(st->go_mode);
+	st->mtime = mt;
+	memcpy(st->link_target, link, ll + 1);
+out:
+	json_decref(j);
+	free(raw);
+	return r;
+}
+
+/* ---- frame demultiplexer ----------------------------------------------- */
+
+void mafsbx_demux_init(struct mafsbx_demux *d, struct mafsbx_exec_result *res, size_t max_output)
+{
+	memset(d, 0, sizeof(*d));
+	d->res = res;
+	d->max_output = max_output ? max_output : DEFAULT_MAX_OUTPUT;
+	res->out = res->err = NULL;
+	res->out_len = res->err_len = 0;
+	res->truncated = false;
+}
+
+static int demux_put(struct mafsbx_demux *d, const unsigned char *p, size_t n)
+{
+	struct mafsbx_exec_result *res = d->res;
+	bool is_err = d->stream == 2 || d->stream == 3;
+	unsigned char **buf = is_err ? &res->err : &res->out;
+	size_t *len = is_err ? &res->err_len : &res->out_len;
+	size_t *cap = is_err ? &d->err_cap : &d->out_cap;
+	size_t room = d->max_output > *len ? d->max_output - *len : 0;
+	size_t take = n < room ? n : room;
+	if (take < n)
+		res->truncated = true;
+	if (!take)
+		return 0;
+	if (*len + take + 1 > *cap) {
+		size_t nc = *cap ? *cap : 256;
+		while (nc < *len + take + 1)
+			nc *= 2;
+		if (nc > d->max_output + 1)
+			nc = d->max_output + 1;
+		unsigned char *nb = realloc(*buf, nc);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, p, take);
+	*len += take;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+int mafsbx_demux_feed(struct mafsbx_demux *d, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	if (d->error)
+		return -EPROTO;
+	while (len) {
+		if (d->hdr_have < 8) {
+			size_t take = 8 - d->hdr_have < len ? 8 - d->hdr_have : len;
+			memcpy(d->hdr + d->hdr_have, p, take);
+			d->hdr_have += take;
+			p += take;
+			len -= take;
+			if (d->hdr_have < 8)
+				return 0;
+			/* [stream, 0, 0, 0, size big-endian]; 0 (stdin) is written as stdout by
+			 * the engine, 3 is its own error stream. */
+			if (d->hdr[0] > 3 || d->hdr[1] || d->hdr[2] || d->hdr[3]) {
+				d->error = true;
+				return -EPROTO;
+			}
+			d->stream = d->hdr[0] == 0 ? 1 : d->hdr[0];
+			d->left = (uint32_t)d->hdr[4] << 24 | (uint32_t)d->hdr[5] << 16 | (uint32_t)d->hdr[6] << 8 |
+				  (uint32_t)d->hdr[7];
+			if (d->left == 0)
+				d->hdr_have = 0;
+			continue;
+		}
+		size_t take = d->left < len ? d->left : len;
+		int r = demux_put(d, p, take);
+		if (r < 0)
+			return r;
+		p += take;
+		len -= take;
+		d->left -= (uint32_t)take;
+		if (d->left == 0)
+			d->hdr_have = 0;
+	}
+	return 0;
+}
+
+int mafsbx_demux_finish(struct mafsbx_demux *d)
+{
+	struct mafsbx_exec_result *res = d->res;
+	if (!res->out && !(res->out = calloc(1, 1)))
+		return -ENOMEM;
+	if (!res->err && !(res->err = calloc(1, 1)))
+		return -ENOMEM;
+	if (d->error || d->hdr_have)
+		return -EPROTO;
+	return 0;
+}
+
+void mafsbx_exec_result_free(struct mafsbx_exec_result *res)
+{
+	if (!res)
+		return;
+	free(res->out);
+	free(res->err);
+	res->out = res->err = NULL;
+	res->out_len = res->err_len = 0;
+}
+
+/* ---- engine handle and request plumbing ---------------------------------- */
+
+struct mafsbx_engine *mafsbx_engine_open(const struct mafsbx_endpoint *ep, const struct mafsbx_engine_timeouts *to,
+					 struct mafsbx_error *err)
+{
+	if (!ep) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine: no endpoint");
+		return NULL;
+	}
+	struct mafsbx_engine *e = calloc(1, sizeof(*e));
+	if (!e) {
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	e->ep = *ep;
+	e->to.connect_ms = to && to->connect_ms > 0 ? to->connect_ms : 5000;
+	e->to.request_ms = to && to->request_ms > 0 ? to->request_ms : 60000;
+	e->to.stream_stall_s = to && to->stream_stall_s > 0 ? to->stream_stall_s : 10;
+	e->to.pull_ms = to && to->pull_ms > 0 ? to->pull_ms : 600000;
+	e->http = mafsbx_http_open(ep, e->to.connect_ms, e->to.request_ms, err);
+	if (!e->http) {
+		free(e);
+		return NULL;
+	}
+	pthread_mutex_init(&e->mu, NULL);
+	snprintf(e->prefix, sizeof(e->prefix), "/v1.41");
+	return e;
+}
+
+void mafsbx_engine_close(struct mafsbx_engine *e)
+{
+	if (!e)
+		return;
+	mafsbx_http_close(e->http);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+}
+
+const struct mafsbx_endpoint *mafsbx_engine_endpoint(const struct mafsbx_engine *e)
+{
+	return e ? &e->ep : NULL;
+}
+
+/* "1.41" -> 1041; -1 when malformed. */
+static int api_number(const char *v)
+{
+	char *end;
+	long maj = strtol(v, &end, 10);
+	if (end == v || *end != '.' || maj < 1 || maj > 99)
+		return -1;
+	const char *m = end + 1;
+	long min = strtol(m, &end, 10);
+	if (end == m || *end || min < 0 || min > 999)
+		return -1;
+	return (int)(maj * 1000 + min);
+}
+
+int mafsbx_engine_ping(struct mafsbx_engine *e, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "ping: no engine");
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "GET", .target = "/_ping", .want_header = "Api-Version",
+				      .max_body = 4096 };
+	int r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0)
+		goto out;
+	if (resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "ping", NULL);
+		goto out;
+	}
+	char prefix[24] = "/v1.41";
+	int v = resp.header_seen ? api_number(resp.header.data) : -1;
+	if (v >= 0 && v < 1041)
+		snprintf(prefix, sizeof(prefix), "/v%d.%d", v / 1000, v % 1000);
+	pthread_mutex_lock(&e->mu);
+	memcpy(e->prefix, prefix, sizeof(prefix));
+	e->negotiated = true;
+	pthread_mutex_unlock(&e->mu);
+out:
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+/* Negotiate once (first call), then hand out the version prefix. */
+static int api_prefix(struct mafsbx_engine *e, char out[24], struct mafsbx_error *err)
+{
+	pthread_mutex_lock(&e->mu);
+	bool done = e->negotiated;
+	memcpy(out, e->prefix, 24);
+	pthread_mutex_unlock(&e->mu);
+	if (done)
+		return 0;
+	int r = mafsbx_engine_ping(e, err);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&e->mu);
+	memcpy(out, e->prefix, 24);
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+/* Container / network / exec references go into one path segment. */
+static int check_ref(const char *ref, const char *what, struct mafsbx_error *err)
+{
+	if (!ref || !ref[0])
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty name", what);
+	size_t n = strlen(ref);
+	if (n > 255)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: name longer than 255 bytes", what);
+	for (const unsigned char *p = (const unsigned char *)ref; *p; p++)
+		if (*p < 0x21 || *p == 0x7f || *p == '/' || *p == '?' || *p == '#' || *p == '%')
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s \"%.64s\": invalid character in name", what,
+						ref);
+	return 0;
+}
+
+static int check_guest_path(const char *path, struct mafsbx_error *err)
+{
+	if (!path || path[0] != '/')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "guest path \"%.200s\" is not absolute",
+					path ? path : "");
+	return 0;
+}
+
+/*
+ * Build "<prefix><fmt>" into a malloc'd string. Every %s argument must be
+ * escaped already by the caller.
+ */
+__attribute__((format(printf, 4, 5)))
+static char *target(struct mafsbx_engine *e, struct mafsbx_error *err, int *r, const char *fmt, ...)
+{
+	char prefix[24];
+	*r = api_prefix(e, prefix, err);
+	if (*r < 0)
+		return NULL;
+	struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || mafsbx_buf_puts(&b, prefix) < 0 || mafsbx_buf_reserve(&b, (size_t)n) < 0) {
+		mafsbx_buf_free(&b);
+		*r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b.data + b.len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b.len += (size_t)n;
+	return b.data;
+}
+
+static int nomem(struct mafsbx_error *err)
+{
+	return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+}
+
+/*
+ * One call with a buffered answer. Statuses in `ok` (0-terminated) are
+ * success; anything else is mapped with the engine's message. On success
+ * with `out`, the body is parsed as JSON (`out` a new reference).
+ */
+struct call {
+	const char *method;
+	const char *target;
+	const char *ctype;
+	const void *body;
+	size_t body_len;
+	long timeout_ms;
+	const char *what;        /* "inspect container x" */
+	const char *path;        /* guest path the answer may name, or NULL */
+	long ok[4];
+	json_t **out;
+	long *status_out;
+};
+
+static int do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
+{
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = {
+		.method = c->method, .target = c->target, .content_type = c->ctype,
+		.body = c->body, .body_len = c->body_len, .timeout_ms = c->timeout_ms,
+	};
+	int r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0) {
+		if (err)
+			mafsbx_error_prefix(err, "%s", c->what);
+		goto out;
+	}
+	if (c->status_out)
+		*c->status_out = resp.status;
+	bool ok = false;
+	for (size_t i = 0; i < 4 && c->ok[i]; i++)
+		ok = ok || resp.status == c->ok[i];
+	if (!ok) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, c->what, c->path);
+		goto out;
+	}
+	if (c->out) {
+		json_error_t je;
+		*c->out = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
+		if (!*c->out)
+			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: engine answer is not JSON: %s", c->what,
+					     je.text);
+	}
+out:
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+static char *dump_json(const json_t *j)
+{
+	return json_dumps(j, JSON_COMPACT);
+}
+
+static int copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error *err)
+{
+	const char *s = json_string_value(json_object_get(j, "Id"));
+	if (!s || strlen(s) != 64 || strspn(s, "0123456789abcdef") != 64)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no valid Id", what);
+	memcpy(id, s, 65);
+	return 0;
+}
+
+/* ---- version ------------------------------------------------------------- */
+
+static void copy_field(char *dst, size_t cap, json_t *j, const char *key)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	snprintf(dst, cap, "%s", s ? s : "");
+}
+
+int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version *v, struct mafsbx_error *err)
+{
+	if (!e || !v)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "version: bad arguments");
+	int r;
+	__do_free char *t = target(e, err, &r, "/version");
+	if (!t)
+		return r;
+	json_t *j = NULL;
+	struct call c = { .method = "GET", .target = t, .what = "engine version", .ok = { 200 }, .out = &j };
+	r = do_call(e, &c, err);
+	if (r < 0)
+		return r;
+	memset(v, 0, sizeof(*v));
+	copy_field(v->version, sizeof(v->version), j, "Version");
+	copy_field(v->api_version, sizeof(v->api_version), j, "ApiVersion");
+	copy_field(v->min_api_version, sizeof(v->min_api_version), j, "MinAPIVersion");
+	copy_field(v->os, sizeof(v->os), j, "Os");
+	copy_field(v->arch, sizeof(v->arch), j, "Arch");
+	copy_field(v->kernel, sizeof(v->kernel), j, "KernelVersion");
+	json_decref(j);
+	if (!v->api_version[0])
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "engine version: no ApiVersion in the answer");
+	return 0;
+}
+
+/* ---- containers ---------------------------------------------------------- */
+
+int mafsbx_container_create(struct mafsbx_engine *e, const char *name, const json_t *config, char id[65],
+			    struct mafsbx_error *err)
+{
+	if (!e || !json_is_object(config) || !id)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "create container: bad arguments");
+	int r;
+	if (name && (r = check_ref(name, "create container", err)) < 0)
+		return r;
+	__do_free char *ename = name ? mafsbx_query_escape(name) : NULL;
+	__do_free char *body = dump_json(config);
+	if ((name && !ename) || !body)
+		return nomem(err);
+	__do_free char *t = name ? target(e, err, &r, "/containers/create?name=%s", ename)
+				 : target(e, err, &r, "/containers/create");
+	if (!t)
+		return r;
+	char what[320];
+	snprintf(what, sizeof(what), "create container %s", name ? name : "(unnamed)");
+	json_t *j = NULL;
+	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
+			  .body_len = strlen(body), .what = what, .ok = { 201 }, .out = &j };
+	r = do_call(e, &c, err);
+	if (r < 0)
+		return r;
+	r = copy_id(j, id, what, err);
+	json_decref(j);
+	return r;
+}
+
+/* POST /containers/C/<verb> without a body; `ok` statuses are success. */
+static int container_post(struct mafsbx_engine *e, const char *container, const char *verb, long ok1, long ok2,
+			  struct mafsbx_error *err)
+{
+	char what[320];
+	snprintf(what, sizeof(what), "%s container %s", verb, container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *ec = mafsbx_query_escape(container);
+	if (!ec)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/containers/%s/%s", ec, verb);
+	if (!t)
+		return r;
+	struct call c = { .method = "POST", .target = t, .what = what, .ok = { ok1, ok2 } };
+	return do_call(e, &c, err);
+}
+
+int mafsbx_container_start(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "start: no engine");
+	return container_post(e, container, "start", 204, 304, err);
+}
+
+int mafsbx_container_pause(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "pause: no engine");
+	return container_post(e, container, "pause", 204, 0, err);
+}
+
+int mafsbx_container_unpause(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "unpause: no engine");
+	return container_post(e, container, "unpause", 204, 0, err);
+}
+
+int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, json_t **out, struct mafsbx_error *err)
+{
+	if (!e || !out)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect container: bad arguments");
+	*out = NULL;
+	char what[320];
+	snprintf(what, sizeof(what), "inspect container %s", container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *ec = mafsbx_query_escape(container);
+	if (!ec)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/containers/%s/json", ec);
+	if (!t)
+		return r;
+	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
+	r = do_call(e, &c, err);
+	if (r == 0 && !json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an object", what);
+	}
+	return r;
+}
+
+static int list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
+		     json_t **out, struct mafsbx_error *err)
+{
+	*out = NULL;
+	__do_free char *f = NULL;
+	if (filters && json_object_size(filters) && !(f = mafsbx_filters_encode(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: filters cannot be encoded", what);
+	int r;
+	const char *sep = "?";
+	__do_free char *t = target(e, err, &r, "%s%s%s%s%s%s", path, all ? sep : "", all ? "all=1" : "",
+				   f ? (all ? "&" : sep) : "", f ? "filters=" : "", f ? f : "");
+	if (!t)
+		return r;
+	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
+	r = do_call(e, &c, err);
+	if (r == 0 && !json_is_array(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an array", what);
+	}
+	return r;
+}
+
+int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool all, json_t **out,
+			  struct mafsbx_error *err)
+{
+	if (!e || !out || (filters && !json_is_object(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list containers: bad arguments");
+	return list_call(e, "/containers/json", filters, all, "list containers", out, err);
+}
+
+int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool force, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete container: no engine");
+	char what[320];
+	snprintf(what, sizeof(what), "delete container %s", container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *ec = mafsbx_query_escape(container);
+	if (!ec)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/containers/%s?%sv=1", ec, force ? "force=1&" : "");
+	if (!t)
+		return r;
+	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 204, 200 } };
+	return do_call(e, &c, err);
+}
+
+/* ---- archive ------------------------------------------------------------- */
+
+static char *archive_target(struct mafsbx_engine *e, const char *container, const char *path, const char *extra,
+			    int *r, struct mafsbx_error *err)
+{
+	__do_free char *ec = mafsbx_query_escape(container);
+	__do_free char *ep = mafsbx_query_escape(path);
+	if (!ec || !ep) {
+		*r = nomem(err);
+		return NULL;
+	}
+	return target(e, err, r, "/containers/%s/archive?path=%s%s", ec, ep, extra ? extra : "");
+}
+
+/*
+ * A failed HEAD carries no body, and 404/500 alone cannot tell a missing
+ * container from a missing path, or ENOTDIR from ELOOP. Ask again with a GET,
+ * which carries the message; on the rare success (the path appeared) the
+ * connection is dropped at the first body byte.
+ */
+static int head_failure(struct mafsbx_engine *e, const char *t, long head_status, const char *what, const char *path,
+			struct mafsbx_error *err)
+{
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "GET", .target = t, .abort_on_success_body = true,
+				      .stall_s = e->to.stream_stall_s };
+	struct mafsbx_error perr;
+	mafsbx_error_clear(&perr);
+	int r = mafsbx_http_request(e->http, &rq, &resp, &perr);
+	if (r == 0 && resp.status >= 300 && resp.body.len)
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
+	else
+		r = mafsbx_error_from_engine(err, head_status, NULL, 0, what, path);
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+int mafsbx_archive_head(struct mafsbx_engine *e, const char *container, const char *path,
+			struct mafsbx_path_stat *st, struct mafsbx_error *err)
+{
+	if (!e || !st)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "stat: bad arguments");
+	char what[320];
+	snprintf(what, sizeof(what), "stat %.200s in %s", path ? path : "", container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0 || (r = check_guest_path(path, err)) < 0)
+		return r;
+	__do_free char *t = archive_target(e, container, path, NULL, &r, err);
+	if (!t)
+		return r;
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "HEAD", .target = t, .want_header = STAT_HEADER };
+	r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "%s", what);
+	} else if (resp.status != 200) {
+		r = head_failure(e, t, resp.status, what, path, err);
+	} else if (!resp.header_seen) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
+	} else {
+		r = mafsbx_path_stat_decode(resp.header.data, st, err);
+		if (r < 0)
+			mafsbx_error_prefix(err, "%s", what);
+	}
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const char *path, uint64_t max_bytes,
+		       mafsbx_sink_fn sink, void *sink_ctx, struct mafsbx_path_stat *st, struct mafsbx_error *err)
+{
+	if (!e || !sink)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "read archive: bad arguments");
+	char what[320];
+	snprintf(what, sizeof(what), "read %.200s from %s", path ? path : "", container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0 || (r = check_guest_path(path, err)) < 0)
+		return r;
+	__do_free char *t = archive_target(e, container, path, NULL, &r, err);
+	if (!t)
+		return r;
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = {
+		.method = "GET", .target = t, .stall_s = e->to.stream_stall_s,
+		.sink = sink, .sink_ctx = sink_ctx, .max_body = max_bytes,
+		.want_header = st ? STAT_HEADER : NULL,
+	};
+	r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "%s", what);
+	} else if (resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
+	} else if (st) {
+		if (!resp.header_seen)
+			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
+		else if ((r = mafsbx_path_stat_decode(resp.header.data, st, err)) < 0)
+			mafsbx_error_prefix(err, "%s", what);
+	}
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const char *dir, const void *tar,
+		       size_t tar_len, struct mafsbx_error *err)
+{
+	if (!e || (!tar && tar_len))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write archive: bad arguments");
+	char what[320];
+	snprintf(what, sizeof(what), "write into %.200s in %s", dir ? dir : "", container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0 || (r = check_guest_path(dir, err)) < 0)
+		return r;
+	__do_free char *t = archive_target(e, container, dir, "&noOverwriteDirNonDir=1", &r, err);
+	if (!t)
+		return r;
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = {
+		.method = "PUT", .target = t, .content_type = "application/x-tar",
+		.body = tar ? tar : "", .body_len = tar_len, .stall_s = e->to.stream_stall_s,
+	};
+	r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0)
+		mafsbx_error_prefix(err, "%s", what);
+	else if (resp.status != 200)
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, dir);
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+/* ---- exec ---------------------------------------------------------------- */
+
+static json_t *string_array(const char *const *v, bool *bad)
+{
+	json_t *a = json_array();
+	if (!a)
+		return NULL;
+	for (size_t i = 0; v && v[i]; i++) {
+		json_t *s = json_string(v[i]);
+		if (!s) {
+			*bad = true;
+			json_decref(a);
+			return NULL;
+		}
+		json_array_append_new(a, s);
+	}
+	return a;
+}
+
+static int demux_sink(const void *data, size_t len, void *ctx)
+{
+	return mafsbx_demux_feed(ctx, data, len);
+}
+
+/* Time left before `deadline` for a plain call, capped by the request timeout. */
+static long call_timeout(const struct mafsbx_engine *e, long long deadline)
+{
+	if (!deadline)
+		return e->to.request_ms;
+	long long left = deadline - mafsbx_now_ms();
+	if (left < 1)
+		left = 1;
+	return left < e->to.request_ms ? (long)left : e->to.request_ms;
+}
+
+static bool launch_failure(const struct mafsbx_exec_result *res)
+{
+	if (res->exit_code != 126 || !res->out)
+		return false;
+	const char *o = (const char *)res->out;
+	static const char oci[] = "OCI runtime exec failed";
+	if (res->out_len >= sizeof(oci) - 1 && memcmp(o, oci, sizeof(oci) - 1) == 0)
+		return true;
+	static const char nouser[] = "unable to find user";
+	return memmem(o, res->out_len, nouser, sizeof(nouser) - 1) != NULL;
+}
+
+int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
+		    struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: no result");
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	if (!e || !rq || !rq->argv || !rq->argv[0])
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: no command");
+	char what[320];
+	snprintf(what, sizeof(what), "exec %.64s in %s", rq->argv[0], container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0)
+		return r;
+	long long t0 = mafsbx_now_ms();
+	long long deadline = rq->timeout_ms > 0 ? t0 + rq->timeout_ms : 0;
+
+	/* 1. create */
+	bool bad = false;
+	json_t *cmd = string_array(rq->argv, &bad);
+	json_t *env = rq->env ? string_array(rq->env, &bad) : NULL;
+	json_t *cfg = json_object();
+	struct mafsbx_demux dm;
+	mafsbx_demux_init(&dm, res, rq->max_output);
+	__do_free char *body = NULL, *ec = NULL, *t = NULL, *tstart = NULL, *tinsp = NULL;
+	if (bad) {
+		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
+		goto out;
+	}
+	if (!cmd || !cfg || (rq->env && !env)) {
+		r = nomem(err);
+		goto out;
+	}
+	json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL));
+	json_object_set_new(cfg, "AttachStdout", json_true());
+	json_object_set_new(cfg, "AttachStderr", json_true());
+	json_object_set_new(cfg, "Tty", json_false());
+	json_object_set(cfg, "Cmd", cmd);
+	if (env)
+		json_object_set(cfg, "Env", env);
+	if (rq->user && (json_object_set_new(cfg, "User", json_string(rq->user)) < 0)) {
+		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: user is not valid UTF-8", what);
+		goto out;
+	}
+	if (rq->workdir && (json_object_set_new(cfg, "WorkingDir", json_string(rq->workdir)) < 0)) {
+		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: working directory is not valid UTF-8", what);
+		goto out;
+	}
+	body = dump_json(cfg);
+	ec = mafsbx_query_escape(container);
+	if (!body || !ec) {
+		r = nomem(err);
+		goto out;
+	}
+	if (!(t = target(e, err, &r, "/containers/%s/exec", ec)))
+		goto out;
+	json_t *j = NULL;
+	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
+			  .body_len = strlen(body), .timeout_ms = call_timeout(e, deadline), .what = what,
+			  .ok = { 201 }, .out = &j };
+	if ((r = do_call(e, &c, err)) < 0) {
+		if (err && err->kind == MAFSBX_EK_TIMEOUT)
+			res->timed_out = true;
+		goto out;
+	}
+	r = copy_id(j, res->exec_id, what, err);
+	json_decref(j);
+	if (r < 0)
+		goto out;
+
+	/* 2. start on a fresh connection; the stream ends when the engine closes it */
+	if (!(tstart = target(e, err, &r, "/exec/%s/start", res->exec_id)))
+		goto out;
+	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
+	struct mafsbx_http_resp resp = { 0 };
+	r = mafsbx_http_hijack(e->http, "POST", tstart, "application/json", start_body, sizeof(start_body) - 1,
+			       rq->stdin_data, rq->stdin_len,
+			       deadline, demux_sink, &dm, &resp, err);
+	if (r < 0) {
+		if (err && err->kind == MAFSBX_EK_TIMEOUT)
+			res->timed_out = true;
+		if (err)
+			mafsbx_error_prefix(err, "%s", what);
+		mafsbx_http_resp_free(&resp);
+		goto out;
+	}
+	if (resp.status != 101 && resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
+		mafsbx_http_resp_free(&resp);
+		goto out;
+	}
+	mafsbx_http_resp_free(&resp);
+	int fr = mafsbx_demux_finish(&dm);
+	if (fr == -ENOMEM) {
+		r = nomem(err);
+		goto out;
+	}
+	if (fr < 0) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: output stream is not well framed", what);
+		goto out;
+	}
+
+	/* 3. exit code: set when the stream ends in practice; poll briefly to be sure */
+	if (!(tinsp = target(e, err, &r, "/exec/%s/json", res->exec_id)))
+		goto out;
+	long wait_ms = 1;
+	long long poll_end = mafsbx_now_ms() + 5000;
+	for (;;) {
+		json_t *ij = NULL;
+		struct call ic = { .method = "GET", .target = tinsp, .timeout_ms = call_timeout(e, deadline),
+				   .what = what, .ok = { 200 }, .out = &ij };
+		if ((r = do_call(e, &ic, err)) < 0)
+			goto out;
+		json_t *code = json_object_get(ij, "ExitCode");
+		bool running = json_is_true(json_object_get(ij, "Running"));
+		if (!running && json_is_integer(code)) {
+			res->exit_code = (int)json_integer_value(code);
+			json_decref(ij);
+			break;
+		}
+		json_decref(ij);
+		long long now = mafsbx_now_ms();
+		if (now >= poll_end || (deadline && now >= deadline)) {
+			r = mafsbx_error_set(err, deadline && now >= deadline ? MAFSBX_EK_TIMEOUT : MAFSBX_EK_PROTOCOL,
+					     "%s: output ended but the exit code is not known", what);
+			if (deadline && now >= deadline)
+				res->timed_out = true;
+			goto out;
+		}
+		usleep((useconds_t)wait_ms * 1000);
+		if (wait_ms < 50)
+			wait_ms *= 2;
+	}
+	res->launch_failed = launch_failure(res);
+	r = 0;
+out:
+	if (r < 0)
+		(void)mafsbx_demux_finish(&dm);  /* out/err stay valid, "" at least */
+	res->duration_ms = mafsbx_now_ms() - t0;
+	json_decref(cmd);
+	json_decref(env);
+	json_decref(cfg);
+	return r;
+}
+
+/* ---- images -------------------------------------------------------------- */
+
+/* Image references keep '/', ':' and '@' (the router takes the rest of the path). */
+static char *escape_image(const char *ref)
+{
+	return escape(ref, "/:@");
+}
+
+static int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
+{
+	if (!ref || !ref[0])
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty image reference", what);
+	if (strlen(ref) > 512)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: image reference too long", what);
+	for (const unsigned char *p = (const unsigned char *)ref; *p; p++)
+		if (*p < 0x21 || *p == 0x7f || *p == '?' || *p == '#' || *p == '%')
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid character in image reference", what);
+	if (strstr(ref, "..") || ref[0] == '/')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid image reference", what);
+	return 0;
+}
+
+int mafsbx_image_inspect(struct mafsbx_engine *e, const char *ref, json_t **out, struct mafsbx_error *err)
+{
+	if (!e || !out)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect image: bad arguments");
+	*out = NULL;
+	char what[600];
+	snprintf(what, sizeof(what), "inspect image %s", ref ? ref : "");
+	int r = check_image_ref(ref, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *er = escape_image(ref);
+	if (!er)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/images/%s/json", er);
+	if (!t)
+		return r;
+	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
+	r = do_call(e, &c, err);
+	if (r < 0 && err && err->kind == MAFSBX_EK_NO_OBJECT)
+		err->kind = MAFSBX_EK_NO_IMAGE;
+	return r;
+}
+
+/*
+ * Progress streams (pull, import) are JSON lines; a line with "error" means
+ * the operation failed even though the status was 200. Lines are scanned as
+ * they arrive with a bounded buffer.
+ */
+struct progress {
+	struct mafsbx_buf line;
+	char error[512];
+	bool failed;
+};
+
+static void progress_line(struct progress *p)
+{
+	if (!p->line.len || p->failed)
+		return;
+	json_error_t je;
+	json_t *j = json_loadb(p->line.data, p->line.len, 0, &je);
+	json_t *ev = json_object_get(j, "error");
+	if (ev) {
+		p->failed = true;
+		const char *m = json_string_value(ev);
+		snprintf(p->error, sizeof(p->error), "%s", m ? m : "error");
+		mafsbx_scrub_host_paths(p->error);
+	}
+	json_decref(j);
+}
+
+static int progress_sink(const void *data, size_t len, void *ctx)
+{
+	struct progress *p = ctx;
+	const char *s = data;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\n' || s[i] == '\r') {
+			progress_line(p);
+			mafsbx_buf_reset(&p->line);
+		} else if (p->line.len < 256 * 1024) {
+			if (mafsbx_buf_append(&p->line, &s[i], 1) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int progress_call(struct mafsbx_engine *e, const char *t, const char *ctype, const void *body, size_t len,
+			 const char *what, enum mafsbx_err_kind fail_kind, struct mafsbx_error *err)
+{
+	struct progress p = { .line = MAFSBX_BUF_INIT };
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = {
+		.method = "POST", .target = t, .content_type = ctype, .body = body, .body_len = len,
+		.timeout_ms = e->to.pull_ms, .sink = progress_sink, .sink_ctx = &p,
+	};
+	int r = mafsbx_http_request(e->http, &rq, &resp, err);
+	progress_line(&p);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "%s", what);
+	} else if (resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
+		if (err && (err->kind == MAFSBX_EK_NO_OBJECT || err->kind == MAFSBX_EK_ENGINE ||
+			    err->kind == MAFSBX_EK_INVALID)) {
+			err->kind = fail_kind;
+			err->err = mafsbx_error_kind_errno(fail_kind);
+			snprintf(err->type, sizeof(err->type), "%s", mafsbx_error_kind_type(fail_kind));
+			r = -err->err;
+		}
+	} else if (p.failed) {
+		r = mafsbx_error_set(err, fail_kind, "%s: %s", what, p.error);
+	}
+	mafsbx_buf_free(&p.line);
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+int mafsbx_image_pull(struct mafsbx_engine *e, const char *ref, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "pull image: no engine");
+	char what[600];
+	snprintf(what, sizeof(what), "pull image %s", ref ? ref : "");
+	int r = check_image_ref(ref, what, err);
+	if (r < 0)
+		return r;
+	/* Split "repo[:tag]" at a ':' after the last '/'; a digest ref stays whole. */
+	__do_free char *name = strdup(ref);
+	if (!name)
+		return nomem(err);
+	const char *tag = "latest";
+	if (strchr(name, '@')) {
+		tag = NULL;
+	} else {
+		char *slash = strrchr(name, '/');
+		char *colon = strrchr(slash ? slash : name, ':');
+		if (colon) {
+			*colon = '\0';
+			tag = colon + 1;
+		}
+	}
+	__do_free char *en = mafsbx_query_escape(name);
+	__do_free char *et = tag ? mafsbx_query_escape(tag) : NULL;
+	if (!en || (tag && !et))
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/images/create?fromImage=%s%s%s", en, et ? "&tag=" : "", et ? et : "");
+	if (!t)
+		return r;
+	return progress_call(e, t, NULL, NULL, 0, what, MAFSBX_EK_NO_IMAGE, err);
+}
+
+int mafsbx_image_import(struct mafsbx_engine *e, const void *tar, size_t tar_len, const char *repo, const char *tag,
+			const char *const *changes, struct mafsbx_error *err)
+{
+	if (!e || !tar || !tar_len)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "import image: no rootfs tar");
+	char what[600];
+	snprintf(what, sizeof(what), "import image %s:%s", repo ? repo : "", tag ? tag : "latest");
+	int r = check_image_ref(repo, what, err);
+	if (r < 0 || (tag && (r = check_image_ref(tag, what, err)) < 0))
+		return r;
+	struct mafsbx_buf q = MAFSBX_BUF_INIT;
+	__do_free char *er = mafsbx_query_escape(repo);
+	__do_free char *et = mafsbx_query_escape(tag ? tag : "latest");
+	if (!er || !et || mafsbx_buf_printf(&q, "/images/create?fromSrc=-&repo=%s&tag=%s", er, et) < 0) {
+		mafsbx_buf_free(&q);
+		return nomem(err);
+	}
+	for (size_t i = 0; changes && changes[i]; i++) {
+		char *ech = mafsbx_query_escape(changes[i]);
+		int a = ech ? mafsbx_buf_printf(&q, "&changes=%s", ech) : -ENOMEM;
+		free(ech);
+		if (a < 0) {
+			mafsbx_buf_free(&q);
+			return nomem(err);
+		}
+	}
+	__do_free char *t = target(e, err, &r, "%s", q.data);
+	mafsbx_buf_free(&q);
+	if (!t)
+		return r;
+	return progress_call(e, t, "application/x-tar", tar, tar_len, what, MAFSBX_EK_ENGINE, err);
+}
+
+int mafsbx_image_delete(struct mafsbx_engine *e, const char *ref, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete image: no engine");
+	char what[600];
+	snprintf(what, sizeof(what), "delete image %s", ref ? ref : "");
+	int r = check_image_ref(ref, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *er = escape_image(ref);
+	if (!er)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/images/%s?force=1", er);
+	if (!t)
+		return r;
+	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 200 } };
+	r = do_call(e, &c, err);
+	if (r < 0 && err && err->kind == MAFSBX_EK_NO_OBJECT)
+		err->kind = MAFSBX_EK_NO_IMAGE;
+	return r;
+}
+
+/* ---- networks ------------------------------------------------------------ */
+
+int mafsbx_network_create(struct mafsbx_engine *e, const json_t *config, char id[65], struct mafsbx_error *err)
+{
+	if (!e || !json_is_object(config) || !id)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "create network: bad arguments");
+	const char *name = json_string_value(json_object_get(config, "Name"));
+	char what[320];
+	snprintf(what, sizeof(what), "create network %s", name ? name : "");
+	int r;
+	__do_free char *body = dump_json(config);
+	if (!body)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/networks/create");
+	if (!t)
+		return r;
+	json_t *j = NULL;
+	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
+			  .body_len = strlen(body), .what = what, .ok = { 201, 200 }, .out = &j };
+	r = do_call(e, &c, err);
+	if (r < 0)
+		return r;
+	r = copy_id(j, id, what, err);
+	json_decref(j);
+	return r;
+}
+
+int mafsbx_network_inspect(struct mafsbx_engine *e, const char *network, json_t **out, struct mafsbx_error *err)
+{
+	if (!e || !out)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect network: bad arguments");
+	*out = NULL;
+	char what[320];
+	snprintf(what, sizeof(what), "inspect network %s", network ? network : "");
+	int r = check_ref(network, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *en = mafsbx_query_escape(network);
+	if (!en)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/networks/%s", en);
+	if (!t)
+		return r;
+	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
+	r = do_call(e, &c, err);
+	if (r == 0 && !json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an object", what);
+	}
+	return r;
+}
+
+int mafsbx_network_list(struct mafsbx_engine *e, const json_t *filters, json_t **out, struct mafsbx_error *err)
+{
+	if (!e || !out || (filters && !json_is_object(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list networks: bad arguments");
+	return list_call(e, "/networks", filters, false, "list networks", out, err);
+}
+
+int mafsbx_network_delete(struct mafsbx_engine *e, const char *network, struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete network: no engine");
+	char what[320];
+	snprintf(what, sizeof(what), "delete network %s", network ? network : "");
+	int r = check_ref(network, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *en = mafsbx_query_escape(network);
+	if (!en)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/networks/%s", en);
+	if (!t)
+		return r;
+	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 204, 200 } };
+	return do_call(e, &c, err);
+}
+
+int mafsbx_network_connect(struct mafsbx_engine *e, const char *network, const char *container,
+			   struct mafsbx_error *err)
+{
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "connect network: no engine");
+	char what[600];
+	snprintf(what, sizeof(what), "connect %s to network %s", container ? container : "", network ? network : "");
+	int r = check_ref(network, what, err);
+	if (r < 0 || (r = check_ref(container, what, err)) < 0)
+		return r;
+	__do_free char *en = mafsbx_query_escape(network);
+	json_t *b = json_pack("{s:s}", "Container", container);
+	__do_free char *body = b ? dump_json(b) : NULL;
+	json_decref(b);
+	if (!en || !body)
+		return nomem(err);
+	__do_free char *t = target(e, err, &r, "/networks/%s/connect", en);
+	if (!t)
+		return r;
+	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
+			  .body_len = strlen(body), .what = what, .ok = { 200 } };
+	return do_call(e, &c, err);
+}

@@ -1,0 +1,850 @@
+/*
+ * http.c: the libcurl transport (see http.h). It owns three things:
+ *
+ *  - a pool of easy handles, each keeping its own kept-alive connection; a
+ *    request takes a handle under a mutex, runs on it without any lock and
+ *    gives it back only when the transfer ended cleanly (otherwise the handle
+ *    and its connection are destroyed, so nothing half-read is reused);
+ *  - a stall watchdog: one thread per client watching every streamed
+ *    transfer; when no byte moved for the stall time (the server stopped
+ *    sending, or the caller's sink stopped returning) it cuts the socket
+ *    under libcurl's feet (shutdown, then dup3 of a dead socket over the fd,
+ *    so the fd number stays owned by libcurl and cannot be reused by anyone
+ *    else). The engine sees the close at once and drops the per-container
+ *    lock that an open archive stream holds (engine-api.md §1.7);
+ *  - the hijacked exec stream: CURLOPT_CONNECT_ONLY gives a connected
+ *    (possibly TLS) socket, on which the request is written by hand, stdin
+ *    is sent and half-closed, and the raw frames are read with poll() until
+ *    the engine closes the stream.
+ */
+#include "http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POOL_MAX 32
+#define HIJACK_HEAD_MAX (64 * 1024)
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_ALL);
+}
+
+/* One streamed transfer under watch. Lives on the requesting thread's stack. */
+struct watch {
+	struct watch *next;
+	struct watch *prev;
+	curl_socket_t fd;        /* CURL_SOCKET_BAD once libcurl closed it */
+	long long last_ms;       /* last time a byte moved */
+	long long stall_ms;
+	bool fired;
+};
+
+struct mafsbx_http {
+	struct mafsbx_endpoint ep;
+	char base[1200];         /* "http://localhost", "https://[::1]:2376" */
+	long connect_ms;
+	long timeout_ms;
+
+	pthread_mutex_t pool_mu;
+	CURL *idle[POOL_MAX];
+	size_t n_idle;
+
+	pthread_mutex_t wd_mu;
+	pthread_cond_t wd_cv;
+	pthread_t wd_thread;
+	bool wd_running;
+	bool wd_stop;
+	struct watch *watches;
+	int dead_fd;             /* an unconnected socket: dup3'd over a cut connection */
+};
+
+void mafsbx_http_resp_free(struct mafsbx_http_resp *r)
+{
+	if (!r)
+		return;
+	mafsbx_buf_free(&r->body);
+	mafsbx_buf_free(&r->header);
+}
+
+/* ---- stall watchdog ------------------------------------------------------ */
+
+static void cut_socket(struct mafsbx_http *h, struct watch *w)
+{
+	w->fired = true;
+	if (w->fd == CURL_SOCKET_BAD)
+		return;
+	/* RST rather than FIN on TCP, so the engine's blocked write fails now. */
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	(void)setsockopt(w->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	(void)shutdown(w->fd, SHUT_RDWR);
+	/* Closes the real socket while the fd number stays valid for libcurl. */
+	(void)dup3(h->dead_fd, w->fd, O_CLOEXEC);
+}
+
+static void *watchdog_main(void *arg)
+{
+	struct mafsbx_http *h = arg;
+	pthread_mutex_lock(&h->wd_mu);
+	while (!h->wd_stop) {
+		long long now = mafsbx_now_ms();
+		long long next = now + 1000;
+		for (struct watch *w = h->watches; w; w = w->next) {
+			if (w->fired)
+				continue;
+			long long due = w->last_ms + w->stall_ms;
+			if (now >= due)
+				cut_socket(h, w);
+			else if (due < next)
+				next = due;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		long long wait = next - now;
+		if (wait < 1)
+			wait = 1;
+		ts.tv_sec += wait / 1000;
+		ts.tv_nsec += (wait % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&h->wd_cv, &h->wd_mu, &ts);
+	}
+	pthread_mutex_unlock(&h->wd_mu);
+	return NULL;
+}
+
+static int watch_add(struct mafsbx_http *h, struct watch *w)
+{
+	int r = 0;
+	pthread_mutex_lock(&h->wd_mu);
+	if (!h->wd_running) {
+		if (pthread_create(&h->wd_thread, NULL, watchdog_main, h) != 0)
+			r = -EAGAIN;
+		else
+			h->wd_running = true;
+	}
+	if (r == 0) {
+		w->prev = NULL;
+		w->next = h->watches;
+		if (h->watches)
+			h->watches->prev = w;
+		h->watches = w;
+		pthread_cond_signal(&h->wd_cv);
+	}
+	pthread_mutex_unlock(&h->wd_mu);
+	return r;
+}
+
+static bool watch_remove(struct mafsbx_http *h, struct watch *w)
+{
+	pthread_mutex_lock(&h->wd_mu);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		h->watches = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	bool fired = w->fired;
+	pthread_mutex_unlock(&h->wd_mu);
+	return fired;
+}
+
+static bool watch_touch(struct mafsbx_http *h, struct watch *w)
+{
+	pthread_mutex_lock(&h->wd_mu);
+	w->last_ms = mafsbx_now_ms();
+	bool fired = w->fired;
+	pthread_mutex_unlock(&h->wd_mu);
+	return fired;
+}
+
+/*
+ * libcurl closes every socket through here (the callback is copied into each
+ * connection), so a watched fd is forgotten before its number can be reused.
+ */
+static int on_close_socket(void *clientp, curl_socket_t fd)
+{
+	struct mafsbx_http *h = clientp;
+	pthread_mutex_lock(&h->wd_mu);
+	for (struct watch *w = h->watches; w; w = w->next)
+		if (w->fd == fd)
+			w->fd = CURL_SOCKET_BAD;
+	int r = close(fd);
+	pthread_mutex_unlock(&h->wd_mu);
+	return r;
+}
+
+/* ---- client and pool ----------------------------------------------------- */
+
+struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long connect_ms, long default_timeout_ms,
+				     struct mafsbx_error *err)
+{
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK) {
+		mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "libcurl initialisation failed: %s",
+				 curl_easy_strerror(global_rc));
+		return NULL;
+	}
+	if (!ep || (ep->scheme != MAFSBX_EP_UNIX && ep->scheme != MAFSBX_EP_TCP)) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint: unknown scheme");
+		return NULL;
+	}
+	if (ep->scheme == MAFSBX_EP_UNIX && !ep->socket_path[0]) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint %s: no socket path", ep->url);
+		return NULL;
+	}
+	if (ep->scheme == MAFSBX_EP_TCP && (!ep->host[0] || ep->port <= 0 || ep->port > 65535)) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint %s: no host or port", ep->url);
+		return NULL;
+	}
+	struct mafsbx_http *h = calloc(1, sizeof(*h));
+	if (!h) {
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	h->ep = *ep;
+	h->connect_ms = connect_ms > 0 ? connect_ms : 5000;
+	h->timeout_ms = default_timeout_ms > 0 ? default_timeout_ms : 60000;
+	if (ep->scheme == MAFSBX_EP_UNIX)
+		snprintf(h->base, sizeof(h->base), "http://localhost");
+	else if (strchr(ep->host, ':'))
+		snprintf(h->base, sizeof(h->base), "%s://[%s]:%d", ep->tls ? "https" : "http", ep->host, ep->port);
+	else
+		snprintf(h->base, sizeof(h->base), "%s://%s:%d", ep->tls ? "https" : "http", ep->host, ep->port);
+	h->dead_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (h->dead_fd < 0) {
+		int e = errno;
+		free(h);
+		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "socket: %s", strerror(e));
+		return NULL;
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->wd_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&h->wd_mu, NULL);
+	pthread_mutex_init(&h->pool_mu, NULL);
+	return h;
+}
+
+void mafsbx_http_close(struct mafsbx_http *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->wd_mu);
+	h->wd_stop = true;
+	bool running = h->wd_running;
+	pthread_cond_signal(&h->wd_cv);
+	pthread_mutex_unlock(&h->wd_mu);
+	if (running)
+		pthread_join(h->wd_thread, NULL);
+	for (size_t i = 0; i < h->n_idle; i++)
+		curl_easy_cleanup(h->idle[i]);
+	close(h->dead_fd);
+	pthread_cond_destroy(&h->wd_cv);
+	pthread_mutex_destroy(&h->wd_mu);
+	pthread_mutex_destroy(&h->pool_mu);
+	free(h);
+}
+
+static CURL *pool_get(struct mafsbx_http *h)
+{
+	CURL *c = NULL;
+	pthread_mutex_lock(&h->pool_mu);
+	if (h->n_idle)
+		c = h->idle[--h->n_idle];
+	pthread_mutex_unlock(&h->pool_mu);
+	if (c)
+		curl_easy_reset(c);  /* keeps the live connection */
+	else
+		c = curl_easy_init();
+	return c;
+}
+
+static void pool_put(struct mafsbx_http *h, CURL *c, bool reusable)
+{
+	if (reusable) {
+		pthread_mutex_lock(&h->pool_mu);
+		if (h->n_idle < POOL_MAX) {
+			h->idle[h->n_idle++] = c;
+			c = NULL;
+		}
+		pthread_mutex_unlock(&h->pool_mu);
+	}
+	if (c)
+		curl_easy_cleanup(c);  /* closes its connection */
+}
+
+static int setup_common(struct mafsbx_http *h, CURL *c, char *errbuf)
+{
+	CURLcode rc = CURLE_OK;
+#define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_ERRORBUFFER, errbuf);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, h->connect_ms);
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_PROXY, "");  /* never an *_proxy from the environment */
+	SET(CURLOPT_TCP_NODELAY, 1L);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+	SET(CURLOPT_CLOSESOCKETDATA, h);
+	SET(CURLOPT_USERAGENT, "mafsbxfs/" MAFSBX_VERSION);
+	if (h->ep.scheme == MAFSBX_EP_UNIX)
+		SET(CURLOPT_UNIX_SOCKET_PATH, h->ep.socket_path);
+	if (h->ep.tls) {
+		SET(CURLOPT_SSL_VERIFYPEER, h->ep.tls_verify ? 1L : 0L);
+		SET(CURLOPT_SSL_VERIFYHOST, h->ep.tls_verify ? 2L : 0L);
+		if (h->ep.ca[0])
+			SET(CURLOPT_CAINFO, h->ep.ca);
+		if (h->ep.cert[0])
+			SET(CURLOPT_SSLCERT, h->ep.cert);
+		if (h->ep.key[0])
+			SET(CURLOPT_SSLKEY, h->ep.key);
+	}
+#undef SET
+	return rc == CURLE_OK ? 0 : -EINVAL;
+}
+
+/* ---- one request --------------------------------------------------------- */
+
+struct xfer {
+	struct mafsbx_http *h;
+	CURL *c;
+	const struct mafsbx_http_req *rq;
+	struct mafsbx_http_resp *resp;
+	uint64_t max_body;
+	int sink_rc;
+	bool too_big;
+	bool nomem;
+	bool probe_aborted;
+	bool watching;
+	struct watch w;
+};
+
+static bool status_ok(long s)
+{
+	return s >= 200 && s < 300;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	size_t len = size * n;
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+		/* A new status line (after a 100 Continue too): start over. */
+		const char *sp = memchr(p, ' ', len);
+		long st = 0;
+		if (sp) {
+			for (const char *q = sp + 1; q < p + len && *q >= '0' && *q <= '9' && st < 1000; q++)
+				st = st * 10 + (*q - '0');
+		}
+		x->resp->status = st;
+		x->resp->header_seen = false;
+		mafsbx_buf_reset(&x->resp->header);
+		if (x->rq->stall_s > 0 && !x->watching) {
+			curl_socket_t fd = CURL_SOCKET_BAD;
+			if (curl_easy_getinfo(x->c, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK && fd != CURL_SOCKET_BAD) {
+				x->w.fd = fd;
+				x->w.last_ms = mafsbx_now_ms();
+				x->w.stall_ms = x->rq->stall_s * 1000;
+				x->w.fired = false;
+				if (watch_add(x->h, &x->w) == 0)
+					x->watching = true;
+			}
+		}
+		return len;
+	}
+	const char *want = x->rq->want_header;
+	size_t wl = want ? strlen(want) : 0;
+	if (wl && len > wl && p[wl] == ':' && strncasecmp(p, want, wl) == 0) {
+		const char *v = p + wl + 1, *end = p + len;
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		mafsbx_buf_reset(&x->resp->header);
+		if (mafsbx_buf_append(&x->resp->header, v, (size_t)(end - v)) < 0) {
+			x->nomem = true;
+			return 0;
+		}
+		x->resp->header_seen = true;
+	}
+	return len;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	size_t len = size * n;
+	const struct mafsbx_http_req *rq = x->rq;
+	struct mafsbx_http_resp *resp = x->resp;
+	resp->body_bytes += len;
+	if (x->watching && watch_touch(x->h, &x->w))
+		return 0;
+	if (!status_ok(resp->status)) {
+		size_t room = MAFSBX_HTTP_ERROR_BODY_MAX > resp->body.len ? MAFSBX_HTTP_ERROR_BODY_MAX - resp->body.len : 0;
+		if (room && mafsbx_buf_append(&resp->body, p, len < room ? len : room) < 0) {
+			x->nomem = true;
+			return 0;
+		}
+		return len;
+	}
+	if (rq->abort_on_success_body) {
+		x->probe_aborted = true;
+		return 0;
+	}
+	if (x->max_body && resp->body_bytes > x->max_body) {
+		x->too_big = true;
+		return 0;
+	}
+	if (rq->sink) {
+		int r = rq->sink(p, len, rq->sink_ctx);
+		if (x->watching && watch_touch(x->h, &x->w))
+			return 0;
+		if (r < 0) {
+			x->sink_rc = r;
+			return 0;
+		}
+		return len;
+	}
+	if (mafsbx_buf_append(&resp->body, p, len) < 0) {
+		x->nomem = true;
+		return 0;
+	}
+	return len;
+}
+
+static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
+{
+	struct xfer *x = ud;
+	if (!x->watching)
+		return 0;
+	pthread_mutex_lock(&x->h->wd_mu);
+	bool fired = x->w.fired;
+	pthread_mutex_unlock(&x->h->wd_mu);
+	return fired ? 1 : 0;
+}
+
+static int map_curl_error(struct mafsbx_http *h, CURLcode rc, const char *errbuf, const char *method,
+			  const char *target, struct mafsbx_error *err)
+{
+	const char *detail = errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc);
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s cannot be reached: %s", h->ep.url,
+					detail);
+	case CURLE_OPERATION_TIMEDOUT:
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: engine at %s timed out: %s", method,
+					target, h->ep.url, detail);
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_CRL_BADFILE:
+		return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s: TLS failed: %s", h->ep.url, detail);
+	case CURLE_OUT_OF_MEMORY:
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory talking to the engine");
+	default:
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine connection failed: %s", method, target,
+					detail);
+	}
+}
+
+static int sink_error(int rc, struct mafsbx_error *err)
+{
+	int e = -rc;
+	if (e == EFBIG)
+		return mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "stream aborted by its reader: %s", strerror(e));
+	if (e == ETIMEDOUT)
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "stream aborted by its reader: %s", strerror(e));
+	if (e == ENOMEM)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "stream aborted by its reader: %s", strerror(e));
+	return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e > 0 ? e : EIO, NULL, "stream aborted by its reader: %s",
+				     strerror(e > 0 ? e : EIO));
+}
+
+int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq, struct mafsbx_http_resp *resp,
+			struct mafsbx_error *err)
+{
+	if (!h || !rq || !rq->method || !rq->target || rq->target[0] != '/' || !resp)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http request: bad arguments");
+	if (rq->body && !rq->content_type)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http request %s: a body needs a content type",
+					rq->method);
+	resp->status = 0;
+	resp->header_seen = false;
+	resp->body_bytes = 0;
+	mafsbx_buf_reset(&resp->body);
+	mafsbx_buf_reset(&resp->header);
+
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct mafsbx_buf url = MAFSBX_BUF_INIT;
+	struct curl_slist *hdrs = NULL, *tmp;
+	struct xfer x = { .h = h, .rq = rq, .resp = resp };
+	x.max_body = rq->max_body ? rq->max_body : (rq->sink ? 0 : MAFSBX_HTTP_BODY_MAX_DEFAULT);
+	x.w.fd = CURL_SOCKET_BAD;
+	int r = 0;
+	bool reusable = false;
+
+	CURL *c = pool_get(h);
+	if (!c)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
+	x.c = c;
+	if (setup_common(h, c, errbuf) < 0 || mafsbx_buf_puts(&url, h->base) < 0 ||
+	    mafsbx_buf_puts(&url, rq->target) < 0) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "http request: cannot set up the transfer");
+		goto out;
+	}
+
+	/* An explicit type always: libcurl would otherwise send form-urlencoded. */
+	char ct[160];
+	snprintf(ct, sizeof(ct), "Content-Type:%s%s", rq->content_type ? " " : "",
+		 rq->content_type ? rq->content_type : "");
+	if (!(tmp = curl_slist_append(hdrs, ct)) || !(hdrs = tmp, tmp = curl_slist_append(hdrs, "Expect:"))) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
+	hdrs = tmp;
+
+	CURLcode rc = CURLE_OK;
+#define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
+	SET(CURLOPT_URL, url.data);
+	SET(CURLOPT_HTTPHEADER, hdrs);
+	if (strcmp(rq->method, "GET") == 0) {
+		SET(CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(rq->method, "HEAD") == 0) {
+		SET(CURLOPT_NOBODY, 1L);
+	} else if (strcmp(rq->method, "POST") == 0 || strcmp(rq->method, "PUT") == 0 || rq->body) {
+		SET(CURLOPT_POST, 1L);
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(rq->body ? rq->body_len : 0));
+		SET(CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
+		if (strcmp(rq->method, "POST") != 0)
+			SET(CURLOPT_CUSTOMREQUEST, rq->method);
+	} else {
+		SET(CURLOPT_CUSTOMREQUEST, rq->method);
+	}
+	SET(CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : h->timeout_ms);
+	SET(CURLOPT_HEADERFUNCTION, on_header);
+	SET(CURLOPT_HEADERDATA, &x);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_WRITEDATA, &x);
+	if (rq->stall_s > 0) {
+		SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+		SET(CURLOPT_LOW_SPEED_TIME, rq->stall_s);
+		SET(CURLOPT_NOPROGRESS, 0L);
+		SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+		SET(CURLOPT_XFERINFODATA, &x);
+	}
+#undef SET
+	if (rc != CURLE_OK) {
+		r = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http request: curl option refused: %s",
+				     curl_easy_strerror(rc));
+		goto out;
+	}
+
+	rc = curl_easy_perform(c);
+	bool fired = x.watching ? watch_remove(h, &x.w) : false;
+	x.watching = false;
+
+	if (fired)
+		r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
+				     "%s %.200s: stream stalled for %ld s (no byte moved); connection closed",
+				     rq->method, rq->target, rq->stall_s);
+	else if (x.too_big)
+		r = mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "%s %.200s: answer larger than %" PRIu64 " bytes",
+				     rq->method, rq->target, x.max_body);
+	else if (x.nomem)
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading the engine's answer");
+	else if (x.sink_rc < 0)
+		r = sink_error(x.sink_rc, err);
+	else if (x.probe_aborted)
+		r = 0;
+	else if (rc != CURLE_OK)
+		r = map_curl_error(h, rc, errbuf, rq->method, rq->target, err);
+	else if (resp->status < 100)
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: no HTTP status from the engine", rq->method,
+				     rq->target);
+	reusable = rc == CURLE_OK && r == 0 && !fired;
+
+out:
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdrs);
+	mafsbx_buf_free(&url);
+	pool_put(h, c, reusable);
+	return r;
+}
+
+/* ---- hijacked exec stream ------------------------------------------------ */
+
+static int wait_fd(curl_socket_t fd, short events, long long deadline_ms)
+{
+	for (;;) {
+		int to = -1;
+		if (deadline_ms) {
+			long long left = deadline_ms - mafsbx_now_ms();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			to = left > 60000 ? 60000 : (int)left;
+		}
+		struct pollfd pfd = { .fd = fd, .events = events };
+		int n = poll(&pfd, 1, to);
+		if (n > 0)
+			return pfd.revents;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int send_all(CURL *c, curl_socket_t fd, const void *p, size_t len, long long deadline_ms)
+{
+	const char *q = p;
+	while (len) {
+		size_t sent = 0;
+		CURLcode rc = curl_easy_send(c, q, len, &sent);
+		if (rc == CURLE_AGAIN) {
+			int w = wait_fd(fd, POLLOUT, deadline_ms);
+			if (w < 0)
+				return w;
+			continue;
+		}
+		if (rc != CURLE_OK)
+			return -EPIPE;
+		q += sent;
+		len -= sent;
+	}
+	return 0;
+}
+
+/* Read what is there (up to cap). 0 on EOF, -EAGAIN when nothing, else bytes. */
+static ssize_t recv_some(CURL *c, void *p, size_t cap)
+{
+	size_t got = 0;
+	CURLcode rc = curl_easy_recv(c, p, cap, &got);
+	if (rc == CURLE_AGAIN)
+		return -EAGAIN;
+	if (rc != CURLE_OK)
+		return -ECONNRESET;
+	return (ssize_t)got;
+}
+
+static long parse_content_length(const char *head)
+{
+	for (const char *p = strstr(head, "\r\n"); p; p = strstr(p + 2, "\r\n")) {
+		if (strncasecmp(p + 2, "Content-Length:", 15) == 0)
+			return strtol(p + 2 + 15, NULL, 10);
+	}
+	return -1;
+}
+
+int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *target, const char *content_type,
+		       const void *body, size_t body_len, const void *in, size_t in_len, long long deadline_ms,
+		       mafsbx_http_sink_fn on_data, void *ctx, struct mafsbx_http_resp *resp,
+		       struct mafsbx_error *err)
+{
+	if (!h || !method || !target || target[0] != '/' || !resp || !on_data)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http hijack: bad arguments");
+	if (in && h->ep.tls)
+		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
+					"exec with stdin over TLS is not supported (the stream cannot be half-closed)");
+	resp->status = 0;
+	resp->body_bytes = 0;
+	mafsbx_buf_reset(&resp->body);
+	mafsbx_buf_reset(&resp->header);
+
+	char errbuf[CURL_ERROR_SIZE] = "";
+	char buf[16384];
+	struct mafsbx_buf head = MAFSBX_BUF_INIT;
+	int r = 0;
+	CURL *c = curl_easy_init();
+	if (!c)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
+	if (setup_common(h, c, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK) {
+		r = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http hijack: cannot set up the connection");
+		goto out;
+	}
+	CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK) {
+		r = map_curl_error(h, rc, errbuf, method, target, err);
+		goto out;
+	}
+	curl_socket_t fd = CURL_SOCKET_BAD;
+	if (curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
+		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "http hijack: no socket after connect");
+		goto out;
+	}
+
+	if (mafsbx_buf_printf(&head,
+			      "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: mafsbxfs/%s\r\n"
+			      "Content-Type: %s\r\nContent-Length: %zu\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+			      method, target, MAFSBX_VERSION, content_type ? content_type : "application/json",
+			      body ? body_len : 0) < 0 ||
+	    (body && mafsbx_buf_append(&head, body, body_len) < 0)) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
+	int s = send_all(c, fd, head.data, head.len, deadline_ms);
+	if (s == -ETIMEDOUT) {
+		r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out sending the request", method, target);
+		goto out;
+	} else if (s < 0) {
+		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection", method, target);
+		goto out;
+	}
+
+	/* Status line and headers; whatever follows them is already stream data. */
+	mafsbx_buf_reset(&head);
+	char *eoh = NULL;
+	while (!eoh) {
+		ssize_t n = recv_some(c, buf, sizeof(buf));
+		if (n == -EAGAIN) {
+			int w = wait_fd(fd, POLLIN, deadline_ms);
+			if (w == -ETIMEDOUT) {
+				r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out waiting for the answer",
+						     method, target);
+				goto out;
+			}
+			if (w < 0) {
+				r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
+				goto out;
+			}
+			continue;
+		}
+		if (n <= 0) {
+			r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection before answering",
+					     method, target);
+			goto out;
+		}
+		if (head.len + (size_t)n > HIJACK_HEAD_MAX) {
+			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: answer headers too large", method, target);
+			goto out;
+		}
+		if (mafsbx_buf_append(&head, buf, (size_t)n) < 0) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto out;
+		}
+		eoh = strstr(head.data, "\r\n\r\n");
+		if (!eoh && memchr(head.data, '\0', head.len)) {
+			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: NUL byte in answer headers", method, target);
+			goto out;
+		}
+	}
+	size_t hlen = (size_t)(eoh - head.data) + 4;
+	long status = 0;
+	if (strncmp(head.data, "HTTP/1.", 7) != 0 || head.len < 12 ||
+	    sscanf(head.data + 8, " %ld", &status) != 1 || status < 100 || status > 999) {
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: malformed status line", method, target);
+		goto out;
+	}
+	resp->status = status;
+	const char *rest = head.data + hlen;
+	size_t rest_len = head.len - hlen;
+
+	if (status != 101 && !status_ok(status)) {
+		/* Error answer: bounded body by Content-Length, else to EOF. */
+		*eoh = '\0';
+		long cl = parse_content_length(head.data);
+		size_t want = cl >= 0 ? (size_t)cl : MAFSBX_HTTP_ERROR_BODY_MAX;
+		if (want > MAFSBX_HTTP_ERROR_BODY_MAX)
+			want = MAFSBX_HTTP_ERROR_BODY_MAX;
+		if (mafsbx_buf_append(&resp->body, rest, rest_len < want ? rest_len : want) < 0) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto out;
+		}
+		while (resp->body.len < want) {
+			ssize_t n = recv_some(c, buf, sizeof(buf));
+			if (n == -EAGAIN) {
+				if (wait_fd(fd, POLLIN, deadline_ms) < 0)
+					break;
+				continue;
+			}
+			if (n <= 0)
+				break;
+			size_t take = (size_t)n < want - resp->body.len ? (size_t)n : want - resp->body.len;
+			if (mafsbx_buf_append(&resp->body, buf, take) < 0)
+				break;
+		}
+		resp->body_bytes = resp->body.len;
+		goto out;
+	}
+
+	if (rest_len) {
+		resp->body_bytes += rest_len;
+		int cr = on_data(rest, rest_len, ctx);
+		if (cr < 0) {
+			r = sink_error(cr, err);
+			goto out;
+		}
+	}
+
+	const char *inp = in;
+	size_t in_left = in ? in_len : 0;
+	bool shut = !in;
+	for (;;) {
+		if (in_left) {
+			size_t sent = 0;
+			rc = curl_easy_send(c, inp, in_left, &sent);
+			if (rc == CURLE_OK) {
+				inp += sent;
+				in_left -= sent;
+			} else if (rc != CURLE_AGAIN) {
+				in_left = 0;  /* the process stopped reading stdin: not our error */
+			}
+		}
+		if (!in_left && !shut) {
+			(void)shutdown(fd, SHUT_WR);
+			shut = true;
+		}
+		ssize_t n;
+		bool eof = false;
+		while ((n = recv_some(c, buf, sizeof(buf))) > 0) {
+			resp->body_bytes += (uint64_t)n;
+			int cr = on_data(buf, (size_t)n, ctx);
+			if (cr < 0) {
+				r = sink_error(cr, err);
+				goto out;
+			}
+		}
+		if (n == 0 || n == -ECONNRESET)
+			eof = true;
+		if (eof)
+			break;
+		int w = wait_fd(fd, (short)(POLLIN | (in_left ? POLLOUT : 0)), deadline_ms);
+		if (w == -ETIMEDOUT) {
+			r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: stream timed out; closed", method, target);
+			goto out;
+		}
+		if (w < 0) {
+			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
+			goto out;
+		}
+	}
+
+out:
+	mafsbx_buf_free(&head);
+	curl_easy_cleanup(c);  /* a hijacked connection is never reused */
+	return r;
+}

@@ -1,0 +1,101 @@
+/*
+ * http.h: the libcurl transport under engine.c. It owns the sockets: a pool
+ * of kept-alive connections to one endpoint (unix://, tcp://, TLS), the
+ * timeouts on every request, the stall watchdog that cuts a stalled stream,
+ * and the raw full-duplex stream of an exec start. It knows nothing of the
+ * Engine API's URLs or JSON; engine.c builds those.
+ *
+ * All calls are safe from many threads at once on one `struct mafsbx_http`.
+ * A connection goes back to the pool only after a transfer that ended
+ * cleanly; an aborted or failed transfer closes its connection, so no
+ * half-read response is ever reused and the engine sees the close at once.
+ */
+#ifndef MAFSBX_HTTP_H
+#define MAFSBX_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "endpoint.h"
+#include "error.h"
+
+struct mafsbx_http;
+
+/* Error bodies are kept up to this many bytes; the rest is read and dropped. */
+#define MAFSBX_HTTP_ERROR_BODY_MAX (64 * 1024)
+/* Default bound on a buffered (non-streamed) success body. */
+#define MAFSBX_HTTP_BODY_MAX_DEFAULT (64u * 1024 * 1024)
+
+/* Streamed body sink: 0 to go on, negative errno to abort (same as engine.h's). */
+typedef int (*mafsbx_http_sink_fn)(const void *data, size_t len, void *ctx);
+
+struct mafsbx_http_req {
+	const char *method;          /* "GET", "HEAD", "POST", "PUT", "DELETE" */
+	const char *target;          /* origin-form: "/v1.41/containers/x/json?all=1" */
+	const char *content_type;    /* required when body != NULL (never form-urlencoded) */
+	const void *body;            /* request body, or NULL (POST/PUT then send none) */
+	size_t body_len;
+	long timeout_ms;             /* total; 0: the client's default */
+	long stall_s;                /* >0: cut the transfer when no byte moves for this long */
+	/*
+	 * Success (2xx) bodies go to `sink` when set, else into resp->body,
+	 * bounded by max_body (0: MAFSBX_HTTP_BODY_MAX_DEFAULT). Over the bound:
+	 * abort with EK_TOO_BIG.
+	 */
+	mafsbx_http_sink_fn sink;
+	void *sink_ctx;
+	uint64_t max_body;
+	const char *want_header;     /* capture this response header's value into resp->header */
+	bool abort_on_success_body;  /* error-probe requests: drop the connection at a 2xx body */
+};
+
+struct mafsbx_http_resp {
+	long status;
+	struct mafsbx_buf body;      /* buffered body (error bodies always land here) */
+	struct mafsbx_buf header;    /* value of want_header, "" when absent */
+	bool header_seen;
+	uint64_t body_bytes;         /* bytes of body seen (streamed or buffered) */
+};
+
+/* Release the buffers of a response. */
+void mafsbx_http_resp_free(struct mafsbx_http_resp *r);
+
+/*
+ * Bind a client to a resolved endpoint. connect_ms and default_timeout_ms
+ * apply to every request. Makes no connection.
+ */
+struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long connect_ms, long default_timeout_ms,
+				     struct mafsbx_error *err);
+void mafsbx_http_close(struct mafsbx_http *h);
+
+/*
+ * One request. Returns 0 when an HTTP answer arrived (any status: the caller
+ * maps it, resp->body holding the error body), or a negative errno for a
+ * transport failure: EK_UNREACHABLE (cannot connect), EK_TIMEOUT (total
+ * timeout or stall cut-off), EK_TOO_BIG (max_body), the sink's errno when it
+ * aborted (EK_SYSTEM, or EK_TOO_BIG / EK_TIMEOUT for EFBIG / ETIMEDOUT),
+ * EK_ENGINE for a broken answer. `resp` must be zeroed by the caller and is
+ * filled also on failure (free it either way).
+ */
+int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq, struct mafsbx_http_resp *resp,
+			struct mafsbx_error *err);
+
+/*
+ * A hijacked stream (exec start): a fresh connection that is never pooled.
+ * Sends `method target` with the JSON body and the Upgrade headers, reads
+ * the status and headers. On 101/200 writes `in` (if any) and then half-
+ * closes the write side, delivering every byte that arrives to `on_data`
+ * until the engine closes the stream. On another status the (bounded) error
+ * body is left in resp->body and 0 is returned. `deadline_ms` is an absolute
+ * mafsbx_now_ms() time (0: none); when it passes the stream is closed and
+ * EK_TIMEOUT returned. With `in` over TLS: EK_UNSUPPORTED (libcurl cannot
+ * half-close a TLS stream).
+ */
+int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *target, const char *content_type,
+		       const void *body, size_t body_len, const void *in, size_t in_len, long long deadline_ms,
+		       mafsbx_http_sink_fn on_data, void *ctx, struct mafsbx_http_resp *resp,
+		       struct mafsbx_error *err);
+
+#endif
