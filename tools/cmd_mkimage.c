@@ -1,0 +1,173 @@
+/*
+ * cmd_mkimage.c: `mafsbx mkimage`: builds the offline test image. No
+ * registry is reachable, so the image is a rootfs made from the host's
+ * busybox-static (src/rootfs.c) imported through the Engine API, the way
+ * `docker import` does it, with CMD ["/bin/sleep","infinity"]. Prints the
+ * new image's ID.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mafsbx.h"
+#include "rootfs.h"
+
+#define DEFAULT_TAG "mafsbx/busybox:latest"
+
+static void mkimage_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: " PROGRAM " mkimage [--tag NAME] [--busybox PATH] [-H URL | --context NAME]\n"
+		"\n"
+		"Build the offline test image from the host's static busybox (Debian's\n"
+		"busybox-static): /bin/busybox with a link in /bin for every applet,\n"
+		"/etc/passwd and /etc/group with root and sandbox (uid/gid 1000),\n"
+		"/tmp 1777, /root 0700, /home/sandbox owned by 1000:1000, and\n"
+		"CMD [\"/bin/sleep\",\"infinity\"]. It is imported through the Engine API\n"
+		"(no registry needed) and its ID is printed.\n"
+		"\n"
+		"Options:\n"
+		"  -t, --tag NAME       image name (default " DEFAULT_TAG ")\n"
+		"      --busybox PATH   static busybox to copy (default " MAFSBX_ROOTFS_BUSYBOX ")\n" CLI_ENGINE_OPTIONS_HELP
+		"  -h, --help           show this help\n"
+		"\n"
+		"Exit status: 0 done, 1 failed, 2 usage, 3 engine unreachable.\n");
+}
+
+static bool repo_char(unsigned char c)
+{
+	return islower(c) || isdigit(c) || c == '.' || c == '_' || c == '-' || c == '/' || c == ':';
+}
+
+static bool tag_char(unsigned char c)
+{
+	return isalnum(c) || c == '.' || c == '_' || c == '-';
+}
+
+/*
+ * "repo[:tag]" -> repo and tag ("latest" when none). A ':' before the last
+ * '/' belongs to a registry host:port, not to the tag. 0, or the usage exit
+ * code after saying what is wrong.
+ */
+static int split_reference(const char *ref, char *repo, size_t repo_sz, char *tag, size_t tag_sz)
+{
+	size_t n = strlen(ref);
+	if (n == 0)
+		return cli_usage_error("mkimage", "empty image name");
+	if (strchr(ref, '@'))
+		return cli_usage_error("mkimage", "image name '%s' has a digest; an import can only be tagged", ref);
+	const char *slash = strrchr(ref, '/');
+	const char *colon = strrchr(slash ? slash : ref, ':');
+	size_t rlen = colon ? (size_t)(colon - ref) : n;
+	const char *t = colon ? colon + 1 : "latest";
+	if (rlen == 0 || rlen >= repo_sz || ref[0] == '/' || ref[rlen - 1] == '/')
+		return cli_usage_error("mkimage", "invalid image name '%s'", ref);
+	for (size_t i = 0; i < rlen; i++)
+		if (!repo_char((unsigned char)ref[i]))
+			return cli_usage_error("mkimage",
+					       "invalid image name '%s': a repository name is lower-case letters, "
+					       "digits and . _ - /",
+					       ref);
+	size_t tlen = strlen(t);
+	if (tlen == 0 || tlen > 128 || tlen >= tag_sz || (!isalnum((unsigned char)t[0]) && t[0] != '_'))
+		return cli_usage_error("mkimage", "invalid tag in image name '%s'", ref);
+	for (size_t i = 0; i < tlen; i++)
+		if (!tag_char((unsigned char)t[i]))
+			return cli_usage_error("mkimage", "invalid tag in image name '%s'", ref);
+	memcpy(repo, ref, rlen);
+	repo[rlen] = '\0';
+	memcpy(tag, t, tlen + 1);
+	return 0;
+}
+
+int cmd_mkimage(int argc, char **argv)
+{
+	enum { OPT_CONTEXT = 256, OPT_BUSYBOX };
+	static const struct option longopts[] = {
+		{ "tag", required_argument, NULL, 't' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "context", required_argument, NULL, OPT_CONTEXT },
+		{ "busybox", required_argument, NULL, OPT_BUSYBOX },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *ref = DEFAULT_TAG, *host = NULL, *context = NULL, *busybox = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, ":t:H:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			ref = optarg;
+			break;
+		case 'H':
+			host = optarg;
+			break;
+		case OPT_CONTEXT:
+			context = optarg;
+			break;
+		case OPT_BUSYBOX:
+			busybox = optarg;
+			break;
+		case 'h':
+			mkimage_usage(stdout);
+			return MAFSBX_EXIT_OK;
+		default:
+			return cli_option_error("mkimage", c, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("mkimage", "unexpected argument '%s'", argv[optind]);
+
+	char repo[256], tag[160];
+	int rc = split_reference(ref, repo, sizeof(repo), tag, sizeof(tag));
+	if (rc != 0)
+		return rc;
+
+	rc = MAFSBX_EXIT_FAILURE;
+	struct mafsbx_error err;
+	void *tar = NULL;
+	size_t tar_len = 0, applets = 0;
+	json_t *inspect = NULL;
+	struct mafsbx_engine *e = NULL;
+
+	/* Build first: a missing or dynamic busybox is reported without touching the engine. */
+	if (mafsbx_rootfs_build(busybox, &tar, &tar_len, &applets, &err) < 0) {
+		cli_error("%s", err.message);
+		goto out;
+	}
+	e = cli_open_engine(host, context, &rc);
+	if (!e)
+		goto out;
+	rc = MAFSBX_EXIT_FAILURE;
+
+	static const char *const changes[] = { "CMD [\"/bin/sleep\",\"infinity\"]", NULL };
+	if (mafsbx_image_import(e, tar, tar_len, repo, tag, changes, &err) < 0) {
+		cli_error("importing %s:%s: %s", repo, tag, err.message);
+		goto out;
+	}
+	char full[512];
+	snprintf(full, sizeof(full), "%s:%s", repo, tag);
+	if (mafsbx_image_inspect(e, full, &inspect, &err) < 0) {
+		cli_error("imported, but inspecting %s failed: %s", full, err.message);
+		goto out;
+	}
+	const char *id = json_string_value(json_object_get(inspect, "Id"));
+	if (!id) {
+		cli_error("imported, but the engine reports no Id for %s", full);
+		goto out;
+	}
+	printf("%s\n", id);
+	if (fflush(stdout) != 0) {
+		cli_error("cannot write to standard output");
+		goto out;
+	}
+	rc = MAFSBX_EXIT_OK;
+out:
+	json_decref(inspect);
+	if (e)
+		mafsbx_engine_close(e);
+	free(tar);
+	return rc;
+}

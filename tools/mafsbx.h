@@ -1,0 +1,54 @@
+/*
+ * mafsbx.h: what the `mafsbx` subcommands share: their entry points (the
+ * table is in mafsbx.c), exit codes, and the helpers every subcommand uses
+ * to report errors and reach the engine the same way.
+ *
+ * A subcommand is `int cmd_NAME(int argc, char **argv)` in tools/cmd_NAME.c;
+ * argv[0] is the subcommand's name, options are parsed with getopt_long
+ * from optind = 0, `--help` prints its usage to stdout and returns 0, and it
+ * returns one of the exit codes below.
+ */
+#ifndef MAFSBX_TOOLS_MAFSBX_H
+#define MAFSBX_TOOLS_MAFSBX_H
+
+#include <stdio.h>
+
+#include "engine.h"
+
+#define PROGRAM "mafsbx"
+
+enum {
+	MAFSBX_EXIT_OK = 0,
+	MAFSBX_EXIT_FAILURE = 1,  /* the work failed (or, for reap, some removals failed) */
+	MAFSBX_EXIT_USAGE = 2,    /* bad command line */
+	MAFSBX_EXIT_ENGINE = 3,   /* engine unreachable / endpoint refused */
+};
+
+/* Subcommands. Keep in step with the table in mafsbx.c. */
+int cmd_mkimage(int argc, char **argv);
+
+/* "mafsbx: message" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "mafsbx: message" plus a pointer to `mafsbx CMD --help` on stderr; returns MAFSBX_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Report getopt_long's '?' or ':' (the optstring must start with ':') as a
+ * usage error naming the option; returns MAFSBX_EXIT_USAGE.
+ */
+int cli_option_error(const char *cmd, int c, char **argv);
+
+/*
+ * Resolve the endpoint (-H URL / --context NAME, else the environment and
+ * the Docker config, INTERFACE.md §1.1), bind to it and ping it. On failure
+ * prints the reason and returns NULL with *exit_code = MAFSBX_EXIT_ENGINE.
+ */
+struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int *exit_code);
+
+/* The usage lines for the engine options, shared by every subcommand's --help. */
+#define CLI_ENGINE_OPTIONS_HELP \
+	"  -H, --host URL       engine endpoint (unix:///path or tcp://host:port)\n" \
+	"      --context NAME   Docker context to use\n"
+
+#endif
