@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# contrib/test.sh: the whole test run, as root. README's second command;
+# .ci/run runs exactly this.
+#
+#   1. contrib/setup.sh: packages, dockerd, build/ (gcc), the offline image
+#   2. build with gcc (build/) and with clang (build-clang/), warnings as errors
+#   3. meson test, ALL suites, in build/ with MAFSBX_REQUIRE_ENGINE=1: a test
+#      that cannot reach the engine fails instead of skipping
+#   4. the unit suite under ASan+UBSan (build-asan/, meson test --setup sanitize)
+#
+# Any failure, and any skipped test, makes the run fail. Failed tests' logs
+# are printed, then a summary and one closing line "N passed, N failed, N skipped".
+set -euo pipefail
+PROG=test
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+. "$here/lib.sh"
+require_root
+cd "$root"
+
+"$here/setup.sh"
+
+export MAFSBX_REQUIRE_ENGINE=1
+failures=()
+pass_total=0 fail_total=0 skip_total=0
+summary=()
+
+# build DIR CC [meson options...]
+build() {
+	local dir=$1 cc=$2
+	shift 2
+	if [ ! -f "$dir/build.ninja" ]; then
+		CC=$cc meson setup "$dir" -Dwerror=true "$@" || return 1
+	else
+		meson configure "$dir" -Dwerror=true "$@" || return 1
+	fi
+	meson compile -C "$dir"
+}
+
+# Count one run's results from meson's JSON test log: prints "pass fail skip",
+# and names every test that did not pass on stderr.
+count_results() {
+	python3 - "$1" <<'PY'
+import json, sys
+counts = {"pass": 0, "fail": 0, "skip": 0}
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    line = line.strip()
+    if not line:
+        continue
+    t = json.loads(line)
+    r = t.get("result", "ERROR")
+    if r in ("OK", "EXPECTEDFAIL"):
+        counts["pass"] += 1
+    elif r == "SKIP":
+        counts["skip"] += 1
+        print("  SKIPPED (counts as a failure): %s" % t.get("name"), file=sys.stderr)
+    else:
+        counts["fail"] += 1
+        print("  %s: %s" % (r, t.get("name")), file=sys.stderr)
+print(counts["pass"], counts["fail"], counts["skip"])
+PY
+}
+
+# run_tests LABEL DIR [meson test options...]
+run_tests() {
+	local label=$1 dir=$2 rc=0 logbase
+	shift 2
+	logbase="mafsbx-${label}"
+	log "meson test ($label) in $dir"
+	meson test -C "$dir" --print-errorlogs --logbase "$logbase" "$@" || rc=$?
+	local json="$dir/meson-logs/$logbase.json" txt="$dir/meson-logs/$logbase.txt"
+	if [ ! -s "$json" ]; then
+		log "$label: meson test wrote no results (exit $rc)"
+		failures+=("$label: no test results")
+		return
+	fi
+	local counts p f s
+	counts=$(count_results "$json")
+	read -r p f s <<<"$counts"
+	pass_total=$((pass_total + p)) fail_total=$((fail_total + f)) skip_total=$((skip_total + s))
+	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped' "$label:" "$p" "$f" "$s")")
+	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
+		failures+=("$label: $f failed (meson exit $rc)")
+		log "$label: tail of $txt:"
+		tail -n 60 "$txt" >&2 || true
+	fi
+	if [ "$s" -ne 0 ]; then
+		failures+=("$label: $s skipped (a skip is a failure here)")
+	fi
+	if [ "$p" -eq 0 ]; then
+		failures+=("$label: no test passed")
+	fi
+}
+
+if build build gcc; then
+	run_tests all build
+else
+	failures+=("gcc build failed")
+fi
+
+build build-clang clang || failures+=("clang build failed")
+
+# gcc's sanitizers; b_lundef stays on (it only has to go for clang).
+if build build-asan gcc -Db_sanitize=address,undefined; then
+	run_tests asan-ubsan-unit build-asan --setup sanitize --suite unit
+else
+	failures+=("ASan+UBSan build failed")
+fi
+
+echo
+echo "==== mafsbxfs test summary ===="
+for line in "${summary[@]}"; do
+	echo "  $line"
+done
+for f in "${failures[@]}"; do
+	echo "  FAILED: $f"
+done
+echo "tests: $pass_total passed, $((fail_total + skip_total)) failed, $skip_total skipped"
+if ((${#failures[@]})); then
+	exit 1
+fi
