@@ -1,0 +1,577 @@
+/*
+ * files.c: the file plane (files.h). Owns the order of things in every file
+ * call: text checks (no engine call) -> freeze -> HEAD every component of the
+ * ancestor chain top-down without following links -> the one leaf HEAD, GET
+ * or PUT -> unfreeze. The freeze is left only after the transfer has ended,
+ * so no archive stream is open when the last one out unpauses.
+ *
+ * HEAD answers are kept in a small per-call cache (shared by every path of a
+ * batch stat): under one freeze the guest cannot change them.
+ */
+#include "files.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "engine.h"
+#include "guestpath.h"
+#include "log.h"
+#include "tarplane.h"
+
+/* Bytes the archive GET may carry beyond the file itself: the metadata prefix and the end blocks. */
+#define GET_SLACK ((uint64_t)MAFSBX_TAR_MAX_PREFIX + 64 * 1024)
+
+/* ---- HEAD cache --------------------------------------------------------- */
+
+struct head_ans {
+	char *path;
+	int rc;
+	enum mafsbx_fkind kind;
+	struct mafsbx_path_stat st;
+	struct mafsbx_error err;
+};
+
+struct head_cache {
+	struct head_ans *v;
+	size_t n, cap;
+};
+
+static void cache_free(struct head_cache *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].path);
+	free(c->v);
+	c->v = NULL;
+	c->n = c->cap = 0;
+}
+
+static enum mafsbx_fkind kind_of(mode_t m)
+{
+	if (S_ISDIR(m))
+		return MAFSBX_FK_DIR;
+	if (S_ISLNK(m))
+		return MAFSBX_FK_SYMLINK;
+	if (S_ISREG(m))
+		return MAFSBX_FK_FILE;
+	return MAFSBX_FK_OTHER;
+}
+
+static int check_deadline(long long deadline_ms, const char *what, struct mafsbx_error *err)
+{
+	if (mafsbx_now_ms() > deadline_ms)
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s: the file call ran past its deadline", what);
+	return 0;
+}
+
+/*
+ * HEAD one canonical path (no link followed for the final component).
+ * Absent (a 404 naming exactly this path) is kind ABSENT with rc 0; any other
+ * failure is an error. Answers are cached.
+ */
+static const struct head_ans *head(struct mafsbx_engine *eng, const char *container, const char *path,
+				   struct head_cache *c, long long deadline_ms)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (strcmp(c->v[i].path, path) == 0)
+			return &c->v[i];
+	static const struct head_ans nomem = { .rc = -ENOMEM, .err = { .kind = MAFSBX_EK_NOMEM, .err = ENOMEM,
+									 .type = "MemoryError", .message = "out of memory" } };
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 16;
+		struct head_ans *nv = realloc(c->v, nc * sizeof(*nv));
+		if (!nv)
+			return &nomem;
+		c->v = nv;
+		c->cap = nc;
+	}
+	struct head_ans *a = &c->v[c->n];
+	memset(a, 0, sizeof(*a));
+	a->path = strdup(path);
+	if (!a->path)
+		return &nomem;
+	c->n++;
+	mafsbx_error_clear(&a->err);
+	a->rc = check_deadline(deadline_ms, path, &a->err);
+	if (a->rc == 0)
+		a->rc = mafsbx_archive_head(eng, container, path, &a->st, &a->err);
+	if (a->rc == 0) {
+		a->kind = kind_of(a->st.mode);
+	} else if (a->err.kind == MAFSBX_EK_NO_PATH) {
+		a->rc = 0;
+		a->kind = MAFSBX_FK_ABSENT;
+	}
+	return a;
+}
+
+static int copy_err(struct mafsbx_error *dst, const struct mafsbx_error *src)
+{
+	if (dst && dst != src)
+		*dst = *src;
+	return -(src->err ? src->err : EIO);
+}
+
+/*
+ * The ancestor check (upstream §5.2): every directory of the chain, top-down.
+ * *first_missing is the index of the first absent one (chain->n when all
+ * exist); an absent component ends the walk as success.
+ */
+static int check_chain(struct mafsbx_engine *eng, const char *container, const struct mafsbx_gp_chain *chain,
+		       struct head_cache *c, long long deadline_ms, size_t *first_missing, struct mafsbx_error *err)
+{
+	*first_missing = chain->n;
+	for (size_t i = 0; i < chain->n; i++) {
+		const struct head_ans *a = head(eng, container, chain->paths[i], c, deadline_ms);
+		if (a->rc < 0)
+			return copy_err(err, &a->err);
+		switch (a->kind) {
+		case MAFSBX_FK_ABSENT:
+			*first_missing = i;
+			return 0;
+		case MAFSBX_FK_DIR:
+			continue;
+		case MAFSBX_FK_SYMLINK:
+			return mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT,
+						"%.300s is a link rather than a real directory; refused", chain->paths[i]);
+		default:
+			return mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "%.300s is not a directory", chain->paths[i]);
+		}
+	}
+	return 0;
+}
+
+static long long deadline_of(long long deadline_ms)
+{
+	return deadline_ms > 0 ? deadline_ms : mafsbx_now_ms() + MAFSBX_FILES_DEFAULT_MS;
+}
+
+static void fill_fstat(struct mafsbx_fstat *out, const struct head_ans *a)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = a->kind;
+	if (a->kind == MAFSBX_FK_ABSENT)
+		return;
+	out->mode = a->st.mode;
+	out->mtime = a->st.mtime;
+	out->size = a->kind == MAFSBX_FK_SYMLINK || a->st.size < 0 ? 0 : (uint64_t)a->st.size;
+}
+
+/* ---- stat ---------------------------------------------------------------- */
+
+/* One path's stat under a held freeze; `resolved` already passed the text checks. */
+static int stat_one(struct mafsbx_engine *eng, const struct mafsbx_files_target *t, const char *resolved,
+		    struct head_cache *c, long long deadline_ms, struct mafsbx_fstat *out, struct mafsbx_error *err)
+{
+	struct mafsbx_gp_chain chain;
+	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
+	if (r < 0)
+		return r;
+	size_t missing;
+	r = check_chain(eng, t->container, &chain, c, deadline_ms, &missing, err);
+	if (r == 0) {
+		if (missing < chain.n) {
+			memset(out, 0, sizeof(*out));
+			out->kind = MAFSBX_FK_ABSENT;
+		} else {
+			const struct head_ans *a = head(eng, t->container, resolved, c, deadline_ms);
+			if (a->rc < 0)
+				r = copy_err(err, &a->err);
+			else
+				fill_fstat(out, a);
+		}
+	}
+	mafsbx_gp_chain_free(&chain);
+	return r;
+}
+
+int mafsbx_files_stat(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+		      long long deadline_ms, struct mafsbx_fstat *out, struct mafsbx_error *err)
+{
+	deadline_ms = deadline_of(deadline_ms);
+	__do_free char *resolved = mafsbx_gp_resolve(t->work_dir, path, err);
+	if (!resolved)
+		return err ? -err->err : -EINVAL;
+	struct mafsbx_freeze *fr;
+	int r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, err);
+	if (r < 0)
+		return r;
+	struct head_cache c = { 0 };
+	r = stat_one(mafsbx_freezer_engine(fz), t, resolved, &c, deadline_ms, out, err);
+	mafsbx_freeze_leave(fr);
+	cache_free(&c);
+	return r;
+}
+
+int mafsbx_files_stat_many(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t,
+			   const char *const *paths, size_t n, long long deadline_ms, struct mafsbx_fstat *outs,
+			   int *rcs, struct mafsbx_error *errs, struct mafsbx_error *err)
+{
+	deadline_ms = deadline_of(deadline_ms);
+	char **resolved = calloc(n ? n : 1, sizeof(*resolved));
+	if (!resolved)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	size_t valid = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		memset(&outs[i], 0, sizeof(outs[i]));
+		resolved[i] = mafsbx_gp_resolve(t->work_dir, paths[i], &e);
+		rcs[i] = resolved[i] ? 0 : -e.err;
+		if (errs)
+			errs[i] = e;
+		valid += resolved[i] != NULL;
+	}
+	int r = 0;
+	if (valid) {
+		struct mafsbx_freeze *fr;
+		struct mafsbx_error fe;
+		mafsbx_error_clear(&fe);
+		r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, &fe);
+		if (r < 0) {
+			copy_err(err, &fe);
+			for (size_t i = 0; i < n; i++) {
+				if (!resolved[i])
+					continue;
+				rcs[i] = r;
+				if (errs)
+					errs[i] = fe;
+			}
+		} else {
+			struct head_cache c = { 0 };
+			for (size_t i = 0; i < n; i++) {
+				if (!resolved[i])
+					continue;
+				struct mafsbx_error e;
+				mafsbx_error_clear(&e);
+				rcs[i] = stat_one(mafsbx_freezer_engine(fz), t, resolved[i], &c, deadline_ms, &outs[i], &e);
+				if (errs)
+					errs[i] = e;
+			}
+			mafsbx_freeze_leave(fr);
+			cache_free(&c);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(resolved[i]);
+	free(resolved);
+	return r;
+}
+
+/* ---- read ---------------------------------------------------------------- */
+
+static int leaf_refusal(const char *path, enum mafsbx_fkind kind, struct mafsbx_error *err)
+{
+	switch (kind) {
+	case MAFSBX_FK_ABSENT:
+		return mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist", path);
+	case MAFSBX_FK_SYMLINK:
+		return mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "%.300s is a symbolic link and is never followed",
+					path);
+	case MAFSBX_FK_DIR:
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "%.300s is a directory, not a regular file; refused",
+					path);
+	case MAFSBX_FK_OTHER:
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "%.300s is not a regular file and is refused", path);
+	default:
+		return 0;
+	}
+}
+
+static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *resolved,
+			 uint64_t max_bytes, int out_fd, struct mafsbx_buf *out_buf, long long deadline_ms,
+			 struct mafsbx_read_info *info, struct mafsbx_error *err)
+{
+	struct mafsbx_engine *eng = mafsbx_freezer_engine(fz);
+	struct mafsbx_gp_chain chain;
+	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_freeze *fr = NULL;
+	struct head_cache c = { 0 };
+	struct mafsbx_tar_reader *rd = NULL;
+	struct mafsbx_tar_entry entry = { 0 };
+	r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, err);
+	if (r < 0)
+		goto out;
+	size_t missing;
+	r = check_chain(eng, t->container, &chain, &c, deadline_ms, &missing, err);
+	if (r < 0)
+		goto out;
+	if (missing < chain.n) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist (%.300s is missing)", resolved,
+				     chain.paths[missing]);
+		goto out;
+	}
+	const struct head_ans *a = head(eng, t->container, resolved, &c, deadline_ms);
+	if (a->rc < 0) {
+		r = copy_err(err, &a->err);
+		goto out;
+	}
+	if ((r = leaf_refusal(resolved, a->kind, err)) < 0)
+		goto out;
+	if (max_bytes && a->st.size > 0 && (uint64_t)a->st.size > max_bytes) {
+		r = mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "%.300s is %lld bytes and the caller allowed %llu", resolved,
+				     (long long)a->st.size, (unsigned long long)max_bytes);
+		goto out;
+	}
+	struct mafsbx_tar_reader_opts ro = { .max_body = max_bytes, .file_only = true, .out_fd = out_fd,
+					     .out_buf = out_fd >= 0 ? NULL : out_buf };
+	rd = mafsbx_tar_reader_new(&ro, err);
+	if (!rd) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
+		goto out;
+	struct mafsbx_error ge;
+	mafsbx_error_clear(&ge);
+	int gr = mafsbx_archive_get(eng, t->container, resolved, max_bytes ? max_bytes + GET_SLACK : 0,
+				    mafsbx_tar_reader_sink, rd, NULL, &ge);
+	const struct mafsbx_error *re = mafsbx_tar_reader_error(rd);
+	if (re) {
+		r = copy_err(err, re);
+		if (re->kind == MAFSBX_EK_NOT_REGULAR)
+			mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "%.300s is not a regular file and is refused",
+					 resolved);
+		goto out;
+	}
+	if (gr < 0) {
+		r = copy_err(err, &ge);
+		if (ge.kind == MAFSBX_EK_NO_PATH)
+			mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist", resolved);
+		goto out;
+	}
+	r = mafsbx_tar_reader_finish(rd, &entry, err);
+	if (r < 0)
+		goto out;
+	if (info) {
+		info->size = entry.size;
+		info->mode = entry.mode;
+		info->uid = entry.uid;
+		info->gid = entry.gid;
+		info->mtime = entry.mtime;
+	}
+out:
+	/* the GET has ended (or never started) here: leaving may unpause */
+	mafsbx_freeze_leave(fr);
+	mafsbx_tar_entry_free(&entry);
+	mafsbx_tar_reader_free(rd);
+	cache_free(&c);
+	mafsbx_gp_chain_free(&chain);
+	return r;
+}
+
+int mafsbx_files_read(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+		      uint64_t max_bytes, int out_fd, struct mafsbx_buf *out_buf, long long deadline_ms,
+		      struct mafsbx_read_info *info, struct mafsbx_error *err)
+{
+	if ((out_fd >= 0) == (out_buf != NULL))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "read: give exactly one of a spool fd and a buffer");
+	deadline_ms = deadline_of(deadline_ms);
+	__do_free char *resolved = mafsbx_gp_resolve(t->work_dir, path, err);
+	if (!resolved)
+		return err ? -err->err : -EINVAL;
+	return read_resolved(fz, t, resolved, max_bytes, out_fd, out_buf, deadline_ms, info, err);
+}
+
+int mafsbx_files_read_abs(struct mafsbx_freezer *fz, const char *container, const char *abs_path,
+			  uint64_t max_bytes, struct mafsbx_buf *out, long long deadline_ms, struct mafsbx_error *err)
+{
+	if (!abs_path || abs_path[0] != '/')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "read_abs: %.200s is not an absolute guest path",
+					abs_path ? abs_path : "(null)");
+	struct mafsbx_files_target t = { .container = container, .work_dir = "/" };
+	return mafsbx_files_read(fz, &t, abs_path, max_bytes, -1, out, deadline_ms, NULL, err);
+}
+
+/* ---- write, mkdir, prepare_base ----------------------------------------- */
+
+enum put_kind { PUT_FILE, PUT_DIR };
+
+struct put_payload {
+	enum put_kind kind;
+	const void *data;
+	int fd;
+	uint64_t len;
+	mode_t mode;
+};
+
+static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *resolved,
+			const struct put_payload *pl, long long deadline_ms, struct mafsbx_error *err)
+{
+	struct mafsbx_engine *eng = mafsbx_freezer_engine(fz);
+	struct mafsbx_gp_chain chain;
+	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_freeze *fr = NULL;
+	struct head_cache c = { 0 };
+	struct mafsbx_tar *tar = NULL;
+	r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, err);
+	if (r < 0)
+		goto out;
+	size_t missing;
+	r = check_chain(eng, t->container, &chain, &c, deadline_ms, &missing, err);
+	if (r < 0)
+		goto out;
+	if (missing == chain.n) {
+		/* every parent exists: the leaf decides */
+		const struct head_ans *a = head(eng, t->container, resolved, &c, deadline_ms);
+		if (a->rc < 0) {
+			r = copy_err(err, &a->err);
+			goto out;
+		}
+		if (a->kind == MAFSBX_FK_SYMLINK) {
+			r = mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT,
+					     "%.300s is a symbolic link; writing through it is refused", resolved);
+			goto out;
+		}
+		if (pl->kind == PUT_DIR && a->kind != MAFSBX_FK_ABSENT) {
+			r = mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EEXIST, NULL, "%.300s already exists", resolved);
+			goto out;
+		}
+		if (a->kind == MAFSBX_FK_DIR) {
+			r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EISDIR, NULL,
+						  "%.300s is a directory; a file cannot replace it", resolved);
+			goto out;
+		}
+		if (a->kind == MAFSBX_FK_OTHER) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "%.300s is not a regular file; refused", resolved);
+			goto out;
+		}
+	}
+	tar = mafsbx_tar_new(err);
+	if (!tar) {
+		r = -ENOMEM;
+		goto out;
+	}
+	time_t now = time(NULL);
+	/* missing directories from W down get explicit entries; those above W are the engine's (root) */
+	for (size_t i = missing; i < chain.n && r == 0; i++)
+		if (i >= chain.n_above)
+			r = mafsbx_tar_add_dir(tar, chain.paths[i], 0755, t->uid, t->gid, now, err);
+	if (r == 0) {
+		if (pl->kind == PUT_DIR)
+			r = mafsbx_tar_add_dir(tar, resolved, pl->mode ? pl->mode : 0755, t->uid, t->gid, now, err);
+		else if (pl->fd >= 0)
+			r = mafsbx_tar_add_file_fd(tar, resolved, pl->fd, pl->len, pl->mode ? pl->mode : 0644, t->uid,
+						   t->gid, now, err);
+		else
+			r = mafsbx_tar_add_file(tar, resolved, pl->data, (size_t)pl->len, pl->mode ? pl->mode : 0644,
+						t->uid, t->gid, now, err);
+	}
+	const void *body;
+	size_t body_len;
+	if (r < 0 || (r = mafsbx_tar_finish(tar, &body, &body_len, err)) < 0)
+		goto out;
+	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
+		goto out;
+	r = mafsbx_archive_put(eng, t->container, "/", body, body_len, err);
+	if (r < 0)
+		mafsbx_error_prefix(err, "could not write %.300s", resolved);
+out:
+	mafsbx_freeze_leave(fr);
+	mafsbx_tar_free(tar);
+	cache_free(&c);
+	mafsbx_gp_chain_free(&chain);
+	return r;
+}
+
+static int put_path(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+		    const struct put_payload *pl, long long deadline_ms, struct mafsbx_error *err)
+{
+	deadline_ms = deadline_of(deadline_ms);
+	__do_free char *resolved = mafsbx_gp_resolve_write(t->work_dir, path, err);
+	if (!resolved)
+		return err ? -err->err : -EINVAL;
+	return put_resolved(fz, t, resolved, pl, deadline_ms, err);
+}
+
+int mafsbx_files_write(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+		       const void *data, size_t len, mode_t mode, long long deadline_ms, struct mafsbx_error *err)
+{
+	if (!data && len)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write: no data");
+	struct put_payload pl = { .kind = PUT_FILE, .data = data, .fd = -1, .len = len, .mode = mode & 07777 };
+	return put_path(fz, t, path, &pl, deadline_ms, err);
+}
+
+int mafsbx_files_write_fd(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path, int fd,
+			  uint64_t len, mode_t mode, long long deadline_ms, struct mafsbx_error *err)
+{
+	if (fd < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write: no spool");
+	struct put_payload pl = { .kind = PUT_FILE, .fd = fd, .len = len, .mode = mode & 07777 };
+	return put_path(fz, t, path, &pl, deadline_ms, err);
+}
+
+int mafsbx_files_mkdir(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path, mode_t mode,
+		       long long deadline_ms, struct mafsbx_error *err)
+{
+	struct put_payload pl = { .kind = PUT_DIR, .fd = -1, .mode = mode & 07777 };
+	return put_path(fz, t, path, &pl, deadline_ms, err);
+}
+
+int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, const char *base, uid_t uid,
+			      gid_t gid, long long deadline_ms, unsigned *created, struct mafsbx_error *err)
+{
+	if (created)
+		*created = 0;
+	deadline_ms = deadline_of(deadline_ms);
+	if (!base || base[0] != '/')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "working directory %.200s is not an absolute guest path",
+					base ? base : "(null)");
+	__do_free char *nb = mafsbx_gp_normalise(base, err);
+	if (!nb)
+		return err ? -err->err : -EINVAL;
+	if (strcmp(nb, "/") == 0)
+		return 0; /* nothing to make, no engine call, no freeze */
+	struct mafsbx_gp_chain chain;
+	int r = mafsbx_gp_ancestors(nb, nb, true, &chain, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_engine *eng = mafsbx_freezer_engine(fz);
+	struct mafsbx_freeze *fr = NULL;
+	struct head_cache c = { 0 };
+	struct mafsbx_tar *tar = NULL;
+	r = mafsbx_freeze_enter(fz, container, deadline_ms, &fr, err);
+	if (r < 0)
+		goto out;
+	size_t missing;
+	r = check_chain(eng, container, &chain, &c, deadline_ms, &missing, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "cannot prepare working directory %.200s", nb);
+		goto out;
+	}
+	if (missing == chain.n)
+		goto out; /* all there: untouched */
+	tar = mafsbx_tar_new(err);
+	if (!tar) {
+		r = -ENOMEM;
+		goto out;
+	}
+	time_t now = time(NULL);
+	for (size_t i = missing; i < chain.n && r == 0; i++) {
+		bool is_base = i == chain.n - 1;
+		r = mafsbx_tar_add_dir(tar, chain.paths[i], 0755, is_base ? uid : 0, is_base ? gid : 0, now, err);
+	}
+	const void *body;
+	size_t body_len;
+	if (r < 0 || (r = mafsbx_tar_finish(tar, &body, &body_len, err)) < 0)
+		goto out;
+	if ((r = check_deadline(deadline_ms, nb, err)) < 0)
+		goto out;
+	r = mafsbx_archive_put(eng, container, "/", body, body_len, err);
+	if (r < 0)
+		mafsbx_error_prefix(err, "could not create the working directory %.200s", nb);
+	else if (created)
+		*created = (unsigned)(chain.n - missing);
+out:
+	mafsbx_freeze_leave(fr);
+	mafsbx_tar_free(tar);
+	cache_free(&c);
+	mafsbx_gp_chain_free(&chain);
+	return r;
+}

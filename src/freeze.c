@@ -1,0 +1,659 @@
+/*
+ * freeze.c: the shared, counted, cross-process container freeze (freeze.h).
+ *
+ * In one process, a table of entries (one per container being frozen) with a
+ * state machine IDLE -> ENTERING -> HELD -> LEAVING -> IDLE (and RECOVERING):
+ * threads arriving while an entry is HELD join it (count + 1); threads
+ * arriving during a transition wait on the condition variable, bounded by
+ * their deadline. Only the thread that moves an entry out of IDLE or into
+ * LEAVING talks to the other processes and to the engine.
+ *
+ * Across processes, per (endpoint, container) under the runtime directory:
+ *   <key>.gate  flock'ed LOCK_EX for every transition (enter, leave,
+ *               recover); its content is the marker: empty, or
+ *               "pausing pid N" / "frozen pid N" while a mafsbx freeze
+ *               may be in force;
+ *   <key>.hold  flock'ed LOCK_SH by every process inside the freeze.
+ * Under the gate, "can I take the hold file LOCK_EX without waiting?" answers
+ * "is any live process inside a freeze?". flock locks die with their process,
+ * so a SIGKILLed holder leaves the marker set and nobody on the hold file:
+ * that is a freeze left by a dead process, which enter() adopts and
+ * recover() unpauses. (A flock conversion is not atomic, which is why every
+ * conversion happens only under the gate.)
+ */
+#include "freeze.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+
+enum fstate { FS_IDLE, FS_ENTERING, FS_HELD, FS_LEAVING, FS_RECOVERING };
+
+struct fentry {
+	struct fentry *next;
+	char *container;
+	enum fstate state;
+	unsigned count;
+	unsigned waiters;
+	int hold_fd;
+};
+
+struct mafsbx_freezer {
+	struct mafsbx_engine *engine;
+	char *rundir;
+	char ep_hash[17];
+	long hold_ms;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct fentry *entries;
+	struct mafsbx_freeze_stats stats;
+};
+
+struct mafsbx_freeze {
+	struct mafsbx_freezer *f;
+	struct fentry *e;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static long long deadline_or_default(long long deadline_ms)
+{
+	return deadline_ms > 0 ? deadline_ms : mafsbx_now_ms() + MAFSBX_FREEZE_DEFAULT_WAIT_MS;
+}
+
+static int mkdir_p(const char *dir, struct mafsbx_error *err)
+{
+	__do_free char *p = strdup(dir);
+	if (!p)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, 0700) < 0 && errno != EEXIST)
+				return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL,
+							     "cannot create runtime directory %s: %s", p, strerror(errno));
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ENOTDIR, NULL,
+					     "runtime directory %s is not a directory", dir);
+	if (st.st_uid != geteuid())
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EACCES, NULL,
+					     "runtime directory %s is not owned by uid %u", dir, (unsigned)geteuid());
+	return 0;
+}
+
+static char *default_rundir(void)
+{
+	if (geteuid() == 0)
+		return strdup(MAFSBX_RUNDIR_DEFAULT);
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	if (x && x[0] == '/')
+		mafsbx_buf_printf(&b, "%s/mafsbxfs", x);
+	else
+		mafsbx_buf_printf(&b, "/tmp/mafsbxfs-%u", (unsigned)geteuid());
+	return b.data;
+}
+
+/* The file-name-safe key of a container: itself when it is a plain ID or name. */
+static void lock_path(const struct mafsbx_freezer *f, const char *container, const char *suffix, char *out,
+		      size_t outsz)
+{
+	bool plain = strlen(container) <= 128 && container[0] != '.';
+	for (const char *c = container; plain && *c; c++)
+		plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+			*c == '_' || *c == '.' || *c == '-';
+	if (plain)
+		snprintf(out, outsz, "%s/%s-%s.%s", f->rundir, f->ep_hash, container, suffix);
+	else
+		snprintf(out, outsz, "%s/%s-h%016llx.%s", f->rundir, f->ep_hash,
+			 (unsigned long long)fnv1a(container), suffix);
+}
+
+static int open_lock(const struct mafsbx_freezer *f, const char *container, const char *suffix,
+		     struct mafsbx_error *err)
+{
+	char p[PATH_MAX];
+	lock_path(f, container, suffix, p, sizeof(p));
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot open lock file %s: %s", p,
+					     strerror(errno));
+	return fd;
+}
+
+/* flock with a deadline: non-blocking attempts with short sleeps. */
+static int flock_until(int fd, int op, long long deadline_ms, const char *what, struct mafsbx_error *err)
+{
+	unsigned spins = 0;
+	for (;;) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "flock %s: %s", what,
+						     strerror(errno));
+		if (mafsbx_now_ms() >= deadline_ms)
+			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "timed out waiting for the freeze lock of %s",
+						what);
+		struct timespec ts = { 0, (spins++ < 50 ? 1 : 5) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void read_marker(int fd, char *buf, size_t sz)
+{
+	ssize_t n = pread(fd, buf, sz - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+static void write_marker(int fd, const char *word)
+{
+	char buf[64];
+	int n = word ? snprintf(buf, sizeof(buf), "%s pid %ld\n", word, (long)getpid()) : 0;
+	if (ftruncate(fd, 0) < 0 || (n > 0 && pwrite(fd, buf, (size_t)n, 0) != n))
+		log_warn("freeze: cannot write the freeze marker: %s", strerror(errno));
+}
+
+static bool not_paused_answer(const struct mafsbx_error *e)
+{
+	return e->kind == MAFSBX_EK_NO_CONTAINER || strstr(e->message, "is not paused") != NULL;
+}
+
+static void stat_add(struct mafsbx_freezer *f, uint64_t *field)
+{
+	pthread_mutex_lock(&f->mu);
+	(*field)++;
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* Unpause; true when the container is not paused afterwards (or gone). Never raises. */
+static bool thaw(struct mafsbx_freezer *f, const char *container, const char *why)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_container_unpause(f->engine, container, &e) == 0) {
+		stat_add(f, &f->stats.unpauses);
+		return true;
+	}
+	if (not_paused_answer(&e))
+		return true;
+	stat_add(f, &f->stats.unpause_failures);
+	log_warn("could not unpause %s (%s): %s; the next acquire or mount start lifts it", container, why, e.message);
+	return false;
+}
+
+/* ---- the cross-process protocol ----------------------------------------- */
+
+static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms, struct mafsbx_error *err)
+{
+	__do_close int gate = open_lock(f, e->container, "gate", err);
+	if (gate < 0)
+		return gate;
+	int r = flock_until(gate, LOCK_EX, deadline_ms, e->container, err);
+	if (r < 0)
+		return r;
+	int hold = open_lock(f, e->container, "hold", err);
+	if (hold < 0) {
+		flock(gate, LOCK_UN);
+		return hold;
+	}
+	if (flock(hold, LOCK_EX | LOCK_NB) < 0) {
+		/* a live process is inside a freeze of this container: join it */
+		if (flock(hold, LOCK_SH | LOCK_NB) < 0) {
+			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "flock the hold file of %s: %s",
+						  e->container, strerror(errno));
+			close(hold);
+			flock(gate, LOCK_UN);
+			return r;
+		}
+		stat_add(f, &f->stats.xjoins);
+		e->hold_fd = hold;
+		flock(gate, LOCK_UN);
+		return 0;
+	}
+
+	/* Nobody is inside. Claim before the pause: a pause with no answer may still land. */
+	char old[64];
+	read_marker(gate, old, sizeof(old));
+	write_marker(gate, "pausing");
+	struct mafsbx_error pe;
+	mafsbx_error_clear(&pe);
+	r = mafsbx_container_pause(f->engine, e->container, &pe);
+	if (r == 0) {
+		stat_add(f, &f->stats.pauses);
+	} else if (pe.http_status == 409 && strstr(pe.message, "already paused")) {
+		if (old[0]) {
+			/* our marker and no live holder: a dead process's freeze; take it over */
+			log_info("freeze: adopting the freeze of %s left by a dead process (%.40s)", e->container, old);
+			stat_add(f, &f->stats.adopted);
+			r = 0;
+		} else {
+			write_marker(gate, NULL);
+			stat_add(f, &f->stats.foreign_refusals);
+			r = mafsbx_error_set(err, MAFSBX_EK_PAUSED,
+					     "container %s is paused by someone else (not by a mafsbx freeze); "
+					     "it is left paused and the file call is refused", e->container);
+		}
+	} else if (pe.http_status) {
+		/* the daemon answered: nothing was frozen, so nothing is thawed */
+		write_marker(gate, old[0] ? old : NULL);
+		if (err)
+			*err = pe;
+		mafsbx_error_prefix(err, "could not freeze %s for a file call", e->container);
+	} else {
+		/* no answer: the pause may have landed */
+		if (thaw(f, e->container, "after a pause with no answer"))
+			write_marker(gate, NULL);
+		if (err)
+			*err = pe;
+		mafsbx_error_prefix(err, "could not freeze %s for a file call", e->container);
+	}
+	if (r < 0) {
+		flock(hold, LOCK_UN);
+		close(hold);
+		flock(gate, LOCK_UN);
+		return r < 0 ? r : -EIO;
+	}
+	write_marker(gate, "frozen");
+	/* EX -> SH: not atomic, but every other transition waits for the gate we hold */
+	flock(hold, LOCK_SH);
+	e->hold_fd = hold;
+	flock(gate, LOCK_UN);
+	return 0;
+}
+
+static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
+{
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int gate = open_lock(f, e->container, "gate", &err);
+	if (gate < 0 || flock_until(gate, LOCK_EX, mafsbx_now_ms() + 60000, e->container, &err) < 0) {
+		/* cannot coordinate: leave without thawing; the marker lets recover() lift it */
+		log_warn("freeze: leaving %s without unpausing: %s", e->container, err.message);
+		stat_add(f, &f->stats.unpause_failures);
+		if (gate >= 0)
+			close(gate);
+		close(e->hold_fd);
+		e->hold_fd = -1;
+		return;
+	}
+	flock(e->hold_fd, LOCK_UN);
+	if (flock(e->hold_fd, LOCK_EX | LOCK_NB) == 0) {
+		/* the last one out, across every process */
+		if (thaw(f, e->container, "leaving a freeze"))
+			write_marker(gate, NULL);
+		flock(e->hold_fd, LOCK_UN);
+	}
+	close(e->hold_fd);
+	e->hold_fd = -1;
+	flock(gate, LOCK_UN);
+	close(gate);
+}
+
+/* ---- the in-process table ----------------------------------------------- */
+
+static struct fentry *entry_get(struct mafsbx_freezer *f, const char *container, bool create)
+{
+	for (struct fentry *e = f->entries; e; e = e->next)
+		if (strcmp(e->container, container) == 0)
+			return e;
+	if (!create)
+		return NULL;
+	struct fentry *e = calloc(1, sizeof(*e));
+	if (!e || !(e->container = strdup(container))) {
+		free(e);
+		return NULL;
+	}
+	e->hold_fd = -1;
+	e->next = f->entries;
+	f->entries = e;
+	return e;
+}
+
+/* Called with the mutex held: drop an entry nobody uses. */
+static void entry_maybe_free(struct mafsbx_freezer *f, struct fentry *e)
+{
+	if (e->state != FS_IDLE || e->count || e->waiters)
+		return;
+	for (struct fentry **pp = &f->entries; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			free(e->container);
+			free(e);
+			return;
+		}
+	}
+}
+
+/* Wait on the condition variable until the deadline; false on timeout. Mutex held. */
+static bool wait_until(struct mafsbx_freezer *f, long long deadline_ms)
+{
+	long long now = mafsbx_now_ms();
+	if (now >= deadline_ms)
+		return false;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	long long add = deadline_ms - now;
+	ts.tv_sec += add / 1000;
+	ts.tv_nsec += (add % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+	return true;
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const char *rundir,
+					  struct mafsbx_error *err)
+{
+	if (!engine) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "freezer: no engine");
+		return NULL;
+	}
+	struct mafsbx_freezer *f = calloc(1, sizeof(*f));
+	if (!f) {
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	f->engine = engine;
+	const char *env = getenv(MAFSBX_RUNDIR_ENV);
+	f->rundir = rundir ? strdup(rundir) : (env && *env) ? strdup(env) : default_rundir();
+	if (!f->rundir) {
+		free(f);
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	if (f->rundir[0] != '/') {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "runtime directory %s is not absolute", f->rundir);
+		goto fail;
+	}
+	if (mkdir_p(f->rundir, err) < 0)
+		goto fail;
+	const struct mafsbx_endpoint *ep = mafsbx_engine_endpoint(engine);
+	snprintf(f->ep_hash, sizeof(f->ep_hash), "%016llx", (unsigned long long)fnv1a(ep ? ep->url : ""));
+	const char *hold = getenv(MAFSBX_FREEZE_HOLD_ENV);
+	f->hold_ms = hold ? strtol(hold, NULL, 10) : 0;
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return f;
+fail:
+	free(f->rundir);
+	free(f);
+	return NULL;
+}
+
+void mafsbx_freezer_free(struct mafsbx_freezer *f)
+{
+	if (!f)
+		return;
+	while (f->entries) {
+		struct fentry *e = f->entries;
+		f->entries = e->next;
+		if (e->count || e->state != FS_IDLE)
+			log_warn("freeze: freezer freed with a freeze of %s still held", e->container);
+		if (e->hold_fd >= 0)
+			close(e->hold_fd);
+		free(e->container);
+		free(e);
+	}
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	free(f->rundir);
+	free(f);
+}
+
+struct mafsbx_engine *mafsbx_freezer_engine(const struct mafsbx_freezer *f)
+{
+	return f ? f->engine : NULL;
+}
+
+const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f)
+{
+	return f ? f->rundir : NULL;
+}
+
+const char *mafsbx_freeze_container(const struct mafsbx_freeze *h)
+{
+	return h ? h->e->container : NULL;
+}
+
+static void hold_hook(struct mafsbx_freezer *f)
+{
+	if (f->hold_ms > 0) {
+		struct timespec ts = { f->hold_ms / 1000, (f->hold_ms % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+}
+
+int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+			struct mafsbx_freeze **out, struct mafsbx_error *err)
+{
+	*out = NULL;
+	if (!f || !container || !*container)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "freeze: no container");
+	deadline_ms = deadline_or_default(deadline_ms);
+	struct mafsbx_freeze *h = calloc(1, sizeof(*h));
+	if (!h)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	h->f = f;
+	pthread_mutex_lock(&f->mu);
+	struct fentry *e = entry_get(f, container, true);
+	if (!e) {
+		pthread_mutex_unlock(&f->mu);
+		free(h);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	int r = 0;
+	for (;;) {
+		if (e->state == FS_HELD) {
+			e->count++;
+			f->stats.joins++;
+			f->stats.enters++;
+			break;
+		}
+		if (e->state == FS_IDLE) {
+			e->state = FS_ENTERING;
+			pthread_mutex_unlock(&f->mu);
+			r = xproc_enter(f, e, deadline_ms, err);
+			pthread_mutex_lock(&f->mu);
+			if (r == 0) {
+				e->state = FS_HELD;
+				e->count = 1;
+				f->stats.enters++;
+			} else {
+				e->state = FS_IDLE;
+			}
+			pthread_cond_broadcast(&f->cv);
+			break;
+		}
+		e->waiters++;
+		bool waited = wait_until(f, deadline_ms);
+		e->waiters--;
+		if (!waited) {
+			r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "timed out waiting to freeze %s", container);
+			break;
+		}
+	}
+	if (r < 0) {
+		entry_maybe_free(f, e);
+		pthread_mutex_unlock(&f->mu);
+		free(h);
+		return r;
+	}
+	pthread_mutex_unlock(&f->mu);
+	h->e = e;
+	*out = h;
+	hold_hook(f);
+	return 0;
+}
+
+void mafsbx_freeze_leave(struct mafsbx_freeze *h)
+{
+	if (!h)
+		return;
+	struct mafsbx_freezer *f = h->f;
+	struct fentry *e = h->e;
+	free(h);
+	pthread_mutex_lock(&f->mu);
+	if (--e->count > 0) {
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	e->state = FS_LEAVING;
+	pthread_mutex_unlock(&f->mu);
+	xproc_leave(f, e);
+	pthread_mutex_lock(&f->mu);
+	e->state = FS_IDLE;
+	pthread_cond_broadcast(&f->cv);
+	entry_maybe_free(f, e);
+	pthread_mutex_unlock(&f->mu);
+}
+
+bool mafsbx_freeze_active(struct mafsbx_freezer *f, const char *container)
+{
+	if (!f || !container)
+		return false;
+	pthread_mutex_lock(&f->mu);
+	struct fentry *e = entry_get(f, container, false);
+	bool active = e && (e->state == FS_ENTERING || e->state == FS_HELD || e->state == FS_LEAVING);
+	pthread_mutex_unlock(&f->mu);
+	return active;
+}
+
+int mafsbx_freeze_wait_idle(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+			    struct mafsbx_error *err)
+{
+	if (!f || !container)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "freeze: no container");
+	deadline_ms = deadline_or_default(deadline_ms);
+	int r = 0;
+	pthread_mutex_lock(&f->mu);
+	struct fentry *e = entry_get(f, container, false);
+	if (e) {
+		e->waiters++;
+		while (e->state != FS_IDLE) {
+			if (!wait_until(f, deadline_ms)) {
+				r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
+						     "timed out waiting for the freeze of %s to end", container);
+				break;
+			}
+		}
+		e->waiters--;
+		entry_maybe_free(f, e);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool include_foreign, bool *unpaused,
+			  long long deadline_ms, struct mafsbx_error *err)
+{
+	if (unpaused)
+		*unpaused = false;
+	if (!f || !container || !*container)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "recover: no container");
+	deadline_ms = deadline_or_default(deadline_ms);
+	pthread_mutex_lock(&f->mu);
+	struct fentry *e = entry_get(f, container, true);
+	if (!e) {
+		pthread_mutex_unlock(&f->mu);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	if (e->state != FS_IDLE) {
+		/* this process holds (or is taking) a freeze: a live one, left alone */
+		pthread_mutex_unlock(&f->mu);
+		return 0;
+	}
+	e->state = FS_RECOVERING;
+	pthread_mutex_unlock(&f->mu);
+
+	int r = 0;
+	int gate = open_lock(f, container, "gate", err);
+	int hold = gate >= 0 ? open_lock(f, container, "hold", err) : -1;
+	if (gate < 0 || hold < 0) {
+		r = gate < 0 ? gate : hold;
+		goto out;
+	}
+	if ((r = flock_until(gate, LOCK_EX, deadline_ms, container, err)) < 0)
+		goto out;
+	if (flock(hold, LOCK_EX | LOCK_NB) == 0) {
+		char marker[64];
+		read_marker(gate, marker, sizeof(marker));
+		if (marker[0] || include_foreign) {
+			struct mafsbx_error ue;
+			mafsbx_error_clear(&ue);
+			if (mafsbx_container_unpause(f->engine, container, &ue) == 0) {
+				pthread_mutex_lock(&f->mu);
+				f->stats.unpauses++;
+				f->stats.recovered++;
+				pthread_mutex_unlock(&f->mu);
+				if (unpaused)
+					*unpaused = true;
+				log_info("freeze: recovered %s: unpaused a freeze %s", container,
+					 marker[0] ? "left by a dead process" : "with no live holder");
+				write_marker(gate, NULL);
+			} else if (not_paused_answer(&ue)) {
+				write_marker(gate, NULL);
+			} else {
+				if (err)
+					*err = ue;
+				mafsbx_error_prefix(err, "could not recover the paused container %s", container);
+				r = -(ue.err ? ue.err : EIO);
+			}
+		}
+		flock(hold, LOCK_UN);
+	}
+	flock(gate, LOCK_UN);
+out:
+	if (hold >= 0)
+		close(hold);
+	if (gate >= 0)
+		close(gate);
+	pthread_mutex_lock(&f->mu);
+	e->state = FS_IDLE;
+	pthread_cond_broadcast(&f->cv);
+	entry_maybe_free(f, e);
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+void mafsbx_freezer_stats(struct mafsbx_freezer *f, struct mafsbx_freeze_stats *out)
+{
+	pthread_mutex_lock(&f->mu);
+	*out = f->stats;
+	pthread_mutex_unlock(&f->mu);
+}
