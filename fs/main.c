@@ -1,0 +1,226 @@
+/*
+ * main.c: the mafsbxfs daemon. Thin on purpose: parse the options, bind the
+ * endpoint and ping the engine BEFORE mounting (a failure exits non-zero
+ * with "mafsbxfs: message" and mounts nothing), recover freezes a dead
+ * process left, mount with fsname/subtype mafsbxfs, daemonise unless -f
+ * (logging then goes to syslog), and run the multi-threaded loop until
+ * SIGTERM/SIGINT/SIGHUP or `fusermount3 -u`.
+ *
+ * Exit status: 0 after a clean unmount, 1 when the engine or the mount
+ * failed, 2 for a usage error.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fuse_lowlevel.h>
+
+#include "engine.h"
+#include "freeze.h"
+#include "log.h"
+#include "sandbox.h"
+
+#define PROG "mafsbxfs"
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, PROG ": %s\nTry '" PROG " --help' for more information.\n", msg);
+	return 2;
+}
+
+static int add_opt(struct fuse_args *args, const char *fmt, const char *value)
+{
+	char buf[1200];
+	snprintf(buf, sizeof(buf), fmt, value);
+	return fuse_opt_add_arg(args, buf);
+}
+
+/* Thaw every sandbox that a dead mafsbx process left paused. */
+static void recover_freezes(struct mfs *fs)
+{
+	struct mafsbx_sandbox_info *a = NULL;
+	size_t n = 0;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_sandbox_list(fs->backend, fs->opt.scope, &a, &n, &e) < 0) {
+		log_warn("listing sandboxes at start-up: %s", e.message);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!a[i].paused)
+			continue;
+		bool unpaused = false;
+		mafsbx_error_clear(&e);
+		if (mafsbx_freeze_recover(fs->fz, a[i].id, false, &unpaused, 0, &e) < 0)
+			log_warn("%s: cannot lift a freeze left behind: %s", a[i].name, e.message);
+		else if (unpaused)
+			log_info("%s: lifted a freeze a dead process left", a[i].name);
+	}
+	mafsbx_sandbox_info_free_array(a, n);
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts copts;
+	struct mfs fs;
+	struct mafsbx_error err;
+	struct fuse *fuse = NULL;
+	struct fuse_loop_config *lcfg = NULL;
+	bool mounted = false, inited = false;
+	int ret = 1;
+
+	memset(&fs, 0, sizeof(fs));
+	memset(&copts, 0, sizeof(copts));
+	mafsbx_error_clear(&err);
+	mafsbx_log_init(PROG, MAFSBX_LOG_WARN);
+
+	if (mfs_options_parse(&args, &fs.opt, &err) < 0) {
+		fuse_opt_free_args(&args);
+		return usage_error(err.message);
+	}
+	if (fs.opt.show_help) {
+		mfs_options_usage(stdout, PROG);
+		printf("FUSE options:\n");
+		fflush(stdout);
+		fuse_cmdline_help();
+		fuse_lib_help(&args);
+		ret = 0;
+		goto out;
+	}
+	if (fs.opt.show_version) {
+		printf(PROG " %s\nFUSE library version %s\n", MAFSBX_VERSION, fuse_pkgversion());
+		ret = 0;
+		goto out;
+	}
+	if (fuse_parse_cmdline(&args, &copts) != 0) {
+		ret = usage_error("bad FUSE options");
+		goto out;
+	}
+	if (!copts.mountpoint) {
+		ret = usage_error("no mount point given");
+		goto out;
+	}
+	if (copts.debug)
+		mafsbx_log_set_level(MAFSBX_LOG_DEBUG);
+	if (!fs.opt.max_threads_given)
+		copts.max_threads = MFS_DEFAULT_MAX_THREADS;
+	fs.opt.max_threads = copts.max_threads;
+
+	/* libfuse's caches follow -o attr_timeout unless the user set them. */
+	char tbuf[64];
+	snprintf(tbuf, sizeof(tbuf), "%g", fs.opt.attr_timeout);
+	if ((add_opt(&args, "-oattr_timeout=%s", tbuf) || (!fs.opt.entry_timeout_given &&
+							    add_opt(&args, "-oentry_timeout=%s", tbuf))) ||
+	    add_opt(&args, "-onegative_timeout=%s", "0") ||
+	    (!fs.opt.fsname_given && add_opt(&args, "-ofsname=%s", PROG)) ||
+	    (!fs.opt.subtype_given && add_opt(&args, "-osubtype=%s", PROG))) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto out;
+	}
+
+	/* Bind the endpoint once; later environment changes cannot move us. */
+	struct mafsbx_endpoint_options eo = { .host = fs.opt.host, .context = fs.opt.context };
+	if (mafsbx_endpoint_resolve(&eo, NULL, NULL, &fs.ep, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.message);
+		goto out;
+	}
+	fs.engine = mafsbx_engine_open(&fs.ep, NULL, &err);
+	if (!fs.engine) {
+		fprintf(stderr, PROG ": %s\n", err.message);
+		goto out;
+	}
+	if (mafsbx_engine_ping(fs.engine, &err) < 0) {
+		fprintf(stderr, PROG ": cannot reach the Docker engine at %s: %s\n", fs.ep.url, err.message);
+		goto out;
+	}
+	fs.fz = mafsbx_freezer_new(fs.engine, NULL, &err);
+	if (!fs.fz) {
+		fprintf(stderr, PROG ": %s\n", err.message);
+		goto out;
+	}
+	struct mafsbx_sandbox_config sc;
+	mafsbx_sandbox_config_defaults(&sc);
+	sc.default_image = fs.opt.image;
+	sc.pids_limit = fs.opt.pids_limit;
+	sc.cap_drop_all = fs.opt.cap_drop_all;
+	sc.memory_bytes = fs.opt.memory;
+	sc.cpus = fs.opt.cpus;
+	sc.egress_proxy_image = fs.opt.egress_proxy_image;
+	sc.exec_timeout_max_s = fs.opt.exec_timeout;
+	sc.max_read_bytes = fs.opt.max_read;
+	sc.max_write_bytes = fs.opt.max_write;
+	fs.backend = mafsbx_backend_new(fs.engine, fs.fz, &sc, &err);
+	if (!fs.backend) {
+		fprintf(stderr, PROG ": %s\n", err.message);
+		goto out;
+	}
+	fs.run = mfs_run_request;
+	mfs_init(&fs);
+	inited = true;
+	mfs_set_current(&fs);
+
+	fuse = fuse_new(&args, &mfs_operations, sizeof(mfs_operations), &fs);
+	if (!fuse) {
+		ret = usage_error("bad mount options");
+		goto out;
+	}
+	fs.fuse = fuse;
+	recover_freezes(&fs);
+
+	if (fuse_mount(fuse, copts.mountpoint) != 0) {
+		fprintf(stderr, PROG ": cannot mount on %s\n", copts.mountpoint);
+		goto out;
+	}
+	mounted = true;
+	if (fuse_daemonize(copts.foreground) != 0) {
+		fprintf(stderr, PROG ": cannot daemonise\n");
+		goto out;
+	}
+	if (!copts.foreground)
+		mafsbx_log_use_syslog();
+	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
+		log_error("cannot install signal handlers");
+		goto out;
+	}
+	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
+
+	int lr;
+	if (copts.singlethread) {
+		lr = fuse_loop(fuse);
+	} else {
+		lcfg = fuse_loop_cfg_create();
+		if (!lcfg) {
+			log_error("out of memory");
+			goto out_signals;
+		}
+		fuse_loop_cfg_set_clone_fd(lcfg, (unsigned)copts.clone_fd);
+		fuse_loop_cfg_set_idle_threads(lcfg, copts.max_idle_threads);
+		fuse_loop_cfg_set_max_threads(lcfg, copts.max_threads);
+		lr = fuse_loop_mt(fuse, lcfg);
+	}
+	ret = lr == 0 ? 0 : 1;
+out_signals:
+	fuse_remove_signal_handlers(fuse_get_session(fuse));
+out:
+	if (mounted)
+		fuse_unmount(fuse);
+	if (fuse)
+		fuse_destroy(fuse);
+	if (lcfg)
+		fuse_loop_cfg_destroy(lcfg);
+	if (inited)
+		mfs_fini(&fs);
+	mafsbx_backend_free(fs.backend);
+	if (fs.fz)
+		mafsbx_freezer_free(fs.fz);
+	if (fs.engine)
+		mafsbx_engine_close(fs.engine);
+	mfs_options_free(&fs.opt);
+	free(copts.mountpoint);
+	fuse_opt_free_args(&args);
+	return ret;
+}

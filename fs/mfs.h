@@ -1,0 +1,304 @@
+/*
+ * mfs.h: the internals of the mafsbxfs daemon, shared by the files of fs/.
+ *
+ * The daemon is a static library of FUSE operations (libmafsbxfs) plus a
+ * thin main. Everything a running mount needs lives in one `struct mfs`,
+ * reached from an operation through mfs_get() (the FUSE context's
+ * private_data, or the pointer a unit test installed with mfs_set_current()),
+ * so cmocka tests can call the operations without a mount.
+ *
+ * Files:
+ *   opts.c     the command line (fuse_opt), validation, --help text
+ *   tree.c     path -> node classification (pure)
+ *   root.c     the sandbox list cache, the root listing and by-scope/
+ *   status.c   the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
+ *   work.c     NAME/work/: frozen stat, readdir, spooled reads, buffered writes, mkdir
+ *   ctl.c      the .ctl transaction handles (request bytes in, one reply out)
+ *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
+ *   reply.c    reply JSON: error replies, the exec reply with its text views
+ *   textconv.c UTF-8 views with U+FFFD replacement
+ *   ops.c      the fuse_operations table and the per-open handle dispatch
+ *   main.c     the daemon: options, endpoint, ping, mount, loop
+ */
+#ifndef MAFSBXFS_MFS_H
+#define MAFSBXFS_MFS_H
+
+#define FUSE_USE_VERSION 312
+
+#include <fuse.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "endpoint.h"
+#include "error.h"
+
+struct mfs;
+struct mafsbx_engine;
+struct mafsbx_backend;
+struct mafsbx_freezer;
+struct mafsbx_sandbox_info;
+
+/* ---- options (opts.c) --------------------------------------------------- */
+
+#define MFS_MIB (1024ull * 1024)
+#define MFS_DEFAULT_MAX_READ (64 * MFS_MIB)
+#define MFS_DEFAULT_MAX_WRITE (64 * MFS_MIB)
+#define MFS_DEFAULT_EXEC_TIMEOUT 300
+#define MFS_DEFAULT_PIDS_LIMIT 512
+#define MFS_DEFAULT_MAX_THREADS 64u
+#define MFS_CTL_MAX_REQUEST (1024 * 1024)
+
+struct mfs_options {
+	char *host;                  /* -o host= / -H */
+	char *context;               /* -o context= / --context */
+	char *image;                 /* -o image= */
+	char *scope;                 /* -o scope= */
+	double attr_timeout;         /* seconds */
+	uint64_t max_read;
+	uint64_t max_write;
+	long exec_timeout;           /* seconds */
+	long pids_limit;
+	bool cap_drop_all;
+	int64_t memory;              /* bytes, 0 = off */
+	double cpus;                 /* 0 = off */
+	char *egress_proxy_image;    /* NULL or "" = none */
+	unsigned max_threads;        /* FUSE worker ceiling */
+	bool max_threads_given;
+	bool entry_timeout_given;
+	bool attr_timeout_given;
+	bool fsname_given;
+	bool subtype_given;
+	bool show_help;
+	bool show_version;
+};
+
+/*
+ * Parse our options out of `args` (what libfuse needs stays in `args`) and
+ * validate every value. 0, or -EINVAL with a message naming the option.
+ */
+int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafsbx_error *err);
+void mfs_options_free(struct mfs_options *o);
+void mfs_options_usage(FILE *out, const char *prog);
+
+/* "64M", "1048576", "2GiB" -> bytes. 0 or -EINVAL. */
+int mfs_parse_bytes(const char *text, uint64_t *out);
+
+/* ---- the mount state ---------------------------------------------------- */
+
+enum mfs_ctl_kind { MFS_CTL_ACQUIRE = 0, MFS_CTL_DISPOSE = 1, MFS_CTL_EXEC = 2 };
+const char *mfs_ctl_kind_name(enum mfs_ctl_kind k);
+
+/*
+ * Runs one parsed .ctl request. On success returns 0 and a reply object
+ * (its first member "ok": true). On failure returns the negative errno with
+ * `err` filled and, optionally, *extra: members to add to the error reply
+ * (an exec that timed out still reports its output and "timed_out": true).
+ * Unit tests install a stub.
+ */
+typedef int (*mfs_run_fn)(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
+			  struct mafsbx_error *err);
+
+/* Per-sandbox state kept by this mount, keyed by container ID (a re-created
+ * sandbox of the same name starts clean). */
+struct mfs_sbx_extra {
+	char id[65];
+	char **outputs;              /* declared by an acquire during this mount */
+	size_t n_outputs;
+	char **written;              /* files and directories made through this mount (relative) */
+	size_t n_written;
+	struct mfs_sbx_extra *next;
+};
+
+/* A refcounted snapshot of the sandbox list (root.c). */
+struct mfs_snapshot {
+	atomic_int refs;
+	long long fetched_ms;
+	struct mafsbx_sandbox_info *a;
+	size_t n;
+};
+
+struct mfs {
+	struct mfs_options opt;
+	struct mafsbx_endpoint ep;
+	struct mafsbx_engine *engine;
+	struct mafsbx_freezer *fz;
+	struct mafsbx_backend *backend;
+	struct fuse *fuse;           /* for cache invalidation; NULL in unit tests */
+	mfs_run_fn run;              /* the .ctl request runner */
+	char scope_label[64];        /* label_value(opt.scope), "" when unscoped */
+
+	pthread_mutex_t lock;        /* guards snap, extras */
+	struct mfs_snapshot *snap;
+	struct mfs_sbx_extra *extras;
+
+	atomic_int execs_running;
+	int execs_max;               /* execs may use at most this many worker threads */
+};
+
+/* Initialise / tear down the fields that need it (mutex, lists). */
+int mfs_init(struct mfs *fs);
+void mfs_fini(struct mfs *fs);
+
+/* The mount of the calling operation. */
+struct mfs *mfs_get(void);
+/* For unit tests: the mount used when no FUSE context exists. */
+void mfs_set_current(struct mfs *fs);
+
+/* ---- path classification (tree.c) --------------------------------------- */
+
+enum mfs_node_type {
+	MFS_N_ROOT = 1,
+	MFS_N_CTL_DIR,
+	MFS_N_CTL_FILE,              /* acquire / dispose / exec: ctl_kind */
+	MFS_N_CTL_DECLARATIONS,
+	MFS_N_CTL_ENGINE,
+	MFS_N_BYSCOPE,               /* depth 0..3 directories: by-scope[/S[/T[/A]]] */
+	MFS_N_BYSCOPE_LINK,          /* by-scope/S/T/A/KIND[@CALL] */
+	MFS_N_SBX_DIR,               /* NAME */
+	MFS_N_SBX_STATUS,            /* NAME/status */
+	MFS_N_WORK,                  /* NAME/work[/REL]: rel "" for work/ itself */
+};
+
+struct mfs_node {
+	enum mfs_node_type type;
+	enum mfs_ctl_kind ctl_kind;
+	char name[64];               /* the sandbox (SBX_*, WORK) */
+	const char *rel;             /* WORK: relative path under work/, points into the input */
+	int depth;                   /* BYSCOPE: 0..3 */
+	const char *comp[4];         /* BYSCOPE(_LINK): the components after by-scope/ (into `buf`) */
+	char buf[1024];
+};
+
+/*
+ * Classify an absolute FUSE path. 0, -ENOENT for a path that cannot exist,
+ * -EINVAL for a backslash under work/, -ENAMETOOLONG for a component over
+ * 255 bytes. Pure: no engine call; whether NAME exists is the caller's job.
+ */
+int mfs_classify(const char *path, struct mfs_node *n);
+
+/* ---- the sandbox list (root.c) ----------------------------------------- */
+
+/*
+ * The current snapshot (refreshed when older than `max_age_ms`, or always
+ * when max_age_ms < 0). Release with mfs_snapshot_put. NULL with err set
+ * when the engine cannot be asked.
+ */
+struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, struct mafsbx_error *err);
+void mfs_snapshot_put(struct mfs_snapshot *s);
+/* Drop the cached list: the next reader asks the engine. */
+void mfs_snapshot_invalidate(struct mfs *fs);
+/* Find a sandbox in a snapshot. */
+const struct mafsbx_sandbox_info *mfs_snapshot_find(const struct mfs_snapshot *s, const char *name);
+
+/*
+ * The sandbox NAME as this mount shows it (scope filter applied): *out
+ * points into the returned snapshot, which the caller releases with
+ * mfs_snapshot_put. A fresh snapshot is used when it holds NAME; otherwise
+ * the engine is asked for that one name. NULL with err set (ENOENT when
+ * there is no such sandbox).
+ */
+struct mfs_snapshot *mfs_sandbox_find(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **out,
+				      struct mafsbx_error *err);
+
+/* True when a sandbox belongs to the mount's scope. */
+bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
+
+int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler);
+int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
+int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler);
+int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, size_t size);
+/* The by-scope link name of a sandbox ("KIND" or "KIND@CALL") into out; false when unshowable. */
+bool mfs_byscope_link_name(const struct mafsbx_sandbox_info *i, char *out, size_t size);
+
+/* Tell the kernel the root, by-scope and NAME changed (after acquire / dispose). */
+void mfs_invalidate_sandbox(struct mfs *fs, const char *name);
+
+/* Extras: declared outputs and files written through this mount. */
+int mfs_extra_add_outputs(struct mfs *fs, const char *id, char *const *outputs, size_t n);
+int mfs_extra_add_written(struct mfs *fs, const char *id, const char *rel);
+void mfs_extra_drop(struct mfs *fs, const char *id);
+/* A malloc'd NULL-terminated copy of the union of the label outputs, this mount's
+ * outputs and (with `written`) the files written through it; duplicates dropped. */
+char **mfs_extra_paths(struct mfs *fs, const struct mafsbx_sandbox_info *i, bool written, size_t *n);
+void mfs_strv_free(char **v);
+
+/* ---- the virtual files (status.c) -------------------------------------- */
+
+/* Text of NAME/status, .ctl/declarations, .ctl/engine (malloc'd, ends in "\n"). */
+int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err);
+int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
+int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
+
+/* ---- per-open handles (ops.c) ------------------------------------------ */
+
+enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK };
+
+struct mfs_handle {
+	enum mfs_handle_type type;
+};
+
+/* A snapshot of a read-only virtual file, taken at open. */
+struct mfs_blob {
+	struct mfs_handle h;
+	char *data;
+	size_t len;
+};
+
+/* ---- .ctl handles (ctl.c) ---------------------------------------------- */
+
+struct mfs_ctl;
+struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind);
+/* A write(2): returns `size`, or a negative errno (the request ran and failed,
+ * or the bytes were refused). `fs` runs the request when the object completes. */
+int mfs_ctl_write(struct mfs *fs, struct mfs_ctl *c, const char *data, size_t size);
+/* A read(2) from the reply (offsets are ignored: the file is a pipe). */
+int mfs_ctl_read(struct mfs_ctl *c, char *out, size_t size);
+/* O_TRUNC / truncate(0): forget a partial request. */
+void mfs_ctl_truncate(struct mfs_ctl *c);
+/* close(2) of one descriptor: -EINVAL when an unfinished request is pending. */
+int mfs_ctl_flush(struct mfs_ctl *c);
+void mfs_ctl_release(struct mfs_ctl *c);
+
+/* ---- replies (reply.c, textconv.c) ------------------------------------- */
+
+/* {"ok": false, "error": {"errno", "type", "message"}} plus the members of `extra`. */
+json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra);
+/* Dump a reply as one line ending in "\n" (malloc'd). */
+char *mfs_reply_dump(const json_t *reply, size_t *len);
+
+/*
+ * The bytes as a JSON string value: valid UTF-8 kept, each maximal invalid
+ * subsequence replaced by U+FFFD (as Python's errors="replace"). NUL kept.
+ */
+char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len);
+
+/* ---- work/ (work.c) ---------------------------------------------------- */
+
+struct mfs_work;
+int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi);
+int mfs_work_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler);
+int mfs_work_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
+int mfs_work_create(struct mfs *fs, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi);
+int mfs_work_read(struct mfs_work *w, char *buf, size_t size, off_t off);
+int mfs_work_write(struct mfs *fs, struct mfs_work *w, const char *buf, size_t size, off_t off);
+int mfs_work_truncate(struct mfs *fs, struct mfs_work *w, off_t size);
+int mfs_work_flush(struct mfs *fs, struct mfs_work *w);
+void mfs_work_release(struct mfs *fs, struct mfs_work *w);
+int mfs_work_mkdir(struct mfs *fs, const struct mfs_node *n, mode_t mode);
+
+/* ---- operations (ops.c) ------------------------------------------------ */
+
+extern const struct fuse_operations mfs_operations;
+
+/* The real runner (requests.c). */
+int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
+		    struct mafsbx_error *err);
+
+#endif

@@ -1,0 +1,520 @@
+/*
+ * ops.c: the fuse_operations table. Each operation classifies the path
+ * (tree.c) and hands off to the module owning that subtree; per-open state
+ * is a handle in fi->fh whose first member says its type (a blob snapshot
+ * of a read-only file, a .ctl channel, or a work/ spool), as lxcfs does.
+ *
+ * Errors follow INTERFACE.md §3: writes to read-only virtual files are
+ * EACCES; unlink/rename/symlink/link/chmod are EPERM; rmdir NAME disposes.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sandbox.h"
+
+static struct mfs_handle *handle_of(const struct fuse_file_info *fi)
+{
+	return fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
+}
+
+static void base_stat(struct stat *st, mode_t mode)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_mode = mode;
+	st->st_nlink = S_ISDIR(mode) ? 2 : 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 4096;
+}
+
+static int sandbox_exists(struct mfs *fs, const char *name, time_t *created)
+{
+	const struct mafsbx_sandbox_info *info;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mfs_snapshot *s = mfs_sandbox_find(fs, name, &info, &e);
+	if (!s)
+		return e.err > 0 ? -e.err : -ENOENT;
+	if (created)
+		*created = (time_t)info->created;
+	mfs_snapshot_put(s);
+	return 0;
+}
+
+static void *mfs_op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	(void)conn;
+	/* Paths are how every node is found; inode numbers are libfuse's. */
+	cfg->nullpath_ok = 0;
+	cfg->use_ino = 0;
+	return mfs_get();
+}
+
+static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	struct mfs *fs = mfs_get();
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r;
+	struct mfs_handle *h = handle_of(fi);
+	switch (n.type) {
+	case MFS_N_ROOT:
+	case MFS_N_CTL_DIR:
+		base_stat(st, S_IFDIR | 0755);
+		return 0;
+	case MFS_N_CTL_FILE:
+		base_stat(st, S_IFREG | 0600);
+		return 0;
+	case MFS_N_CTL_DECLARATIONS:
+	case MFS_N_CTL_ENGINE:
+		base_stat(st, S_IFREG | 0444);
+		if (h && h->type == MFS_H_BLOB)
+			st->st_size = (off_t)((struct mfs_blob *)h)->len;
+		return 0;
+	case MFS_N_BYSCOPE:
+	case MFS_N_BYSCOPE_LINK:
+		base_stat(st, S_IFDIR | 0555);
+		return mfs_byscope_getattr(fs, &n, st);
+	case MFS_N_SBX_DIR:
+	case MFS_N_SBX_STATUS: {
+		time_t created = 0;
+		if (h && h->type == MFS_H_BLOB) {
+			base_stat(st, S_IFREG | 0444);
+			st->st_size = (off_t)((struct mfs_blob *)h)->len;
+			return 0;
+		}
+		r = sandbox_exists(fs, n.name, &created);
+		if (r < 0)
+			return r;
+		base_stat(st, n.type == MFS_N_SBX_DIR ? S_IFDIR | 0755 : S_IFREG | 0444);
+		st->st_mtime = st->st_ctime = st->st_atime = created;
+		return 0;
+	}
+	case MFS_N_WORK:
+		base_stat(st, 0);
+		return mfs_work_getattr(fs, &n, st, fi);
+	}
+	return -ENOENT;
+}
+
+static int mfs_op_readlink(const char *path, char *buf, size_t size)
+{
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r;
+	if (n.type != MFS_N_BYSCOPE_LINK)
+		return -EINVAL;
+	return mfs_byscope_readlink(mfs_get(), &n, buf, size);
+}
+
+static int mfs_op_mkdir(const char *path, mode_t mode)
+{
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r == -ENOENT ? -EPERM : r;
+	if (n.type != MFS_N_WORK)
+		return -EPERM;
+	return mfs_work_mkdir(mfs_get(), &n, mode);
+}
+
+static int mfs_op_eperm_path(const char *path)
+{
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	return -EPERM;
+}
+
+static int mfs_op_unlink(const char *path)
+{
+	return mfs_op_eperm_path(path);
+}
+
+static int dispose_errno(const struct mafsbx_dispose_result *res)
+{
+	for (size_t i = 0; i < res->n_failures; i++) {
+		switch (res->failures[i].code) {
+		case MAFSBX_DISPOSAL_UNREACHABLE: return -ENOTCONN;
+		case MAFSBX_DISPOSAL_TIMEOUT: return -ETIMEDOUT;
+		default: break;
+		}
+	}
+	return res->n_failures ? -EIO : 0;
+}
+
+static int mfs_op_rmdir(const char *path)
+{
+	struct mfs *fs = mfs_get();
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r < 0 || n.type != MFS_N_SBX_DIR)
+		return -EPERM;
+	const struct mafsbx_sandbox_info *info;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mfs_snapshot *s = mfs_sandbox_find(fs, n.name, &info, &e);
+	if (!s)
+		return e.err > 0 ? -e.err : -ENOENT;
+	char id[65];
+	snprintf(id, sizeof(id), "%s", info->id);
+	mfs_snapshot_put(s);
+	struct mafsbx_dispose_result res;
+	memset(&res, 0, sizeof(res));
+	mafsbx_error_clear(&e);
+	r = mafsbx_sandbox_dispose_name(fs->backend, n.name, &res, &e);
+	if (r == 0)
+		r = dispose_errno(&res);
+	else
+		r = e.err > 0 ? -e.err : r;
+	for (size_t i = 0; i < res.n_failures; i++)
+		log_warn("rmdir %s: %s: %s", n.name, mafsbx_disposal_code_name(res.failures[i].code),
+			 res.failures[i].detail ? res.failures[i].detail : "");
+	mafsbx_dispose_result_free(&res);
+	mfs_extra_drop(fs, id);
+	mfs_invalidate_sandbox(fs, NULL);
+	return r;
+}
+
+static int mfs_op_symlink(const char *target, const char *path)
+{
+	(void)target;
+	return mfs_op_eperm_path(path);
+}
+
+static int mfs_op_rename(const char *from, const char *to, unsigned int flags)
+{
+	(void)to;
+	(void)flags;
+	return mfs_op_eperm_path(from);
+}
+
+static int mfs_op_link(const char *from, const char *to)
+{
+	(void)from;
+	return mfs_op_eperm_path(to);
+}
+
+static int mfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	(void)mode;
+	(void)fi;
+	return mfs_op_eperm_path(path);
+}
+
+static int mfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	(void)uid;
+	(void)gid;
+	(void)fi;
+	return mfs_op_eperm_path(path);
+}
+
+static bool is_ro_virtual(enum mfs_node_type t)
+{
+	return t == MFS_N_CTL_DECLARATIONS || t == MFS_N_CTL_ENGINE || t == MFS_N_SBX_STATUS;
+}
+
+static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct mfs *fs = mfs_get();
+	struct mfs_handle *h = handle_of(fi);
+	if (h && h->type == MFS_H_CTL) {
+		if (size != 0)
+			return -EINVAL;
+		mfs_ctl_truncate((struct mfs_ctl *)h);
+		return 0;
+	}
+	if (h && h->type == MFS_H_WORK)
+		return mfs_work_truncate(fs, (struct mfs_work *)h, size);
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r;
+	if (n.type == MFS_N_CTL_FILE)
+		return size == 0 ? 0 : -EINVAL;  /* O_TRUNC of `echo req > ctl` */
+	if (is_ro_virtual(n.type))
+		return -EACCES;
+	return -EPERM;
+}
+
+static int mfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+	(void)tv;
+	struct mfs_handle *h = handle_of(fi);
+	/* touch(1) on a file being written: the send stamps its own time. */
+	if (h && (h->type == MFS_H_WORK || h->type == MFS_H_CTL))
+		return 0;
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r;
+	if (n.type == MFS_N_CTL_FILE)
+		return 0;
+	if (is_ro_virtual(n.type))
+		return -EACCES;
+	return -EPERM;
+}
+
+static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+	if (n->type == MFS_N_CTL_DECLARATIONS)
+		r = mfs_declarations_text(fs, &text, &len, &e);
+	else if (n->type == MFS_N_CTL_ENGINE)
+		r = mfs_engine_text(fs, &text, &len, &e);
+	else
+		r = mfs_status_text(fs, n->name, &text, &len, &e);
+	if (r < 0) {
+		if (e.err != ENOENT)
+			log_warn("open %s: %s", n->type == MFS_N_SBX_STATUS ? n->name : ".ctl", e.message);
+		return e.err > 0 ? -e.err : r;
+	}
+	struct mfs_blob *b = calloc(1, sizeof(*b));
+	if (!b) {
+		free(text);
+		return -ENOMEM;
+	}
+	b->h.type = MFS_H_BLOB;
+	b->data = text;
+	b->len = len;
+	fi->fh = (uint64_t)(uintptr_t)b;
+	/* Generated content: the size in getattr is not the reply's. */
+	fi->direct_io = 1;
+	return 0;
+}
+
+static int mfs_op_open(const char *path, struct fuse_file_info *fi)
+{
+	struct mfs *fs = mfs_get();
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r;
+	int acc = fi->flags & O_ACCMODE;
+	switch (n.type) {
+	case MFS_N_CTL_FILE: {
+		struct mfs_ctl *c = mfs_ctl_open(n.ctl_kind);
+		if (!c)
+			return -ENOMEM;
+		fi->fh = (uint64_t)(uintptr_t)c;
+		fi->direct_io = 1;
+		fi->nonseekable = 1;
+		return 0;
+	}
+	case MFS_N_CTL_DECLARATIONS:
+	case MFS_N_CTL_ENGINE:
+	case MFS_N_SBX_STATUS:
+		if (acc != O_RDONLY || (fi->flags & O_TRUNC))
+			return -EACCES;
+		return open_blob(fs, &n, fi);
+	case MFS_N_WORK:
+		return mfs_work_open(fs, &n, fi);
+	case MFS_N_BYSCOPE_LINK:
+		return -ELOOP;
+	default:
+		return -EISDIR;
+	}
+}
+
+static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r == -ENOENT ? -EPERM : r;
+	if (n.type == MFS_N_WORK)
+		return mfs_work_create(mfs_get(), &n, mode, fi);
+	if (n.type == MFS_N_CTL_FILE)
+		return mfs_op_open(path, fi);
+	if (is_ro_virtual(n.type))
+		return -EACCES;
+	return -EPERM;
+}
+
+static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)path;
+	struct mfs_handle *h = handle_of(fi);
+	if (!h)
+		return -EBADF;
+	switch (h->type) {
+	case MFS_H_CTL:
+		return mfs_ctl_read((struct mfs_ctl *)h, buf, size);
+	case MFS_H_WORK:
+		return mfs_work_read((struct mfs_work *)h, buf, size, off);
+	case MFS_H_BLOB: {
+		struct mfs_blob *b = (struct mfs_blob *)h;
+		if (off < 0)
+			return -EINVAL;
+		if ((size_t)off >= b->len)
+			return 0;
+		size_t n = b->len - (size_t)off;
+		if (n > size)
+			n = size;
+		memcpy(buf, b->data + off, n);
+		return (int)n;
+	}
+	}
+	return -EBADF;
+}
+
+static int mfs_op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)path;
+	struct mfs_handle *h = handle_of(fi);
+	if (!h)
+		return -EBADF;
+	switch (h->type) {
+	case MFS_H_CTL:
+		return mfs_ctl_write(mfs_get(), (struct mfs_ctl *)h, buf, size);
+	case MFS_H_WORK:
+		return mfs_work_write(mfs_get(), (struct mfs_work *)h, buf, size, off);
+	case MFS_H_BLOB:
+		return -EACCES;
+	}
+	return -EBADF;
+}
+
+static int mfs_op_flush(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	struct mfs_handle *h = handle_of(fi);
+	if (!h)
+		return 0;
+	if (h->type == MFS_H_CTL)
+		return mfs_ctl_flush((struct mfs_ctl *)h);
+	if (h->type == MFS_H_WORK)
+		return mfs_work_flush(mfs_get(), (struct mfs_work *)h);
+	return 0;
+}
+
+static int mfs_op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync;
+	return mfs_op_flush(path, fi);
+}
+
+static int mfs_op_release(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	struct mfs_handle *h = handle_of(fi);
+	if (!h)
+		return 0;
+	switch (h->type) {
+	case MFS_H_CTL:
+		mfs_ctl_release((struct mfs_ctl *)h);
+		break;
+	case MFS_H_WORK:
+		mfs_work_release(mfs_get(), (struct mfs_work *)h);
+		break;
+	case MFS_H_BLOB: {
+		struct mfs_blob *b = (struct mfs_blob *)h;
+		free(b->data);
+		free(b);
+		break;
+	}
+	}
+	fi->fh = 0;
+	return 0;
+}
+
+static int fill(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
+{
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = type;
+	return filler(buf, name, &st, 0, 0);
+}
+
+static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+			  struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	(void)off;
+	(void)fi;
+	(void)flags;
+	struct mfs *fs = mfs_get();
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r;
+	switch (n.type) {
+	case MFS_N_ROOT:
+		return mfs_root_readdir(fs, buf, filler);
+	case MFS_N_CTL_DIR:
+		fill(buf, filler, ".", S_IFDIR);
+		fill(buf, filler, "..", S_IFDIR);
+		fill(buf, filler, "acquire", S_IFREG);
+		fill(buf, filler, "dispose", S_IFREG);
+		fill(buf, filler, "exec", S_IFREG);
+		fill(buf, filler, "declarations", S_IFREG);
+		fill(buf, filler, "engine", S_IFREG);
+		return 0;
+	case MFS_N_BYSCOPE:
+		return mfs_byscope_readdir(fs, &n, buf, filler);
+	case MFS_N_SBX_DIR:
+		r = sandbox_exists(fs, n.name, NULL);
+		if (r < 0)
+			return r;
+		fill(buf, filler, ".", S_IFDIR);
+		fill(buf, filler, "..", S_IFDIR);
+		fill(buf, filler, "status", S_IFREG);
+		fill(buf, filler, "work", S_IFDIR);
+		return 0;
+	case MFS_N_WORK:
+		return mfs_work_readdir(fs, &n, buf, filler);
+	default:
+		return -ENOTDIR;
+	}
+}
+
+static int mfs_op_statfs(const char *path, struct statvfs *sv)
+{
+	(void)path;
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = 4096;
+	sv->f_frsize = 4096;
+	sv->f_namemax = 255;
+	return 0;
+}
+
+const struct fuse_operations mfs_operations = {
+	.init = mfs_op_init,
+	.getattr = mfs_op_getattr,
+	.readlink = mfs_op_readlink,
+	.mkdir = mfs_op_mkdir,
+	.unlink = mfs_op_unlink,
+	.rmdir = mfs_op_rmdir,
+	.symlink = mfs_op_symlink,
+	.rename = mfs_op_rename,
+	.link = mfs_op_link,
+	.chmod = mfs_op_chmod,
+	.chown = mfs_op_chown,
+	.truncate = mfs_op_truncate,
+	.open = mfs_op_open,
+	.read = mfs_op_read,
+	.write = mfs_op_write,
+	.statfs = mfs_op_statfs,
+	.flush = mfs_op_flush,
+	.release = mfs_op_release,
+	.fsync = mfs_op_fsync,
+	.readdir = mfs_op_readdir,
+	.create = mfs_op_create,
+	.utimens = mfs_op_utimens,
+};

@@ -1,0 +1,321 @@
+/*
+ * opts.c: the mafsbxfs command line (INTERFACE.md §1.2).
+ *
+ * Our options are parsed out of the argument list with fuse_opt; what
+ * libfuse understands (-f, -d, -s, -o allow_other, max_threads, ...) stays in
+ * the list for fuse_parse_cmdline() and fuse_new(). Every value is checked
+ * here, before any engine call or mount, so a bad one is a one-line usage
+ * error. We never rewrite an option the user gave: attr_timeout is ours and
+ * becomes libfuse's attr_timeout (and entry_timeout unless that was given).
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <fuse_opt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
+struct raw_opts {
+	char *host, *context, *image, *scope;
+	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
+	char *memory, *cpus, *egress_proxy_image;
+	int cap_drop_all;
+	int max_threads_seen, entry_timeout_seen, fsname_seen, subtype_seen;
+	int help, version;
+};
+
+enum { KEY_HELP = 1, KEY_VERSION, KEY_MAX_THREADS, KEY_ENTRY_TIMEOUT, KEY_FSNAME, KEY_SUBTYPE };
+
+#define RAW(t, f) { t, offsetof(struct raw_opts, f), 1 }
+
+static const struct fuse_opt raw_spec[] = {
+	RAW("host=%s", host),
+	RAW("-H %s", host),
+	RAW("--host=%s", host),
+	RAW("context=%s", context),
+	RAW("--context=%s", context),
+	RAW("--context %s", context),
+	RAW("image=%s", image),
+	RAW("scope=%s", scope),
+	RAW("attr_timeout=%s", attr_timeout),
+	RAW("max_read=%s", max_read),
+	RAW("max_write=%s", max_write),
+	RAW("exec_timeout=%s", exec_timeout),
+	RAW("pids_limit=%s", pids_limit),
+	RAW("cap_drop_all", cap_drop_all),
+	RAW("memory=%s", memory),
+	RAW("cpus=%s", cpus),
+	RAW("egress_proxy_image=%s", egress_proxy_image),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	/* seen, and left for libfuse */
+	FUSE_OPT_KEY("max_threads=", KEY_MAX_THREADS),
+	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
+	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
+	FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
+	FUSE_OPT_END,
+};
+
+static int raw_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct raw_opts *r = data;
+	(void)outargs;
+	switch (key) {
+	case KEY_HELP:
+		r->help = 1;
+		return 0;
+	case KEY_VERSION:
+		r->version = 1;
+		return 0;
+	case KEY_MAX_THREADS:
+		r->max_threads_seen = 1;
+		return 1;
+	case KEY_ENTRY_TIMEOUT:
+		r->entry_timeout_seen = 1;
+		return 1;
+	case KEY_FSNAME:
+		r->fsname_seen = 1;
+		return 1;
+	case KEY_SUBTYPE:
+		r->subtype_seen = 1;
+		return 1;
+	default:
+		(void)arg;
+		return 1;
+	}
+}
+
+static void raw_free(struct raw_opts *r)
+{
+	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
+			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
+			 &r->egress_proxy_image };
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
+		free(*all[i]);
+		*all[i] = NULL;
+	}
+}
+
+int mfs_parse_bytes(const char *text, uint64_t *out)
+{
+	if (!text || !*text)
+		return -EINVAL;
+	const char *p = text;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(p, &end, 10);
+	if (errno == ERANGE)
+		return -EINVAL;
+	uint64_t mul = 1;
+	if (*end) {
+		char u = *end++;
+		switch (u) {
+		case 'b': case 'B': mul = 1; break;
+		case 'k': case 'K': mul = 1024ull; break;
+		case 'm': case 'M': mul = 1024ull * 1024; break;
+		case 'g': case 'G': mul = 1024ull * 1024 * 1024; break;
+		case 't': case 'T': mul = 1024ull * 1024 * 1024 * 1024; break;
+		default: return -EINVAL;
+		}
+		/* "64M", "64MB", "64MiB" all mean mebibytes, as the Docker CLI reads "64m". */
+		if (mul > 1) {
+			if (*end == 'i' || *end == 'I')
+				end++;
+			if (*end == 'b' || *end == 'B')
+				end++;
+		}
+		if (*end)
+			return -EINVAL;
+	}
+	if (v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = (uint64_t)v * mul;
+	return 0;
+}
+
+static int parse_long(const char *text, long min, long max, long *out)
+{
+	if (!text || !*text)
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	long v = strtol(text, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_real(const char *text, double min, double max, double *out)
+{
+	if (!text || !*text)
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	double v = strtod(text, &end);
+	if (errno || *end || !isfinite(v) || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static char *take(char **p)
+{
+	char *v = *p;
+	*p = NULL;
+	return v;
+}
+
+int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafsbx_error *err)
+{
+	struct raw_opts r;
+	int ret = 0;
+	memset(&r, 0, sizeof(r));
+	memset(o, 0, sizeof(*o));
+	o->attr_timeout = 1.0;
+	o->max_read = MFS_DEFAULT_MAX_READ;
+	o->max_write = MFS_DEFAULT_MAX_WRITE;
+	o->exec_timeout = MFS_DEFAULT_EXEC_TIMEOUT;
+	o->pids_limit = MFS_DEFAULT_PIDS_LIMIT;
+	o->max_threads = MFS_DEFAULT_MAX_THREADS;
+
+	if (fuse_opt_parse(args, &r, raw_spec, raw_proc) != 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "cannot parse the options");
+		goto out;
+	}
+	o->show_help = r.help;
+	o->show_version = r.version;
+	o->max_threads_given = r.max_threads_seen;
+	o->entry_timeout_given = r.entry_timeout_seen;
+	o->fsname_given = r.fsname_seen;
+	o->subtype_given = r.subtype_seen;
+	o->cap_drop_all = r.cap_drop_all;
+
+#define NONEMPTY(field, what)                                                                   \
+	if (r.field && !*r.field) {                                                             \
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s must not be empty", what);   \
+		goto out;                                                                       \
+	}
+	NONEMPTY(host, "-o host");
+	NONEMPTY(context, "-o context");
+	NONEMPTY(image, "-o image");
+	NONEMPTY(scope, "-o scope");
+#undef NONEMPTY
+	if (r.host && r.context) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				       "conflicting options: give -o host (-H) or -o context (--context), not both");
+		goto out;
+	}
+	if (r.attr_timeout) {
+		if (parse_real(r.attr_timeout, 0, 86400, &o->attr_timeout) < 0) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					       "-o attr_timeout=%s: expected seconds between 0 and 86400", r.attr_timeout);
+			goto out;
+		}
+		o->attr_timeout_given = true;
+	}
+	if (r.max_read && (mfs_parse_bytes(r.max_read, &o->max_read) < 0 || o->max_read == 0 ||
+			   o->max_read > (1ull << 40))) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				       "-o max_read=%s: expected a byte count from 1 to 1T (suffix K, M, G allowed)",
+				       r.max_read);
+		goto out;
+	}
+	if (r.max_write && (mfs_parse_bytes(r.max_write, &o->max_write) < 0 || o->max_write == 0 ||
+			    o->max_write > (1ull << 40))) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				       "-o max_write=%s: expected a byte count from 1 to 1T (suffix K, M, G allowed)",
+				       r.max_write);
+		goto out;
+	}
+	if (r.exec_timeout && parse_long(r.exec_timeout, 1, 7 * 86400, &o->exec_timeout) < 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				       "-o exec_timeout=%s: expected whole seconds from 1 to 604800", r.exec_timeout);
+		goto out;
+	}
+	if (r.pids_limit && parse_long(r.pids_limit, 1, INT32_MAX, &o->pids_limit) < 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o pids_limit=%s: expected a positive integer",
+				       r.pids_limit);
+		goto out;
+	}
+	if (r.memory) {
+		uint64_t m;
+		/* The engine refuses less than 6 MiB. */
+		if (mfs_parse_bytes(r.memory, &m) < 0 || m < 6 * MFS_MIB || m > (uint64_t)INT64_MAX) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					       "-o memory=%s: expected a byte count of at least 6M (suffix K, M, G allowed)",
+					       r.memory);
+			goto out;
+		}
+		o->memory = (int64_t)m;
+	}
+	if (r.cpus && (parse_real(r.cpus, 0.01, 1024, &o->cpus) < 0)) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o cpus=%s: expected a number from 0.01 to 1024",
+				       r.cpus);
+		goto out;
+	}
+	o->host = take(&r.host);
+	o->context = take(&r.context);
+	o->image = take(&r.image);
+	o->scope = take(&r.scope);
+	o->egress_proxy_image = take(&r.egress_proxy_image);
+	if (o->egress_proxy_image && !*o->egress_proxy_image) {
+		free(o->egress_proxy_image);
+		o->egress_proxy_image = NULL;
+	}
+out:
+	raw_free(&r);
+	if (ret < 0)
+		mfs_options_free(o);
+	return ret;
+}
+
+void mfs_options_free(struct mfs_options *o)
+{
+	free(o->host);
+	free(o->context);
+	free(o->image);
+	free(o->scope);
+	free(o->egress_proxy_image);
+	o->host = o->context = o->image = o->scope = o->egress_proxy_image = NULL;
+}
+
+void mfs_options_usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+		"usage: %s [options] MOUNTPOINT\n"
+		"\n"
+		"Shows the maf-sandbox Docker sandboxes of one engine as files.\n"
+		"\n"
+		"mafsbxfs options:\n"
+		"    -o host=URL, -H URL    engine endpoint (unix:// or tcp://)\n"
+		"    -o context=NAME, --context NAME\n"
+		"                           Docker context to take the endpoint from\n"
+		"    -o image=IMAGE         image for acquire requests that name none\n"
+		"    -o scope=SCOPE         show and serve only sandboxes of this scope\n"
+		"    -o attr_timeout=SECS   kernel attribute/entry cache (default 1)\n"
+		"    -o max_read=BYTES      largest file a read fetches (default 64M)\n"
+		"    -o max_write=BYTES     largest file a write sends (default 64M)\n"
+		"    -o exec_timeout=SECS   default and ceiling of exec timeouts (default 300)\n"
+		"    -o pids_limit=N        --pids-limit of every sandbox (default 512)\n"
+		"    -o cap_drop_all        drop every capability in new sandboxes\n"
+		"    -o memory=BYTES        memory limit of new sandboxes (at least 6M)\n"
+		"    -o cpus=N              CPU limit of new sandboxes\n"
+		"    -o egress_proxy_image=IMAGE\n"
+		"                           enables allowlist egress through that proxy\n"
+		"    -o max_threads=N       FUSE worker threads (default %u here)\n"
+		"    -h, --help             this text\n"
+		"    -V, --version          the version\n"
+		"\n",
+		prog, MFS_DEFAULT_MAX_THREADS);
+}

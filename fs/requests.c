@@ -1,0 +1,267 @@
+/*
+ * requests.c: the real .ctl request runner (INTERFACE.md §4): acquire,
+ * dispose and exec through sandbox.h, with the mount's scope rule, the
+ * bookkeeping of declared outputs, the kernel cache invalidation that makes
+ * a new sandbox appear at once, and the reply shapes:
+ *
+ *   acquire  ok, name, id, state, path, work_dir, uid, gid
+ *   dispose  ok, disposed, failures
+ *   exec     ok, exit_code, stdout, stderr, stdout_b64, stderr_b64,
+ *            timed_out, truncated, duration_ms
+ *
+ * With -o scope=S the mount serves only scope S: a request naming another
+ * scope is refused (EACCES), and a sandbox of another scope is not there
+ * (ENOENT for exec; dispose by name treats it as not ours: EACCES).
+ *
+ * Long requests (an exec up to exec_timeout, an acquire that pulls an image)
+ * each hold a FUSE worker thread; at most fs->execs_max of them run at once,
+ * so lookups and reads always find a free worker. Past that a request is
+ * refused with EBUSY rather than queued behind the others.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "names.h"
+#include "sandbox.h"
+#include "spec.h"
+
+static json_t *jstr(const char *s)
+{
+	json_t *v = json_string(s ? s : "");
+	if (v)
+		return v;
+	char *fixed = mfs_utf8_replace((const unsigned char *)s, strlen(s), NULL);
+	v = json_string(fixed ? fixed : "");
+	free(fixed);
+	return v;
+}
+
+static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error *err)
+{
+	if (!fs->opt.scope || (scope && !strcmp(scope, fs->opt.scope)))
+		return 0;
+	return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
+				     "field 'scope': this mount serves only scope '%s'", fs->opt.scope);
+}
+
+static int run_acquire(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
+{
+	struct mafsbx_spec_config cfg;
+	struct mafsbx_acquire_spec *spec = NULL;
+	struct mafsbx_acquire_result res;
+	memset(&res, 0, sizeof(res));
+	mafsbx_backend_spec_config(fs->backend, &cfg);
+	int r = mafsbx_acquire_spec_parse(req, &cfg, &spec, err);
+	if (r < 0)
+		return r;
+	r = scope_refused(fs, spec->key.scope, err);
+	if (r < 0)
+		goto out;
+	r = mafsbx_sandbox_acquire(fs->backend, spec, &res, err);
+	if (r < 0)
+		goto out;
+	if (spec->n_outputs)
+		mfs_extra_add_outputs(fs, res.id, spec->outputs, spec->n_outputs);
+	mfs_invalidate_sandbox(fs, res.name);
+
+	json_t *o = json_object();
+	json_object_set_new(o, "ok", json_true());
+	json_object_set_new(o, "name", json_string(res.name));
+	json_object_set_new(o, "id", json_string(res.id));
+	json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
+	json_object_set_new(o, "path", json_string(res.name));
+	json_object_set_new(o, "work_dir", jstr(res.work_dir));
+	json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
+	json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
+	*reply = o;
+out:
+	mafsbx_acquire_spec_free(spec);
+	return r;
+}
+
+/* Names in the current list that a key-shaped dispose will remove. */
+static void invalidate_matching(struct mfs *fs, const struct mafsbx_dispose_spec *spec)
+{
+	char sc[MAFSBX_LABEL_VALUE_MAX + 1], th[MAFSBX_LABEL_VALUE_MAX + 1], ag[MAFSBX_LABEL_VALUE_MAX + 1];
+	char ca[MAFSBX_LABEL_VALUE_MAX + 1], ki[MAFSBX_LABEL_VALUE_MAX + 1];
+	mafsbx_label_value(spec->key.scope ? spec->key.scope : "", sc);
+	mafsbx_label_value(spec->key.thread ? spec->key.thread : "", th);
+	mafsbx_label_value(spec->key.agent ? spec->key.agent : "", ag);
+	mafsbx_label_value(spec->key.call ? spec->key.call : "", ca);
+	mafsbx_label_value(spec->kind ? spec->kind : "", ki);
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mfs_snapshot *s = mfs_snapshot_get(fs, 60000, &e);
+	for (size_t i = 0; s && i < s->n; i++) {
+		const struct mafsbx_sandbox_info *x = &s->a[i];
+		if (!x->scope || strcmp(x->scope, sc) || !x->thread || strcmp(x->thread, th))
+			continue;
+		if (spec->by == MAFSBX_DISPOSE_BY_KEY) {
+			if (!x->agent || strcmp(x->agent, ag))
+				continue;
+			if (spec->key.call && *spec->key.call && (!x->call || strcmp(x->call, ca)))
+				continue;
+			if (spec->kind && (!x->kind || strcmp(x->kind, ki)))
+				continue;
+		}
+		mfs_extra_drop(fs, x->id);
+		mfs_invalidate_sandbox(fs, x->name);
+	}
+	mfs_snapshot_put(s);
+}
+
+static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
+{
+	struct mafsbx_dispose_spec *spec = NULL;
+	struct mafsbx_dispose_result res;
+	memset(&res, 0, sizeof(res));
+	int r = mafsbx_dispose_spec_parse(req, &spec, err);
+	if (r < 0)
+		return r;
+	char id[65] = "";
+	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
+		if (fs->opt.scope) {
+			struct mafsbx_sandbox_info info;
+			struct mafsbx_error e2;
+			memset(&info, 0, sizeof(info));
+			mafsbx_error_clear(&e2);
+			if (mafsbx_sandbox_lookup(fs->backend, spec->name, &info, &e2) == 0) {
+				bool ours = mfs_in_scope(fs, &info);
+				mafsbx_sandbox_info_clear(&info);
+				if (!ours) {
+					r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
+								  "sandbox '%s' is not in this mount's scope '%s'",
+								  spec->name, fs->opt.scope);
+					goto out;
+				}
+			}
+		}
+		const struct mafsbx_sandbox_info *i = NULL;
+		struct mafsbx_error e3;
+		mafsbx_error_clear(&e3);
+		struct mfs_snapshot *s = mfs_snapshot_get(fs, 60000, &e3);
+		if (s && (i = mfs_snapshot_find(s, spec->name)))
+			snprintf(id, sizeof(id), "%s", i->id);
+		mfs_snapshot_put(s);
+	} else {
+		r = scope_refused(fs, spec->key.scope, err);
+		if (r < 0)
+			goto out;
+		invalidate_matching(fs, spec);
+	}
+	r = mafsbx_sandbox_dispose(fs->backend, spec, &res, err);
+	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
+		if (id[0])
+			mfs_extra_drop(fs, id);
+		mfs_invalidate_sandbox(fs, spec->name);
+	} else {
+		mfs_invalidate_sandbox(fs, NULL);
+	}
+	if (r < 0)
+		goto out;
+	json_t *body = mafsbx_dispose_result_json(&res);
+	json_t *o = json_object();
+	json_object_set_new(o, "ok", json_true());
+	if (body) {
+		json_object_update(o, body);
+		json_decref(body);
+	}
+	*reply = o;
+out:
+	mafsbx_dispose_result_free(&res);
+	mafsbx_dispose_spec_free(spec);
+	return r;
+}
+
+static json_t *exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
+{
+	json_t *o = json_object();
+	if (with_ok)
+		json_object_set_new(o, "ok", json_true());
+	size_t ol = 0, el = 0;
+	char *out = mfs_utf8_replace(res->out, res->out_len, &ol);
+	char *errt = mfs_utf8_replace(res->err, res->err_len, &el);
+	char *out64 = mafsbx_base64_encode(res->out, res->out_len);
+	char *err64 = mafsbx_base64_encode(res->err, res->err_len);
+	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
+	json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : json_string(""));
+	json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : json_string(""));
+	json_object_set_new(o, "stdout_b64", json_string(out64 ? out64 : ""));
+	json_object_set_new(o, "stderr_b64", json_string(err64 ? err64 : ""));
+	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	json_object_set_new(o, "truncated", json_boolean(res->truncated));
+	json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
+	free(out);
+	free(errt);
+	free(out64);
+	free(err64);
+	return o;
+}
+
+static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
+{
+	struct mafsbx_spec_config cfg;
+	struct mafsbx_exec_spec *spec = NULL;
+	struct mafsbx_exec_result res;
+	memset(&res, 0, sizeof(res));
+	mafsbx_backend_spec_config(fs->backend, &cfg);
+	int r = mafsbx_exec_spec_parse(req, &cfg, &spec, err);
+	if (r < 0)
+		return r;
+	/* Only a sandbox this mount shows can be run in. */
+	const struct mafsbx_sandbox_info *info;
+	struct mfs_snapshot *s = mfs_sandbox_find(fs, spec->sandbox, &info, err);
+	if (!s) {
+		r = err && err->err ? -err->err : -ENOENT;
+		goto out;
+	}
+	mfs_snapshot_put(s);
+	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
+	if (r < 0) {
+		if (res.timed_out || res.out_len || res.err_len || res.launch_failed)
+			*reply = exec_fields(&res, false);
+		if (res.timed_out)
+			mfs_invalidate_sandbox(fs, spec->sandbox);  /* a timed-out sandbox is disposed */
+		goto out;
+	}
+	*reply = exec_fields(&res, true);
+out:
+	mafsbx_exec_result_free(&res);
+	mafsbx_exec_spec_free(spec);
+	return r;
+}
+
+int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
+		    struct mafsbx_error *err)
+{
+	int running = atomic_fetch_add(&fs->execs_running, 1);
+	int r;
+	if (running >= fs->execs_max) {
+		r = mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
+					  "%s: %d requests are running already, the most this mount allows "
+					  "(raise -o max_threads)",
+					  mfs_ctl_kind_name(kind), running);
+		goto out;
+	}
+	switch (kind) {
+	case MFS_CTL_ACQUIRE:
+		r = run_acquire(fs, req, reply, err);
+		break;
+	case MFS_CTL_DISPOSE:
+		r = run_dispose(fs, req, reply, err);
+		break;
+	case MFS_CTL_EXEC:
+		r = run_exec(fs, req, reply, err);
+		break;
+	default:
+		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "unknown request");
+		break;
+	}
+out:
+	atomic_fetch_sub(&fs->execs_running, 1);
+	return r;
+}

@@ -1,0 +1,519 @@
+/*
+ * root.c: which sandboxes the mount shows (INTERFACE.md §2).
+ *
+ * The engine's labels are the record: the root lists every workload that
+ * mafsbx_sandbox_list() returns (name prefix + the four identity labels, no
+ * proxies), filtered by -o scope. The list is kept as a refcounted snapshot:
+ * a readdir of the root always asks the engine; lookups reuse a snapshot
+ * younger than the attribute timeout and ask the engine for one name on a
+ * miss (negative answers are never cached, so a sandbox made by another
+ * host appears at once). acquire/dispose drop the snapshot and tell the
+ * kernel (fuse_invalidate_path) that the root, by-scope/ and NAME changed.
+ *
+ * by-scope/SCOPE/THREAD/AGENT/KIND[@CALL] -> ../../../../NAME uses the label
+ * values as stored. A label value that cannot be a file name (empty, ".",
+ * "..", a '/', over 255 bytes: only possible for hand-made containers) hides
+ * that sandbox from by-scope/ but not from the root.
+ *
+ * This file also keeps the per-sandbox extras of the mount (outputs declared
+ * by a later acquire, files written through the mount), keyed by container ID.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "names.h"
+#include "sandbox.h"
+
+static struct mfs *current;
+
+struct mfs *mfs_get(void)
+{
+	return current;
+}
+
+void mfs_set_current(struct mfs *fs)
+{
+	current = fs;
+}
+
+int mfs_init(struct mfs *fs)
+{
+	pthread_mutex_init(&fs->lock, NULL);
+	fs->snap = NULL;
+	fs->extras = NULL;
+	atomic_init(&fs->execs_running, 0);
+	unsigned mt = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
+	unsigned reserve = mt / 4 < 2 ? 2 : mt / 4;
+	fs->execs_max = mt > reserve ? (int)(mt - reserve) : 1;
+	fs->scope_label[0] = '\0';
+	if (fs->opt.scope)
+		mafsbx_label_value(fs->opt.scope, fs->scope_label);
+	return 0;
+}
+
+static void extra_free(struct mfs_sbx_extra *x)
+{
+	for (size_t i = 0; i < x->n_outputs; i++)
+		free(x->outputs[i]);
+	for (size_t i = 0; i < x->n_written; i++)
+		free(x->written[i]);
+	free(x->outputs);
+	free(x->written);
+	free(x);
+}
+
+void mfs_fini(struct mfs *fs)
+{
+	if (fs->snap)
+		mfs_snapshot_put(fs->snap);
+	fs->snap = NULL;
+	while (fs->extras) {
+		struct mfs_sbx_extra *x = fs->extras;
+		fs->extras = x->next;
+		extra_free(x);
+	}
+	pthread_mutex_destroy(&fs->lock);
+}
+
+bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i)
+{
+	if (!fs->scope_label[0])
+		return true;
+	return i->scope && !strcmp(i->scope, fs->scope_label);
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+void mfs_snapshot_put(struct mfs_snapshot *s)
+{
+	if (!s)
+		return;
+	if (atomic_fetch_sub(&s->refs, 1) == 1) {
+		mafsbx_sandbox_info_free_array(s->a, s->n);
+		free(s);
+	}
+}
+
+static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, struct mafsbx_error *err)
+{
+	struct mfs_snapshot *s = calloc(1, sizeof(*s));
+	if (!s) {
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	if (mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err) < 0) {
+		free(s);
+		return NULL;
+	}
+	atomic_init(&s->refs, 1);
+	s->fetched_ms = mafsbx_now_ms();
+	return s;
+}
+
+struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, struct mafsbx_error *err)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct mfs_snapshot *s = fs->snap;
+	if (s && max_age_ms >= 0 && mafsbx_now_ms() - s->fetched_ms <= max_age_ms) {
+		atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&fs->lock);
+		return s;
+	}
+	pthread_mutex_unlock(&fs->lock);
+
+	/* Ask outside the lock: a slow engine must not stall every lookup. */
+	s = snapshot_fetch(fs, err);
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&fs->lock);
+	if (!fs->snap || fs->snap->fetched_ms <= s->fetched_ms) {
+		struct mfs_snapshot *old = fs->snap;
+		atomic_fetch_add(&s->refs, 1);
+		fs->snap = s;
+		pthread_mutex_unlock(&fs->lock);
+		mfs_snapshot_put(old);
+	} else {
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return s;
+}
+
+void mfs_snapshot_invalidate(struct mfs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct mfs_snapshot *old = fs->snap;
+	fs->snap = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	mfs_snapshot_put(old);
+}
+
+const struct mafsbx_sandbox_info *mfs_snapshot_find(const struct mfs_snapshot *s, const char *name)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (!strcmp(s->a[i].name, name))
+			return &s->a[i];
+	return NULL;
+}
+
+static long long lookup_age_ms(const struct mfs *fs)
+{
+	long long ms = (long long)(fs->opt.attr_timeout * 1000.0);
+	return ms < 0 ? 0 : ms;
+}
+
+struct mfs_snapshot *mfs_sandbox_find(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **out,
+				      struct mafsbx_error *err)
+{
+	*out = NULL;
+	if (!mafsbx_is_workload_name(name)) {
+		mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named '%s'", name);
+		return NULL;
+	}
+	struct mafsbx_error e2;
+	mafsbx_error_clear(&e2);
+	struct mfs_snapshot *s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e2);
+	if (s) {
+		const struct mafsbx_sandbox_info *i = mfs_snapshot_find(s, name);
+		if (i) {
+			*out = i;
+			return s;
+		}
+		mfs_snapshot_put(s);
+	}
+	/* A miss (or no list): ask for this one name, never trusting a cached "no". */
+	s = calloc(1, sizeof(*s));
+	struct mafsbx_sandbox_info *one = calloc(1, sizeof(*one));
+	if (!s || !one) {
+		free(s);
+		free(one);
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	if (mafsbx_sandbox_lookup(fs->backend, name, one, err) < 0) {
+		free(one);
+		free(s);
+		return NULL;
+	}
+	if (!mfs_in_scope(fs, one)) {
+		mafsbx_sandbox_info_free_array(one, 1);
+		free(s);
+		mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named '%s' in scope '%s'", name,
+				 fs->opt.scope);
+		return NULL;
+	}
+	atomic_init(&s->refs, 1);
+	s->a = one;
+	s->n = 1;
+	s->fetched_ms = mafsbx_now_ms();
+	*out = one;
+	return s;
+}
+
+/* ---- the root and by-scope ----------------------------------------------- */
+
+static int fill_dir(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
+{
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = type;
+	return filler(buf, name, &st, 0, 0);
+}
+
+int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
+	if (!s) {
+		log_warn("listing the sandboxes: %s", e.message);
+		return e.err > 0 ? -e.err : -EIO;
+	}
+	fill_dir(buf, filler, ".", S_IFDIR);
+	fill_dir(buf, filler, "..", S_IFDIR);
+	fill_dir(buf, filler, ".ctl", S_IFDIR);
+	fill_dir(buf, filler, "by-scope", S_IFDIR);
+	for (size_t i = 0; i < s->n; i++)
+		if (fill_dir(buf, filler, s->a[i].name, S_IFDIR))
+			break;
+	mfs_snapshot_put(s);
+	return 0;
+}
+
+static bool component_ok(const char *v)
+{
+	if (!v || !*v || !strcmp(v, ".") || !strcmp(v, "..") || strchr(v, '/') || strlen(v) > 255)
+		return false;
+	return true;
+}
+
+bool mfs_byscope_link_name(const struct mafsbx_sandbox_info *i, char *out, size_t size)
+{
+	if (!component_ok(i->scope) || !component_ok(i->thread) || !component_ok(i->agent) || !component_ok(i->kind))
+		return false;
+	int n;
+	if (i->call && *i->call) {
+		if (!component_ok(i->call))
+			return false;
+		n = snprintf(out, size, "%s@%s", i->kind, i->call);
+	} else {
+		n = snprintf(out, size, "%s", i->kind);
+	}
+	return n > 0 && (size_t)n < size && n <= 255;
+}
+
+/* Does sandbox i sit under by-scope/comp[0]/.../comp[depth-1]? */
+static bool byscope_match(const struct mafsbx_sandbox_info *i, const struct mfs_node *n, int depth, char *link,
+			  size_t linksz)
+{
+	if (!mfs_byscope_link_name(i, link, linksz))
+		return false;
+	const char *vals[4] = { i->scope, i->thread, i->agent, link };
+	for (int d = 0; d < depth; d++)
+		if (strcmp(vals[d], n->comp[d]))
+			return false;
+	return true;
+}
+
+static struct mfs_snapshot *byscope_snapshot(struct mfs *fs, int *errp)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mfs_snapshot *s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
+	if (!s)
+		*errp = e.err > 0 ? -e.err : -EIO;
+	return s;
+}
+
+int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
+{
+	if (n->depth == 0) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return 0;
+	}
+	int r = -ENOENT;
+	struct mfs_snapshot *s = byscope_snapshot(fs, &r);
+	if (!s)
+		return r;
+	char link[600];
+	r = -ENOENT;
+	for (size_t i = 0; i < s->n; i++) {
+		if (!byscope_match(&s->a[i], n, n->depth, link, sizeof(link)))
+			continue;
+		if (n->type == MFS_N_BYSCOPE_LINK) {
+			st->st_mode = S_IFLNK | 0777;
+			st->st_nlink = 1;
+			st->st_size = (off_t)strlen("../../../../") + MAFSBX_NAME_LEN;
+			st->st_mtime = s->a[i].created;
+		} else {
+			st->st_mode = S_IFDIR | 0555;
+			st->st_nlink = 2;
+		}
+		r = 0;
+		break;
+	}
+	mfs_snapshot_put(s);
+	return r;
+}
+
+int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler)
+{
+	int r = -EIO;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	/* A listing asks the engine, as the root's does. */
+	struct mfs_snapshot *s = mfs_snapshot_get(fs, n->depth == 0 ? -1 : lookup_age_ms(fs), &e);
+	if (!s)
+		return e.err > 0 ? -e.err : r;
+	fill_dir(buf, filler, ".", S_IFDIR);
+	fill_dir(buf, filler, "..", S_IFDIR);
+	char link[600];
+	bool any = n->depth == 0;
+	/* Names seen so far at this level, to list each once. */
+	const char **seen = calloc(s->n + 1, sizeof(*seen));
+	size_t nseen = 0;
+	char **owned = calloc(s->n + 1, sizeof(*owned));
+	if (!seen || !owned) {
+		free(seen);
+		free(owned);
+		mfs_snapshot_put(s);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		if (!byscope_match(&s->a[i], n, n->depth, link, sizeof(link)))
+			continue;
+		any = true;
+		const char *vals[4] = { s->a[i].scope, s->a[i].thread, s->a[i].agent, link };
+		const char *child = vals[n->depth];
+		bool dup = false;
+		for (size_t k = 0; k < nseen && !dup; k++)
+			dup = !strcmp(seen[k], child);
+		if (dup)
+			continue;
+		owned[nseen] = strdup(child);
+		if (!owned[nseen])
+			break;
+		seen[nseen] = owned[nseen];
+		nseen++;
+		fill_dir(buf, filler, child, n->depth == 3 ? S_IFLNK : S_IFDIR);
+	}
+	for (size_t k = 0; k < nseen; k++)
+		free(owned[k]);
+	free(owned);
+	free(seen);
+	mfs_snapshot_put(s);
+	return any ? 0 : -ENOENT;
+}
+
+int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, size_t size)
+{
+	int r = -ENOENT;
+	struct mfs_snapshot *s = byscope_snapshot(fs, &r);
+	if (!s)
+		return r;
+	char link[600];
+	r = -ENOENT;
+	/* Several containers can share one key and kind (egress variants): the
+	 * first by name wins, so the link is stable. */
+	const struct mafsbx_sandbox_info *best = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		if (!byscope_match(&s->a[i], n, 4, link, sizeof(link)))
+			continue;
+		if (!best || strcmp(s->a[i].name, best->name) < 0)
+			best = &s->a[i];
+	}
+	if (best) {
+		snprintf(buf, size, "../../../../%s", best->name);
+		r = 0;
+	}
+	mfs_snapshot_put(s);
+	return r;
+}
+
+void mfs_invalidate_sandbox(struct mfs *fs, const char *name)
+{
+	mfs_snapshot_invalidate(fs);
+	if (!fs->fuse)
+		return;
+	/* Errors only mean the kernel holds no such node: nothing to drop. */
+	fuse_invalidate_path(fs->fuse, "/");
+	fuse_invalidate_path(fs->fuse, "/by-scope");
+	if (name && *name) {
+		char p[128];
+		snprintf(p, sizeof(p), "/%s", name);
+		fuse_invalidate_path(fs->fuse, p);
+		snprintf(p, sizeof(p), "/%s/status", name);
+		fuse_invalidate_path(fs->fuse, p);
+	}
+}
+
+/* ---- extras ---------------------------------------------------------------- */
+
+/* Must be called under fs->lock. */
+static struct mfs_sbx_extra *extra_get(struct mfs *fs, const char *id, bool create)
+{
+	for (struct mfs_sbx_extra *x = fs->extras; x; x = x->next)
+		if (!strcmp(x->id, id))
+			return x;
+	if (!create)
+		return NULL;
+	struct mfs_sbx_extra *x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	snprintf(x->id, sizeof(x->id), "%s", id);
+	x->next = fs->extras;
+	fs->extras = x;
+	return x;
+}
+
+static int strv_add_unique(char ***v, size_t *n, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], s))
+			return 0;
+	char **nv = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int mfs_extra_add_outputs(struct mfs *fs, const char *id, char *const *outputs, size_t n)
+{
+	int r = 0;
+	pthread_mutex_lock(&fs->lock);
+	struct mfs_sbx_extra *x = extra_get(fs, id, true);
+	if (!x)
+		r = -ENOMEM;
+	for (size_t i = 0; x && r == 0 && i < n; i++)
+		r = strv_add_unique(&x->outputs, &x->n_outputs, outputs[i]);
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+int mfs_extra_add_written(struct mfs *fs, const char *id, const char *rel)
+{
+	int r = 0;
+	pthread_mutex_lock(&fs->lock);
+	struct mfs_sbx_extra *x = extra_get(fs, id, true);
+	r = x ? strv_add_unique(&x->written, &x->n_written, rel) : -ENOMEM;
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+void mfs_extra_drop(struct mfs *fs, const char *id)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct mfs_sbx_extra **pp = &fs->extras;
+	while (*pp) {
+		if (!strcmp((*pp)->id, id)) {
+			struct mfs_sbx_extra *x = *pp;
+			*pp = x->next;
+			extra_free(x);
+			break;
+		}
+		pp = &(*pp)->next;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void mfs_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+char **mfs_extra_paths(struct mfs *fs, const struct mafsbx_sandbox_info *info, bool written, size_t *np)
+{
+	char **v = NULL;
+	size_t n = 0;
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < info->n_outputs; i++)
+		r = strv_add_unique(&v, &n, info->outputs[i]);
+	pthread_mutex_lock(&fs->lock);
+	struct mfs_sbx_extra *x = extra_get(fs, info->id, false);
+	for (size_t i = 0; x && r == 0 && i < x->n_outputs; i++)
+		r = strv_add_unique(&v, &n, x->outputs[i]);
+	for (size_t i = 0; x && written && r == 0 && i < x->n_written; i++)
+		r = strv_add_unique(&v, &n, x->written[i]);
+	pthread_mutex_unlock(&fs->lock);
+	char **nv = r == 0 ? realloc(v, (n + 1) * sizeof(*v)) : NULL;
+	if (!nv) {
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		*np = 0;
+		return NULL;
+	}
+	nv[n] = NULL;
+	*np = n;
+	return nv;
+}

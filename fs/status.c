@@ -1,0 +1,153 @@
+/*
+ * status.c: the read-only JSON files (INTERFACE.md §2).
+ *
+ *   NAME/status         name, id, state, paused, created, image, key, kind,
+ *                       work_dir, outputs, capabilities, egress
+ *   .ctl/declarations   the backend's declarations (sandbox.h)
+ *   .ctl/engine         endpoint, server version, API version, os
+ *
+ * Each is generated when the file is opened (one consistent snapshot per
+ * open, served by offset from the handle, as lxcfs does for /proc files).
+ * NAME/status always asks the engine (one inspect), so `state` is current.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "engine.h"
+#include "names.h"
+#include "sandbox.h"
+
+/* A JSON string from text that should be UTF-8 but may not be. */
+static json_t *jstr(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *v = json_string(s);
+	if (v)
+		return v;
+	char *fixed = mfs_utf8_replace((const unsigned char *)s, strlen(s), NULL);
+	v = fixed ? json_string(fixed) : json_null();
+	free(fixed);
+	return v;
+}
+
+static int dump_text(json_t *obj, char **text, size_t *len, struct mafsbx_error *err)
+{
+	char *s = json_dumps(obj, JSON_INDENT(2));
+	if (!s)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	size_t n = strlen(s);
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	*text = t;
+	*len = n + 1;
+	return 0;
+}
+
+static const char *egress_of(const struct mafsbx_sandbox_info *i)
+{
+	if (!i->network_mode || !strcmp(i->network_mode, "none"))
+		return "closed";
+	/* An allowlist sandbox sits on its own internal network NAME-net. */
+	size_t n = strlen(i->network_mode);
+	if (n > 4 && !strcmp(i->network_mode + n - 4, "-net"))
+		return "allowlist";
+	return "unknown";
+}
+
+int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err)
+{
+	struct mafsbx_sandbox_info info;
+	memset(&info, 0, sizeof(info));
+	json_t *o = NULL, *decl = NULL;
+	char **paths = NULL;
+	int r = mafsbx_sandbox_lookup(fs->backend, name, &info, err);
+	if (r < 0)
+		return r;
+	if (!mfs_in_scope(fs, &info)) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named '%s' in scope '%s'", name,
+				     fs->opt.scope);
+		goto out;
+	}
+	size_t n = 0;
+	paths = mfs_extra_paths(fs, &info, false, &n);
+	json_t *outputs = json_array();
+	for (size_t k = 0; paths && k < n; k++)
+		json_array_append_new(outputs, jstr(paths[k]));
+
+	struct mafsbx_error e2;
+	mafsbx_error_clear(&e2);
+	decl = mafsbx_sandbox_declarations(fs->backend, &e2);
+	json_t *caps = decl ? json_object_get(decl, "capabilities") : NULL;
+
+	char created[32];
+	struct mafsbx_time t = { info.created, 0 };
+	mafsbx_time_format(t, created);
+
+	json_t *key = json_object();
+	json_object_set_new(key, "scope", jstr(info.key_known ? info.key_scope : info.scope));
+	json_object_set_new(key, "thread", jstr(info.key_known ? info.key_thread : info.thread));
+	json_object_set_new(key, "agent", jstr(info.key_known ? info.key_agent : info.agent));
+	json_object_set_new(key, "call", jstr(info.key_known ? info.key_call : (info.call ? info.call : "")));
+
+	o = json_object();
+	json_object_set_new(o, "name", jstr(info.name));
+	json_object_set_new(o, "id", jstr(info.id));
+	json_object_set_new(o, "state", jstr(info.state));
+	json_object_set_new(o, "paused", json_boolean(info.paused));
+	json_object_set_new(o, "created", json_string(created));
+	json_object_set_new(o, "image", jstr(info.image));
+	json_object_set_new(o, "key", key);
+	json_object_set_new(o, "kind", jstr(info.kind));
+	json_object_set_new(o, "work_dir", jstr(info.work_dir ? info.work_dir : MAFSBX_DEFAULT_WORK_DIR));
+	json_object_set_new(o, "outputs", outputs);
+	json_object_set_new(o, "capabilities", caps ? json_incref(caps) : json_array());
+	json_object_set_new(o, "egress", json_string(egress_of(&info)));
+	r = dump_text(o, text, len, err);
+out:
+	mfs_strv_free(paths);
+	json_decref(o);
+	json_decref(decl);
+	mafsbx_sandbox_info_clear(&info);
+	return r;
+}
+
+int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err)
+{
+	json_t *d = mafsbx_sandbox_declarations(fs->backend, err);
+	if (!d)
+		return err && err->err ? -err->err : -ENOMEM;
+	int r = dump_text(d, text, len, err);
+	json_decref(d);
+	return r;
+}
+
+int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err)
+{
+	struct mafsbx_engine_version v;
+	memset(&v, 0, sizeof(v));
+	int r = mafsbx_engine_version(fs->engine, &v, err);
+	if (r < 0)
+		return r;
+	json_t *o = json_object();
+	json_object_set_new(o, "endpoint", jstr(fs->ep.url));
+	json_object_set_new(o, "context", fs->ep.context[0] ? jstr(fs->ep.context) : json_null());
+	json_object_set_new(o, "server_version", jstr(v.version));
+	json_object_set_new(o, "api_version", jstr(v.api_version));
+	json_object_set_new(o, "min_api_version", jstr(v.min_api_version));
+	json_object_set_new(o, "os", jstr(v.os));
+	json_object_set_new(o, "arch", jstr(v.arch));
+	json_object_set_new(o, "kernel", jstr(v.kernel));
+	r = dump_text(o, text, len, err);
+	json_decref(o);
+	return r;
+}

@@ -1,0 +1,84 @@
+/*
+ * textconv.c: the UTF-8 "text view" of exec output.
+ *
+ * Exec replies carry stdout/stderr twice: the exact bytes (base64) and a
+ * text view that a JSON string can hold. The view keeps valid UTF-8 as is
+ * and replaces each maximal invalid subsequence with U+FFFD, the same
+ * result as Python's bytes.decode("utf-8", errors="replace") that upstream's
+ * ExecResult.stdout_text gives (reference/upstream-docker-backend.md §1.6).
+ * Surrogates (ED A0..BF) and overlongs (C0, C1, E0 80..9F, F0 80..8F) are
+ * invalid; so is anything above U+10FFFF.
+ */
+#include "mfs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* How many bytes starting at p[0] form one valid sequence (0 when the lead is
+ * invalid); *valid_prefix gets how many leading bytes were acceptable, which
+ * is the maximal subpart replaced by one U+FFFD when the sequence breaks. */
+static size_t seq_len(const unsigned char *p, size_t left, size_t *valid_prefix)
+{
+	unsigned char c = p[0];
+	size_t need;
+	unsigned char lo = 0x80, hi = 0xBF;
+	if (c < 0x80) {
+		*valid_prefix = 1;
+		return 1;
+	} else if (c >= 0xC2 && c <= 0xDF) {
+		need = 2;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		need = 3;
+		if (c == 0xE0)
+			lo = 0xA0;
+		else if (c == 0xED)
+			hi = 0x9F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		need = 4;
+		if (c == 0xF0)
+			lo = 0x90;
+		else if (c == 0xF4)
+			hi = 0x8F;
+	} else {
+		*valid_prefix = 1;
+		return 0;
+	}
+	size_t i = 1;
+	for (; i < need && i < left; i++) {
+		unsigned char b = p[i];
+		unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
+		if (b < l || b > h)
+			break;
+	}
+	*valid_prefix = i;
+	return i == need ? need : 0;
+}
+
+char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len)
+{
+	/* Worst case: every byte becomes the 3-byte U+FFFD. */
+	if (len > (SIZE_MAX - 1) / 3)
+		return NULL;
+	char *out = malloc(len * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0, i = 0;
+	while (i < len) {
+		size_t prefix;
+		size_t n = seq_len(data + i, len - i, &prefix);
+		if (n) {
+			memcpy(out + o, data + i, n);
+			o += n;
+			i += n;
+		} else {
+			out[o++] = (char)0xEF;
+			out[o++] = (char)0xBF;
+			out[o++] = (char)0xBD;
+			i += prefix;
+		}
+	}
+	out[o] = '\0';
+	if (out_len)
+		*out_len = o;
+	return out;
+}
