@@ -1,0 +1,97 @@
+#!/bin/sh
+# check_install.sh MESON BUILD_ROOT PREFIX BINDIR MANDIR UNITDIR EXAMPLEDIR
+#
+# Runs `meson install --destdir` into a temporary directory and checks that
+# every file lands where the units, the cron example and the man pages say:
+# the binaries, both man pages, the three systemd units, the cron.d and fstab
+# examples; every program a unit or the cron line runs exists (executable) in
+# the install tree; every man:PAGE a unit names is installed; the timer's
+# service is installed next to it; every unit or example path the man pages
+# name is installed. All directory arguments are absolute (prefix included).
+set -u
+meson=$1 build=$2 prefix=$3 bindir=$4 mandir=$5 unitdir=$6 exampledir=$7
+
+dest=$(mktemp -d "${TMPDIR:-/tmp}/mafsbx-install.XXXXXX") || exit 1
+trap 'rm -rf "$dest"' EXIT INT TERM
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+if ! "$meson" install -C "$build" --no-rebuild --quiet --destdir "$dest" >"$dest.log" 2>&1; then
+	cat "$dest.log" >&2
+	rm -f "$dest.log"
+	echo "FAIL: meson install --destdir failed" >&2
+	exit 1
+fi
+rm -f "$dest.log"
+
+# 1. Every file in its place.
+for f in "$bindir/mafsbx" "$bindir/mafsbxfs"; do
+	[ -f "$dest$f" ] && [ -x "$dest$f" ] || bad "binary $f not installed (or not executable)"
+done
+for f in "$mandir/man1/mafsbxfs.1" "$mandir/man1/mafsbx.1" \
+	"$unitdir/mafsbxfs@.service" "$unitdir/mafsbx-reap.service" "$unitdir/mafsbx-reap.timer" \
+	"$exampledir/cron.d/mafsbx-reap" "$exampledir/fstab.example"; do
+	[ -f "$dest$f" ] && [ -s "$dest$f" ] || bad "$f not installed"
+done
+
+# 2. What the units and the cron line run is installed (or, outside the
+#    prefix, present on this host); no unsubstituted @var@ is left.
+check_program() { # $1 = path, $2 = where it was named
+	case "$1" in
+	"$prefix"/*) [ -x "$dest$1" ] || bad "$2 runs $1, which is not installed" ;;
+	/*) [ -x "$1" ] || bad "$2 runs $1, which does not exist on this host" ;;
+	*) bad "$2 runs '$1', not an absolute path" ;;
+	esac
+}
+for u in "$dest$unitdir"/*.service "$dest$unitdir"/*.timer "$dest$exampledir/cron.d/mafsbx-reap"; do
+	[ -f "$u" ] || continue
+	name=${u#"$dest"}
+	if grep -n '@[a-z_]*@' "$u" >/dev/null; then bad "$name has an unsubstituted @variable@"; fi
+	grep -E '^Exec[A-Za-z]*=' "$u" | while IFS= read -r line; do
+		cmd=${line#*=}
+		cmd=$(printf '%s' "$cmd" | sed 's/^[-@:+!]*//')
+		echo "${cmd%% *}"
+	done >"$dest/.progs"
+	while IFS= read -r p; do check_program "$p" "$name"; done <"$dest/.progs"
+	grep -oE 'man:[A-Za-z0-9._-]+\([0-9]\)' "$u" | while IFS= read -r m; do
+		page=${m#man:}; sect=${page#*\(}; sect=${sect%\)}; page=${page%%\(*}
+		[ -f "$dest$mandir/man$sect/$page.$sect" ] || echo "$m"
+	done >"$dest/.missing"
+	while IFS= read -r m; do bad "$name names $m, which is not installed"; done <"$dest/.missing"
+done
+cron="$dest$exampledir/cron.d/mafsbx-reap"
+if [ -f "$cron" ]; then
+	prog=$(grep -E '^[0-9*]' "$cron" | awk '{print $7}')
+	[ -n "$prog" ] || bad "no command line in the cron example"
+	for p in $prog; do check_program "$p" "the cron example"; done
+	grep -E '^[0-9*]' "$cron" | grep -q 'reap --older-than' || bad "the cron example does not run reap --older-than"
+fi
+timer="$dest$unitdir/mafsbx-reap.timer"
+if [ -f "$timer" ]; then
+	[ -f "$dest$unitdir/mafsbx-reap.service" ] || bad "mafsbx-reap.timer has no mafsbx-reap.service beside it"
+	grep -q '^OnCalendar=' "$timer" || bad "mafsbx-reap.timer has no OnCalendar="
+fi
+svc="$dest$unitdir/mafsbxfs@.service"
+if [ -f "$svc" ]; then
+	grep -q '^ExecStart=.* -f ' "$svc" || bad "mafsbxfs@.service does not run the daemon in the foreground (-f)"
+	grep -q '^Restart=on-failure' "$svc" || bad "mafsbxfs@.service lacks Restart=on-failure"
+	grep -Eq '^Exec(Stop|StopPost)=.*fusermount3? -u' "$svc" || bad "mafsbxfs@.service does not unmount on stop"
+fi
+
+# 3. Every unit or example file the man pages name is installed.
+for page in "$dest$mandir"/man1/mafsbx.1 "$dest$mandir"/man1/mafsbxfs.1; do
+	[ -f "$page" ] || continue
+	text=$(sed 's/\\-/-/g' "$page")
+	for unit in $(printf '%s\n' "$text" | grep -oE 'lib/systemd/system/[A-Za-z0-9@._-]+' | sort -u); do
+		[ -f "$dest$unitdir/${unit##*/}" ] || bad "${page##*/} names $unit, which is not installed"
+	done
+	for ex in $(printf '%s\n' "$text" | grep -oE 'doc/mafsbxfs/examples/[A-Za-z0-9@./_-]+' | sed 's/[.]$//' | sort -u); do
+		[ -e "$dest$exampledir/${ex#doc/mafsbxfs/examples/}" ] || bad "${page##*/} names $ex, which is not installed"
+	done
+done
+
+if [ $fail -eq 0 ]; then
+	echo "installed as documented:"
+	(cd "$dest" && find . -type f | sort | sed 's/^\./  /')
+fi
+exit $fail
