@@ -23,6 +23,8 @@ struct subcommand {
 /* The subcommand table: one row per tools/cmd_NAME.c. */
 static const struct subcommand subcommands[] = {
 	{ "mkimage", cmd_mkimage, "build the offline busybox test image (docker import)" },
+	{ "reap", cmd_reap, "remove sandboxes older than a cutoff (for cron)" },
+	{ "ls", cmd_ls, "list the sandboxes on the engine" },
 };
 
 static void usage(FILE *out)

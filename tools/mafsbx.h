@@ -26,6 +26,8 @@ enum {
 
 /* Subcommands. Keep in step with the table in mafsbx.c. */
 int cmd_mkimage(int argc, char **argv);
+int cmd_reap(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
 
 /* "mafsbx: message" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

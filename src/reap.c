@@ -1,0 +1,694 @@
+/*
+ * reap.c: the reap algorithm of upstream maf-sandbox-docker
+ * (reference/upstream-docker-backend.md §8.6) over the typed Engine API.
+ *
+ * Safety comes first: reap runs unattended from cron against a shared
+ * engine, so every doubt keeps things. An inventory or revalidation read
+ * that fails deletes nothing; resources whose name, labels or role do not
+ * match exactly are foreign and never touched; every removal addresses the
+ * ID that was inspected, never a name, so a sandbox recreated under the same
+ * name meanwhile survives; a network is never forced; and a group whose
+ * container could not be removed keeps the rest, so its age still counts on
+ * the next run.
+ */
+#include "reap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "buf.h"
+#include "log.h"
+
+static const char *const identity_labels[] = {
+	MAFSBX_LABEL_SCOPE,
+	MAFSBX_LABEL_THREAD,
+	MAFSBX_LABEL_AGENT,
+	MAFSBX_LABEL_KIND,
+};
+
+const char *mafsbx_reap_kind_name(enum mafsbx_reap_kind k)
+{
+	switch (k) {
+	case MAFSBX_REAP_PROXY:
+		return "proxy";
+	case MAFSBX_REAP_WORKLOAD:
+		return "workload";
+	case MAFSBX_REAP_NETWORK:
+		return "network";
+	}
+	return "?";
+}
+
+const char *mafsbx_reap_outcome_name(enum mafsbx_reap_outcome o)
+{
+	switch (o) {
+	case MAFSBX_REAP_REMOVED:
+		return "removed";
+	case MAFSBX_REAP_WOULD_REMOVE:
+		return "would-remove";
+	case MAFSBX_REAP_GONE:
+		return "gone";
+	case MAFSBX_REAP_FAILED:
+		return "failed";
+	case MAFSBX_REAP_BLOCKED:
+		return "blocked";
+	}
+	return "?";
+}
+
+const char *mafsbx_reap_code_name(enum mafsbx_reap_code c)
+{
+	switch (c) {
+	case MAFSBX_REAP_UNLISTED:
+		return "unlisted";
+	case MAFSBX_REAP_REFUSED:
+		return "refused";
+	case MAFSBX_REAP_UNREACHABLE:
+		return "unreachable";
+	case MAFSBX_REAP_TIMEOUT:
+		return "timeout";
+	}
+	return "unknown";
+}
+
+static bool is_lower_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static bool is_id(const char *s)
+{
+	return s && strlen(s) == 64 && is_lower_hex(s, 64);
+}
+
+bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kind *kind,
+			    char sandbox[MAFSBX_NAME_LEN + 1])
+{
+	static const size_t plen = sizeof(MAFSBX_NAME_PREFIX) - 1;
+	if (!name || strncmp(name, MAFSBX_NAME_PREFIX, plen) != 0)
+		return false;
+	size_t len = strlen(name);
+	if (len < MAFSBX_NAME_LEN || !is_lower_hex(name + plen, MAFSBX_NAME_LEN - plen))
+		return false;
+	const char *suffix = name + MAFSBX_NAME_LEN;
+	enum mafsbx_reap_kind k;
+	if (network) {
+		if (strcmp(suffix, "-net") != 0)
+			return false;
+		k = MAFSBX_REAP_NETWORK;
+	} else if (strcmp(suffix, "-proxy") == 0) {
+		k = MAFSBX_REAP_PROXY;
+	} else if (suffix[0] == '\0') {
+		k = MAFSBX_REAP_WORKLOAD;
+	} else {
+		return false;
+	}
+	if (kind)
+		*kind = k;
+	if (sandbox) {
+		memcpy(sandbox, name, MAFSBX_NAME_LEN);
+		sandbox[MAFSBX_NAME_LEN] = '\0';
+	}
+	return true;
+}
+
+/* ---- result bookkeeping ------------------------------------------------- */
+
+static enum mafsbx_reap_code code_of(const struct mafsbx_error *e)
+{
+	switch (e->kind) {
+	case MAFSBX_EK_UNREACHABLE:
+		return MAFSBX_REAP_UNREACHABLE;
+	case MAFSBX_EK_TIMEOUT:
+		return MAFSBX_REAP_TIMEOUT;
+	default:
+		return MAFSBX_REAP_REFUSED;
+	}
+}
+
+static int add_failure(struct mafsbx_reap_result *res, enum mafsbx_reap_code code, const enum mafsbx_reap_kind *kind,
+		       const char *id, const char *name, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int add_failure(struct mafsbx_reap_result *res, enum mafsbx_reap_code code, const enum mafsbx_reap_kind *kind,
+		       const char *id, const char *name, const char *fmt, ...)
+{
+	struct mafsbx_reap_failure *f = realloc(res->failures, (res->n_failures + 1) * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	res->failures = f;
+	f = &f[res->n_failures++];
+	memset(f, 0, sizeof(*f));
+	f->code = code;
+	if (kind) {
+		f->kind = *kind;
+		f->has_kind = true;
+	}
+	snprintf(f->id, sizeof(f->id), "%s", id ? id : "");
+	snprintf(f->name, sizeof(f->name), "%s", name ? name : "");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->message, sizeof(f->message), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/*
+ * Upstream counts a container or network as absent only when the engine's
+ * own message names it (§3.3): a 404 from a wrong path or a vanished
+ * daemon socket proxy must not read as "already gone".
+ */
+static bool names_absent(const struct mafsbx_error *e, const char *id)
+{
+	if (e->http_status != 404 || (e->kind != MAFSBX_EK_NO_CONTAINER && e->kind != MAFSBX_EK_NO_OBJECT))
+		return false;
+	const char *engine_says = strstr(e->message, "engine answered 404: ");
+	const char *msg = engine_says ? engine_says + strlen("engine answered 404: ") : e->message;
+	return strcasestr(msg, id) && (strcasestr(msg, "no such") || strcasestr(msg, "not found"));
+}
+
+/* ---- inventory ---------------------------------------------------------- */
+
+struct resource {
+	enum mafsbx_reap_kind kind;
+	char id[65];
+	char name[MAFSBX_NAME_LEN + 8];
+	char sandbox[MAFSBX_NAME_LEN + 1];
+	struct mafsbx_time created;
+};
+
+struct inventory {
+	struct resource *r;
+	size_t n, cap;
+};
+
+static int inventory_push(struct inventory *inv, const struct resource *r)
+{
+	if (inv->n == inv->cap) {
+		size_t cap = inv->cap ? inv->cap * 2 : 16;
+		struct resource *p = realloc(inv->r, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		inv->r = p;
+		inv->cap = cap;
+	}
+	inv->r[inv->n++] = *r;
+	return 0;
+}
+
+static json_t *reap_filters(const char *scope_label)
+{
+	json_t *f = mafsbx_filters_new();
+	if (!f)
+		return NULL;
+	int r = mafsbx_filters_add(f, "name", "^" MAFSBX_NAME_PREFIX);
+	for (size_t i = 0; r == 0 && i < MAFSBX_ARRAY_SIZE(identity_labels); i++)
+		r = mafsbx_filters_add(f, "label", identity_labels[i]);
+	if (r == 0 && scope_label) {
+		char kv[sizeof(MAFSBX_LABEL_SCOPE) + MAFSBX_LABEL_VALUE_MAX + 2];
+		snprintf(kv, sizeof(kv), "%s=%s", MAFSBX_LABEL_SCOPE, scope_label);
+		r = mafsbx_filters_add(f, "label", kv);
+	}
+	if (r < 0) {
+		json_decref(f);
+		return NULL;
+	}
+	return f;
+}
+
+/*
+ * Decide whether an inspected object is one of ours. Returns 1 (keep, `out`
+ * filled), 0 (foreign or partial: ignore silently) or -1 (unreadable
+ * creation time: an inventory failure, `why` says what).
+ */
+static int validate(const json_t *obj, bool network, const char *listed_id, const char *scope_label,
+		    struct resource *out, char *why, size_t why_len)
+{
+	const char *id = json_string_value(json_object_get(obj, "Id"));
+	if (!id || strcmp(id, listed_id) != 0)
+		return 0;
+	const char *name = json_string_value(json_object_get(obj, "Name"));
+	if (!name)
+		return 0;
+	if (!network && name[0] == '/')
+		name++;
+	enum mafsbx_reap_kind kind;
+	if (!mafsbx_reap_parse_name(name, network, &kind, out->sandbox))
+		return 0;
+	const json_t *labels = network ? json_object_get(obj, "Labels")
+				       : json_object_get(json_object_get(obj, "Config"), "Labels");
+	if (!json_is_object(labels))
+		return 0;
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(identity_labels); i++) {
+		const char *v = json_string_value(json_object_get(labels, identity_labels[i]));
+		if (!v || !v[0])
+			return 0;
+	}
+	if (scope_label && strcmp(json_string_value(json_object_get(labels, MAFSBX_LABEL_SCOPE)), scope_label) != 0)
+		return 0;
+	if (!network) {
+		const json_t *role = json_object_get(labels, MAFSBX_LABEL_ROLE);
+		if (kind == MAFSBX_REAP_PROXY && !(json_is_string(role) && strcmp(json_string_value(role), "proxy") == 0))
+			return 0;
+		if (kind == MAFSBX_REAP_WORKLOAD && role)
+			return 0;
+	}
+	struct mafsbx_error terr;
+	mafsbx_error_clear(&terr);
+	const char *created = json_string_value(json_object_get(obj, "Created"));
+	if (!created || mafsbx_time_parse(created, &out->created, &terr) < 0) {
+		snprintf(why, why_len, "%s %s: unreadable creation time: %s", mafsbx_reap_kind_name(kind), name,
+			 created ? terr.message : "no Created field");
+		return -1;
+	}
+	out->kind = kind;
+	snprintf(out->id, sizeof(out->id), "%s", id);
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	return 1;
+}
+
+/* The first failure also goes to `err`, so the caller can say why nothing was deleted. */
+static void note_first(struct mafsbx_error *err, int *first, int ret, const struct mafsbx_error *cause,
+		       const char *fallback)
+{
+	if (*first)
+		return;
+	*first = ret < 0 ? ret : -EIO;
+	if (!err)
+		return;
+	if (cause && cause->kind != MAFSBX_EK_NONE) {
+		*err = *cause;
+	} else {
+		mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s", fallback ? fallback : "reap: inventory failed");
+	}
+}
+
+static bool fatal_transport(const struct mafsbx_error *e)
+{
+	return e->kind == MAFSBX_EK_UNREACHABLE || e->kind == MAFSBX_EK_TIMEOUT;
+}
+
+/*
+ * One half of the inventory (containers or networks). Failures are recorded
+ * in `res`; returns 0, or the first failure's negative errno (with `err`).
+ * A dead engine stops the walk at once: every further call would fail the
+ * same way, possibly after a timeout each.
+ */
+static int inventory_half(struct mafsbx_engine *e, bool network, const char *scope_label, struct inventory *inv,
+			  struct mafsbx_reap_result *res, bool *fatal, struct mafsbx_error *err)
+{
+	const char *what = network ? "networks" : "containers";
+	int first = 0;
+	json_t *filters = reap_filters(scope_label);
+	json_t *list = NULL;
+	char **seen = NULL;
+	size_t n_seen = 0;
+	struct mafsbx_error lerr;
+	mafsbx_error_clear(&lerr);
+
+	if (!filters) {
+		first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+		goto out;
+	}
+	int r = network ? mafsbx_network_list(e, filters, &list, &lerr) : mafsbx_container_list(e, filters, true, &list, &lerr);
+	if (r < 0 || !json_is_array(list)) {
+		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "could not list %s, so nothing was deleted: %s",
+				what, r < 0 ? lerr.message : "the answer is not an array") < 0)
+			r = -ENOMEM;
+		note_first(err, &first, r, r < 0 ? &lerr : NULL, "list: the answer is not an array");
+		*fatal = r < 0 && fatal_transport(&lerr);
+		goto out;
+	}
+	seen = calloc(json_array_size(list) + 1, sizeof(*seen));
+	if (!seen) {
+		first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+		goto out;
+	}
+
+	size_t i;
+	json_t *entry;
+	json_array_foreach(list, i, entry) {
+		const char *id = json_string_value(json_object_get(entry, "Id"));
+		if (!is_id(id)) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "the engine listed a malformed %s ID '%.70s'", network ? "network" : "container",
+				 id ? id : "(none)");
+			if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "%s", msg) < 0) {
+				first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+				goto out;
+			}
+			note_first(err, &first, -EIO, NULL, msg);
+			continue;
+		}
+		bool dup = false;
+		for (size_t k = 0; k < n_seen && !dup; k++)
+			dup = strcmp(seen[k], id) == 0;
+		if (dup)
+			continue;
+		seen[n_seen++] = (char *)id;
+
+		json_t *obj = NULL;
+		struct mafsbx_error ierr;
+		mafsbx_error_clear(&ierr);
+		r = network ? mafsbx_network_inspect(e, id, &obj, &ierr) : mafsbx_container_inspect(e, id, &obj, &ierr);
+		if (r < 0) {
+			if (names_absent(&ierr, id))
+				continue;   /* removed since the listing: not ours to judge */
+			if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "could not inspect listed %s %s: %s",
+					network ? "network" : "container", id, ierr.message) < 0)
+				r = -ENOMEM;
+			note_first(err, &first, r, &ierr, NULL);
+			if (fatal_transport(&ierr)) {
+				*fatal = true;
+				goto out;
+			}
+			continue;
+		}
+		struct resource rs;
+		memset(&rs, 0, sizeof(rs));
+		char why[MAFSBX_ERR_MSG_MAX / 2] = "";
+		int v = validate(obj, network, id, scope_label, &rs, why, sizeof(why));
+		json_decref(obj);
+		if (v < 0) {
+			if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "%s", why) < 0) {
+				first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+				goto out;
+			}
+			note_first(err, &first, -EIO, NULL, why);
+		} else if (v > 0) {
+			if (inventory_push(inv, &rs) < 0) {
+				first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+				goto out;
+			}
+		}
+	}
+out:
+	free(seen);
+	json_decref(list);
+	json_decref(filters);
+	return first;
+}
+
+/* ---- groups ------------------------------------------------------------- */
+
+struct group {
+	char sandbox[MAFSBX_NAME_LEN + 1];
+	long workload, proxy;     /* index into the inventory, -1 when absent */
+	long anchor;              /* the deciding resource */
+	bool expired;
+	bool skipped;             /* the anchor vanished before revalidation */
+	bool blocked;             /* a container of the group was not removed */
+};
+
+static int cmp_resource(const void *a, const void *b)
+{
+	const struct resource *x = a, *y = b;
+	int c = strcmp(x->sandbox, y->sandbox);
+	if (c)
+		return c;
+	if (x->kind != y->kind)
+		return (int)x->kind - (int)y->kind;
+	return strcmp(x->id, y->id);
+}
+
+static struct group *find_group(struct group *g, size_t n, const char *sandbox)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(g[i].sandbox, sandbox) == 0)
+			return &g[i];
+	return NULL;
+}
+
+static int add_item(struct mafsbx_reap_result *res, const struct resource *r, enum mafsbx_reap_outcome o)
+{
+	struct mafsbx_reap_item *it = realloc(res->items, (res->n_items + 1) * sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	res->items = it;
+	it = &it[res->n_items++];
+	memset(it, 0, sizeof(*it));
+	it->kind = r->kind;
+	it->outcome = o;
+	snprintf(it->id, sizeof(it->id), "%s", r->id);
+	snprintf(it->name, sizeof(it->name), "%s", r->name);
+	snprintf(it->sandbox, sizeof(it->sandbox), "%s", r->sandbox);
+	it->created = r->created;
+	return 0;
+}
+
+static struct mafsbx_time realtime_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (struct mafsbx_time){ .sec = ts.tv_sec, .nsec = (int32_t)ts.tv_nsec };
+}
+
+int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts, struct mafsbx_reap_result *res,
+		struct mafsbx_error *err)
+{
+	if (res)
+		memset(res, 0, sizeof(*res));
+	if (!e || !opts || !res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "reap: bad arguments");
+	if (opts->older_than_s <= 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "reap: the age must be positive (got %lld s)",
+					(long long)opts->older_than_s);
+	res->dry_run = opts->dry_run;
+	struct mafsbx_time now = opts->now ? *opts->now : realtime_now();
+	res->cutoff = mafsbx_time_sub_clamped(now, opts->older_than_s);
+
+	char scope_buf[MAFSBX_LABEL_VALUE_MAX + 1];
+	const char *scope_label = NULL;
+	if (opts->scope) {
+		mafsbx_label_value(opts->scope, scope_buf);
+		scope_label = scope_buf;
+	}
+
+	struct inventory inv = { 0 };
+	struct group *groups = NULL;
+	size_t n_groups = 0;
+	int ret = 0;
+
+	/* 1. Inventory: containers first, then networks. */
+	bool fatal = false;
+	ret = inventory_half(e, false, scope_label, &inv, res, &fatal, err);
+	if (!fatal) {
+		/* Keep reading to report every unreadable resource; the first error stays in err. */
+		int r2 = inventory_half(e, true, scope_label, &inv, res, &fatal, ret < 0 ? NULL : err);
+		if (ret == 0)
+			ret = r2;
+	}
+	res->inventoried = inv.n;
+	if (ret < 0 || res->n_failures) {
+		res->inventory_failed = true;
+		if (ret == 0)
+			ret = -EIO;
+		log_info("reap: the inventory failed; nothing was deleted");
+		goto out;
+	}
+	if (opts->hook)
+		opts->hook(MAFSBX_REAP_AFTER_INVENTORY, opts->hook_ctx);
+
+	/* 2. Group by sandbox; the age is the workload's, else the proxy's, else the (youngest) network's. */
+	if (inv.n)
+		qsort(inv.r, inv.n, sizeof(*inv.r), cmp_resource);
+	groups = calloc(inv.n + 1, sizeof(*groups));
+	if (!groups) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < inv.n; i++) {
+		const struct resource *r = &inv.r[i];
+		struct group *g = find_group(groups, n_groups, r->sandbox);
+		if (!g) {
+			g = &groups[n_groups++];
+			snprintf(g->sandbox, sizeof(g->sandbox), "%s", r->sandbox);
+			g->workload = g->proxy = g->anchor = -1;
+		}
+		if (r->kind == MAFSBX_REAP_WORKLOAD)
+			g->workload = (long)i;
+		else if (r->kind == MAFSBX_REAP_PROXY)
+			g->proxy = (long)i;
+	}
+	for (size_t gi = 0; gi < n_groups; gi++) {
+		struct group *g = &groups[gi];
+		if (g->workload >= 0) {
+			g->anchor = g->workload;
+		} else if (g->proxy >= 0) {
+			g->anchor = g->proxy;
+		} else {
+			for (size_t i = 0; i < inv.n; i++)
+				if (inv.r[i].kind == MAFSBX_REAP_NETWORK && strcmp(inv.r[i].sandbox, g->sandbox) == 0 &&
+				    (g->anchor < 0 || mafsbx_time_cmp(inv.r[i].created, inv.r[g->anchor].created) > 0))
+					g->anchor = (long)i;
+		}
+		/* Strict: an anchor exactly at the cutoff is kept. */
+		g->expired = g->anchor >= 0 && mafsbx_time_cmp(inv.r[g->anchor].created, res->cutoff) < 0;
+	}
+
+	/* 3. Revalidate each expired group's anchor by ID; any failure deletes nothing. */
+	int first = 0;
+	for (size_t gi = 0; gi < n_groups; gi++) {
+		struct group *g = &groups[gi];
+		if (!g->expired)
+			continue;
+		const struct resource *a = &inv.r[g->anchor];
+		json_t *obj = NULL;
+		struct mafsbx_error rerr;
+		mafsbx_error_clear(&rerr);
+		int r = a->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_inspect(e, a->id, &obj, &rerr)
+						       : mafsbx_container_inspect(e, a->id, &obj, &rerr);
+		if (r < 0 && names_absent(&rerr, a->id)) {
+			g->skipped = true;
+			continue;
+		}
+		const char *id = r == 0 ? json_string_value(json_object_get(obj, "Id")) : NULL;
+		if (r < 0 || !id || strcmp(id, a->id) != 0) {
+			enum mafsbx_reap_kind k = a->kind;
+			if (add_failure(res, MAFSBX_REAP_UNLISTED, &k, a->id, a->name, "could not revalidate %s %s: %s",
+					mafsbx_reap_kind_name(k), a->name,
+					r < 0 ? rerr.message : "the engine answered another ID") < 0) {
+				json_decref(obj);
+				ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+				goto out;
+			}
+			note_first(err, &first, r, r < 0 ? &rerr : NULL, res->failures[res->n_failures - 1].message);
+		}
+		json_decref(obj);
+		if (r < 0 && fatal_transport(&rerr))
+			break;
+	}
+	if (first) {
+		res->inventory_failed = true;
+		ret = first;
+		log_info("reap: revalidation failed; nothing was deleted");
+		goto out;
+	}
+	if (opts->hook)
+		opts->hook(MAFSBX_REAP_BEFORE_DELETE, opts->hook_ctx);
+
+	/* 4. Remove by ID: proxies, then workloads, then networks. */
+	static const enum mafsbx_reap_kind order[] = { MAFSBX_REAP_PROXY, MAFSBX_REAP_WORKLOAD, MAFSBX_REAP_NETWORK };
+	for (size_t oi = 0; oi < MAFSBX_ARRAY_SIZE(order); oi++) {
+		for (size_t i = 0; i < inv.n; i++) {
+			const struct resource *r = &inv.r[i];
+			if (r->kind != order[oi])
+				continue;
+			struct group *g = find_group(groups, n_groups, r->sandbox);
+			if (!g || !g->expired || g->skipped)
+				continue;
+			int ar;
+			if (g->blocked) {
+				ar = add_item(res, r, MAFSBX_REAP_BLOCKED);
+			} else if (opts->dry_run) {
+				ar = add_item(res, r, MAFSBX_REAP_WOULD_REMOVE);
+				if (r->kind == MAFSBX_REAP_PROXY)
+					res->proxies_removed++;
+				else if (r->kind == MAFSBX_REAP_WORKLOAD)
+					res->disposed++;
+				else
+					res->networks_removed++;
+			} else {
+				struct mafsbx_error derr;
+				mafsbx_error_clear(&derr);
+				int dr = r->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_delete(e, r->id, &derr)
+									: mafsbx_container_delete(e, r->id, true, &derr);
+				enum mafsbx_reap_outcome o;
+				if (dr == 0) {
+					o = MAFSBX_REAP_REMOVED;
+					if (r->kind == MAFSBX_REAP_PROXY)
+						res->proxies_removed++;
+					else if (r->kind == MAFSBX_REAP_WORKLOAD)
+						res->disposed++;
+					else
+						res->networks_removed++;
+					log_info("reap: removed %s %s (%.12s)", mafsbx_reap_kind_name(r->kind), r->name, r->id);
+				} else if (names_absent(&derr, r->id)) {
+					o = MAFSBX_REAP_GONE;
+				} else {
+					o = MAFSBX_REAP_FAILED;
+					enum mafsbx_reap_kind k = r->kind;
+					if (add_failure(res, code_of(&derr), &k, r->id, r->name, "%s", derr.message) < 0) {
+						ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+						goto out;
+					}
+					log_info("reap: could not remove %s %s: %s", mafsbx_reap_kind_name(r->kind), r->name,
+						 derr.message);
+				}
+				/* A container left in place (or already replaced) keeps its group's age for a retry. */
+				if (o != MAFSBX_REAP_REMOVED && r->kind != MAFSBX_REAP_NETWORK)
+					g->blocked = true;
+				ar = add_item(res, r, o);
+			}
+			if (ar < 0) {
+				ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+				goto out;
+			}
+		}
+	}
+out:
+	free(groups);
+	free(inv.r);
+	return ret;
+}
+
+void mafsbx_reap_result_free(struct mafsbx_reap_result *res)
+{
+	if (!res)
+		return;
+	free(res->failures);
+	free(res->items);
+	res->failures = NULL;
+	res->items = NULL;
+	res->n_failures = res->n_items = 0;
+}
+
+json_t *mafsbx_reap_result_json(const struct mafsbx_reap_result *res)
+{
+	json_t *failures = json_array();
+	json_t *o = json_object();
+	if (!failures || !o)
+		goto fail;
+	for (size_t i = 0; i < res->n_failures; i++) {
+		const struct mafsbx_reap_failure *f = &res->failures[i];
+		json_t *jf = json_pack("{s:s, s:s?, s:s?, s:s?, s:s}", "code", mafsbx_reap_code_name(f->code), "kind",
+				       f->has_kind ? mafsbx_reap_kind_name(f->kind) : NULL, "name",
+				       f->name[0] ? f->name : NULL, "id", f->id[0] ? f->id : NULL, "message", f->message);
+		if (!jf || json_array_append_new(failures, jf) < 0)
+			goto fail;
+	}
+	if (json_object_set_new(o, "disposed", json_integer(res->disposed)) < 0 ||
+	    json_object_set_new(o, "proxies_removed", json_integer(res->proxies_removed)) < 0 ||
+	    json_object_set_new(o, "networks_removed", json_integer(res->networks_removed)) < 0 ||
+	    json_object_set(o, "failures", failures) < 0 ||
+	    json_object_set_new(o, "dry_run", json_boolean(res->dry_run)) < 0)
+		goto fail;
+	if (res->dry_run) {
+		json_t *would = json_array();
+		if (!would || json_object_set_new(o, "would_remove", would) < 0)
+			goto fail;
+		for (size_t i = 0; i < res->n_items; i++) {
+			const struct mafsbx_reap_item *it = &res->items[i];
+			if (it->outcome != MAFSBX_REAP_WOULD_REMOVE)
+				continue;
+			char created[32];
+			mafsbx_time_format(it->created, created);
+			json_t *jw = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind", mafsbx_reap_kind_name(it->kind), "name",
+					       it->name, "id", it->id, "sandbox", it->sandbox, "created", created);
+			if (!jw || json_array_append_new(would, jw) < 0)
+				goto fail;
+		}
+	}
+	json_decref(failures);
+	return o;
+fail:
+	json_decref(failures);
+	json_decref(o);
+	return NULL;
+}

@@ -1,0 +1,347 @@
+/*
+ * cmd_ls.c: `mafsbx ls`: every sandbox on the engine (a workload container
+ * named maf-sandbox-docker-<12 hex> with the four identity labels and no
+ * role), with its key, kind, state, age and image, from ONE container list
+ * call. The key is decoded from a maf-sandbox.key.v1 label (the workload's,
+ * else its proxy's, where upstream writes it) when it agrees with the
+ * identity labels; otherwise the label values are shown as stored (digests
+ * for long or unusual values). Needs no mount.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "duration.h"
+#include "mafsbx.h"
+#include "names.h"
+#include "reap.h"
+
+static const char *const identity_labels[] = {
+	MAFSBX_LABEL_SCOPE,
+	MAFSBX_LABEL_THREAD,
+	MAFSBX_LABEL_AGENT,
+	MAFSBX_LABEL_KIND,
+};
+
+static void ls_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: " PROGRAM " ls [--scope SCOPE] [--json] [-H URL | --context NAME]\n"
+		"\n"
+		"List every maf-sandbox Docker sandbox on the engine, oldest first: its\n"
+		"name, kind, state, age, image and key (scope, thread, agent, call). The\n"
+		"key comes from the maf-sandbox.key.v1 label when present; otherwise the\n"
+		"stored label values are shown (sha256-... for digested values).\n"
+		"\n"
+		"Options:\n"
+		"      --scope SCOPE    only sandboxes of this scope\n"
+		"      --json           print one JSON array\n" CLI_ENGINE_OPTIONS_HELP
+		"  -h, --help           show this help\n"
+		"\n"
+		"Exit status: 0 done, 2 usage, 3 engine unreachable or the listing failed.\n");
+}
+
+struct row {
+	char name[MAFSBX_NAME_LEN + 1];
+	const char *id, *kind, *state, *image;
+	int64_t created;
+	/* the key: decoded strings (owned) or the stored label values (borrowed) */
+	char *k_owned[4];
+	const char *key[4];      /* scope, thread, agent, call */
+	bool from_key_v1;
+};
+
+static const char *label(const json_t *labels, const char *k)
+{
+	return json_string_value(json_object_get(labels, k));
+}
+
+/*
+ * Upstream's strict recovery (§2.3): key.v1 decodes to four strings, each of
+ * scope/thread/agent maps to its label through label_value, and the call is
+ * asymmetric (an empty call needs no call label, a non-empty one must match).
+ */
+static bool key_from_v1(const json_t *labels, const char *v1, char *out[4])
+{
+	if (!v1 || !v1[0])
+		return false;
+	char *k[4] = { NULL, NULL, NULL, NULL };
+	if (mafsbx_key_attribution_decode(v1, &k[0], &k[1], &k[2], &k[3]) < 0)
+		return false;
+	static const char *const which[3] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT };
+	bool ok = true;
+	char lv[MAFSBX_LABEL_VALUE_MAX + 1];
+	for (size_t i = 0; i < 3 && ok; i++) {
+		mafsbx_label_value(k[i], lv);
+		const char *stored = label(labels, which[i]);
+		ok = stored && strcmp(stored, lv) == 0;
+	}
+	if (ok) {
+		const char *call = label(labels, MAFSBX_LABEL_CALL);
+		if (k[3][0] == '\0') {
+			ok = call == NULL;
+		} else {
+			mafsbx_label_value(k[3], lv);
+			ok = call && strcmp(call, lv) == 0;
+		}
+	}
+	for (size_t i = 0; i < 4; i++) {
+		if (ok)
+			out[i] = k[i];
+		else
+			free(k[i]);
+	}
+	return ok;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->created != y->created)
+		return x->created < y->created ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Labels are anyone's text: never let them drive the terminal. */
+static void put_clean(FILE *out, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, out);
+}
+
+static void print_table(const struct row *rows, size_t n, int64_t now)
+{
+	int wk = 4, ws = 5, wi = 5;
+	for (size_t i = 0; i < n; i++) {
+		int l = (int)strlen(rows[i].kind);
+		wk = l > wk ? (l > 24 ? 24 : l) : wk;
+		l = (int)strlen(rows[i].state);
+		ws = l > ws ? l : ws;
+		l = (int)strlen(rows[i].image);
+		wi = l > wi ? (l > 40 ? 40 : l) : wi;
+	}
+	printf("%-*s  %-*s  %-*s  %-7s  %-*s  %s\n", MAFSBX_NAME_LEN, "NAME", wk, "KIND", ws, "STATE", "AGE", wi, "IMAGE",
+	       "KEY");
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		char age[32];
+		mafsbx_duration_format(now - r->created, age);
+		printf("%-*s  ", MAFSBX_NAME_LEN, r->name);
+		put_clean(stdout, r->kind);
+		printf("%*s  %-*s  %-7s  ", wk - (int)strlen(r->kind) > 0 ? wk - (int)strlen(r->kind) : 0, "", ws, r->state,
+		       age);
+		put_clean(stdout, r->image);
+		printf("%*s  scope=", wi - (int)strlen(r->image) > 0 ? wi - (int)strlen(r->image) : 0, "");
+		put_clean(stdout, r->key[0]);
+		printf(" thread=");
+		put_clean(stdout, r->key[1]);
+		printf(" agent=");
+		put_clean(stdout, r->key[2]);
+		if (r->key[3][0]) {
+			printf(" call=");
+			put_clean(stdout, r->key[3]);
+		}
+		putchar('\n');
+	}
+}
+
+static int print_json(const struct row *rows, size_t n, int64_t now)
+{
+	json_t *arr = json_array();
+	if (!arr)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		char created[32];
+		mafsbx_time_format((struct mafsbx_time){ .sec = r->created }, created);
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:{s:s, s:s, s:s, s:s}, s:s}", "name", r->name,
+				      "id", r->id, "kind", r->kind, "state", r->state, "created", created, "age_s",
+				      (json_int_t)(now - r->created > 0 ? now - r->created : 0), "image", r->image, "key",
+				      "scope", r->key[0], "thread", r->key[1], "agent", r->key[2], "call", r->key[3],
+				      "key_source", r->from_key_v1 ? "key.v1" : "labels");
+		if (!o || json_array_append_new(arr, o) < 0) {
+			json_decref(arr);
+			return -1;
+		}
+	}
+	char *s = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	if (!s)
+		return -1;
+	printf("%s\n", s);
+	free(s);
+	return 0;
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	enum { OPT_SCOPE = 256, OPT_JSON, OPT_CONTEXT };
+	static const struct option longopts[] = {
+		{ "scope", required_argument, NULL, OPT_SCOPE },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "host", required_argument, NULL, 'H' },
+		{ "context", required_argument, NULL, OPT_CONTEXT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *scope = NULL, *host = NULL, *context = NULL;
+	bool json = false;
+	int c;
+	while ((c = getopt_long(argc, argv, ":H:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SCOPE:
+			scope = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'H':
+			host = optarg;
+			break;
+		case OPT_CONTEXT:
+			context = optarg;
+			break;
+		case 'h':
+			ls_usage(stdout);
+			return MAFSBX_EXIT_OK;
+		default:
+			return cli_option_error("ls", c, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("ls", "unexpected argument '%s'", argv[optind]);
+	if (host && context)
+		return cli_usage_error("ls", "give either -H/--host or --context, not both");
+
+	int code;
+	struct mafsbx_engine *e = cli_open_engine(host, context, &code);
+	if (!e)
+		return code;
+
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	json_t *filters = mafsbx_filters_new();
+	json_t *list = NULL;
+	struct row *rows = NULL;
+	size_t n = 0;
+	int r = filters ? mafsbx_filters_add(filters, "name", "^" MAFSBX_NAME_PREFIX) : -1;
+	for (size_t i = 0; r == 0 && i < MAFSBX_ARRAY_SIZE(identity_labels); i++)
+		r = mafsbx_filters_add(filters, "label", identity_labels[i]);
+	if (r == 0 && scope) {
+		char lv[MAFSBX_LABEL_VALUE_MAX + 1], kv[sizeof(MAFSBX_LABEL_SCOPE) + sizeof(lv) + 1];
+		mafsbx_label_value(scope, lv);
+		snprintf(kv, sizeof(kv), "%s=%s", MAFSBX_LABEL_SCOPE, lv);
+		r = mafsbx_filters_add(filters, "label", kv);
+	}
+	if (r < 0) {
+		cli_error("ls: out of memory");
+		code = MAFSBX_EXIT_FAILURE;
+		goto out;
+	}
+	if (mafsbx_container_list(e, filters, true, &list, &err) < 0 || !json_is_array(list)) {
+		cli_error("ls: could not list containers: %s", err.message[0] ? err.message : "the answer is not an array");
+		code = MAFSBX_EXIT_ENGINE;
+		goto out;
+	}
+	rows = calloc(json_array_size(list) + 1, sizeof(*rows));
+	if (!rows) {
+		cli_error("ls: out of memory");
+		code = MAFSBX_EXIT_FAILURE;
+		goto out;
+	}
+
+	size_t i;
+	json_t *ent;
+	json_array_foreach(list, i, ent) {
+		const char *name = json_string_value(json_array_get(json_object_get(ent, "Names"), 0));
+		const json_t *labels = json_object_get(ent, "Labels");
+		enum mafsbx_reap_kind kind;
+		char sandbox[MAFSBX_NAME_LEN + 1];
+		if (name && name[0] == '/')
+			name++;
+		if (!name || !json_is_object(labels) || !mafsbx_reap_parse_name(name, false, &kind, sandbox) ||
+		    kind != MAFSBX_REAP_WORKLOAD || json_object_get(labels, MAFSBX_LABEL_ROLE))
+			continue;
+		bool complete = true;
+		for (size_t k = 0; k < MAFSBX_ARRAY_SIZE(identity_labels) && complete; k++) {
+			const char *v = label(labels, identity_labels[k]);
+			complete = v && v[0];
+		}
+		if (!complete)
+			continue;
+		struct row *rw = &rows[n++];
+		snprintf(rw->name, sizeof(rw->name), "%s", name);
+		rw->id = json_string_value(json_object_get(ent, "Id"));
+		rw->kind = label(labels, MAFSBX_LABEL_KIND);
+		rw->state = json_string_value(json_object_get(ent, "State"));
+		rw->image = json_string_value(json_object_get(ent, "Image"));
+		rw->created = json_integer_value(json_object_get(ent, "Created"));
+		if (!rw->id)
+			rw->id = "";
+		if (!rw->state)
+			rw->state = "unknown";
+		if (!rw->image)
+			rw->image = "";
+
+		/* The key: this container's key.v1, else its proxy's (upstream writes it there). */
+		rw->from_key_v1 = key_from_v1(labels, label(labels, MAFSBX_LABEL_KEY_V1), rw->k_owned);
+		if (!rw->from_key_v1) {
+			char proxy[MAFSBX_NAME_LEN + 8];
+			snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+			size_t j;
+			json_t *p;
+			json_array_foreach(list, j, p) {
+				const char *pn = json_string_value(json_array_get(json_object_get(p, "Names"), 0));
+				const json_t *pl = json_object_get(p, "Labels");
+				if (!pn || strcmp(pn[0] == '/' ? pn + 1 : pn, proxy) != 0 || !json_is_object(pl))
+					continue;
+				const char *role = label(pl, MAFSBX_LABEL_ROLE);
+				if (!role || strcmp(role, "proxy") != 0 ||
+				    !json_equal(json_object_get(pl, MAFSBX_LABEL_KIND), json_object_get(labels, MAFSBX_LABEL_KIND)))
+					continue;
+				rw->from_key_v1 = key_from_v1(labels, label(pl, MAFSBX_LABEL_KEY_V1), rw->k_owned);
+				break;
+			}
+		}
+		if (rw->from_key_v1) {
+			for (size_t k = 0; k < 4; k++)
+				rw->key[k] = rw->k_owned[k];
+		} else {
+			rw->key[0] = label(labels, MAFSBX_LABEL_SCOPE);
+			rw->key[1] = label(labels, MAFSBX_LABEL_THREAD);
+			rw->key[2] = label(labels, MAFSBX_LABEL_AGENT);
+			rw->key[3] = label(labels, MAFSBX_LABEL_CALL);
+			if (!rw->key[3])
+				rw->key[3] = "";
+		}
+	}
+	if (n)
+		qsort(rows, n, sizeof(*rows), cmp_row);
+
+	int64_t now = (int64_t)time(NULL);
+	if (json) {
+		if (print_json(rows, n, now) < 0) {
+			cli_error("ls: out of memory");
+			code = MAFSBX_EXIT_FAILURE;
+			goto out;
+		}
+	} else {
+		print_table(rows, n, now);
+	}
+	fflush(stdout);
+	code = MAFSBX_EXIT_OK;
+out:
+	for (size_t k = 0; rows && k < n; k++)
+		for (size_t m = 0; m < 4; m++)
+			free(rows[k].k_owned[m]);
+	free(rows);
+	json_decref(list);
+	json_decref(filters);
+	mafsbx_engine_close(e);
+	return code;
+}
