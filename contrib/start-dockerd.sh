@@ -7,6 +7,8 @@
 # $TMPDIR when /var/log is not writable), wait up to 60 s for /_ping, and fail
 # with the tail of its log when it does not come up. A tcp:// endpoint that
 # does not answer is an error: this script only starts a local engine.
+# MAFSBX_DOCKERD_ARGS adds daemon arguments; MAFSBX_DOCKERD_DEADLINE changes
+# the 60 s wait.
 set -euo pipefail
 PROG=start-dockerd
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +37,9 @@ fi
 sock=$(engine_socket)
 args=()
 [ "$sock" = /var/run/docker.sock ] || args+=(-H "unix://$sock")
+# Extra daemon arguments (word-split), e.g. a separate --data-root for a test daemon.
+# shellcheck disable=SC2206
+args+=(${MAFSBX_DOCKERD_ARGS:-})
 
 log "no engine answers at $url; starting dockerd (log: $logfile)"
 printf '\n=== %s: start-dockerd.sh starting dockerd %s\n' "$(date -u +%FT%TZ)" "${args[*]:-}" >>"$logfile"
@@ -50,7 +55,8 @@ until engine_ping; do
 		exit 1
 	fi
 	if ((SECONDS - start >= DEADLINE_S)); then
-		log "dockerd (pid $pid) did not answer /_ping within ${DEADLINE_S} s; last lines of $logfile:"
+		log "dockerd (pid $pid) did not answer /_ping within ${DEADLINE_S} s; stopping it; last lines of $logfile:"
+		kill "$pid" 2>/dev/null || true
 		tail -n 40 "$logfile" >&2
 		exit 1
 	fi

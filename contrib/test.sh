@@ -66,10 +66,15 @@ run_tests() {
 	local label=$1 dir=$2 rc=0 logbase
 	shift 2
 	logbase="mafsbx-${label}"
+	# No stale results from an earlier run can be counted.
+	rm -f "$dir/meson-logs/$logbase".* "$dir/meson-logs/$logbase"-*
 	log "meson test ($label) in $dir"
 	meson test -C "$dir" --print-errorlogs --logbase "$logbase" "$@" || rc=$?
-	local json="$dir/meson-logs/$logbase.json" txt="$dir/meson-logs/$logbase.txt"
-	if [ ! -s "$json" ]; then
+	# With --setup NAME meson names the logs LOGBASE-NAME.{json,txt}.
+	local json txt
+	json=$(ls "$dir/meson-logs/$logbase".json "$dir/meson-logs/$logbase"-*.json 2>/dev/null | head -n 1 || true)
+	txt=${json%.json}.txt
+	if [ -z "$json" ] || [ ! -s "$json" ]; then
 		log "$label: meson test wrote no results (exit $rc)"
 		failures+=("$label: no test results")
 		return
