@@ -1,0 +1,481 @@
+/*
+ * acquire.c: get-or-create the sandbox of a key and kind (upstream §4):
+ * under one lock per container name, check the work-dir label of what is
+ * there, thaw a container a dead process left paused (never a live freeze),
+ * re-ask the engine's OS on cold paths, then reuse a running container,
+ * start a stopped one (a failed start: remove and recreate), or create a
+ * missing one (pulling an absent image first; a name conflict with another
+ * process is adopted). A container we create is hardened (no network,
+ * no-new-privileges, a pids limit, opt-in cap-drop/memory/cpus, no mounts
+ * of any kind, `sleep infinity` as keep-alive) and read back with inspect,
+ * because the engine silently drops fields it does not know. Then the
+ * guest identity, the capability probes and the work directory.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "files.h"
+#include "log.h"
+#include "sbx_internal.h"
+
+static json_t *str_array(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_string(v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static bool array_has(json_t *a, const char *s, bool prefix_ok)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v) {
+		const char *t = json_string_value(v);
+		if (!t)
+			continue;
+		if (strcasecmp(t, s) == 0)
+			return true;
+		/* "no-new-privileges:true" is the same option */
+		if (prefix_ok && strncasecmp(t, s, strlen(s)) == 0 && (strcasecmp(t + strlen(s), ":true") == 0 ||
+									 strcasecmp(t + strlen(s), "=true") == 0))
+			return true;
+	}
+	return false;
+}
+
+static bool empty_or_null(json_t *v)
+{
+	return !v || json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0) ||
+	       (json_is_object(v) && json_object_size(v) == 0);
+}
+
+static int64_t nano_cpus(double cpus)
+{
+	return (int64_t)(cpus * 1e9 + 0.5);
+}
+
+/* The create body. */
+static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image)
+{
+	json_t *labels = mafsbx_workload_labels(&spec->key, spec->kind, spec->labels, spec->work_dir);
+	char *attribution = mafsbx_key_attribution(&spec->key);
+	json_t *outputs = str_array(spec->outputs, spec->n_outputs);
+	char *outputs_text = outputs ? json_dumps(outputs, JSON_COMPACT) : NULL;
+	json_t *cfg = NULL;
+	if (!labels || !attribution || !outputs_text)
+		goto out;
+	/* key.v1 on the workload too (upstream writes it on the proxy only): it lets a mount show the
+	 * key behind digested labels. An extra label changes nothing for a Python host. */
+	json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution));
+	json_object_set_new(labels, MAFSBX_LABEL_OUTPUTS, json_string(outputs_text));
+
+	json_t *hc = json_pack("{s:s, s:[s]}", "NetworkMode", "none", "SecurityOpt", "no-new-privileges");
+	if (!hc)
+		goto out;
+	if (b->cfg.pids_limit > 0)
+		json_object_set_new(hc, "PidsLimit", json_integer(b->cfg.pids_limit));
+	if (b->cfg.cap_drop_all)
+		json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
+	if (b->cfg.memory_bytes > 0) {
+		json_object_set_new(hc, "Memory", json_integer(b->cfg.memory_bytes));
+		json_object_set_new(hc, "MemorySwap", json_integer(b->cfg.memory_bytes));
+	}
+	if (b->cfg.cpus > 0)
+		json_object_set_new(hc, "NanoCpus", json_integer(nano_cpus(b->cfg.cpus)));
+	cfg = json_pack("{s:s, s:[s,s], s:O, s:b, s:b, s:b, s:b, s:b, s:o}", "Image", image, "Cmd", "sleep",
+			"infinity", "Labels", labels, "AttachStdin", 0, "AttachStdout", 0, "AttachStderr", 0, "Tty", 0,
+			"OpenStdin", 0, "HostConfig", hc);
+	if (cfg && spec->env && spec->n_env)
+		json_object_set_new(cfg, "Env", str_array(spec->env, spec->n_env));
+out:
+	json_decref(labels);
+	free(attribution);
+	json_decref(outputs);
+	free(outputs_text);
+	return cfg;
+}
+
+/* The hardening of a container we created, as the engine recorded it. "" when all took. */
+static void check_hardening(struct mafsbx_backend *b, json_t *insp, char *why, size_t whysz)
+{
+	json_t *hc = json_object_get(insp, "HostConfig");
+	const char *nm = json_string_value(json_object_get(hc, "NetworkMode"));
+	why[0] = '\0';
+	if (!hc)
+		snprintf(why, whysz, "no HostConfig");
+	else if (!nm || strcmp(nm, "none") != 0)
+		snprintf(why, whysz, "NetworkMode is %s, not none", nm ? nm : "unset");
+	else if (!array_has(json_object_get(hc, "SecurityOpt"), "no-new-privileges", true))
+		snprintf(why, whysz, "SecurityOpt lacks no-new-privileges");
+	else if (b->cfg.pids_limit > 0 &&
+		 json_integer_value(json_object_get(hc, "PidsLimit")) != (json_int_t)b->cfg.pids_limit)
+		snprintf(why, whysz, "PidsLimit is not %ld", b->cfg.pids_limit);
+	else if (b->cfg.cap_drop_all && !array_has(json_object_get(hc, "CapDrop"), "ALL", false))
+		snprintf(why, whysz, "CapDrop lacks ALL");
+	else if (b->cfg.memory_bytes > 0 &&
+		 (json_integer_value(json_object_get(hc, "Memory")) != (json_int_t)b->cfg.memory_bytes ||
+		  json_integer_value(json_object_get(hc, "MemorySwap")) != (json_int_t)b->cfg.memory_bytes))
+		snprintf(why, whysz, "Memory/MemorySwap are not %lld", (long long)b->cfg.memory_bytes);
+	else if (b->cfg.cpus > 0 &&
+		 json_integer_value(json_object_get(hc, "NanoCpus")) != (json_int_t)nano_cpus(b->cfg.cpus))
+		snprintf(why, whysz, "NanoCpus is not %lld", (long long)nano_cpus(b->cfg.cpus));
+	else if (!empty_or_null(json_object_get(hc, "Binds")) || !empty_or_null(json_object_get(hc, "Mounts")) ||
+		 !empty_or_null(json_object_get(hc, "Tmpfs")) || !empty_or_null(json_object_get(insp, "Mounts")) ||
+		 !empty_or_null(json_object_get(json_object_get(insp, "Config"), "Volumes")))
+		snprintf(why, whysz, "the container has mounts or volumes (from the image?)");
+	else if (json_is_true(json_object_get(hc, "Privileged")))
+		snprintf(why, whysz, "the container is privileged");
+}
+
+static void remove_quietly(struct mafsbx_backend *b, const char *id_or_name)
+{
+	struct mafsbx_error e;
+	if (mafsbx_container_delete(b->engine, id_or_name, true, &e) < 0 && e.kind != MAFSBX_EK_NO_CONTAINER)
+		log_warn("could not remove container %s: %s", id_or_name, e.message);
+	sbx_facts_drop(b, NULL, id_or_name);
+}
+
+/* Make sure `image` is present: inspect, else an explicit pull with the pull timeout. */
+static int ensure_image(struct mafsbx_backend *b, const char *image, struct mafsbx_error *err)
+{
+	json_t *img = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = mafsbx_image_inspect(b->engine, image, &img, &e);
+	json_decref(img);
+	if (r == 0)
+		return 0;
+	if (e.kind != MAFSBX_EK_NO_IMAGE) {
+		if (err)
+			*err = e;
+		mafsbx_error_prefix(err, "could not inspect image %s", image);
+		return r;
+	}
+	log_info("image %s is absent: pulling it", image);
+	mafsbx_error_clear(&e);
+	r = mafsbx_image_pull(b->engine, image, &e);
+	if (r < 0)
+		return mafsbx_error_set(err, e.kind == MAFSBX_EK_TIMEOUT || e.kind == MAFSBX_EK_UNREACHABLE ? e.kind
+														: MAFSBX_EK_NO_IMAGE,
+					"could not pull image %s: %s", image, e.message);
+	return 0;
+}
+
+struct acq {
+	char id[65];
+	enum mafsbx_acquire_state state;
+	json_t *insp;            /* the current container's inspect */
+};
+
+static int inspect_into(struct mafsbx_backend *b, const char *ref, struct acq *a, struct mafsbx_error *err)
+{
+	json_t *j = NULL;
+	int r = mafsbx_container_inspect(b->engine, ref, &j, err);
+	if (r < 0)
+		return r;
+	json_decref(a->insp);
+	a->insp = j;
+	const char *id = json_string_value(json_object_get(j, "Id"));
+	snprintf(a->id, sizeof(a->id), "%s", id ? id : "");
+	return 0;
+}
+
+/* Create (or adopt on a name conflict). On success a->insp/a->id/a->state are set. */
+static int create_container(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			    const char *name, struct acq *a, struct mafsbx_error *err)
+{
+	int r = ensure_image(b, image, err);
+	if (r < 0)
+		return r;
+	json_t *cfg = create_config(b, spec, image);
+	if (!cfg)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	sbx_facts_drop(b, name, NULL);
+	char id[65] = "";
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	r = mafsbx_container_create(b->engine, name, cfg, id, &e);
+	json_decref(cfg);
+	if (r < 0 && e.kind == MAFSBX_EK_CONFLICT) {
+		/* another process made it meanwhile: adopt it when it runs or starts */
+		log_info("sandbox %s: name in use, adopting the existing container", name);
+		struct mafsbx_error e2;
+		mafsbx_error_clear(&e2);
+		if (inspect_into(b, name, a, &e2) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+						"could not create container %s: the name is in use and the container could "
+						"not be adopted: %s",
+						name, e2.message);
+		json_t *st = json_object_get(a->insp, "State");
+		if (json_is_true(json_object_get(st, "Running"))) {
+			a->state = MAFSBX_ACQ_REUSED;
+			return 0;
+		}
+		if (mafsbx_container_start(b->engine, a->id, &e2) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+						"could not create container %s: the name is in use and the container did not "
+						"start: %s",
+						name, e2.message);
+		a->state = MAFSBX_ACQ_STARTED;
+		return 0;
+	}
+	if (r < 0) {
+		if (err)
+			*err = e;
+		mafsbx_error_prefix(err, "could not create container %s", name);
+		return r;
+	}
+	/* read back what the engine recorded before anything runs in it */
+	if ((r = inspect_into(b, id, a, err)) < 0) {
+		remove_quietly(b, id);
+		mafsbx_error_prefix(err, "could not read back the new container %s (removed)", name);
+		return r;
+	}
+	char why[200];
+	check_hardening(b, a->insp, why, sizeof(why));
+	if (why[0]) {
+		remove_quietly(b, id);
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+					"container %s was created without its hardening (%s); it was removed", name, why);
+	}
+	mafsbx_error_clear(&e);
+	if ((r = mafsbx_container_start(b->engine, id, &e)) < 0) {
+		remove_quietly(b, id);
+		if (err)
+			*err = e;
+		mafsbx_error_prefix(err, "could not start the new container %s (removed)", name);
+		return r;
+	}
+	a->state = MAFSBX_ACQ_CREATED;
+	return 0;
+}
+
+static int check_work_dir_label(json_t *insp, const char *name, const char *want, bool strict,
+				struct mafsbx_error *err)
+{
+	const char *have = json_string_value(json_object_get(json_object_get(json_object_get(insp, "Config"), "Labels"),
+							     MAFSBX_LABEL_WORK_DIR_V1));
+	if (have && strcmp(have, want) == 0)
+		return 0;
+	if (!have)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"sandbox %s has no %s label (made by an older release%s); dispose it before "
+					"acquiring it with work_dir %s",
+					name, MAFSBX_LABEL_WORK_DIR_V1, strict ? ", or not by a sandbox backend" : "", want);
+	return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+				"sandbox %s was created with work_dir %s; dispose it before asking for work_dir %s", name,
+				have, want);
+}
+
+static int os_refusal(struct mafsbx_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int os_refusal(struct mafsbx_error *err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxOsFamilyNotSupported", "%s", msg);
+}
+
+static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			  const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
+{
+	struct acq a = { .id = "", .state = 0, .insp = NULL };
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r;
+	bool present = false, running = false, thawed = false;
+
+	/* 1. what is there, and its storage base */
+	r = inspect_into(b, name, &a, &e);
+	if (r < 0 && e.kind != MAFSBX_EK_NO_CONTAINER) {
+		if (err)
+			*err = e;
+		mafsbx_error_prefix(err, "acquire %s", name);
+		goto out;
+	}
+	present = r == 0;
+	if (present) {
+		if ((r = check_work_dir_label(a.insp, name, spec->work_dir, false, err)) < 0)
+			goto out;
+		json_t *st = json_object_get(a.insp, "State");
+		/* 2. a container left paused with no live freeze is thawed (never a live one) */
+		if (json_is_true(json_object_get(st, "Paused"))) {
+			bool unpaused = false;
+			mafsbx_error_clear(&e);
+			if (b->fz)
+				r = mafsbx_freeze_recover(b->fz, a.id, true, &unpaused,
+							  mafsbx_now_ms() + b->cfg.command_timeout_ms, &e);
+			else if ((r = mafsbx_container_unpause(b->engine, a.id, &e)) == 0)
+				unpaused = true;
+			if (r < 0) {
+				r = mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+						     "sandbox %s is paused and could not be thawed, so it is not served: %s",
+						     name, e.message);
+				goto out;
+			}
+			if (unpaused) {
+				log_info("sandbox %s: thawed a freeze left by a process that is gone", name);
+				thawed = true;
+			}
+		}
+		running = json_is_true(json_object_get(st, "Running"));
+	}
+
+	/* 3. cold path: ask the engine's OS again before creating or restarting anything */
+	if (!running) {
+		bool linux = true;
+		mafsbx_error_clear(&e);
+		if (sbx_read_os(b, &linux, &e) < 0)
+			log_warn("acquire %s: could not read the engine's OS (%s); serving anyway", name, e.message);
+		else if (!linux) {
+			r = os_refusal(err, "the engine no longer reports linux (%s): no sandbox is created", b->os);
+			goto out;
+		}
+	}
+
+	/* 4. reuse, start, or create */
+	if (running) {
+		a.state = thawed ? MAFSBX_ACQ_STARTED : MAFSBX_ACQ_REUSED;
+	} else if (present) {
+		mafsbx_error_clear(&e);
+		if (mafsbx_container_start(b->engine, a.id, &e) == 0) {
+			a.state = MAFSBX_ACQ_STARTED;
+		} else {
+			log_warn("sandbox %s did not start (%s): removing and recreating it", name, e.message);
+			remove_quietly(b, a.id);
+			present = false;
+		}
+	}
+	if (!a.state && (r = create_container(b, spec, image, name, &a, err)) < 0)
+		goto out;
+
+	/* 5. the instance, and its storage base strictly */
+	if (!a.id[0]) {
+		struct mafsbx_dispose_result dr = { 0 };
+		mafsbx_sandbox_dispose_key(b, &spec->key, spec->kind, &dr, NULL);
+		mafsbx_dispose_result_free(&dr);
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "sandbox %s: the engine gave no container ID (disposed)",
+				     name);
+		goto out;
+	}
+	if ((r = check_work_dir_label(a.insp, name, spec->work_dir, true, err)) < 0)
+		goto out;
+
+	/* 6. identity, probes, work dir */
+	uid_t uid = 0;
+	gid_t gid = 0;
+	bool resolved = false;
+	if ((r = sbx_identity(b, a.id, name, a.insp, &uid, &gid, &resolved, err)) < 0) {
+		mafsbx_error_prefix(err, "acquire %s: resolving the guest user", name);
+		goto out;
+	}
+	if (!resolved && (spec->caps & (MAFSBX_CAP_FILES_OUT | MAFSBX_CAP_HOST_TOOLS))) {
+		r = mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
+				     "sandbox %s: the guest user could not be resolved, and %s needs it (the next "
+				     "acquire retries)",
+				     name, (spec->caps & MAFSBX_CAP_FILES_OUT) ? "files_out" : "host_tools");
+		goto out;
+	}
+	if ((r = sbx_probes(b, a.id, name, image, spec->caps, err)) < 0)
+		goto out;
+	if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
+		if (!b->fz) {
+			r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir", name);
+			goto out;
+		}
+		unsigned made = 0;
+		r = mafsbx_files_prepare_base(b->fz, a.id, spec->work_dir, uid, gid,
+					      mafsbx_now_ms() + b->cfg.command_timeout_ms, &made, err);
+		if (r < 0) {
+			mafsbx_error_prefix(err, "acquire %s: work dir %s", name, spec->work_dir);
+			goto out;
+		}
+		if (made)
+			log_debug("sandbox %s: made %u directories for work dir %s", name, made, spec->work_dir);
+	}
+
+	snprintf(res->name, sizeof(res->name), "%s", name);
+	snprintf(res->id, sizeof(res->id), "%s", a.id);
+	snprintf(res->work_dir, sizeof(res->work_dir), "%s", spec->work_dir);
+	res->state = a.state;
+	res->uid = uid;
+	res->gid = gid;
+	res->identity_resolved = resolved;
+	log_info("sandbox %s %s", name, mafsbx_acquire_state_name(a.state));
+	r = 0;
+out:
+	json_decref(a.insp);
+	return r;
+}
+
+int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec,
+			   struct mafsbx_acquire_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire: no result");
+	memset(res, 0, sizeof(*res));
+	if (!b || !spec || !spec->key.scope || !spec->key.thread || !spec->key.agent || !spec->kind || !*spec->kind ||
+	    !spec->work_dir)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire: incomplete spec");
+	const char *image = spec->image && *spec->image ? spec->image : b->cfg.default_image;
+	if (!image)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'image': required (no default image is configured)");
+	if (spec->isolation_scope == MAFSBX_SCOPE_CALL && (!spec->key.call || !*spec->key.call))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'call': isolation_scope 'call' requires a call id");
+	if (spec->caps & ~MAFSBX_CAP_ALL)
+		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED, "acquire: unknown capability bits");
+
+	/* Egress: closed is --network none. An allowlist needs a proxy AND proven isolation
+	 * (engine-api.md §6: Engine 20.10 silently ignores gateway_mode=isolated); the proven
+	 * path is not built, so an allowlist with hosts is refused. An empty allowlist allows
+	 * nothing: with a proxy configured it is served closed, as upstream. */
+	if (spec->egress == MAFSBX_EGRESS_ALLOWLIST) {
+		if (!b->cfg.egress_proxy_image)
+			return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
+						     "egress 'allowlist' needs -o egress_proxy_image; this mount serves "
+						     "only 'closed'");
+		if (spec->n_egress_allow)
+			return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
+						     "egress 'allowlist' needs a network isolation proven on this "
+						     "engine (gateway_mode=isolated is silently ignored before Engine "
+						     "28), and this backend does not build one: only 'closed' is served");
+	}
+	if (spec->requires_os_family == MAFSBX_OS_WINDOWS)
+		return os_refusal(err, "%s", "the docker backend declares no windows OS family");
+	if (spec->requires_os_family == MAFSBX_OS_POSIX) {
+		bool known, linux;
+		pthread_mutex_lock(&b->mu);
+		known = b->os_known, linux = b->os_linux;
+		pthread_mutex_unlock(&b->mu);
+		struct mafsbx_error e;
+		if (!known && sbx_read_os(b, &linux, &e) < 0)
+			return os_refusal(err, "the engine's OS could not be read (%s), so posix is not declared",
+					  e.message);
+		if (!linux) {
+			char os[32];
+			pthread_mutex_lock(&b->mu);
+			snprintf(os, sizeof(os), "%s", b->os);
+			pthread_mutex_unlock(&b->mu);
+			return os_refusal(err, "the engine's OS is %s, so posix is not declared", os);
+		}
+	}
+
+	char name[MAFSBX_NAME_LEN + 1];
+	mafsbx_container_name(&spec->key, spec->kind, "", name);
+	struct sbx_keylock *l = sbx_lock_name(b, name);
+	if (!l)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	int r = acquire_locked(b, spec, image, name, res, err);
+	sbx_unlock_name(b, l);
+	return r;
+}

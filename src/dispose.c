@@ -1,0 +1,319 @@
+/*
+ * dispose.c: removing sandboxes (upstream §8.1-§8.5). By name, by key (every
+ * kind, or one), or by conversation (scope, thread). The engine's labels are
+ * the record: a key or conversation is swept by a label filter with the same
+ * label_value mapping that created it, so a sandbox made by another process
+ * (the Python backend included) goes too. Proxies (<name>-proxy) and networks
+ * (<name>-net) are removed with their workload, whatever this mount's egress
+ * configuration. Disposal never fails on the engine's account: each workload
+ * that could not be removed is reported as a failure with a code
+ * (unreachable, timeout, refused, unlisted); a proxy or network left behind
+ * is logged only. What is already gone counts as nothing, not as an error.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "sbx_internal.h"
+
+void mafsbx_dispose_result_free(struct mafsbx_dispose_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_failures; i++)
+		free(r->failures[i].detail);
+	free(r->failures);
+	memset(r, 0, sizeof(*r));
+}
+
+json_t *mafsbx_dispose_result_json(const struct mafsbx_dispose_result *r)
+{
+	json_t *fails = json_array();
+	for (size_t i = 0; fails && i < r->n_failures; i++)
+		json_array_append_new(fails, json_pack("{s:s, s:s}", "code", mafsbx_disposal_code_name(r->failures[i].code),
+						       "detail", r->failures[i].detail ? r->failures[i].detail : ""));
+	return json_pack("{s:I, s:o}", "disposed", (json_int_t)r->disposed, "failures", fails);
+}
+
+void sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
+{
+	char *detail = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&detail, fmt, ap) < 0)
+		detail = NULL;
+	va_end(ap);
+	if (detail)
+		mafsbx_scrub_host_paths(detail);
+	struct mafsbx_disposal_failure *f = realloc(res->failures, (res->n_failures + 1) * sizeof(*f));
+	if (!f) {
+		free(detail);
+		return;
+	}
+	res->failures = f;
+	f[res->n_failures].code = code;
+	f[res->n_failures].detail = detail;
+	res->n_failures++;
+}
+
+static enum mafsbx_disposal_code code_of(const struct mafsbx_error *e)
+{
+	switch (e->kind) {
+	case MAFSBX_EK_UNREACHABLE: return MAFSBX_DISPOSAL_UNREACHABLE;
+	case MAFSBX_EK_TIMEOUT: return MAFSBX_DISPOSAL_TIMEOUT;
+	default: return MAFSBX_DISPOSAL_REFUSED;
+	}
+}
+
+/* 1 removed, 0 already absent, -1 failed (reported as a failure when `report`, else logged). */
+static int remove_container(struct mafsbx_backend *b, const char *target, bool report,
+			    struct mafsbx_dispose_result *res)
+{
+	sbx_facts_drop(b, target, NULL);
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_container_delete(b->engine, target, true, &e) == 0)
+		return 1;
+	if (e.kind == MAFSBX_EK_NO_CONTAINER)
+		return 0;
+	if (report)
+		sbx_result_fail(res, code_of(&e), "%s: %s", target, e.message);
+	else
+		log_warn("could not remove %s: %s", target, e.message);
+	return -1;
+}
+
+static void remove_network(struct mafsbx_backend *b, const char *net)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_network_delete(b->engine, net, &e) == 0) {
+		log_debug("network %s removed", net);
+		return;
+	}
+	/* the absent wording for networks is "not found" (upstream #309) */
+	if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
+		return;
+	log_warn("could not remove network %s: %s", net, e.message);
+}
+
+struct names {
+	char **v;
+	size_t n;
+};
+
+static bool names_has(const struct names *s, const char *x)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i], x) == 0)
+			return true;
+	return false;
+}
+
+static int names_add(struct names *s, const char *x)
+{
+	if (names_has(s, x))
+		return 0;
+	char **v = realloc(s->v, (s->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->v = v;
+	if (!(v[s->n] = strdup(x)))
+		return -ENOMEM;
+	s->n++;
+	return 0;
+}
+
+static void names_free(struct names *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+static bool is_proxy_name(const char *n)
+{
+	size_t len = strlen(n);
+	if (len != MAFSBX_NAME_LEN + 6 || strcmp(n + MAFSBX_NAME_LEN, "-proxy") != 0)
+		return false;
+	char w[MAFSBX_NAME_LEN + 1];
+	memcpy(w, n, MAFSBX_NAME_LEN);
+	w[MAFSBX_NAME_LEN] = '\0';
+	return mafsbx_is_workload_name(w);
+}
+
+/*
+ * Remove every workload and proxy the label filters list, plus `fallback`
+ * names (used even when the listing fails), then the derived proxies and
+ * networks. Counts removed workloads.
+ */
+static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_labels, const char *fallback,
+		  struct mafsbx_dispose_result *res)
+{
+	struct names workloads = { 0 }, proxies = { 0 };
+	json_t *filters = mafsbx_filters_new();
+	json_t *list = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = filters ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < n_labels; i++)
+		r = mafsbx_filters_add(filters, "label", labels[i]);
+	if (r == 0)
+		r = mafsbx_filters_add(filters, "name", "^/" MAFSBX_NAME_PREFIX);
+	if (r == 0)
+		r = mafsbx_container_list(b->engine, filters, true, &list, &e);
+	else
+		mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
+	if (r < 0) {
+		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "could not list containers, so the sweep may be partial: %s",
+				e.message);
+	} else {
+		size_t i;
+		json_t *c;
+		json_array_foreach(list, i, c) {
+			const char *n = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+			if (!n)
+				continue;
+			if (*n == '/')
+				n++;
+			if (mafsbx_is_workload_name(n))
+				names_add(&workloads, n);
+			else if (is_proxy_name(n))
+				names_add(&proxies, n);
+		}
+	}
+	if (fallback && *fallback)
+		names_add(&workloads, fallback);
+
+	/* proxies first (a network with a live endpoint cannot go), then workloads */
+	for (size_t i = 0; i < proxies.n; i++)
+		remove_container(b, proxies.v[i], false, res);
+	for (size_t i = 0; i < workloads.n; i++) {
+		if (remove_container(b, workloads.v[i], true, res) == 1) {
+			res->disposed++;
+			log_info("sandbox released %s", workloads.v[i]);
+		}
+	}
+	char buf[MAFSBX_NAME_LEN + 16];
+	for (size_t i = 0; i < workloads.n; i++) {
+		snprintf(buf, sizeof(buf), "%s-proxy", workloads.v[i]);
+		if (!names_has(&proxies, buf))
+			remove_container(b, buf, false, res);
+	}
+	/* networks of every listed proxy and every workload, regardless of this mount's egress */
+	struct names nets = { 0 };
+	for (size_t i = 0; i < proxies.n; i++) {
+		snprintf(buf, sizeof(buf), "%.*s-net", MAFSBX_NAME_LEN, proxies.v[i]);
+		names_add(&nets, buf);
+	}
+	for (size_t i = 0; i < workloads.n; i++) {
+		snprintf(buf, sizeof(buf), "%s-net", workloads.v[i]);
+		names_add(&nets, buf);
+	}
+	for (size_t i = 0; i < nets.n; i++)
+		remove_network(b, nets.v[i]);
+	names_free(&nets);
+	names_free(&workloads);
+	names_free(&proxies);
+	json_decref(filters);
+	json_decref(list);
+}
+
+static void label_filter(char *out, size_t outsz, const char *key, const char *value)
+{
+	char v[MAFSBX_LABEL_VALUE_MAX + 1];
+	mafsbx_label_value(value, v);
+	snprintf(out, outsz, "%s=%s", key, v);
+}
+
+int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
+			       struct mafsbx_dispose_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
+	memset(res, 0, sizeof(*res));
+	if (!b || !key || !key->scope || !key->thread || !key->agent)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: a key needs scope, thread and agent");
+	if (kind && !*kind)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'kind': must not be empty");
+	char f[5][128];
+	const char *labels[5];
+	size_t n = 0;
+	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_SCOPE, key->scope), labels[n] = f[n], n++;
+	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_THREAD, key->thread), labels[n] = f[n], n++;
+	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_AGENT, key->agent), labels[n] = f[n], n++;
+	/* a conversation key adds no call filter, so it also sweeps call-scoped leftovers */
+	if (key->call && *key->call)
+		label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_CALL, key->call), labels[n] = f[n], n++;
+	if (kind)
+		label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_KIND, kind), labels[n] = f[n], n++;
+	/* with a kind the name is known: it is swept even when the listing fails */
+	char name[MAFSBX_NAME_LEN + 1] = "";
+	if (kind)
+		mafsbx_container_name(key, kind, "", name);
+	purge(b, labels, n, name, res);
+	return 0;
+}
+
+int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, const char *thread,
+				 struct mafsbx_dispose_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
+	memset(res, 0, sizeof(*res));
+	if (!b || !scope || !thread)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: needs scope and thread");
+	char f[2][128];
+	const char *labels[2] = { f[0], f[1] };
+	label_filter(f[0], sizeof(f[0]), MAFSBX_LABEL_SCOPE, scope);
+	label_filter(f[1], sizeof(f[1]), MAFSBX_LABEL_THREAD, thread);
+	purge(b, labels, 2, NULL, res);
+	return 0;
+}
+
+int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
+				struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
+	memset(res, 0, sizeof(*res));
+	if (!b || !mafsbx_is_workload_name(name))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
+					MAFSBX_NAME_PREFIX);
+	char buf[MAFSBX_NAME_LEN + 16];
+	snprintf(buf, sizeof(buf), "%s-proxy", name);
+	remove_container(b, buf, false, res);
+	if (remove_container(b, name, true, res) == 1) {
+		res->disposed++;
+		log_info("sandbox released %s", name);
+	}
+	snprintf(buf, sizeof(buf), "%s-net", name);
+	remove_network(b, buf);
+	return 0;
+}
+
+int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose_spec *spec,
+			   struct mafsbx_dispose_result *res, struct mafsbx_error *err)
+{
+	if (!spec) {
+		if (res)
+			memset(res, 0, sizeof(*res));
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no request");
+	}
+	switch (spec->by) {
+	case MAFSBX_DISPOSE_BY_NAME:
+		return mafsbx_sandbox_dispose_name(b, spec->name, res, err);
+	case MAFSBX_DISPOSE_BY_KEY:
+		return mafsbx_sandbox_dispose_key(b, &spec->key, spec->kind, res, err);
+	case MAFSBX_DISPOSE_BY_SCOPE:
+		return mafsbx_sandbox_dispose_scope(b, spec->key.scope, spec->key.thread, res, err);
+	}
+	if (res)
+		memset(res, 0, sizeof(*res));
+	return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: unknown request shape");
+}

@@ -1,0 +1,111 @@
+/*
+ * exec.c: running a command in a sandbox (upstream §6, INTERFACE.md §4 exec).
+ * argv runs as given, `command` through `sh -c`; the working directory is
+ * resolved under the sandbox's work_dir (read from its work-dir.v1 label, so
+ * a sandbox made elsewhere resolves the same way); env and stdin as given;
+ * the timeout bounds the whole run and, on expiry, the sandbox is disposed
+ * (as upstream: a command that outlived its bound may still be running, and
+ * the next acquire starts clean). Output is kept as exact bytes, capped per
+ * stream. A command the runtime could not start (exit 126 with the runtime's
+ * message on stdout) is an error, not program output.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "sbx_internal.h"
+
+static void launch_message(const struct mafsbx_exec_result *res, char *out, size_t outsz)
+{
+	const unsigned char *p = res->out_len ? res->out : res->err;
+	size_t n = res->out_len ? res->out_len : res->err_len, k = 0;
+	for (size_t i = 0; p && i < n && k + 1 < outsz; i++) {
+		unsigned char c = p[i];
+		out[k++] = (c == '\n' || c == '\r' || c == '\t') ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	while (k && out[k - 1] == ' ')
+		k--;
+	out[k] = '\0';
+	mafsbx_scrub_host_paths(out);
+}
+
+int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
+			struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: no result");
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	if (!b || !spec || !spec->argv || !spec->argv[0] || spec->timeout_ms <= 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: incomplete request");
+	const char *name = spec->sandbox;
+	if (!mafsbx_is_workload_name(name))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'sandbox': not a sandbox name");
+
+	json_t *insp = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = mafsbx_container_inspect(b->engine, name, &insp, &e);
+	if (r < 0) {
+		if (e.kind == MAFSBX_EK_NO_CONTAINER)
+			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);
+		if (err)
+			*err = e;
+		return r;
+	}
+	char id[65], *cwd = NULL;
+	const char *jid = json_string_value(json_object_get(insp, "Id"));
+	snprintf(id, sizeof(id), "%s", jid ? jid : "");
+	json_t *labels = json_object_get(json_object_get(insp, "Config"), "Labels");
+	if (!id[0] || !sbx_has_identity_labels(labels) || sbx_label(labels, MAFSBX_LABEL_ROLE)) {
+		json_decref(insp);
+		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox (it lacks the identity labels)",
+					name);
+	}
+	const char *wd = sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1);
+	cwd = mafsbx_exec_cwd_resolve(wd ? wd : MAFSBX_DEFAULT_WORK_DIR, spec->cwd, err);
+	json_decref(insp);
+	if (!cwd)
+		return -(err ? err->err : EINVAL);
+
+	struct mafsbx_exec_request rq = {
+		.argv = (const char *const *)spec->argv,
+		.env = (const char *const *)spec->env,
+		.workdir = cwd,
+		.stdin_data = spec->has_stdin ? (spec->stdin_data ? (const void *)spec->stdin_data : (const void *)"") : NULL,
+		.stdin_len = spec->has_stdin ? spec->stdin_len : 0,
+		.timeout_ms = spec->timeout_ms,
+		.max_output = SBX_EXEC_MAX_OUTPUT,
+	};
+	mafsbx_error_clear(&e);
+	r = sbx_exec(b, id, &rq, res, &e);
+	free(cwd);
+	if (res->timed_out || (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0])) {
+		res->timed_out = true;
+		struct mafsbx_dispose_result dr;
+		mafsbx_sandbox_dispose_name(b, name, &dr, NULL);
+		bool gone = dr.n_failures == 0;
+		mafsbx_dispose_result_free(&dr);
+		log_info("exec in %s timed out after %ld ms: sandbox %s", name, spec->timeout_ms,
+			 gone ? "disposed" : "NOT disposed");
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "exec in %s timed out after %ld ms; the sandbox %s", name,
+					spec->timeout_ms, gone ? "was disposed" : "could not be disposed");
+	}
+	if (r < 0) {
+		if (e.kind == MAFSBX_EK_NO_CONTAINER)
+			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);
+		if (err)
+			*err = e;
+		return r;
+	}
+	if (res->launch_failed) {
+		char msg[600];
+		launch_message(res, msg, sizeof(msg));
+		bool missing = strstr(msg, "no such file or directory") || strstr(msg, "not found");
+		return mafsbx_error_set_full(err, missing ? MAFSBX_EK_NO_PATH : MAFSBX_EK_ENGINE, missing ? ENOENT : EIO,
+					     missing ? "FileNotFoundError" : "RuntimeError",
+					     "exec in %s could not start %s: %s", name, spec->argv[0], msg);
+	}
+	return 0;
+}

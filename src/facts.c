@@ -1,0 +1,443 @@
+/*
+ * facts.c: what the backend learns about a container after acquiring it
+ * (upstream §4.6, §4.7): the guest identity (uid, gid) that stamps files
+ * written into it, resolved from Config.User, then the guest's /etc/passwd
+ * and /etc/group read through the archive plane, then `id -u` / `id -g`;
+ * and the capability probes (`sh`, the host-tools script, `rm`) that refuse
+ * an image unable to serve what a spec needs. Both are cached per container
+ * ID; failures never are, so the next acquire tries again.
+ *
+ * Also the one helper-exec path (sbx_exec) used by probes, `id` and the
+ * user-facing exec: it never runs while this process holds a freeze of the
+ * container, and it re-issues an exec the engine refused with 409 "is
+ * paused". Upstream re-issues only with proof its own freeze held, because
+ * a CLI's stderr can be forged by the guest; here the refusal is an HTTP
+ * status from the engine, which the guest cannot forge, and a refused exec
+ * provably never started (engine-api.md §3), so re-issuing cannot run a
+ * command twice.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "files.h"
+#include "log.h"
+#include "sbx_internal.h"
+
+int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
+	     struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	long total = rq->timeout_ms > 0 ? rq->timeout_ms : b->cfg.command_timeout_ms;
+	long long start = mafsbx_now_ms(), deadline = start + total;
+	struct mafsbx_error e;
+	int r;
+	for (;;) {
+		mafsbx_error_clear(&e);
+		if (b->fz && (r = mafsbx_freeze_wait_idle(b->fz, id, deadline, &e)) < 0)
+			break;
+		struct mafsbx_exec_request q = *rq;
+		long long left = deadline - mafsbx_now_ms();
+		q.timeout_ms = left < 1 ? 1 : (long)left;
+		r = mafsbx_exec_run(b->engine, id, &q, res, &e);
+		if (r < 0 && e.kind == MAFSBX_EK_PAUSED && mafsbx_now_ms() + SBX_PAUSED_RETRY_MS < deadline) {
+			mafsbx_exec_result_free(res);
+			usleep(SBX_PAUSED_RETRY_MS * 1000);
+			continue;
+		}
+		break;
+	}
+	res->duration_ms = mafsbx_now_ms() - start;
+	if (r < 0 && err)
+		*err = e;
+	return r;
+}
+
+/* ---- identity ------------------------------------------------------------ */
+
+static bool parse_id_number(const char *s, size_t len, unsigned long *out)
+{
+	if (len == 0 || len > 10)
+		return false;
+	unsigned long v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v >= 0xffffffffUL)
+		return false;
+	*out = v;
+	return true;
+}
+
+void sbx_user_spec_clear(struct sbx_user_spec *u)
+{
+	free(u->user_name);
+	free(u->group_name);
+	memset(u, 0, sizeof(*u));
+}
+
+int sbx_parse_user(const char *user, struct sbx_user_spec *u)
+{
+	memset(u, 0, sizeof(*u));
+	if (!user || !*user || strcmp(user, "0:0") == 0) {
+		u->root = u->uid_known = u->gid_known = true;
+		return 0;
+	}
+	const char *colon = strchr(user, ':');
+	size_t ulen = colon ? (size_t)(colon - user) : strlen(user);
+	unsigned long n;
+	if (ulen == 0) {
+		/* Docker runs ":20001" as 0:20001 and ":" as 0:0 */
+		u->uid_known = true;
+		u->uid = 0;
+	} else if (parse_id_number(user, ulen, &n)) {
+		u->uid_known = true;
+		u->uid = (uid_t)n;
+	} else if (!(u->user_name = strndup(user, ulen))) {
+		return -ENOMEM;
+	}
+	if (colon && colon[1]) {
+		const char *g = colon + 1;
+		if (parse_id_number(g, strlen(g), &n)) {
+			u->gid_known = true;
+			u->gid = (gid_t)n;
+		} else if (!(u->group_name = strdup(g))) {
+			sbx_user_spec_clear(u);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Split one passwd/group line into at most 8 fields in place. */
+static size_t split_fields(char *line, char **f, size_t max)
+{
+	size_t n = 0;
+	char *p = line;
+	while (n < max) {
+		f[n++] = p;
+		char *c = strchr(p, ':');
+		if (!c)
+			break;
+		*c = '\0';
+		p = c + 1;
+	}
+	return n;
+}
+
+/*
+ * passwd: uid of the line named `name` (when !*uid_known), then gid of the
+ * first line with that uid (when `want_gid`). Lines need 4 fields with
+ * numeric 3rd and 4th.
+ */
+static void passwd_lookup(const char *text, const char *name, bool *uid_known, uid_t *uid, bool want_gid,
+			  bool *gid_known, gid_t *gid)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		char *copy = strdup(text);
+		if (!copy)
+			return;
+		char *save = NULL;
+		for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char *f[8];
+			size_t nf = split_fields(line, f, 8);
+			unsigned long fu, fg;
+			if (nf < 4 || !parse_id_number(f[2], strlen(f[2]), &fu) ||
+			    !parse_id_number(f[3], strlen(f[3]), &fg))
+				continue;
+			if (pass == 0 && !*uid_known && name && strcmp(f[0], name) == 0) {
+				*uid = (uid_t)fu;
+				*uid_known = true;
+				break;
+			}
+			if (pass == 1 && want_gid && *uid_known && !*gid_known && fu == *uid) {
+				*gid = (gid_t)fg;
+				*gid_known = true;
+				break;
+			}
+		}
+		free(copy);
+	}
+}
+
+static void group_lookup(const char *text, const char *name, bool *gid_known, gid_t *gid)
+{
+	char *copy = strdup(text);
+	if (!copy)
+		return;
+	char *save = NULL;
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[8];
+		size_t nf = split_fields(line, f, 8);
+		unsigned long fg;
+		if (nf >= 3 && strcmp(f[0], name) == 0 && parse_id_number(f[2], strlen(f[2]), &fg)) {
+			*gid = (gid_t)fg;
+			*gid_known = true;
+			break;
+		}
+	}
+	free(copy);
+}
+
+static int read_guest_file(struct mafsbx_backend *b, const char *id, const char *path, struct mafsbx_buf *out)
+{
+	if (!b->fz)
+		return -ENOTSUP;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	long long deadline = mafsbx_now_ms() + b->cfg.command_timeout_ms;
+	int r = mafsbx_files_read_abs(b->fz, id, path, SBX_PASSWD_LIMIT, out, deadline, &e);
+	if (r < 0)
+		log_debug("identity: could not read %s of %.12s: %s", path, id, e.message);
+	return r;
+}
+
+/* `id -u` / `id -g` in the guest. 0 and *v on success; -ENOENT when it ran but gave no number; EK_TIMEOUT propagated. */
+static int run_id(struct mafsbx_backend *b, const char *id, const char *flag, unsigned long *v,
+		  struct mafsbx_error *err)
+{
+	const char *argv[] = { "id", flag, NULL };
+	struct mafsbx_exec_request rq = { .argv = argv, .workdir = "/", .timeout_ms = b->cfg.command_timeout_ms,
+					  .max_output = SBX_PROBE_READ_LIMIT };
+	struct mafsbx_exec_result res;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = sbx_exec(b, id, &rq, &res, &e);
+	if (r < 0) {
+		if (e.kind == MAFSBX_EK_TIMEOUT) {
+			if (err)
+				*err = e;
+			mafsbx_exec_result_free(&res);
+			return r;
+		}
+		log_debug("identity: `id %s` in %.12s failed: %s", flag, id, e.message);
+		mafsbx_exec_result_free(&res);
+		return -ENOENT;
+	}
+	int ret = -ENOENT;
+	if (res.exit_code == 0 && !res.launch_failed && res.out) {
+		size_t len = res.out_len;
+		while (len && (res.out[len - 1] == '\n' || res.out[len - 1] == '\r' || res.out[len - 1] == ' '))
+			len--;
+		if (parse_id_number((const char *)res.out, len, v))
+			ret = 0;
+	}
+	mafsbx_exec_result_free(&res);
+	return ret;
+}
+
+int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
+		 gid_t *gid, bool *resolved, struct mafsbx_error *err)
+{
+	*uid = 0;
+	*gid = 0;
+	*resolved = false;
+	struct sbx_facts f;
+	if (sbx_facts_get(b, id, &f) && f.identity_resolved) {
+		*uid = f.uid;
+		*gid = f.gid;
+		*resolved = true;
+		return 0;
+	}
+	json_t *owned = NULL;
+	if (!inspect) {
+		struct mafsbx_error e;
+		if (mafsbx_container_inspect(b->engine, id, &owned, &e) < 0) {
+			/* unreadable: distinct from an empty user, so unresolved */
+			log_warn("identity of %s: could not inspect it: %s", name, e.message);
+			return 0;
+		}
+		inspect = owned;
+	}
+	json_t *juser = json_object_get(json_object_get(inspect, "Config"), "User");
+	const char *user = json_is_string(juser) ? json_string_value(juser) : "";
+	struct sbx_user_spec u;
+	int r = sbx_parse_user(user, &u);
+	if (r < 0) {
+		json_decref(owned);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	bool user_named = *user && user[0] != ':';
+	if (!u.root) {
+		if (!u.uid_known || (!u.gid_known && !u.group_name)) {
+			struct mafsbx_buf pw = MAFSBX_BUF_INIT;
+			if (read_guest_file(b, id, "/etc/passwd", &pw) == 0 && pw.data)
+				passwd_lookup(pw.data, u.user_name, &u.uid_known, &u.uid, !u.group_name, &u.gid_known,
+					      &u.gid);
+			mafsbx_buf_free(&pw);
+		}
+		if (u.group_name) {
+			struct mafsbx_buf gr = MAFSBX_BUF_INIT;
+			if (read_guest_file(b, id, "/etc/group", &gr) == 0 && gr.data)
+				group_lookup(gr.data, u.group_name, &u.gid_known, &u.gid);
+			mafsbx_buf_free(&gr);
+		}
+		if (user_named && (!u.uid_known || !u.gid_known)) {
+			unsigned long v;
+			if (!u.uid_known) {
+				r = run_id(b, id, "-u", &v, err);
+				if (r < 0 && r != -ENOENT)
+					goto out;
+				if (r == 0)
+					u.uid = (uid_t)v, u.uid_known = true;
+			}
+			if (!u.gid_known) {
+				r = run_id(b, id, "-g", &v, err);
+				if (r < 0 && r != -ENOENT)
+					goto out;
+				if (r == 0)
+					u.gid = (gid_t)v, u.gid_known = true;
+			}
+		}
+	}
+	r = 0;
+	if (u.uid_known) {
+		*uid = u.uid;
+		*gid = u.gid_known ? u.gid : 0;
+		*resolved = true;
+		sbx_facts_put_identity(b, id, name, *uid, *gid);
+	} else {
+		log_warn("sandbox %s: the guest user '%s' could not be resolved; files are stamped 0:0 and the next "
+			 "acquire retries", name, user);
+	}
+out:
+	sbx_user_spec_clear(&u);
+	json_decref(owned);
+	return r;
+}
+
+int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *uid, gid_t *gid, bool *resolved,
+			    struct mafsbx_error *err)
+{
+	if (!b || !name || !*name)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "identity: no sandbox named");
+	json_t *insp = NULL;
+	int r = mafsbx_container_inspect(b->engine, name, &insp, err);
+	if (r < 0)
+		return r;
+	const char *id = json_string_value(json_object_get(insp, "Id"));
+	if (!id) {
+		json_decref(insp);
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "identity of %s: inspect has no Id", name);
+	}
+	r = sbx_identity(b, id, name, insp, uid, gid, resolved, err);
+	json_decref(insp);
+	return r;
+}
+
+/* ---- probes -------------------------------------------------------------- */
+
+struct probe {
+	unsigned bit;
+	const char *name;
+	const char *cap;
+};
+
+static void short_text(const unsigned char *p, size_t n, char *out, size_t outsz)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 1 < outsz; i++) {
+		unsigned char c = p[i];
+		out[k++] = (c == '\n' || c == '\r' || c == '\t') ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	while (k && out[k - 1] == ' ')
+		k--;
+	out[k] = '\0';
+	mafsbx_scrub_host_paths(out);
+}
+
+static int run_probe(struct mafsbx_backend *b, const char *id, const char *image, const struct probe *p,
+		     const char *const *argv, long long deadline, struct mafsbx_error *err)
+{
+	long long left = deadline - mafsbx_now_ms();
+	if (left < 1)
+		left = 1;
+	struct mafsbx_exec_request rq = { .argv = argv, .user = "0", .workdir = "/", .timeout_ms = (long)left,
+					  .max_output = SBX_PROBE_READ_LIMIT };
+	struct mafsbx_exec_result res;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = sbx_exec(b, id, &rq, &res, &e);
+	if (r < 0) {
+		mafsbx_exec_result_free(&res);
+		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
+					"the '%s' probe for capability %s did not complete in image %s (the next acquire "
+					"retries): %s",
+					p->name, p->cap, image, e.message);
+	}
+	if (res.exit_code != 0) {
+		char why[300] = "";
+		if (res.launch_failed || res.exit_code == 126 || res.exit_code == 127)
+			short_text(res.out_len ? res.out : res.err, res.out_len ? res.out_len : res.err_len, why,
+				   sizeof(why));
+		r = mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
+				     "image %s cannot serve capability %s: the '%s' probe exited %d, expected 0%s%s "
+				     "(the next acquire retries)",
+				     image, p->cap, p->name, res.exit_code, *why ? ": " : "", why);
+		mafsbx_exec_result_free(&res);
+		return r;
+	}
+	mafsbx_exec_result_free(&res);
+	return 0;
+}
+
+int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
+	       struct mafsbx_error *err)
+{
+	static const struct probe p_sh = { SBX_PROBE_SH, "sh", "exec" };
+	static const struct probe p_ht = { SBX_PROBE_HOST_TOOLS, "host-tools", "host_tools" };
+	static const struct probe p_rm = { SBX_PROBE_RM, "rm", "files_delete" };
+	unsigned need = 0;
+	if (caps & MAFSBX_CAP_HOST_TOOLS)
+		need |= SBX_PROBE_HOST_TOOLS;   /* covers sh too */
+	else if (caps & MAFSBX_CAP_EXEC)
+		need |= SBX_PROBE_SH;
+	if (caps & MAFSBX_CAP_FILES_DELETE)
+		need |= SBX_PROBE_RM;
+	struct sbx_facts f;
+	unsigned have = sbx_facts_get(b, id, &f) ? f.probes_ok : 0;
+	need &= ~have;
+	if (!need)
+		return 0;
+	long long deadline = mafsbx_now_ms() + b->cfg.probe_timeout_ms;
+	int r;
+	if (need & SBX_PROBE_SH) {
+		const char *argv[] = { "sh", "-c", "exit 0", NULL };
+		if ((r = run_probe(b, id, image, &p_sh, argv, deadline, err)) < 0)
+			return r;
+		sbx_facts_add_probes(b, id, name, SBX_PROBE_SH);
+	}
+	if (need & SBX_PROBE_HOST_TOOLS) {
+		unsigned char rnd[16];
+		char hex[33];
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			memset(rnd, 0x5a, sizeof(rnd));
+		for (int i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+		char script[512];
+		snprintf(script, sizeof(script),
+			 "mkdir -p / || exit 11; "
+			 "mv -f /.maf-command-probe-%s /.maf-command-probe-%s-to >/dev/null 2>&1; "
+			 "[ $? -eq 1 ] || exit 12; "
+			 "nohup sh -c 'exit 0' </dev/null >/dev/null 2>&1 || exit 13; exit 0",
+			 hex, hex);
+		const char *argv[] = { "sh", "-c", script, NULL };
+		if ((r = run_probe(b, id, image, &p_ht, argv, deadline, err)) < 0)
+			return r;
+		sbx_facts_add_probes(b, id, name, SBX_PROBE_HOST_TOOLS | SBX_PROBE_SH);
+	}
+	if (need & SBX_PROBE_RM) {
+		const char *argv[] = { "rm", "-rf", "--", NULL };
+		if ((r = run_probe(b, id, image, &p_rm, argv, deadline, err)) < 0)
+			return r;
+		sbx_facts_add_probes(b, id, name, SBX_PROBE_RM);
+	}
+	return 0;
+}

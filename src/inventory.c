@@ -1,0 +1,280 @@
+/*
+ * inventory.c: what the filesystem shows (INTERFACE.md §2): the sandboxes on
+ * the engine, by listing workload containers named maf-sandbox-docker-* that
+ * carry the four identity labels (proxies, which carry maf-sandbox.role, are
+ * not sandboxes), and one sandbox by name. The labels are the record, so a
+ * fresh mount or a sandbox made by the Python backend shows up the same.
+ * The key behind digested labels comes from maf-sandbox.key.v1, trusted only
+ * when it maps back onto the ownership labels (upstream §2.3).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "log.h"
+#include "sbx_internal.h"
+
+json_t *sbx_labels_of(json_t *obj)
+{
+	json_t *cfg = json_object_get(obj, "Config");
+	json_t *l = cfg ? json_object_get(cfg, "Labels") : json_object_get(obj, "Labels");
+	return json_is_object(l) ? l : NULL;
+}
+
+const char *sbx_label(json_t *labels, const char *key)
+{
+	return json_string_value(json_object_get(labels, key));
+}
+
+bool sbx_has_identity_labels(json_t *labels)
+{
+	static const char *const keys[] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
+					    MAFSBX_LABEL_KIND };
+	for (size_t i = 0; i < 4; i++) {
+		const char *v = sbx_label(labels, keys[i]);
+		if (!v || !*v)
+			return false;
+	}
+	return true;
+}
+
+void mafsbx_sandbox_info_clear(struct mafsbx_sandbox_info *i)
+{
+	if (!i)
+		return;
+	free(i->image);
+	free(i->scope);
+	free(i->thread);
+	free(i->agent);
+	free(i->kind);
+	free(i->call);
+	free(i->key_scope);
+	free(i->key_thread);
+	free(i->key_agent);
+	free(i->key_call);
+	free(i->work_dir);
+	for (size_t k = 0; i->outputs && k < i->n_outputs; k++)
+		free(i->outputs[k]);
+	free(i->outputs);
+	free(i->network_mode);
+	json_decref(i->labels);
+	memset(i, 0, sizeof(*i));
+}
+
+void mafsbx_sandbox_info_free_array(struct mafsbx_sandbox_info *a, size_t n)
+{
+	for (size_t i = 0; a && i < n; i++)
+		mafsbx_sandbox_info_clear(&a[i]);
+	free(a);
+}
+
+static bool maps_to(const char *value, const char *label)
+{
+	char v[MAFSBX_LABEL_VALUE_MAX + 1];
+	if (!label)
+		return false;
+	mafsbx_label_value(value, v);
+	return strcmp(v, label) == 0;
+}
+
+/* A label value that is its own label_value (not digested) can be shown as the key field. */
+static bool self_mapping(const char *label)
+{
+	return label && maps_to(label, label);
+}
+
+static void resolve_key(struct mafsbx_sandbox_info *i, json_t *labels)
+{
+	const char *enc = sbx_label(labels, MAFSBX_LABEL_KEY_V1);
+	const char *call_label = sbx_label(labels, MAFSBX_LABEL_CALL);
+	if (enc && *enc) {
+		char *s = NULL, *t = NULL, *a = NULL, *c = NULL;
+		if (mafsbx_key_attribution_decode(enc, &s, &t, &a, &c) == 0 && maps_to(s, i->scope) &&
+		    maps_to(t, i->thread) && maps_to(a, i->agent) &&
+		    (*c ? maps_to(c, call_label) : call_label == NULL)) {
+			i->key_scope = s, i->key_thread = t, i->key_agent = a, i->key_call = c;
+			i->key_known = true;
+			return;
+		}
+		free(s), free(t), free(a), free(c);
+		return;
+	}
+	/* legacy: no attribution; the labels are the key when none was digested */
+	if (self_mapping(i->scope) && self_mapping(i->thread) && self_mapping(i->agent) &&
+	    (!call_label || self_mapping(call_label))) {
+		i->key_scope = strdup(i->scope);
+		i->key_thread = strdup(i->thread);
+		i->key_agent = strdup(i->agent);
+		i->key_call = strdup(call_label ? call_label : "");
+		i->key_known = i->key_scope && i->key_thread && i->key_agent && i->key_call;
+	}
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void fill_outputs(struct mafsbx_sandbox_info *i, const char *text)
+{
+	if (!text)
+		return;
+	json_error_t jerr;
+	json_t *a = json_loads(text, 0, &jerr);
+	if (!json_is_array(a)) {
+		json_decref(a);
+		return;
+	}
+	size_t n = json_array_size(a);
+	i->outputs = calloc(n + 1, sizeof(char *));
+	for (size_t k = 0; i->outputs && k < n; k++) {
+		const char *o = json_string_value(json_array_get(a, k));
+		/* anyone with the engine's API can set labels: keep only valid names */
+		if (o && mafsbx_output_name_check(o, "outputs", NULL) == 0 && (i->outputs[i->n_outputs] = strdup(o)))
+			i->n_outputs++;
+	}
+	json_decref(a);
+}
+
+static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, const char *name, const char *id,
+		     const char *state, bool paused, int64_t created, const char *image, json_t *labels,
+		     const char *network_mode)
+{
+	memset(i, 0, sizeof(*i));
+	snprintf(i->name, sizeof(i->name), "%s", name);
+	snprintf(i->id, sizeof(i->id), "%s", id ? id : "");
+	snprintf(i->state, sizeof(i->state), "%s", state ? state : "");
+	i->paused = paused;
+	i->created = created;
+	i->image = dup_or_null(image ? image : "");
+	i->scope = dup_or_null(sbx_label(labels, MAFSBX_LABEL_SCOPE));
+	i->thread = dup_or_null(sbx_label(labels, MAFSBX_LABEL_THREAD));
+	i->agent = dup_or_null(sbx_label(labels, MAFSBX_LABEL_AGENT));
+	i->kind = dup_or_null(sbx_label(labels, MAFSBX_LABEL_KIND));
+	const char *call = sbx_label(labels, MAFSBX_LABEL_CALL);
+	i->call = strdup(call ? call : "");
+	i->work_dir = dup_or_null(sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1));
+	i->network_mode = dup_or_null(network_mode ? network_mode : "");
+	i->labels = json_incref(labels);
+	if (!i->image || !i->scope || !i->thread || !i->agent || !i->kind || !i->call || !i->network_mode) {
+		mafsbx_sandbox_info_clear(i);
+		return -ENOMEM;
+	}
+	resolve_key(i, labels);
+	fill_outputs(i, sbx_label(labels, MAFSBX_LABEL_OUTPUTS));
+	struct sbx_facts f;
+	if (i->id[0] && sbx_facts_get(b, i->id, &f) && f.identity_resolved) {
+		i->identity_known = true;
+		i->uid = f.uid;
+		i->gid = f.gid;
+	}
+	return 0;
+}
+
+int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafsbx_sandbox_info **out, size_t *n,
+			struct mafsbx_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (!b)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: no backend");
+	json_t *filters = mafsbx_filters_new(), *list = NULL;
+	static const char *const keys[] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
+					    MAFSBX_LABEL_KIND };
+	int r = filters ? mafsbx_filters_add(filters, "name", "^/" MAFSBX_NAME_PREFIX) : -ENOMEM;
+	for (size_t k = 0; r == 0 && k < 4; k++)
+		r = mafsbx_filters_add(filters, "label", keys[k]);
+	if (scope && r == 0) {
+		char v[MAFSBX_LABEL_VALUE_MAX + 1], f[128];
+		mafsbx_label_value(scope, v);
+		snprintf(f, sizeof(f), "%s=%s", MAFSBX_LABEL_SCOPE, v);
+		r = mafsbx_filters_add(filters, "label", f);
+	}
+	if (r < 0) {
+		json_decref(filters);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	r = mafsbx_container_list(b->engine, filters, true, &list, err);
+	json_decref(filters);
+	if (r < 0)
+		return r;
+	size_t cap = json_array_size(list), k = 0;
+	struct mafsbx_sandbox_info *a = cap ? calloc(cap, sizeof(*a)) : NULL;
+	if (cap && !a) {
+		json_decref(list);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	size_t idx;
+	json_t *c;
+	json_array_foreach(list, idx, c) {
+		const char *nm = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+		if (nm && *nm == '/')
+			nm++;
+		json_t *labels = sbx_labels_of(c);
+		if (!nm || !mafsbx_is_workload_name(nm) || !sbx_has_identity_labels(labels) ||
+		    sbx_label(labels, MAFSBX_LABEL_ROLE))
+			continue;
+		const char *state = json_string_value(json_object_get(c, "State"));
+		json_t *created = json_object_get(c, "Created");
+		if (fill_info(b, &a[k], nm, json_string_value(json_object_get(c, "Id")), state,
+			      state && strcmp(state, "paused") == 0, json_is_integer(created) ? json_integer_value(created) : 0,
+			      json_string_value(json_object_get(c, "Image")), labels,
+			      json_string_value(json_object_get(json_object_get(c, "HostConfig"), "NetworkMode"))) < 0) {
+			mafsbx_sandbox_info_free_array(a, k);
+			json_decref(list);
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		}
+		k++;
+	}
+	json_decref(list);
+	if (k == 0) {
+		free(a);
+		a = NULL;
+	}
+	*out = a;
+	*n = k;
+	return 0;
+}
+
+int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
+			  struct mafsbx_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!b || !name || !*name)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "lookup: no name");
+	json_t *insp = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = mafsbx_container_inspect(b->engine, name, &insp, &e);
+	if (r < 0) {
+		if (e.kind == MAFSBX_EK_NO_CONTAINER)
+			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);
+		if (err)
+			*err = e;
+		return r;
+	}
+	const char *nm = json_string_value(json_object_get(insp, "Name"));
+	if (nm && *nm == '/')
+		nm++;
+	json_t *labels = sbx_labels_of(insp);
+	if (!nm || !mafsbx_is_workload_name(nm) || !sbx_has_identity_labels(labels) ||
+	    sbx_label(labels, MAFSBX_LABEL_ROLE)) {
+		json_decref(insp);
+		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox", name);
+	}
+	json_t *st = json_object_get(insp, "State");
+	struct mafsbx_time t = { 0, 0 };
+	const char *created = json_string_value(json_object_get(insp, "Created"));
+	if (created && mafsbx_time_parse(created, &t, NULL) < 0)
+		t.sec = 0;
+	r = fill_info(b, out, nm, json_string_value(json_object_get(insp, "Id")),
+		      json_string_value(json_object_get(st, "Status")), json_is_true(json_object_get(st, "Paused")), t.sec,
+		      json_string_value(json_object_get(json_object_get(insp, "Config"), "Image")), labels,
+		      json_string_value(json_object_get(json_object_get(insp, "HostConfig"), "NetworkMode")));
+	json_decref(insp);
+	if (r < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	return 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * sbx_internal.h: private to the sandbox backend (backend.c, acquire.c,
+ * facts.c, dispose.c, exec.c, inventory.c, declarations.c). The backend
+ * object, its per-name locks, the per-instance facts cache, and the helpers
+ * the pieces share. Nothing outside those files includes this.
+ */
+#ifndef MAFSBX_SBX_INTERNAL_H
+#define MAFSBX_SBX_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "engine.h"
+#include "freeze.h"
+#include "sandbox.h"
+
+#define SBX_EXEC_MAX_OUTPUT (8u * 1024 * 1024)
+#define SBX_PROBE_READ_LIMIT 1024
+#define SBX_PAUSED_RETRY_MS 50
+#define SBX_FACTS_MAX 1024
+#define SBX_PASSWD_LIMIT (512 + 64 * 1024)
+
+/* Probe bits cached per instance. */
+#define SBX_PROBE_SH 0x1u
+#define SBX_PROBE_HOST_TOOLS 0x2u
+#define SBX_PROBE_RM 0x4u
+
+struct sbx_keylock {
+	struct sbx_keylock *next;
+	char name[MAFSBX_NAME_LEN + 1];
+	unsigned refs;
+	pthread_mutex_t mu;
+};
+
+struct sbx_facts {
+	struct sbx_facts *next;
+	char id[65];
+	char name[MAFSBX_NAME_LEN + 1];
+	bool identity_resolved;
+	uid_t uid;
+	gid_t gid;
+	unsigned probes_ok;      /* SBX_PROBE_* verified on this instance */
+	unsigned long long used; /* LRU tick */
+};
+
+struct mafsbx_backend {
+	struct mafsbx_engine *engine;
+	struct mafsbx_freezer *fz;
+	struct mafsbx_sandbox_config cfg;   /* strings owned (copied) */
+	pthread_mutex_t mu;                 /* guards everything below */
+	struct sbx_keylock *locks;
+	struct sbx_facts *facts;
+	size_t n_facts;
+	unsigned long long tick;
+	bool os_known;                      /* a /version answer was read */
+	bool os_linux;
+	char os[32];
+};
+
+/* ---- backend.c ---------------------------------------------------------- */
+struct sbx_keylock *sbx_lock_name(struct mafsbx_backend *b, const char *name);
+void sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l);
+
+/* Copy of the facts of instance `id` (false when none cached). */
+bool sbx_facts_get(struct mafsbx_backend *b, const char *id, struct sbx_facts *out);
+/* Record identity (only when resolved) and/or OR-in probe bits for (id, name). */
+void sbx_facts_put_identity(struct mafsbx_backend *b, const char *id, const char *name, uid_t uid, gid_t gid);
+void sbx_facts_add_probes(struct mafsbx_backend *b, const char *id, const char *name, unsigned bits);
+/* Forget every entry for this name or id (either may be NULL). */
+void sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id);
+
+/*
+ * Read the engine's OS now (one /version). 0 with *linux set, or the
+ * engine's error; the answer is cached for the declarations.
+ */
+int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err);
+
+/* ---- facts.c ------------------------------------------------------------ */
+/*
+ * Run a helper command in a container (by ID) outside any freeze of this
+ * process: waits for this process's freezes of it to lift, and re-issues an
+ * exec the engine refused with 409 "is paused" (an HTTP answer from the
+ * engine, never guest output, so the command provably did not run) until
+ * `timeout_ms` runs out. `res` must be freed by the caller in every case.
+ */
+int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
+	     struct mafsbx_exec_result *res, struct mafsbx_error *err);
+
+/*
+ * The guest identity of instance `id` (upstream §4.6), from `inspect` (the
+ * container's inspect object, or NULL to fetch it). Cached once resolved.
+ * An unresolved identity is 0 with *resolved false and 0:0. Errors only for
+ * an exec timeout (propagated as upstream) or out of memory.
+ */
+int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
+		 gid_t *gid, bool *resolved, struct mafsbx_error *err);
+
+/* The capability probes of upstream §4.7 for `caps`; cached per instance. EK_UNSUPPORTED on failure. */
+int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
+	       struct mafsbx_error *err);
+
+/* Parse Config.User; exposed for the unit-free test of the forms through acquire. */
+struct sbx_user_spec {
+	bool uid_known, gid_known;
+	uid_t uid;
+	gid_t gid;
+	char *user_name;         /* non-numeric user half, or NULL */
+	char *group_name;        /* non-numeric group half, or NULL */
+	bool root;               /* "" or "0:0" */
+};
+int sbx_parse_user(const char *user, struct sbx_user_spec *out);
+void sbx_user_spec_clear(struct sbx_user_spec *u);
+
+/* ---- dispose.c ---------------------------------------------------------- */
+/* Append a failure (detail formatted). Never fails (drops the detail on ENOMEM). */
+void sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- inventory.c -------------------------------------------------------- */
+/* Labels of an inspect object (Config.Labels) or a list entry (Labels): borrowed, may be NULL. */
+json_t *sbx_labels_of(json_t *obj);
+/* The four identity labels are present as non-empty strings. */
+bool sbx_has_identity_labels(json_t *labels);
+const char *sbx_label(json_t *labels, const char *key);
+
+#endif
