@@ -31,10 +31,11 @@ static int usage_error(const char *msg)
 	return 2;
 }
 
-static int add_opt(struct fuse_args *args, const char *fmt, const char *value)
+/* Append "-oNAME=VALUE" for libfuse. */
+static int add_opt(struct fuse_args *args, const char *name, const char *value)
 {
 	char buf[1200];
-	snprintf(buf, sizeof(buf), fmt, value);
+	snprintf(buf, sizeof(buf), "-o%s=%s", name, value);
 	return fuse_opt_add_arg(args, buf);
 }
 
@@ -113,11 +114,11 @@ int main(int argc, char *argv[])
 	/* libfuse's caches follow -o attr_timeout unless the user set them. */
 	char tbuf[64];
 	snprintf(tbuf, sizeof(tbuf), "%g", fs.opt.attr_timeout);
-	if ((add_opt(&args, "-oattr_timeout=%s", tbuf) || (!fs.opt.entry_timeout_given &&
-							    add_opt(&args, "-oentry_timeout=%s", tbuf))) ||
-	    add_opt(&args, "-onegative_timeout=%s", "0") ||
-	    (!fs.opt.fsname_given && add_opt(&args, "-ofsname=%s", PROG)) ||
-	    (!fs.opt.subtype_given && add_opt(&args, "-osubtype=%s", PROG))) {
+	if (add_opt(&args, "attr_timeout", tbuf) ||
+	    (!fs.opt.entry_timeout_given && add_opt(&args, "entry_timeout", tbuf)) ||
+	    add_opt(&args, "negative_timeout", "0") ||
+	    (!fs.opt.fsname_given && add_opt(&args, "fsname", PROG)) ||
+	    (!fs.opt.subtype_given && add_opt(&args, "subtype", PROG))) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}

@@ -1,0 +1,446 @@
+/*
+ * test_fs_ctl.c: the .ctl transaction protocol (INTERFACE.md §4), through
+ * the FUSE operations called directly (no mount), with a stub request
+ * runner in place of the sandbox backend: split writes, a second request on
+ * one handle, a read before any write, O_TRUNC, an oversized request,
+ * malformed and trailing data, a failing request's errno and reply, and
+ * the pipe-like open flags.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mfs.h"
+
+static struct mfs fs;
+static int runs;
+static enum mfs_ctl_kind last_kind;
+static char *last_req;
+
+/* {"fail": "ENOENT"} fails with that errno (and an extra member); anything
+ * else succeeds, echoing the request. */
+static int stub_run(struct mfs *m, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
+		    struct mafsbx_error *err)
+{
+	(void)m;
+	runs++;
+	last_kind = kind;
+	free(last_req);
+	last_req = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+	const char *fail = json_string_value(json_object_get(req, "fail"));
+	if (fail) {
+		int e = !strcmp(fail, "ENOENT") ? ENOENT : !strcmp(fail, "ETIMEDOUT") ? ETIMEDOUT : EIO;
+		*reply = json_pack("{s:b}", "timed_out", e == ETIMEDOUT);
+		return mafsbx_error_set_full(err, e == ENOENT ? MAFSBX_EK_NO_CONTAINER : MAFSBX_EK_TIMEOUT, e, NULL,
+					     "stub failure %s", fail);
+	}
+	*reply = json_pack("{s:b, s:O}", "ok", 1, "echo", req);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&fs, 0, sizeof(fs));
+	fs.opt.attr_timeout = 1;
+	fs.opt.max_read = MFS_DEFAULT_MAX_READ;
+	fs.opt.max_write = MFS_DEFAULT_MAX_WRITE;
+	fs.opt.max_threads = 16;
+	fs.run = stub_run;
+	mfs_init(&fs);
+	mfs_set_current(&fs);
+	runs = 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mfs_fini(&fs);
+	mfs_set_current(NULL);
+	free(last_req);
+	last_req = NULL;
+	return 0;
+}
+
+static void ctl_open(const char *path, int flags, struct fuse_file_info *fi)
+{
+	memset(fi, 0, sizeof(*fi));
+	fi->flags = flags;
+	assert_int_equal(mfs_operations.open(path, fi), 0);
+	assert_true(fi->direct_io);
+	assert_true(fi->nonseekable);
+	assert_true(fi->fh != 0);
+}
+
+static int wr(struct fuse_file_info *fi, const char *s, size_t n, off_t off)
+{
+	return mfs_operations.write("/.ctl/exec", s, n, off, fi);
+}
+
+/* Read the whole reply (until 0). Offsets are passed as a kernel would for a
+ * stream (growing), and must not matter. */
+static char *read_all(struct fuse_file_info *fi, size_t chunk)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *out = malloc(cap);
+	off_t off = 12345;
+	for (;;) {
+		if (len + chunk + 1 > cap) {
+			cap = (len + chunk + 1) * 2;
+			out = realloc(out, cap);
+		}
+		int n = mfs_operations.read("/.ctl/exec", out + len, chunk, off, fi);
+		assert_true(n >= 0);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		off += n;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+static json_t *parse_reply(const char *text)
+{
+	size_t n = strlen(text);
+	assert_true(n > 0);
+	assert_int_equal(text[n - 1], '\n');
+	assert_null(memchr(text, '\n', n - 1));  /* one line */
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+	assert_non_null(j);
+	assert_true(json_is_object(j));
+	return j;
+}
+
+static void test_getattr_and_open_flags(void **state)
+{
+	(void)state;
+	struct stat st;
+	assert_int_equal(mfs_operations.getattr("/.ctl/acquire", &st, NULL), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(mfs_operations.getattr("/.ctl", &st, NULL), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(mfs_operations.getattr("/.ctl/nope", &st, NULL), -ENOENT);
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/dispose", O_RDWR, &fi);
+	assert_int_equal(mfs_operations.release("/.ctl/dispose", &fi), 0);
+	memset(&fi, 0, sizeof(fi));
+	fi.flags = O_RDWR;
+	assert_int_equal(mfs_operations.open("/.ctl/nope", &fi), -ENOENT);
+}
+
+static void test_split_writes(void **state)
+{
+	(void)state;
+	/* Braces and quotes inside strings must not end the object early. */
+	const char *req = "  {\"argv\": [\"sh\", \"-c\", \"echo '}{' \\\"]\\\"\"], \"sandbox\": \"x\"}\n";
+	size_t n = strlen(req);
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	for (size_t i = 0; i < n; i++) {
+		int r = wr(&fi, req + i, 1, (off_t)i);
+		assert_int_equal(r, 1);
+		/* Runs exactly when the closing brace arrives, not before. */
+		assert_int_equal(runs, i >= n - 2 ? 1 : 0);
+	}
+	assert_int_equal(last_kind, MFS_CTL_EXEC);
+	assert_string_equal(last_req, "{\"argv\":[\"sh\",\"-c\",\"echo '}{' \\\"]\\\"\"],\"sandbox\":\"x\"}");
+	char *text = read_all(&fi, 7);
+	json_t *j = parse_reply(text);
+	assert_true(json_is_true(json_object_get(j, "ok")));
+	/* "ok" comes first, as INTERFACE.md spells replies. */
+	assert_int_equal(strncmp(text, "{\"ok\": true", 11), 0);
+	json_decref(j);
+	free(text);
+	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), 0);
+	assert_int_equal(mfs_operations.release("/.ctl/exec", &fi), 0);
+}
+
+static void test_second_request_replaces_reply(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/acquire", O_RDWR, &fi);
+	const char *r1 = "{\"n\": 1}";
+	assert_int_equal(wr(&fi, r1, strlen(r1), 0), (int)strlen(r1));
+	char part[5];
+	assert_int_equal(mfs_operations.read("/.ctl/acquire", part, sizeof(part), 0, &fi), (int)sizeof(part));
+	const char *r2 = "{\"n\": 2222}";
+	assert_int_equal(wr(&fi, r2, strlen(r2), 0), (int)strlen(r2));
+	assert_int_equal(runs, 2);
+	assert_int_equal(last_kind, MFS_CTL_ACQUIRE);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "echo"), "n")), 2222);
+	json_decref(j);
+	free(text);
+	/* Fully read: further reads are at EOF. */
+	char c;
+	assert_int_equal(mfs_operations.read("/.ctl/acquire", &c, 1, 0, &fi), 0);
+	mfs_operations.release("/.ctl/acquire", &fi);
+}
+
+static void test_read_before_write(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	assert_true(json_is_false(json_object_get(j, "ok")));
+	json_t *e = json_object_get(j, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "errno")), "EINVAL");
+	assert_string_equal(json_string_value(json_object_get(e, "type")), "ValueError");
+	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "no request"));
+	json_decref(j);
+	free(text);
+	assert_int_equal(runs, 0);
+	/* A request after that still works on the same handle. */
+	assert_int_equal(wr(&fi, "{}", 2, 0), 2);
+	text = read_all(&fi, 4096);
+	j = parse_reply(text);
+	assert_true(json_is_true(json_object_get(j, "ok")));
+	json_decref(j);
+	free(text);
+	mfs_operations.release("/.ctl/exec", &fi);
+}
+
+static void test_read_with_incomplete_request(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	assert_int_equal(wr(&fi, "{\"a\":", 5, 0), 5);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "message")), "incomplete"));
+	json_decref(j);
+	free(text);
+	/* close() of a descriptor with an unfinished request reports it */
+	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), -EINVAL);
+	/* ...but the bytes stay, so the request can still be finished */
+	assert_int_equal(wr(&fi, " 1}", 3, 5), 3);
+	assert_int_equal(runs, 1);
+	assert_string_equal(last_req, "{\"a\":1}");
+	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), 0);
+	mfs_operations.release("/.ctl/exec", &fi);
+}
+
+static void test_o_trunc(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	/* `echo '{...}' > .ctl/dispose` opens with O_WRONLY|O_TRUNC. */
+	ctl_open("/.ctl/dispose", O_WRONLY | O_TRUNC, &fi);
+	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 0, NULL), 0);
+	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 0, &fi), 0);
+	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 10, &fi), -EINVAL);
+	/* truncate(0) on the handle forgets a partial request */
+	assert_int_equal(wr(&fi, "{\"junk\": [1, 2", 14, 0), 14);
+	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 0, &fi), 0);
+	const char *req = "{\"name\": \"maf-sandbox-docker-000000000000\"}\n";
+	assert_int_equal(wr(&fi, req, strlen(req), 0), (int)strlen(req));
+	assert_int_equal(runs, 1);
+	assert_int_equal(last_kind, MFS_CTL_DISPOSE);
+	assert_string_equal(last_req, "{\"name\":\"maf-sandbox-docker-000000000000\"}");
+	assert_int_equal(mfs_operations.flush("/.ctl/dispose", &fi), 0);
+	mfs_operations.release("/.ctl/dispose", &fi);
+	/* utimens (touch) is accepted too */
+	assert_int_equal(mfs_operations.utimens("/.ctl/dispose", NULL, NULL), 0);
+}
+
+static void test_oversized(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	/* {"stdin": "xxxx...."} grown past 1 MiB in 128 KiB writes, as the kernel splits. */
+	size_t chunk = 128 * 1024;
+	char *buf = malloc(chunk);
+	memset(buf, 'x', chunk);
+	const char *head = "{\"stdin\": \"";
+	assert_int_equal(wr(&fi, head, strlen(head), 0), (int)strlen(head));
+	size_t sent = strlen(head);
+	int r = 0;
+	int i = 0;
+	for (; i < 20; i++) {
+		r = wr(&fi, buf, chunk, (off_t)sent);
+		if (r < 0)
+			break;
+		assert_int_equal(r, (int)chunk);
+		sent += chunk;
+	}
+	assert_int_equal(r, -EMSGSIZE);
+	assert_true(sent <= MFS_CTL_MAX_REQUEST);
+	assert_true(sent + chunk > MFS_CTL_MAX_REQUEST);
+	/* The rest of that request is refused too, and nothing ran. */
+	assert_int_equal(wr(&fi, "\"}", 2, 0), -EMSGSIZE);
+	assert_int_equal(runs, 0);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "errno")), "EMSGSIZE");
+	json_decref(j);
+	free(text);
+	/* O_TRUNC / truncate(0) starts afresh. */
+	assert_int_equal(mfs_operations.truncate("/.ctl/exec", 0, &fi), 0);
+	assert_int_equal(wr(&fi, "{\"ok\": 1}", 9, 0), 9);
+	assert_int_equal(runs, 1);
+	mfs_operations.release("/.ctl/exec", &fi);
+
+	/* A request of exactly the cap is fine. */
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	size_t total = MFS_CTL_MAX_REQUEST;
+	char *big = malloc(total);
+	memset(big, ' ', total);
+	memcpy(big, "{\"s\": \"", 7);
+	memset(big + 7, 'y', total - 9);
+	memcpy(big + total - 2, "\"}", 2);
+	size_t off = 0;
+	while (off < total) {
+		size_t n = total - off < chunk ? total - off : chunk;
+		assert_int_equal(wr(&fi, big + off, n, (off_t)off), (int)n);
+		off += n;
+	}
+	assert_int_equal(runs, 2);
+	mfs_operations.release("/.ctl/exec", &fi);
+	free(big);
+	free(buf);
+}
+
+static void expect_einval(const char *req, const char *needle)
+{
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/acquire", O_RDWR, &fi);
+	int before = runs;
+	assert_int_equal(wr(&fi, req, strlen(req), 0), -EINVAL);
+	assert_int_equal(runs, before);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	json_t *e = json_object_get(j, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "errno")), "EINVAL");
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	if (!strstr(msg, needle))
+		fail_msg("message '%s' does not contain '%s'", msg, needle);
+	json_decref(j);
+	free(text);
+	mfs_operations.release("/.ctl/acquire", &fi);
+}
+
+static void test_malformed(void **state)
+{
+	(void)state;
+	expect_einval("hello", "malformed");
+	expect_einval("[1, 2]", "malformed");
+	expect_einval("{\"a\": }", "malformed");
+	expect_einval("{\"a\": 1, \"a\": 2}", "malformed");
+	expect_einval("{\"a\": 1} {\"b\": 2}", "after the JSON object");
+	expect_einval("{\"a\": 1} x", "after the JSON object");
+	/* whitespace alone neither runs nor fails */
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/acquire", O_RDWR, &fi);
+	assert_int_equal(wr(&fi, " \n\t", 3, 0), 3);
+	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
+	mfs_operations.release("/.ctl/acquire", &fi);
+	assert_int_equal(runs, 0);
+}
+
+static void test_failing_request(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	const char *req = "{\"fail\": \"ENOENT\"}";
+	assert_int_equal(wr(&fi, req, strlen(req), 0), -ENOENT);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	assert_true(json_is_false(json_object_get(j, "ok")));
+	json_t *e = json_object_get(j, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "errno")), "ENOENT");
+	assert_string_equal(json_string_value(json_object_get(e, "type")), "LookupError");
+	assert_string_equal(json_string_value(json_object_get(e, "message")), "stub failure ENOENT");
+	json_decref(j);
+	free(text);
+
+	/* A failure may carry members of its own (an exec that timed out). */
+	req = "{\"fail\": \"ETIMEDOUT\"}";
+	assert_int_equal(wr(&fi, req, strlen(req), 0), -ETIMEDOUT);
+	text = read_all(&fi, 4096);
+	j = parse_reply(text);
+	assert_true(json_is_false(json_object_get(j, "ok")));
+	assert_true(json_is_true(json_object_get(j, "timed_out")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "errno")), "ETIMEDOUT");
+	json_decref(j);
+	free(text);
+	mfs_operations.release("/.ctl/exec", &fi);
+}
+
+static void test_parallel_handles_are_private(void **state)
+{
+	(void)state;
+	struct fuse_file_info a, b;
+	ctl_open("/.ctl/exec", O_RDWR, &a);
+	ctl_open("/.ctl/exec", O_RDWR, &b);
+	assert_int_equal(wr(&a, "{\"who\": ", 8, 0), 8);
+	assert_int_equal(wr(&b, "{\"who\": \"b\"}", 12, 0), 12);
+	assert_int_equal(wr(&a, "\"a\"}", 4, 0), 4);
+	char *ta = read_all(&a, 4096), *tb = read_all(&b, 4096);
+	assert_non_null(strstr(ta, "\"who\": \"a\""));
+	assert_non_null(strstr(tb, "\"who\": \"b\""));
+	free(ta);
+	free(tb);
+	mfs_operations.release("/.ctl/exec", &a);
+	mfs_operations.release("/.ctl/exec", &b);
+}
+
+static void test_read_only_files(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	memset(&fi, 0, sizeof(fi));
+	fi.flags = O_WRONLY;
+	assert_int_equal(mfs_operations.open("/.ctl/declarations", &fi), -EACCES);
+	fi.flags = O_RDWR;
+	assert_int_equal(mfs_operations.open("/.ctl/engine", &fi), -EACCES);
+	fi.flags = O_WRONLY;
+	assert_int_equal(mfs_operations.open("/maf-sandbox-docker-0123456789ab/status", &fi), -EACCES);
+	assert_int_equal(mfs_operations.truncate("/.ctl/declarations", 0, NULL), -EACCES);
+	assert_int_equal(mfs_operations.create("/.ctl/engine", 0644, &fi), -EACCES);
+	struct stat st;
+	assert_int_equal(mfs_operations.getattr("/.ctl/declarations", &st, NULL), 0);
+	assert_int_equal(st.st_mode & 07777, 0444);
+	/* the tree itself cannot be changed */
+	assert_int_equal(mfs_operations.unlink("/.ctl/acquire"), -EPERM);
+	assert_int_equal(mfs_operations.mkdir("/newdir", 0755), -EPERM);
+	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/x", 0), -EPERM);
+	assert_int_equal(mfs_operations.rmdir("/.ctl"), -EPERM);
+	assert_int_equal(mfs_operations.chmod("/.ctl/exec", 0777, NULL), -EPERM);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_getattr_and_open_flags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_second_request_replaces_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_before_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_with_incomplete_request, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_o_trunc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failing_request, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
