@@ -43,11 +43,26 @@ static void global_init(void)
 	global_rc = curl_global_init(CURL_GLOBAL_ALL);
 }
 
+#define PCONN_FDS 4
+
+/*
+ * An easy handle and the sockets libcurl opened for it (recorded by the
+ * sockopt callback, dropped by the close callback, both under wd_mu). libcurl
+ * 7.88 does not tell CURLINFO_ACTIVESOCKET during a transfer, so this is how
+ * the watchdog knows which socket to cut. One connection per handle
+ * (MAXCONNECTS 1); the spare slots cover connection attempts in flight.
+ */
+struct pconn {
+	CURL *c;
+	struct mafsbx_http *h;
+	curl_socket_t fds[PCONN_FDS];
+};
+
 /* One streamed transfer under watch. Lives on the requesting thread's stack. */
 struct watch {
 	struct watch *next;
 	struct watch *prev;
-	curl_socket_t fd;        /* CURL_SOCKET_BAD once libcurl closed it */
+	struct pconn *pc;
 	long long last_ms;       /* last time a byte moved */
 	long long stall_ms;
 	bool fired;
@@ -60,7 +75,7 @@ struct mafsbx_http {
 	long timeout_ms;
 
 	pthread_mutex_t pool_mu;
-	CURL *idle[POOL_MAX];
+	struct pconn *idle[POOL_MAX];
 	size_t n_idle;
 
 	pthread_mutex_t wd_mu;
@@ -85,14 +100,17 @@ void mafsbx_http_resp_free(struct mafsbx_http_resp *r)
 static void cut_socket(struct mafsbx_http *h, struct watch *w)
 {
 	w->fired = true;
-	if (w->fd == CURL_SOCKET_BAD)
-		return;
-	/* RST rather than FIN on TCP, so the engine's blocked write fails now. */
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	(void)setsockopt(w->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	(void)shutdown(w->fd, SHUT_RDWR);
-	/* Closes the real socket while the fd number stays valid for libcurl. */
-	(void)dup3(h->dead_fd, w->fd, O_CLOEXEC);
+	for (int i = 0; i < PCONN_FDS; i++) {
+		curl_socket_t fd = w->pc->fds[i];
+		if (fd == CURL_SOCKET_BAD)
+			continue;
+		/* RST rather than FIN on TCP, so the engine's blocked write fails now. */
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		(void)shutdown(fd, SHUT_RDWR);
+		/* Closes the real socket while the fd number stays valid for libcurl. */
+		(void)dup3(h->dead_fd, fd, O_CLOEXEC);
+	}
 }
 
 static void *watchdog_main(void *arg)
@@ -173,20 +191,59 @@ static bool watch_touch(struct mafsbx_http *h, struct watch *w)
 	return fired;
 }
 
+static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+	struct pconn *pc = clientp;
+	pthread_mutex_lock(&pc->h->wd_mu);
+	for (int i = 0; i < PCONN_FDS; i++) {
+		if (pc->fds[i] == CURL_SOCKET_BAD) {
+			pc->fds[i] = fd;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pc->h->wd_mu);
+	return CURL_SOCKOPT_OK;
+}
+
 /*
- * libcurl closes every socket through here (the callback is copied into each
- * connection), so a watched fd is forgotten before its number can be reused.
+ * libcurl closes every socket through here (the callback and its pointer
+ * are copied into each connection), so a watched fd is forgotten before
+ * its number can be reused.
  */
 static int on_close_socket(void *clientp, curl_socket_t fd)
 {
-	struct mafsbx_http *h = clientp;
-	pthread_mutex_lock(&h->wd_mu);
-	for (struct watch *w = h->watches; w; w = w->next)
-		if (w->fd == fd)
-			w->fd = CURL_SOCKET_BAD;
+	struct pconn *pc = clientp;
+	pthread_mutex_lock(&pc->h->wd_mu);
+	for (int i = 0; i < PCONN_FDS; i++)
+		if (pc->fds[i] == fd)
+			pc->fds[i] = CURL_SOCKET_BAD;
 	int r = close(fd);
-	pthread_mutex_unlock(&h->wd_mu);
+	pthread_mutex_unlock(&pc->h->wd_mu);
 	return r;
+}
+
+static struct pconn *pconn_new(struct mafsbx_http *h)
+{
+	struct pconn *pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return NULL;
+	pc->h = h;
+	for (int i = 0; i < PCONN_FDS; i++)
+		pc->fds[i] = CURL_SOCKET_BAD;
+	pc->c = curl_easy_init();
+	if (!pc->c) {
+		free(pc);
+		return NULL;
+	}
+	return pc;
+}
+
+static void pconn_free(struct pconn *pc)
+{
+	if (!pc)
+		return;
+	curl_easy_cleanup(pc->c);  /* closes its connection through on_close_socket */
+	free(pc);
 }
 
 /* ---- client and pool ----------------------------------------------------- */
@@ -255,7 +312,7 @@ void mafsbx_http_close(struct mafsbx_http *h)
 	if (running)
 		pthread_join(h->wd_thread, NULL);
 	for (size_t i = 0; i < h->n_idle; i++)
-		curl_easy_cleanup(h->idle[i]);
+		pconn_free(h->idle[i]);
 	close(h->dead_fd);
 	pthread_cond_destroy(&h->wd_cv);
 	pthread_mutex_destroy(&h->wd_mu);
@@ -263,36 +320,36 @@ void mafsbx_http_close(struct mafsbx_http *h)
 	free(h);
 }
 
-static CURL *pool_get(struct mafsbx_http *h)
+static struct pconn *pool_get(struct mafsbx_http *h)
 {
-	CURL *c = NULL;
+	struct pconn *pc = NULL;
 	pthread_mutex_lock(&h->pool_mu);
 	if (h->n_idle)
-		c = h->idle[--h->n_idle];
+		pc = h->idle[--h->n_idle];
 	pthread_mutex_unlock(&h->pool_mu);
-	if (c)
-		curl_easy_reset(c);  /* keeps the live connection */
+	if (pc)
+		curl_easy_reset(pc->c);  /* keeps the live connection */
 	else
-		c = curl_easy_init();
-	return c;
+		pc = pconn_new(h);
+	return pc;
 }
 
-static void pool_put(struct mafsbx_http *h, CURL *c, bool reusable)
+static void pool_put(struct mafsbx_http *h, struct pconn *pc, bool reusable)
 {
 	if (reusable) {
 		pthread_mutex_lock(&h->pool_mu);
 		if (h->n_idle < POOL_MAX) {
-			h->idle[h->n_idle++] = c;
-			c = NULL;
+			h->idle[h->n_idle++] = pc;
+			pc = NULL;
 		}
 		pthread_mutex_unlock(&h->pool_mu);
 	}
-	if (c)
-		curl_easy_cleanup(c);  /* closes its connection */
+	pconn_free(pc);
 }
 
-static int setup_common(struct mafsbx_http *h, CURL *c, char *errbuf)
+static int setup_common(struct mafsbx_http *h, struct pconn *pc, char *errbuf)
 {
+	CURL *c = pc->c;
 	CURLcode rc = CURLE_OK;
 #define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
 	SET(CURLOPT_NOSIGNAL, 1L);
@@ -303,8 +360,11 @@ static int setup_common(struct mafsbx_http *h, CURL *c, char *errbuf)
 	SET(CURLOPT_PROXY, "");  /* never an *_proxy from the environment */
 	SET(CURLOPT_TCP_NODELAY, 1L);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_MAXCONNECTS, 1L);
+	SET(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+	SET(CURLOPT_SOCKOPTDATA, pc);
 	SET(CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
-	SET(CURLOPT_CLOSESOCKETDATA, h);
+	SET(CURLOPT_CLOSESOCKETDATA, pc);
 	SET(CURLOPT_USERAGENT, "mafsbxfs/" MAFSBX_VERSION);
 	if (h->ep.scheme == MAFSBX_EP_UNIX)
 		SET(CURLOPT_UNIX_SOCKET_PATH, h->ep.socket_path);
@@ -326,7 +386,7 @@ static int setup_common(struct mafsbx_http *h, CURL *c, char *errbuf)
 
 struct xfer {
 	struct mafsbx_http *h;
-	CURL *c;
+	struct pconn *pc;
 	const struct mafsbx_http_req *rq;
 	struct mafsbx_http_resp *resp;
 	uint64_t max_body;
@@ -359,15 +419,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		x->resp->header_seen = false;
 		mafsbx_buf_reset(&x->resp->header);
 		if (x->rq->stall_s > 0 && !x->watching) {
-			curl_socket_t fd = CURL_SOCKET_BAD;
-			if (curl_easy_getinfo(x->c, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK && fd != CURL_SOCKET_BAD) {
-				x->w.fd = fd;
-				x->w.last_ms = mafsbx_now_ms();
-				x->w.stall_ms = x->rq->stall_s * 1000;
-				x->w.fired = false;
-				if (watch_add(x->h, &x->w) == 0)
-					x->watching = true;
-			}
+			x->w.pc = x->pc;
+			x->w.last_ms = mafsbx_now_ms();
+			x->w.stall_ms = x->rq->stall_s * 1000;
+			x->w.fired = false;
+			if (watch_add(x->h, &x->w) == 0)
+				x->watching = true;
 		}
 		return len;
 	}
@@ -505,15 +562,15 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	struct curl_slist *hdrs = NULL, *tmp;
 	struct xfer x = { .h = h, .rq = rq, .resp = resp };
 	x.max_body = rq->max_body ? rq->max_body : (rq->sink ? 0 : MAFSBX_HTTP_BODY_MAX_DEFAULT);
-	x.w.fd = CURL_SOCKET_BAD;
 	int r = 0;
 	bool reusable = false;
 
-	CURL *c = pool_get(h);
-	if (!c)
+	struct pconn *pc = pool_get(h);
+	if (!pc)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
-	x.c = c;
-	if (setup_common(h, c, errbuf) < 0 || mafsbx_buf_puts(&url, h->base) < 0 ||
+	CURL *c = pc->c;
+	x.pc = pc;
+	if (setup_common(h, pc, errbuf) < 0 || mafsbx_buf_puts(&url, h->base) < 0 ||
 	    mafsbx_buf_puts(&url, rq->target) < 0) {
 		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "http request: cannot set up the transfer");
 		goto out;
@@ -593,7 +650,7 @@ out:
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hdrs);
 	mafsbx_buf_free(&url);
-	pool_put(h, c, reusable);
+	pool_put(h, pc, reusable);
 	return r;
 }
 
@@ -678,10 +735,11 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 	char buf[16384];
 	struct mafsbx_buf head = MAFSBX_BUF_INIT;
 	int r = 0;
-	CURL *c = curl_easy_init();
-	if (!c)
+	struct pconn *pc = pconn_new(h);
+	if (!pc)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
-	if (setup_common(h, c, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
+	CURL *c = pc->c;
+	if (setup_common(h, pc, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
 	    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK) {
 		r = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http hijack: cannot set up the connection");
 		goto out;
@@ -845,6 +903,6 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 
 out:
 	mafsbx_buf_free(&head);
-	curl_easy_cleanup(c);  /* a hijacked connection is never reused */
+	pconn_free(pc);  /* a hijacked connection is never reused */
 	return r;
 }
