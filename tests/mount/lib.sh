@@ -1,0 +1,198 @@
+# lib.sh: sourced by every mount test (tests/mount/*.sh).
+#
+# The test owns its daemons: each mount runs `mafsbxfs -f` in the background
+# on a private mktemp directory, is polled for with a deadline (failing at
+# once if the daemon died), and is unmounted lazily and killed from the EXIT
+# trap whatever happens. Every sandbox a test makes uses a scope unique to
+# that run ($SCOPE), and the trap removes everything labelled with it.
+#
+# A test exits 77 (meson: skipped) when /dev/fuse, fusermount3, the engine
+# or the test image is missing, unless MAFSBX_REQUIRE_ENGINE=1 (CI), which
+# turns that into a failure. Needs: MAFSBXFS and MFS_TOOL (set by meson).
+
+set -u
+
+: "${MAFSBXFS:?MAFSBXFS must name the mafsbxfs binary}"
+: "${MFS_TOOL:?MFS_TOOL must name the mfs_tool binary}"
+IMAGE=${MAFSBX_TEST_IMAGE:-mafsbx/busybox:latest}
+TESTNAME=$(basename "$0" .sh)
+T=$(mktemp -d "/tmp/mafsbxfs-$TESTNAME.XXXXXX")
+SCOPE="mafsbxtest-fs-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+EXTRA_SCOPES=()
+DAEMONS=()        # "pid:mountpoint:log"
+BGPIDS=()         # other background helpers we started
+
+log() { printf '%s: %s\n' "$TESTNAME" "$*" >&2; }
+
+fail() {
+	log "FAIL: $*"
+	exit 1
+}
+
+skip_or_fail() {
+	if [ "${MAFSBX_REQUIRE_ENGINE:-0}" = 1 ]; then
+		fail "$* (MAFSBX_REQUIRE_ENGINE=1)"
+	fi
+	log "SKIP: $*"
+	exit 77
+}
+
+require_env() {
+	[ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip_or_fail "/dev/fuse is not usable"
+	command -v fusermount3 >/dev/null 2>&1 || skip_or_fail "fusermount3 is missing"
+	"$MFS_TOOL" ping || skip_or_fail "no Docker engine answers"
+	"$MFS_TOOL" image "$IMAGE" || skip_or_fail "test image $IMAGE is missing (build it with: mafsbx mkimage)"
+}
+
+is_mounted() {
+	awk -v m="$1" '$5 == m { for (i = 6; i <= NF; i++) if ($i == "-") { print $(i + 1); exit } }' \
+		/proc/self/mountinfo | grep -qx 'fuse.mafsbxfs'
+}
+
+# mount_fs MOUNTPOINT [mafsbxfs options...]: sets DAEMON_PID
+mount_fs() {
+	local mnt=$1
+	shift
+	mkdir -p "$mnt"
+	local logf="$T/daemon.$(basename "$mnt").log"
+	"$MAFSBXFS" -f "$@" "$mnt" >>"$logf" 2>&1 &
+	DAEMON_PID=$!
+	DAEMONS+=("$DAEMON_PID:$mnt:$logf")
+	local i
+	for i in $(seq 1 200); do
+		if is_mounted "$mnt"; then
+			return 0
+		fi
+		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+			cat "$logf" >&2
+			fail "mafsbxfs exited before mounting $mnt"
+		fi
+		sleep 0.05
+	done
+	fail "no mount on $mnt after 10 s"
+}
+
+# wait_exit PID SECONDS: 0 when it exited in time; sets EXIT_STATUS
+wait_exit() {
+	local pid=$1 secs=$2 i
+	for i in $(seq 1 $((secs * 20))); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			EXIT_STATUS=$?
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# umount_fs MOUNTPOINT PID: a clean unmount; the daemon must exit 0.
+umount_fs() {
+	local mnt=$1 pid=$2
+	fusermount3 -u "$mnt" || fail "fusermount3 -u $mnt failed"
+	wait_exit "$pid" 30 || fail "mafsbxfs did not exit within 30 s of the unmount"
+	[ "$EXIT_STATUS" = 0 ] || fail "mafsbxfs exited with $EXIT_STATUS after the unmount"
+	is_mounted "$mnt" && fail "$mnt is still mounted"
+	return 0
+}
+
+cleanup() {
+	local rc=$?
+	local d pid mnt logf
+	for d in "${DAEMONS[@]}"; do
+		pid=${d%%:*}
+		mnt=${d#*:}
+		mnt=${mnt%%:*}
+		logf=${d##*:}
+		if is_mounted "$mnt"; then
+			fusermount3 -u -z "$mnt" 2>/dev/null
+		fi
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -TERM "$pid" 2>/dev/null
+			wait_exit "$pid" 10 || kill -KILL "$pid" 2>/dev/null
+		fi
+		if [ "$rc" != 0 ] && [ -s "$logf" ]; then
+			log "daemon log $logf:"
+			tail -n 40 "$logf" >&2
+		fi
+	done
+	for pid in "${BGPIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	"$MFS_TOOL" rm-scope "$SCOPE" 2>/dev/null
+	local s
+	for s in "${EXTRA_SCOPES[@]}"; do
+		"$MFS_TOOL" rm-scope "$s" 2>/dev/null
+	done
+	rm -rf "$T"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# ctl MOUNT KIND JSON: one transaction; sets CTL_STATUS ("OK" or the write's
+# errno name) and CTL_REPLY (the reply line).
+ctl() {
+	local out
+	out=$("$MFS_TOOL" ctl "$1/.ctl/$2" "$3")
+	CTL_STATUS=${out%%$'\n'*}
+	CTL_REPLY=${out#*$'\n'}
+}
+
+jget() { printf '%s' "$1" | "$MFS_TOOL" jget "$2"; }
+
+# try OP PATH [ARG]: "OK"/"OK <bytes>" or the errno name
+try() { "$MFS_TOOL" try "$@"; }
+
+expect_eq() {
+	[ "$1" = "$2" ] || fail "$3: got '$1', want '$2'"
+}
+
+expect_contains() {
+	case "$1" in
+	*"$2"*) ;;
+	*) fail "$3: '$1' does not contain '$2'" ;;
+	esac
+}
+
+# expect_errno "desc" WANT OP PATH [ARG]
+expect_errno() {
+	local desc=$1 want=$2
+	shift 2
+	local got
+	got=$(try "$@")
+	[ "$got" = "$want" ] || fail "$desc: $* gave '$got', want '$want'"
+}
+
+# expect_ctl_error MOUNT KIND JSON ERRNO NEEDLE: the write fails with ERRNO and
+# the reply is {"ok": false, "error": {"errno": ERRNO, ... "message" naming NEEDLE}}
+expect_ctl_error() {
+	ctl "$1" "$2" "$3"
+	[ "$CTL_STATUS" = "$4" ] || fail "$2 $3: write gave '$CTL_STATUS', want '$4' (reply $CTL_REPLY)"
+	expect_eq "$(jget "$CTL_REPLY" ok)" false "$2 reply ok"
+	expect_eq "$(jget "$CTL_REPLY" error.errno)" "$4" "$2 reply errno"
+	[ -n "$(jget "$CTL_REPLY" error.type)" ] || fail "$2 reply has no error type"
+	expect_contains "$(jget "$CTL_REPLY" error.message)" "$5" "$2 reply message"
+}
+
+# acquire MOUNT THREAD AGENT KIND [extra JSON members]: sets SBX (the name)
+acquire() {
+	local extra=${5:-}
+	ctl "$1" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"$2\", \"agent\": \"$3\", \"kind\": \"$4\", \"image\": \"$IMAGE\"$extra}"
+	[ "$CTL_STATUS" = OK ] || fail "acquire $2/$3/$4: $CTL_STATUS $CTL_REPLY"
+	SBX=$(jget "$CTL_REPLY" name)
+}
+
+# run_exec MOUNT SANDBOX COMMAND: sets CTL_STATUS / CTL_REPLY
+run_exec() {
+	local cmd
+	cmd=$(printf '%s' "$3" | sed 's/\\/\\\\/g; s/"/\\"/g')
+	ctl "$1" exec "{\"sandbox\": \"$2\", \"command\": \"$cmd\"}"
+}
+
+# no_paused: nothing of this run's scope is left frozen
+no_paused() {
+	local n
+	n=$("$MFS_TOOL" paused "$SCOPE") || fail "cannot list $SCOPE"
+	expect_eq "$n" 0 "containers left paused"
+}
