@@ -71,6 +71,18 @@ static int split_reference(const char *ref, char *repo, size_t repo_sz, char *ta
 					       "invalid image name '%s': a repository name is lower-case letters, "
 					       "digits and . _ - /",
 					       ref);
+	/* A ':' left in the repository can only be a registry's port, in the first component. */
+	const char *first_slash = memchr(ref, '/', rlen);
+	const char *repo_colon = memchr(ref, ':', rlen);
+	if (repo_colon && (!first_slash || repo_colon > first_slash))
+		return cli_usage_error("mkimage", "invalid image name '%s'", ref);
+	if (repo_colon) {
+		bool digits = repo_colon + 1 < first_slash;
+		for (const char *p = repo_colon + 1; p < first_slash; p++)
+			digits = digits && isdigit((unsigned char)*p);
+		if (!digits)
+			return cli_usage_error("mkimage", "invalid registry port in image name '%s'", ref);
+	}
 	size_t tlen = strlen(t);
 	if (tlen == 0 || tlen > 128 || tlen >= tag_sz || (!isalnum((unsigned char)t[0]) && t[0] != '_'))
 		return cli_usage_error("mkimage", "invalid tag in image name '%s'", ref);
@@ -125,6 +137,10 @@ int cmd_mkimage(int argc, char **argv)
 	if (rc != 0)
 		return rc;
 
+	struct mafsbx_endpoint ep;
+	if ((rc = cli_resolve(host, context, &ep)) != MAFSBX_EXIT_OK)
+		return rc;
+
 	rc = MAFSBX_EXIT_FAILURE;
 	struct mafsbx_error err;
 	void *tar = NULL;
@@ -132,12 +148,12 @@ int cmd_mkimage(int argc, char **argv)
 	json_t *inspect = NULL;
 	struct mafsbx_engine *e = NULL;
 
-	/* Build first: a missing or dynamic busybox is reported without touching the engine. */
+	/* Build before connecting: a missing or dynamic busybox is reported without touching the engine. */
 	if (mafsbx_rootfs_build(busybox, &tar, &tar_len, &applets, &err) < 0) {
 		cli_error("%s", err.message);
 		goto out;
 	}
-	e = cli_open_engine(host, context, &rc);
+	e = cli_connect(&ep, &rc);
 	if (!e)
 		goto out;
 	rc = MAFSBX_EXIT_FAILURE;

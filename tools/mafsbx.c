@@ -92,22 +92,25 @@ int cli_option_error(const char *cmd, int c, char **argv)
 	return cli_usage_error(cmd, "unknown option '%s'", word);
 }
 
-struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int *exit_code)
+int cli_resolve(const char *host, const char *context, struct mafsbx_endpoint *ep)
 {
 	struct mafsbx_endpoint_options opts = { .host = host, .context = context };
-	struct mafsbx_endpoint ep;
 	struct mafsbx_error err;
-	struct mafsbx_engine *e = NULL;
-
-	*exit_code = MAFSBX_EXIT_ENGINE;
-	if (mafsbx_endpoint_resolve(&opts, NULL, NULL, &ep, &err) < 0) {
+	if (mafsbx_endpoint_resolve(&opts, NULL, NULL, ep, &err) < 0) {
 		cli_error("%s", err.message);
-		return NULL;
+		return MAFSBX_EXIT_ENGINE;
 	}
+	return MAFSBX_EXIT_OK;
+}
+
+struct mafsbx_engine *cli_connect(const struct mafsbx_endpoint *ep, int *exit_code)
+{
+	struct mafsbx_error err;
 	/* Bound from here on: nothing below looks at the environment again. */
-	e = mafsbx_engine_open(&ep, NULL, &err);
+	struct mafsbx_engine *e = mafsbx_engine_open(ep, NULL, &err);
+	*exit_code = MAFSBX_EXIT_ENGINE;
 	if (!e) {
-		cli_error("%s: %s", ep.url, err.message);
+		cli_error("%s: %s", ep->url, err.message);
 		return NULL;
 	}
 	if (mafsbx_engine_ping(e, &err) < 0) {
@@ -117,6 +120,15 @@ struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int
 	}
 	*exit_code = MAFSBX_EXIT_OK;
 	return e;
+}
+
+struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int *exit_code)
+{
+	struct mafsbx_endpoint ep;
+	*exit_code = cli_resolve(host, context, &ep);
+	if (*exit_code != MAFSBX_EXIT_OK)
+		return NULL;
+	return cli_connect(&ep, exit_code);
 }
 
 int main(int argc, char **argv)

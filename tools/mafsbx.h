@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 
+#include "endpoint.h"
 #include "engine.h"
 
 #define PROGRAM "mafsbx"
@@ -43,9 +44,15 @@ int cli_option_error(const char *cmd, int c, char **argv);
 
 /*
  * Resolve the endpoint (-H URL / --context NAME, else the environment and
- * the Docker config, INTERFACE.md §1.1), bind to it and ping it. On failure
- * prints the reason and returns NULL with *exit_code = MAFSBX_EXIT_ENGINE.
+ * the Docker config, INTERFACE.md §1.1) without contacting it. 0, or prints
+ * the reason and returns MAFSBX_EXIT_ENGINE.
  */
+int cli_resolve(const char *host, const char *context, struct mafsbx_endpoint *ep);
+
+/* Bind to a resolved endpoint and ping it. NULL (reason printed, *exit_code = MAFSBX_EXIT_ENGINE) on failure. */
+struct mafsbx_engine *cli_connect(const struct mafsbx_endpoint *ep, int *exit_code);
+
+/* cli_resolve + cli_connect. */
 struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int *exit_code);
 
 /* The usage lines for the engine options, shared by every subcommand's --help. */

@@ -1,0 +1,252 @@
+/*
+ * test_mafsbx_cli.c: the `mafsbx` program's command line, run as a real
+ * process (path given by meson as argv[1]): --help/--version/help, usage
+ * errors (exit 2, "mafsbx: ..." on stderr), mkimage's refusals of bad image
+ * names, of a missing or dynamically linked busybox (exit 1), of refused
+ * endpoints and of an engine that does not answer (exit 3). The child runs
+ * with a clean environment (HOME with no Docker config, DOCKER_HOST naming a
+ * socket nobody listens on), so no engine on this machine is ever contacted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "rootfs.h"
+
+static const char *mafsbx_bin;
+static char home[PATH_MAX];
+
+struct run {
+	int status;              /* exit code, or 128+signal */
+	struct mafsbx_buf out, err;
+};
+
+static void run_free(struct run *r)
+{
+	mafsbx_buf_free(&r->out);
+	mafsbx_buf_free(&r->err);
+}
+
+/* Run mafsbx with args (NULL-terminated), collecting both streams; 30 s bound. */
+static void run(struct run *r, const char *first, ...)
+{
+	const char *argv[32];
+	int argc = 0;
+	argv[argc++] = mafsbx_bin;
+	va_list ap;
+	va_start(ap, first);
+	for (const char *a = first; a; a = va_arg(ap, const char *)) {
+		assert_true(argc < 31);
+		argv[argc++] = a;
+	}
+	va_end(ap);
+	argv[argc] = NULL;
+
+	char home_env[PATH_MAX + 8], host_env[PATH_MAX + 32];
+	snprintf(home_env, sizeof(home_env), "HOME=%s", home);
+	/* Whatever the command line, a bug can never reach a real engine. */
+	snprintf(host_env, sizeof(host_env), "DOCKER_HOST=unix://%s/nobody.sock", home);
+	char *envp[] = { home_env, host_env, (char *)"PATH=/usr/bin:/bin", NULL };
+
+	int po[2], pe[2];
+	assert_int_equal(pipe2(po, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(pe, O_CLOEXEC), 0);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+	pid_t pid;
+	int sr = posix_spawn(&pid, mafsbx_bin, &fa, NULL, (char *const *)argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	close(po[1]);
+	close(pe[1]);
+	if (sr != 0)
+		fail_msg("cannot run %s: %s", mafsbx_bin, strerror(sr));
+
+	memset(r, 0, sizeof(*r));
+	struct pollfd pfd[2] = { { .fd = po[0], .events = POLLIN }, { .fd = pe[0], .events = POLLIN } };
+	int open_fds = 2;
+	long long deadline = mafsbx_now_ms() + 30000;
+	while (open_fds > 0) {
+		long long left = deadline - mafsbx_now_ms();
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			fail_msg("mafsbx did not finish within 30 s");
+		}
+		int n = poll(pfd, 2, (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n >= 0);
+		for (int i = 0; i < 2; i++) {
+			if (pfd[i].fd < 0 || !pfd[i].revents)
+				continue;
+			char buf[4096];
+			ssize_t got = read(pfd[i].fd, buf, sizeof(buf));
+			if (got <= 0) {
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+				open_fds--;
+				continue;
+			}
+			assert_int_equal(mafsbx_buf_append(i ? &r->err : &r->out, buf, (size_t)got), 0);
+		}
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	/* Empty streams still compare as strings. */
+	assert_int_equal(mafsbx_buf_append(&r->out, "", 0), 0);
+	assert_int_equal(mafsbx_buf_append(&r->err, "", 0), 0);
+}
+
+static void expect(struct run *r, int status, const char *out_needle, const char *err_needle)
+{
+	if (r->status != status)
+		fail_msg("exit %d, want %d; stdout '%s' stderr '%s'", r->status, status, r->out.data, r->err.data);
+	if (out_needle && !strstr(r->out.data, out_needle))
+		fail_msg("stdout '%s' lacks '%s'", r->out.data, out_needle);
+	if (err_needle && !strstr(r->err.data, err_needle))
+		fail_msg("stderr '%s' lacks '%s'", r->err.data, err_needle);
+	/* Errors are one "mafsbx: " line (plus the "Try" hint), never noise. */
+	if (r->err.len) {
+		assert_int_equal(strncmp(r->err.data, "mafsbx: ", 8), 0);
+		size_t lines = 0;
+		for (size_t i = 0; i < r->err.len; i++)
+			lines += r->err.data[i] == '\n';
+		assert_true(lines <= 2);
+	}
+	run_free(r);
+}
+
+static void test_help_and_version(void **state)
+{
+	(void)state;
+	struct run r;
+	run(&r, "--version", NULL);
+	assert_string_equal(r.out.data, "mafsbx " MAFSBX_VERSION "\n");
+	expect(&r, 0, NULL, NULL);
+	run(&r, "-V", NULL);
+	expect(&r, 0, MAFSBX_VERSION, NULL);
+	const char *helps[] = { "--help", "-h", "help" };
+	for (size_t i = 0; i < 3; i++) {
+		run(&r, helps[i], NULL);
+		assert_int_equal(r.err.len, 0);
+		expect(&r, 0, "Usage: mafsbx COMMAND", NULL);
+	}
+	run(&r, "--help", NULL);
+	expect(&r, 0, "mkimage", NULL);
+	run(&r, "help", "mkimage", NULL);
+	expect(&r, 0, "Usage: mafsbx mkimage", NULL);
+	run(&r, "mkimage", "--help", NULL);
+	expect(&r, 0, "--tag NAME", NULL);
+}
+
+static void test_usage_errors(void **state)
+{
+	(void)state;
+	struct run r;
+	run(&r, NULL);
+	expect(&r, 2, NULL, "mafsbx: no command given");
+	run(&r, "frobnicate", NULL);
+	expect(&r, 2, NULL, "mafsbx: unknown command 'frobnicate'");
+	run(&r, "--frob", NULL);
+	expect(&r, 2, NULL, "unknown option '--frob'");
+	run(&r, "-x", NULL);
+	expect(&r, 2, NULL, "unknown option '-x'");
+	run(&r, "help", "frobnicate", NULL);
+	expect(&r, 2, NULL, "unknown command 'frobnicate'");
+	run(&r, "mkimage", "--tag", NULL);
+	expect(&r, 2, NULL, "option '--tag' needs an argument");
+	run(&r, "mkimage", "-H", NULL);
+	expect(&r, 2, NULL, "option '-H' needs an argument");
+	run(&r, "mkimage", "--bogus", NULL);
+	expect(&r, 2, NULL, "unknown option '--bogus'");
+	run(&r, "mkimage", "extra", NULL);
+	expect(&r, 2, NULL, "unexpected argument 'extra'");
+	run(&r, "mkimage", "--tag", "Upper/case", NULL);
+	expect(&r, 2, NULL, "invalid image name 'Upper/case'");
+	run(&r, "mkimage", "--tag", "x@sha256:abcd", NULL);
+	expect(&r, 2, NULL, "digest");
+	run(&r, "mkimage", "--tag", "x:", NULL);
+	expect(&r, 2, NULL, "invalid tag");
+	run(&r, "mkimage", "--tag", "x:bad/tag", NULL);
+	expect(&r, 2, NULL, "invalid registry port");
+	run(&r, "mkimage", "--tag", "", NULL);
+	expect(&r, 2, NULL, "empty image name");
+	run(&r, "mkimage", "--tag", "/x", NULL);
+	expect(&r, 2, NULL, "invalid image name");
+	run(&r, "mkimage", "--tag", "a/b:c/d", NULL);
+	expect(&r, 2, NULL, "invalid image name");
+}
+
+static void test_mkimage_refusals(void **state)
+{
+	(void)state;
+	struct run r;
+	char absent[PATH_MAX + 16];
+	snprintf(absent, sizeof(absent), "%s/absent-busybox", home);
+
+	/* Endpoint refusals come first, whatever the busybox. */
+	run(&r, "mkimage", "-H", "ssh://me@host", "--busybox", absent, NULL);
+	expect(&r, 3, NULL, "mafsbx: ssh:// endpoints are not supported; use unix:// or tcp://");
+	run(&r, "mkimage", "--context", "nosuch", "--busybox", absent, NULL);
+	expect(&r, 3, NULL, "\"nosuch\"");
+
+	run(&r, "mkimage", "--busybox", absent, NULL);
+	expect(&r, 1, NULL, "not found: install Debian's busybox-static");
+	run(&r, "mkimage", "--busybox", mafsbx_bin, NULL);
+	expect(&r, 1, NULL, "dynamically linked");
+
+	if (access(MAFSBX_ROOTFS_BUSYBOX, X_OK) != 0)
+		skip(); /* contrib/setup.sh installs busybox-static; CI fails on a skip */
+	/* A built rootfs and an endpoint nobody answers: exit 3, nothing imported. */
+	run(&r, "mkimage", "--tag", "mafsbxtest-cli/never:x", NULL);
+	assert_int_equal(r.out.len, 0);
+	expect(&r, 3, NULL, "nobody.sock");
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	const char *t = getenv("TMPDIR");
+	snprintf(home, sizeof(home), "%s/mafsbx-test-cli-XXXXXX", t && *t ? t : "/tmp");
+	return mkdtemp(home) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return rmdir(home);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s PATH-TO-mafsbx\n", argv[0]);
+		return 2;
+	}
+	mafsbx_bin = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_help_and_version),
+		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_mkimage_refusals),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
