@@ -11,18 +11,17 @@
 set -u
 meson=$1 build=$2 prefix=$3 bindir=$4 mandir=$5 unitdir=$6 exampledir=$7
 
-dest=$(mktemp -d "${TMPDIR:-/tmp}/mafsbx-install.XXXXXX") || exit 1
-trap 'rm -rf "$dest"' EXIT INT TERM
+work=$(mktemp -d "${TMPDIR:-/tmp}/mafsbx-install.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT INT TERM
+dest=$work/root
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 
-if ! "$meson" install -C "$build" --no-rebuild --quiet --destdir "$dest" >"$dest.log" 2>&1; then
-	cat "$dest.log" >&2
-	rm -f "$dest.log"
+if ! "$meson" install -C "$build" --no-rebuild --quiet --destdir "$dest" >"$work/install.log" 2>&1; then
+	cat "$work/install.log" >&2
 	echo "FAIL: meson install --destdir failed" >&2
 	exit 1
 fi
-rm -f "$dest.log"
 
 # 1. Every file in its place.
 for f in "$bindir/mafsbx" "$bindir/mafsbxfs"; do
@@ -51,13 +50,13 @@ for u in "$dest$unitdir"/*.service "$dest$unitdir"/*.timer "$dest$exampledir/cro
 		cmd=${line#*=}
 		cmd=$(printf '%s' "$cmd" | sed 's/^[-@:+!]*//')
 		echo "${cmd%% *}"
-	done >"$dest/.progs"
-	while IFS= read -r p; do check_program "$p" "$name"; done <"$dest/.progs"
+	done >"$work/progs"
+	while IFS= read -r p; do check_program "$p" "$name"; done <"$work/progs"
 	grep -oE 'man:[A-Za-z0-9._-]+\([0-9]\)' "$u" | while IFS= read -r m; do
 		page=${m#man:}; sect=${page#*\(}; sect=${sect%\)}; page=${page%%\(*}
 		[ -f "$dest$mandir/man$sect/$page.$sect" ] || echo "$m"
-	done >"$dest/.missing"
-	while IFS= read -r m; do bad "$name names $m, which is not installed"; done <"$dest/.missing"
+	done >"$work/missing"
+	while IFS= read -r m; do bad "$name names $m, which is not installed"; done <"$work/missing"
 done
 cron="$dest$exampledir/cron.d/mafsbx-reap"
 if [ -f "$cron" ]; then
