@@ -77,6 +77,24 @@ if [ -f "$svc" ]; then
 	grep -Eq '^Exec(Stop|StopPost)=.*fusermount3? -u' "$svc" || bad "mafsbxfs@.service does not unmount on stop"
 fi
 
+# 2b. systemd itself accepts the units: no "file:line: ..." diagnostic (an
+#     unknown key, a value it cannot parse). The binaries live in the destdir,
+#     so "not executable" for paths under the prefix is expected (checked above).
+if command -v systemd-analyze >/dev/null 2>&1 && [ -d "$dest$unitdir" ]; then
+	vdir="$work/units"
+	mkdir -p "$vdir"
+	cp "$dest$unitdir"/*.service "$dest$unitdir"/*.timer "$vdir"/
+	# A template is verified through an instance.
+	for t in "$vdir"/*@.service; do
+		[ -f "$t" ] || continue
+		mv "$t" "${t%@.service}@srv-sandboxes.service"
+	done
+	(cd "$vdir" && systemd-analyze verify --man=no ./*.service ./*.timer) >"$work/verify.log" 2>&1
+	if grep -E ':[0-9]+: ' "$work/verify.log" >"$work/verify.bad"; then
+		while IFS= read -r l; do bad "systemd-analyze verify: $l"; done <"$work/verify.bad"
+	fi
+fi
+
 # 3. Every unit or example file the man pages name is installed.
 for page in "$dest$mandir"/man1/mafsbx.1 "$dest$mandir"/man1/mafsbxfs.1; do
 	[ -f "$page" ] || continue
