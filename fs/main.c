@@ -12,6 +12,8 @@
 #include "mfs.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +185,12 @@ int main(int argc, char *argv[])
 	}
 	if (!copts.foreground)
 		mafsbx_log_use_syslog();
+	/* SIGINT and SIGTERM always unmount (INTERFACE.md), even when the
+	 * parent ignored them, as a shell does for a background job; libfuse
+	 * only takes over signals left at their default. SIGHUP keeps what
+	 * the parent chose (nohup). */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
 		log_error("cannot install signal handlers");
 		goto out;
@@ -199,11 +207,13 @@ int main(int argc, char *argv[])
 			goto out_signals;
 		}
 		fuse_loop_cfg_set_clone_fd(lcfg, (unsigned)copts.clone_fd);
-		fuse_loop_cfg_set_idle_threads(lcfg, copts.max_idle_threads);
+		if (copts.max_idle_threads != UINT_MAX)  /* UINT_MAX: not given */
+			fuse_loop_cfg_set_idle_threads(lcfg, copts.max_idle_threads);
 		fuse_loop_cfg_set_max_threads(lcfg, copts.max_threads);
 		lr = fuse_loop_mt(fuse, lcfg);
 	}
-	ret = lr == 0 ? 0 : 1;
+	/* libfuse reports the signal that ended the loop; that is a clean stop. */
+	ret = (lr == 0 || lr == SIGTERM || lr == SIGINT || lr == SIGHUP) ? 0 : 1;
 out_signals:
 	fuse_remove_signal_handlers(fuse_get_session(fuse));
 out:

@@ -39,6 +39,7 @@ struct mfs_work {
 	int fd;                      /* the spool (memfd) */
 	bool writable;
 	bool dirty;                  /* unsent changes (a created file is dirty from the start) */
+	int failed;                  /* a refused write: nothing is sent, close reports it */
 	mode_t mode;                 /* permission bits to send */
 	uint64_t size;               /* bytes in the spool */
 	struct timespec mtime;
@@ -396,11 +397,17 @@ int mfs_work_write(struct mfs *fs, struct mfs_work *w, const char *buf, size_t s
 		return -EBADF;
 	if (off < 0)
 		return -EINVAL;
-	if ((uint64_t)off + size > fs->opt.max_write)
-		return -EFBIG;
 	pthread_mutex_lock(&w->lock);
+	if ((uint64_t)off + size > fs->opt.max_write) {
+		/* Never send a partial file in place of the one the caller meant. */
+		w->failed = EFBIG;
+		pthread_mutex_unlock(&w->lock);
+		return -EFBIG;
+	}
 	ssize_t n = pwrite(w->fd, buf, size, off);
 	int r = n < 0 ? -errno : (int)n;
+	if (n < 0)
+		w->failed = errno;
 	if (n > 0) {
 		w->dirty = true;
 		if ((uint64_t)off + (uint64_t)n > w->size)
@@ -417,9 +424,12 @@ int mfs_work_truncate(struct mfs *fs, struct mfs_work *w, off_t size)
 		return -EBADF;
 	if (size < 0)
 		return -EINVAL;
-	if ((uint64_t)size > fs->opt.max_write)
-		return -EFBIG;
 	pthread_mutex_lock(&w->lock);
+	if ((uint64_t)size > fs->opt.max_write) {
+		w->failed = EFBIG;
+		pthread_mutex_unlock(&w->lock);
+		return -EFBIG;
+	}
 	int r = ftruncate(w->fd, size) < 0 ? -errno : 0;
 	if (r == 0) {
 		w->size = (uint64_t)size;
@@ -433,7 +443,13 @@ int mfs_work_truncate(struct mfs *fs, struct mfs_work *w, off_t size)
 /* Send the spool as one tar. Must be called under w->lock. */
 static int send_locked(struct mfs *fs, struct mfs_work *w)
 {
-	if (!w->writable || !w->dirty)
+	if (!w->writable)
+		return 0;
+	if (w->failed) {
+		w->dirty = false;
+		return -w->failed;
+	}
+	if (!w->dirty)
 		return 0;
 	w->dirty = false;
 	struct mafsbx_error e;

@@ -107,7 +107,7 @@ cleanup() {
 		if is_mounted "$mnt"; then
 			fusermount3 -u -z "$mnt" 2>/dev/null
 		fi
-		if kill -0 "$pid" 2>/dev/null; then
+		if [ "$pid" -gt 0 ] 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
 			kill -TERM "$pid" 2>/dev/null
 			wait_exit "$pid" 10 || kill -KILL "$pid" 2>/dev/null
 		fi

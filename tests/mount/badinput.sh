@@ -1,0 +1,115 @@
+#!/bin/bash
+# badinput.sh: every bad input through a real mount gives the documented
+# errno (INTERFACE.md §3, §4) and, for .ctl requests, a reply naming the
+# problem; the daemon stays up throughout.
+#   malformed JSON, unknown fields, a missing image, an unknown sandbox,
+#   both argv and command, a symlink parent (ELOOP), a final symlink (ELOOP),
+#   a fifo (EPERM), a file parent (ENOTDIR), a file over max_read (EFBIG),
+#   a write over max_write (EFBIG), a backslash (EINVAL), a long component
+#   (ENAMETOOLONG), unlink/rename/chmod/symlink (EPERM), writes to
+#   read-only virtual files (EACCES), rmdir of a non-sandbox (EPERM).
+. "$(dirname "$0")/lib.sh"
+require_env
+
+M=$T/mnt
+mount_fs "$M" -o max_read=4096,max_write=8192
+PID=$DAEMON_PID
+
+alive() {
+	kill -0 "$PID" 2>/dev/null || fail "the daemon died ($1)"
+	is_mounted "$M" || fail "the mount went away ($1)"
+	[ -n "$(cat "$M/.ctl/engine")" ] || fail "the mount stopped answering ($1)"
+}
+
+# --- requests ---------------------------------------------------------------
+expect_ctl_error "$M" acquire 'this is not json' EINVAL "malformed JSON"
+# An unfinished object runs nothing: the reply says so and close() fails.
+ctl "$M" acquire '{"scope": "s", "thread": '
+expect_eq "$CTL_STATUS" OK "an unfinished request is buffered"
+expect_contains "$CTL_REPLY" '"errno": "EINVAL"' "reply to an unfinished request"
+expect_contains "$CTL_REPLY" "incomplete" "reply to an unfinished request"
+expect_contains "$CTL_REPLY" "close failed: EINVAL" "close() after an unfinished request"
+expect_ctl_error "$M" acquire '{"scope": "s",, }' EINVAL "malformed JSON"
+expect_ctl_error "$M" acquire '[1, 2]' EINVAL "malformed JSON"
+expect_ctl_error "$M" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\", \"bogus_field\": 1}" \
+	EINVAL "bogus_field"
+expect_ctl_error "$M" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t\", \"kind\": \"k\", \"image\": \"$IMAGE\"}" EINVAL "agent"
+expect_ctl_error "$M" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t\", \"agent\": \"a\", \"kind\": \"k\"}" EINVAL "image"
+expect_ctl_error "$M" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\", \"egress\": \"unrestricted\"}" \
+	EOPNOTSUPP "unrestricted"
+expect_ctl_error "$M" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\", \"egress\": \"allowlist\", \"egress_allow\": [\"example.com\"]}" \
+	EOPNOTSUPP "egress"
+MISSING="mafsbx/no-such-image-$SCOPE:latest"
+expect_ctl_error "$M" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$MISSING\"}" \
+	ENOENT "$MISSING"
+alive "after the acquire errors"
+
+expect_ctl_error "$M" exec '{"sandbox": "maf-sandbox-docker-000000000000", "argv": ["true"]}' ENOENT "maf-sandbox-docker-000000000000"
+expect_ctl_error "$M" exec '{"sandbox": "maf-sandbox-docker-000000000000"}' EINVAL "argv"
+expect_ctl_error "$M" exec '{"sandbox": "maf-sandbox-docker-000000000000", "argv": ["true"], "command": "true"}' EINVAL "command"
+expect_ctl_error "$M" exec '{"sandbox": "maf-sandbox-docker-000000000000", "argv": ["true"], "wat": 1}' EINVAL "wat"
+expect_ctl_error "$M" dispose '{"name": "not-a-sandbox"}' EINVAL "name"
+expect_ctl_error "$M" dispose '{"scope": "s"}' EINVAL "thread"
+
+# The shell sees a refused request as a failed write.
+if echo '{"name": "not-a-sandbox"}' >"$M/.ctl/dispose" 2>/dev/null; then
+	fail "echo of a bad request into .ctl/dispose succeeded"
+fi
+# A read before any request is an error reply, not a hang.
+R=$(timeout 10 cat "$M/.ctl/exec") || fail "reading .ctl/exec before a request failed or hung"
+expect_eq "$(jget "$R" ok)" false "read before a request"
+expect_eq "$(jget "$R" error.errno)" EINVAL "read before a request errno"
+alive "after the request errors"
+
+# --- the file plane ------------------------------------------------------------
+acquire "$M" t a probe ', "outputs": ["big", "small", "lnk", "ff"]'
+N=$SBX
+W=$M/$N/work
+run_exec "$M" "$N" "head -c 5000 /dev/zero > big && echo tiny > small && ln -s /etc lnk && ln -s small slink && mkfifo ff && mkdir -p d && echo x > d/f"
+expect_eq "$CTL_STATUS" OK "exec setup ($CTL_REPLY)"
+expect_eq "$(jget "$CTL_REPLY" exit_code)" 0 "exec setup exit code"
+
+expect_errno "small file" "OK 5" read "$W/small"
+expect_errno "file over max_read" EFBIG read "$W/big"
+expect_errno "symlink parent (stat)" ELOOP stat "$W/lnk/passwd"
+expect_errno "symlink parent (read)" ELOOP read "$W/lnk/passwd"
+expect_errno "symlink parent (write)" ELOOP write "$W/lnk/x"
+expect_errno "final symlink (stat)" ELOOP stat "$W/slink"
+expect_errno "final symlink (read)" ELOOP read "$W/slink"
+expect_errno "fifo (stat)" EPERM stat "$W/ff"
+expect_errno "fifo (read)" EPERM read "$W/ff"
+expect_errno "file as a parent" ENOTDIR stat "$W/small/x"
+expect_errno "absent" ENOENT stat "$W/nothing-here"
+expect_errno "absent (read)" ENOENT read "$W/nothing-here"
+expect_errno "backslash" EINVAL stat "$W/a\\b"
+expect_errno "long component" ENAMETOOLONG stat "$W/$(printf 'x%.0s' $(seq 1 256))"
+expect_errno "unlink" EPERM unlink "$W/small"
+expect_errno "rmdir under work" EPERM unlink "$W/d/f"
+mv "$W/small" "$W/small2" 2>/dev/null && fail "rename under work/ succeeded"
+chmod 600 "$W/small" 2>/dev/null && fail "chmod under work/ succeeded"
+ln -s x "$W/newlink" 2>/dev/null && fail "symlink under work/ succeeded"
+ln "$W/small" "$W/hard" 2>/dev/null && fail "link under work/ succeeded"
+expect_eq "$(try read "$W/small")" "OK 5" "small file untouched"
+# a write over max_write fails; close reports a failed send
+head -c 9000 /dev/zero >"$T/9k"
+cp "$T/9k" "$W/toobig" 2>/dev/null && fail "a write over max_write succeeded"
+expect_errno "mkdir of an existing directory" EEXIST mkdir "$W/d"
+expect_errno "write over a directory" EISDIR write "$W/d"
+expect_errno "readdir lists outputs only" OK readdir "$W"
+expect_eq "$(ls "$W" | tr '\n' ' ')" "big small " "ls work/ shows only the showable declared outputs"
+alive "after the file errors"
+
+# --- read-only virtual files and the fixed tree ----------------------------------
+expect_errno "write status" EACCES write "$M/$N/status"
+expect_errno "write declarations" EACCES write "$M/.ctl/declarations"
+expect_errno "write engine" EACCES write "$M/.ctl/engine"
+expect_errno "unlink ctl" EPERM unlink "$M/.ctl/exec"
+expect_errno "mkdir at the root" EPERM mkdir "$M/newdir"
+rmdir "$M/.ctl" 2>/dev/null && fail "rmdir .ctl succeeded"
+expect_errno "unknown sandbox dir" ENOENT stat "$M/maf-sandbox-docker-000000000000"
+expect_errno "unknown root entry" ENOENT stat "$M/nope"
+alive "at the end"
+no_paused
+
+umount_fs "$M" "$PID"
+log "PASS"

@@ -1,0 +1,71 @@
+#!/bin/bash
+# startup.sh: the daemon's life cycle (INTERFACE.md §1.2).
+#  - --help / --version exit 0; a bad option value is a usage error (exit 2)
+#    naming the option; nothing is mounted.
+#  - an unreachable engine, a context that does not exist and an ssh://
+#    endpoint exit non-zero with "mafsbxfs: message" BEFORE mounting.
+#  - the mount shows as fuse.mafsbxfs in /proc/self/mountinfo.
+#  - SIGTERM and SIGINT unmount cleanly (exit 0); so does fusermount3 -u;
+#    the daemonised mode (no -f) works and is unmounted with fusermount3 -u.
+. "$(dirname "$0")/lib.sh"
+require_env
+
+M=$T/mnt
+mkdir -p "$M"
+
+out=$("$MAFSBXFS" --version) || fail "--version failed"
+expect_contains "$out" "mafsbxfs" "--version"
+out=$("$MAFSBXFS" --help 2>&1) || fail "--help failed"
+expect_contains "$out" "max_read" "--help lists our options"
+expect_contains "$out" "max_threads" "--help lists max_threads"
+
+refused() {  # WANT_STATUS NEEDLE ARGS...
+	local want=$1 needle=$2
+	shift 2
+	local err st
+	err=$(timeout 60 "$MAFSBXFS" -f "$@" "$M" 2>&1 </dev/null)
+	st=$?
+	if [ "$want" = nonzero ]; then
+		[ "$st" != 0 ] || fail "mafsbxfs $* succeeded"
+	else
+		[ "$st" = "$want" ] || fail "mafsbxfs $*: exit $st, want $want ($err)"
+	fi
+	expect_contains "$err" "mafsbxfs: " "mafsbxfs $*: message"
+	expect_contains "$err" "$needle" "mafsbxfs $*: message"
+	is_mounted "$M" && fail "mafsbxfs $* mounted anyway"
+	return 0
+}
+refused 2 "max_read" -o max_read=lots
+refused 2 "exec_timeout" -o exec_timeout=0
+refused 2 "memory" -o memory=1
+refused 2 "not both" -o host=unix:///x.sock,context=y
+err=$("$MAFSBXFS" -o scope=x 2>&1)
+expect_eq "$?" 2 "exit status without a mount point"
+expect_contains "$err" "mafsbxfs: no mount point" "message without a mount point"
+refused 1 "cannot reach" -o "host=unix://$T/nobody-listens.sock"
+refused nonzero "no-such-context-$SCOPE" -o "context=no-such-context-$SCOPE"
+refused nonzero "ssh" -o host=ssh://user@example.com
+refused nonzero "not-an-option" -o not-an-option
+
+# --- a clean unmount on SIGTERM, SIGINT and fusermount3 -u -------------------
+for sig in TERM INT; do
+	mount_fs "$M"
+	grep -q " $M .* - fuse.mafsbxfs mafsbxfs " /proc/self/mountinfo || fail "mountinfo does not show fuse.mafsbxfs mafsbxfs"
+	ls "$M/.ctl" >/dev/null || fail "the fresh mount does not answer"
+	kill -"$sig" "$DAEMON_PID"
+	wait_exit "$DAEMON_PID" 30 || fail "SIG$sig did not stop the daemon"
+	expect_eq "$EXIT_STATUS" 0 "exit status after SIG$sig"
+	is_mounted "$M" && fail "still mounted after SIG$sig"
+done
+mount_fs "$M"
+umount_fs "$M" "$DAEMON_PID"
+
+# --- the daemonised mode ---------------------------------------------------------
+"$MAFSBXFS" "$M" </dev/null >"$T/bg.out" 2>&1 || fail "mafsbxfs (daemonised) failed: $(cat "$T/bg.out")"
+is_mounted "$M" || fail "the daemonised mafsbxfs did not mount"
+DAEMONS+=("none:$M:$T/bg.out")  # no pid: cleanup only unmounts it
+ls "$M/.ctl" >/dev/null || fail "the daemonised mount does not answer"
+[ -n "$(cat "$M/.ctl/engine")" ] || fail ".ctl/engine is empty"
+fusermount3 -u "$M" || fail "fusermount3 -u of the daemonised mount"
+is_mounted "$M" && fail "still mounted"
+log "PASS"
