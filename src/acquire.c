@@ -17,10 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "files.h"
 #include "log.h"
 #include "sbx_internal.h"
+
+void (*sbx_test_before_create)(const char *name, void *ctx);
+void *sbx_test_before_create_ctx;
 
 static json_t *str_array(char *const *v, size_t n)
 {
@@ -199,6 +203,8 @@ static int create_container(struct mafsbx_backend *b, const struct mafsbx_acquir
 	if (!cfg)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	sbx_facts_drop(b, name, NULL);
+	if (sbx_test_before_create)
+		sbx_test_before_create(name, sbx_test_before_create_ctx);
 	char id[65] = "";
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
@@ -209,7 +215,13 @@ static int create_container(struct mafsbx_backend *b, const struct mafsbx_acquir
 		log_info("sandbox %s: name in use, adopting the existing container", name);
 		struct mafsbx_error e2;
 		mafsbx_error_clear(&e2);
-		if (inspect_into(b, name, a, &e2) < 0)
+		/* The engine reserves a name before the container is registered: for a moment
+		 * the winner's create answers 409 to us while inspect still says 404. */
+		long long until = mafsbx_now_ms() + (b->cfg.command_timeout_ms < 5000 ? b->cfg.command_timeout_ms : 5000);
+		while ((r = inspect_into(b, name, a, &e2)) < 0 && e2.kind == MAFSBX_EK_NO_CONTAINER &&
+		       mafsbx_now_ms() < until)
+			usleep(20 * 1000);
+		if (r < 0)
 			return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
 						"could not create container %s: the name is in use and the container could "
 						"not be adopted: %s",

@@ -76,6 +76,14 @@ void sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id);
  */
 int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err);
 
+/*
+ * Test hook (integration tests only; NULL otherwise): called between the
+ * "absent" inspect and the create of a missing container, so a test can
+ * make the name conflict of another process deterministically.
+ */
+extern void (*sbx_test_before_create)(const char *name, void *ctx);
+extern void *sbx_test_before_create_ctx;
+
 /* ---- facts.c ------------------------------------------------------------ */
 /*
  * Run a helper command in a container (by ID) outside any freeze of this
