@@ -1235,15 +1235,19 @@ static void progress_line(struct progress *p)
 static int progress_sink(const void *data, size_t len, void *ctx)
 {
 	struct progress *p = ctx;
-	const char *s = data;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '\n' || s[i] == '\r') {
-			progress_line(p);
-			mafsbx_buf_reset(&p->line);
-		} else if (p->line.len < 256 * 1024) {
-			if (mafsbx_buf_append(&p->line, &s[i], 1) < 0)
-				return -ENOMEM;
-		}
+	const char *s = data, *end = s + len;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = (size_t)((nl ? nl : end) - s);
+		/* Overlong lines are cut (still scanned for "error" up to the cut). */
+		size_t room = p->line.len < 256 * 1024 ? 256 * 1024 - p->line.len : 0;
+		if (mafsbx_buf_append(&p->line, s, n < room ? n : room) < 0)
+			return -ENOMEM;
+		if (!nl)
+			break;
+		progress_line(p);
+		mafsbx_buf_reset(&p->line);
+		s = nl + 1;
 	}
 	return 0;
 }

@@ -499,14 +499,20 @@ static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult,
 	return fired ? 1 : 0;
 }
 
-static int map_curl_error(struct mafsbx_http *h, CURLcode rc, const char *errbuf, const char *method,
+static int map_curl_error(struct mafsbx_http *h, CURL *c, CURLcode rc, const char *errbuf, const char *method,
 			  const char *target, struct mafsbx_error *err)
 {
 	const char *detail = errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc);
+	long os_errno = 0;
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_COULDNT_RESOLVE_PROXY:
+		/* libcurl words a unix socket failure as "localhost port 80": say what failed. */
+		if (h->ep.scheme == MAFSBX_EP_UNIX && curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK &&
+		    os_errno > 0)
+			return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s cannot be reached: connect %s: %s",
+						h->ep.url, h->ep.socket_path, strerror((int)os_errno));
 		return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s cannot be reached: %s", h->ep.url,
 					detail);
 	case CURLE_OPERATION_TIMEDOUT:
@@ -640,7 +646,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	else if (x.probe_aborted)
 		r = 0;
 	else if (rc != CURLE_OK)
-		r = map_curl_error(h, rc, errbuf, rq->method, rq->target, err);
+		r = map_curl_error(h, c, rc, errbuf, rq->method, rq->target, err);
 	else if (resp->status < 100)
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: no HTTP status from the engine", rq->method,
 				     rq->target);
@@ -746,7 +752,7 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 	}
 	CURLcode rc = curl_easy_perform(c);
 	if (rc != CURLE_OK) {
-		r = map_curl_error(h, rc, errbuf, method, target, err);
+		r = map_curl_error(h, c, rc, errbuf, method, target, err);
 		goto out;
 	}
 	curl_socket_t fd = CURL_SOCKET_BAD;

@@ -215,6 +215,8 @@ void harness_container_cfg(const char *prefix, const json_t *config, bool start,
 		fail_msg("harness: out of memory");
 	if (!json_object_get(cfg, "Image"))
 		json_object_set_new(cfg, "Image", json_string(harness_image()));
+	if (!json_object_get(cfg, "Cmd"))
+		json_object_set_new(cfg, "Cmd", json_pack("[s,s]", "/bin/sleep", "infinity"));
 	json_t *labels = json_object_get(cfg, "Labels");
 	if (!json_is_object(labels)) {
 		labels = json_object();

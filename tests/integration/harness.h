@@ -76,7 +76,9 @@ void harness_container(const char *prefix, char name[HARNESS_NAME_MAX]);
 
 /*
  * Same with a caller's create body (borrowed; "Image" is filled in when
- * absent, "Labels.mafsbxtest" added). start=false leaves it created only.
+ * absent, "Cmd" sleep infinity when absent, "Labels.mafsbxtest" added,
+ * HostConfig NetworkMode none when there is no HostConfig). start=false
+ * leaves it created only.
  */
 void harness_container_cfg(const char *prefix, const json_t *config, bool start, char name[HARNESS_NAME_MAX]);
 
