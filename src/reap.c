@@ -454,11 +454,14 @@ int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts,
 {
 	if (res)
 		memset(res, 0, sizeof(*res));
-	if (!e || !opts || !res)
+	if (!opts || !res)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "reap: bad arguments");
+	/* As upstream: a non-positive age is refused before any engine call. */
 	if (opts->older_than_s <= 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "reap: the age must be positive (got %lld s)",
 					(long long)opts->older_than_s);
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "reap: no engine");
 	res->dry_run = opts->dry_run;
 	struct mafsbx_time now = opts->now ? *opts->now : realtime_now();
 	res->cutoff = mafsbx_time_sub_clamped(now, opts->older_than_s);
