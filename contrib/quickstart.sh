@@ -36,7 +36,7 @@ disposed=0
 ctl() {
 	local file="$mnt/.ctl/$1" req=$2 reply
 	exec 3<>"$file" || die "cannot open $file"
-	if ! printf '%s' "$req" >&3; then
+	if ! printf '%s' "$req" 2>/dev/null >&3; then
 		reply=$(cat <&3 || true)
 		exec 3>&-
 		die ".ctl/$1 refused the request: ${reply:-no reply}"
