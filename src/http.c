@@ -632,7 +632,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	bool fired = x.watching ? watch_remove(h, &x.w) : false;
 	x.watching = false;
 
-	if (fired)
+	if (fired && rc != CURLE_OK)
 		r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
 				     "%s %.200s: stream stalled for %ld s (no byte moved); connection closed",
 				     rq->method, rq->target, rq->stall_s);
@@ -650,6 +650,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	else if (resp->status < 100)
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: no HTTP status from the engine", rq->method,
 				     rq->target);
+	/* Cut just as it completed: the answer is whole, the connection is not. */
 	reusable = rc == CURLE_OK && r == 0 && !fired;
 
 out:
