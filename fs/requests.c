@@ -219,8 +219,12 @@ static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct ma
 		r = err && err->err ? -err->err : -ENOENT;
 		goto out;
 	}
+	char id[65];
+	snprintf(id, sizeof(id), "%s", info->id);
 	mfs_snapshot_put(s);
+	struct mfs_exec_turn *turn = mfs_gate_exec_begin(fs, id);
 	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
+	mfs_gate_exec_end(fs, turn);
 	if (r < 0) {
 		if (res.timed_out || res.out_len || res.err_len || res.launch_failed)
 			*reply = exec_fields(&res, false);

@@ -43,6 +43,9 @@ void mfs_set_current(struct mfs *fs)
 int mfs_init(struct mfs *fs)
 {
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->gate_lock, NULL);
+	pthread_cond_init(&fs->gate_cv, NULL);
+	fs->turns = NULL;
 	fs->snap = NULL;
 	fs->extras = NULL;
 	atomic_init(&fs->execs_running, 0);
@@ -77,6 +80,8 @@ void mfs_fini(struct mfs *fs)
 		extra_free(x);
 	}
 	pthread_mutex_destroy(&fs->lock);
+	pthread_cond_destroy(&fs->gate_cv);
+	pthread_mutex_destroy(&fs->gate_lock);
 }
 
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i)
