@@ -1,0 +1,383 @@
+/*
+ * it_sandbox.c: the sandbox backend seen from outside, against the real
+ * dockerd: interop with a container made by hand through the plain API with
+ * the upstream name and labels (found, reused by acquire, removed by
+ * dispose by conversation); what the filesystem shows (list by scope,
+ * lookup by name, the key behind digested labels, outputs, work dir,
+ * paused state, proxies excluded); the declarations; and an absent image
+ * pulled from a local registry (Debian's docker-registry on 127.0.0.1).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "http.h"
+#include "sbx_testlib.h"
+
+static void test_interop_upstream_container(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX], plain[MAFSBX_NAME_LEN + 1], dig[MAFSBX_NAME_LEN + 1], id1[65], id2[65];
+	sbxt_scope(scope);
+	/* what a Python host would have made: upstream name, identity + work-dir labels, no key.v1 */
+	sbxt_upstream_container(scope, "devops-engineer", "bicep", NULL, true, plain, id1);
+	sbxt_upstream_container(scope, "an agent with spaces", "python", NULL, true, dig, id2);
+
+	struct mafsbx_sandbox_info *list;
+	size_t n;
+	struct mafsbx_error e;
+	harness_check(mafsbx_sandbox_list(sbxt_g.b, scope, &list, &n, &e), &e, "list");
+	assert_int_equal(n, 2);
+	mafsbx_sandbox_info_free_array(list, n);
+
+	struct mafsbx_sandbox_info i;
+	harness_check(mafsbx_sandbox_lookup(sbxt_g.b, plain, &i, &e), &e, "lookup");
+	assert_string_equal(i.id, id1);
+	assert_string_equal(i.kind, "bicep");
+	assert_string_equal(i.call, "");
+	assert_string_equal(i.work_dir, "/maf-sandbox/work");
+	/* no key.v1, but no label was digested: the labels are the key */
+	assert_true(i.key_known);
+	assert_string_equal(i.key_agent, "devops-engineer");
+	assert_int_equal(i.n_outputs, 0);
+	mafsbx_sandbox_info_clear(&i);
+	harness_check(mafsbx_sandbox_lookup(sbxt_g.b, dig, &i, &e), &e, "lookup");
+	assert_false(i.key_known);   /* a digested label without key.v1 cannot be read back */
+	mafsbx_sandbox_info_clear(&i);
+
+	/* acquire of that key reuses it */
+	struct mafsbx_acquire_result r;
+	sbxt_acquire_ok(scope, "devops-engineer", "bicep", NULL, &r);
+	assert_int_equal(r.state, MAFSBX_ACQ_REUSED);
+	assert_string_equal(r.id, id1);
+	sbxt_acquire_ok(scope, "an agent with spaces", "python", NULL, &r);
+	assert_int_equal(r.state, MAFSBX_ACQ_REUSED);
+	assert_string_equal(r.id, id2);
+
+	/* and the conversation purge removes both */
+	assert_int_equal(sbxt_dispose_scope(scope), 2);
+	assert_false(sbxt_exists(id1));
+	assert_false(sbxt_exists(id2));
+}
+
+static void test_inventory(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX], other[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	sbxt_scope(other);
+	struct mafsbx_acquire_result a, c, o;
+	sbxt_acquire_ok(scope, "agent with spaces", "k",
+			"\"outputs\":[\"result.json\",\"plots/fig1.png\"],\"work_dir\":\"/srv/w\"", &a);
+	sbxt_acquire_ok(scope, "a", "k", "\"call\":\"call 1\",\"isolation_scope\":\"call\",\"capabilities\":[]", &c);
+	sbxt_acquire_ok(other, "a", "k", "\"capabilities\":[]", &o);
+
+	struct mafsbx_sandbox_info i;
+	struct mafsbx_error e;
+	harness_check(mafsbx_sandbox_lookup(sbxt_g.b, a.name, &i, &e), &e, "lookup");
+	assert_string_equal(i.name, a.name);
+	assert_string_equal(i.id, a.id);
+	assert_string_equal(i.state, "running");
+	assert_false(i.paused);
+	assert_true(i.created > 1700000000);
+	assert_string_equal(i.image, harness_image());
+	assert_string_equal(i.scope, scope);
+	char v[MAFSBX_LABEL_VALUE_MAX + 1];
+	mafsbx_label_value("agent with spaces", v);
+	assert_string_equal(i.agent, v);
+	/* key.v1 recovers what the labels digested */
+	assert_true(i.key_known);
+	assert_string_equal(i.key_scope, scope);
+	assert_string_equal(i.key_agent, "agent with spaces");
+	assert_string_equal(i.key_call, "");
+	assert_string_equal(i.work_dir, "/srv/w");
+	assert_int_equal(i.n_outputs, 2);
+	assert_string_equal(i.outputs[0], "result.json");
+	assert_string_equal(i.outputs[1], "plots/fig1.png");
+	assert_string_equal(i.network_mode, "none");
+	assert_true(i.identity_known);
+	assert_int_equal(i.uid, 0);
+	mafsbx_sandbox_info_clear(&i);
+
+	harness_check(mafsbx_sandbox_lookup(sbxt_g.b, c.name, &i, &e), &e, "lookup call");
+	mafsbx_label_value("call 1", v);
+	assert_string_equal(i.call, v);
+	assert_true(i.key_known);
+	assert_string_equal(i.key_call, "call 1");
+	mafsbx_sandbox_info_clear(&i);
+
+	/* paused shows as paused */
+	harness_check(mafsbx_container_pause(harness_engine(), a.id, &e), &e, "pause");
+	harness_check(mafsbx_sandbox_lookup(sbxt_g.b, a.name, &i, &e), &e, "lookup paused");
+	assert_true(i.paused);
+	assert_string_equal(i.state, "paused");
+	mafsbx_sandbox_info_clear(&i);
+
+	/* a proxy of this sandbox is not a sandbox */
+	char proxy[MAFSBX_NAME_LEN + 8], pid[65];
+	snprintf(proxy, sizeof(proxy), "%s-proxy", c.name);
+	struct mafsbx_key k = { scope, SBXT_THREAD, "a", "call 1" };
+	json_t *labels = mafsbx_workload_labels(&k, "k", NULL, NULL);
+	json_object_set_new(labels, MAFSBX_LABEL_ROLE, json_string("proxy"));
+	json_t *pcfg = json_pack("{s:s, s:[s,s], s:o, s:{s:s}}", "Image", harness_image(), "Cmd", "sleep", "infinity",
+				 "Labels", labels, "HostConfig", "NetworkMode", "none");
+	harness_register_container(proxy);
+	harness_check(mafsbx_container_create(harness_engine(), proxy, pcfg, pid, &e), &e, "proxy");
+	json_decref(pcfg);
+	assert_int_equal(mafsbx_sandbox_lookup(sbxt_g.b, proxy, &i, &e), -ENOENT);
+
+	struct mafsbx_sandbox_info *list;
+	size_t n;
+	harness_check(mafsbx_sandbox_list(sbxt_g.b, scope, &list, &n, &e), &e, "list");
+	assert_int_equal(n, 2);
+	bool saw_paused = false;
+	for (size_t j = 0; j < n; j++) {
+		assert_string_equal(list[j].scope, scope);
+		if (strcmp(list[j].name, a.name) == 0) {
+			saw_paused = list[j].paused;
+			assert_int_equal(list[j].n_outputs, 2);
+			assert_true(list[j].key_known);
+		} else {
+			assert_string_equal(list[j].name, c.name);
+		}
+	}
+	assert_true(saw_paused);
+	mafsbx_sandbox_info_free_array(list, n);
+	/* unfiltered: ours are among them */
+	harness_check(mafsbx_sandbox_list(sbxt_g.b, NULL, &list, &n, &e), &e, "list all");
+	size_t ours = 0;
+	for (size_t j = 0; j < n; j++)
+		ours += strcmp(list[j].name, a.name) == 0 || strcmp(list[j].name, c.name) == 0 ||
+			strcmp(list[j].name, o.name) == 0;
+	assert_int_equal(ours, 3);
+	mafsbx_sandbox_info_free_array(list, n);
+
+	/* absent */
+	char missing[MAFSBX_NAME_LEN + 1];
+	snprintf(missing, sizeof(missing), "%s000000000000", MAFSBX_NAME_PREFIX);
+	assert_int_equal(mafsbx_sandbox_lookup(sbxt_g.b, missing, &i, &e), -ENOENT);
+
+	assert_int_equal(sbxt_dispose_scope(scope), 2);
+	assert_false(sbxt_exists(proxy));
+	assert_int_equal(sbxt_dispose_scope(other), 1);
+}
+
+static void test_declarations(void **state)
+{
+	(void)state;
+	struct mafsbx_error e;
+	json_t *d = mafsbx_sandbox_declarations(sbxt_g.b, &e);
+	assert_non_null(d);
+	char *text = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(
+		text,
+		"{\"capabilities\":[\"exec\",\"files_in\",\"files_out\",\"files_delete\",\"host_tools\"],"
+		"\"egress_modes\":[\"closed\"],\"isolation\":\"container\",\"isolation_scopes\":[\"conversation\",\"call\"],"
+		"\"limits\":{\"files_in\":{\"max_bytes_per_file\":67108864,\"max_files\":256,\"max_total_bytes\":268435456},"
+		"\"files_out\":{\"max_bytes_per_file\":67108864,\"max_files\":256,\"max_total_bytes\":268435456},"
+		"\"max_read_bytes\":67108864,\"max_write_bytes\":67108864},\"os_families\":[\"posix\"]}");
+	free(text);
+	json_decref(d);
+	/* hardening options never change the isolation */
+	struct mafsbx_sandbox_config cfg;
+	mafsbx_sandbox_config_defaults(&cfg);
+	cfg.cap_drop_all = true;
+	cfg.memory_bytes = 1 << 28;
+	cfg.max_read_bytes = 1024;
+	struct mafsbx_backend *b = sbxt_backend_with(&cfg);
+	d = mafsbx_sandbox_declarations(b, &e);
+	assert_string_equal(json_string_value(json_object_get(d, "isolation")), "container");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "limits"), "max_read_bytes")), 1024);
+	json_decref(d);
+	mafsbx_backend_free(b);
+}
+
+/* ---- pull from a local registry ---------------------------------------- */
+
+#define REGISTRY_BIN "/usr/bin/docker-registry"
+
+static int free_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || getsockname(s, (struct sockaddr *)&a, &len) < 0)
+		fail_msg("no free port");
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+static bool port_open(int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	bool ok = s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (s >= 0)
+		close(s);
+	return ok;
+}
+
+struct registry {
+	pid_t pid;
+	int port;
+	char dir[64];
+};
+
+static void registry_stop(struct registry *r);
+static struct registry *g_registry;
+
+/* A failed assertion ends the program: never leave the registry process behind. */
+static void registry_at_exit(void)
+{
+	if (g_registry)
+		registry_stop(g_registry);
+}
+
+static void registry_start(struct registry *r)
+{
+	static bool hooked;
+	if (!hooked)
+		atexit(registry_at_exit), hooked = true;
+	snprintf(r->dir, sizeof(r->dir), "/tmp/mafsbxtest-sbx-registry-XXXXXX");
+	if (!mkdtemp(r->dir))
+		fail_msg("mkdtemp");
+	r->port = free_port();
+	char cfg[128], store[96], logf[96];
+	snprintf(cfg, sizeof(cfg), "%s/config.yml", r->dir);
+	snprintf(store, sizeof(store), "%s/store", r->dir);
+	snprintf(logf, sizeof(logf), "%s/log", r->dir);
+	FILE *f = fopen(cfg, "w");
+	if (!f)
+		fail_msg("cannot write %s", cfg);
+	fprintf(f, "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+		   "http:\n  addr: 127.0.0.1:%d\n",
+		store, r->port);
+	fclose(f);
+	r->pid = fork();
+	if (r->pid == 0) {
+		int fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(REGISTRY_BIN, "docker-registry", "serve", cfg, (char *)NULL);
+		_exit(127);
+	}
+	if (r->pid < 0)
+		fail_msg("fork");
+	g_registry = r;
+	for (int i = 0; i < 200 && !port_open(r->port); i++)
+		usleep(50 * 1000);
+	if (!port_open(r->port))
+		fail_msg("docker-registry did not listen on 127.0.0.1:%d (see %s)", r->port, logf);
+}
+
+static void registry_stop(struct registry *r)
+{
+	if (r->pid > 0) {
+		kill(r->pid, SIGTERM);
+		int st;
+		for (int i = 0; i < 100 && waitpid(r->pid, &st, WNOHANG) == 0; i++)
+			usleep(50 * 1000);
+		if (waitpid(r->pid, &st, WNOHANG) == 0) {
+			kill(r->pid, SIGKILL);
+			waitpid(r->pid, &st, 0);
+		}
+		r->pid = 0;
+	}
+	if (r->dir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", r->dir);
+		r->dir[0] = '\0';
+	}
+	g_registry = NULL;
+}
+
+/* POST /images/NAME/push?tag=TAG through our own transport (the product never pushes). */
+static void push(const char *repo, const char *tag)
+{
+	struct mafsbx_error e;
+	struct mafsbx_http *h = mafsbx_http_open(mafsbx_engine_endpoint(harness_engine()), 5000, 120000, &e);
+	harness_check(h ? 0 : -EIO, &e, "http open");
+	char target[512];
+	snprintf(target, sizeof(target), "/images/%s/push?tag=%s", repo, tag);
+	/* no X-Registry-Auth header: the engine then reads the (empty) auth config from the body */
+	struct mafsbx_http_req rq = { .method = "POST", .target = target, .content_type = "application/json",
+				      .body = "{}", .body_len = 2, .timeout_ms = 120000 };
+	struct mafsbx_http_resp resp = { 0 };
+	harness_check(mafsbx_http_request(h, &rq, &resp, &e), &e, "push");
+	if (resp.status != 200 || (resp.body.data && strstr(resp.body.data, "\"error\"")))
+		fail_msg("push %s:%s: HTTP %ld %s", repo, tag, resp.status, resp.body.data ? resp.body.data : "");
+	mafsbx_http_resp_free(&resp);
+	mafsbx_http_close(h);
+}
+
+static void test_pull_from_local_registry(void **state)
+{
+	(void)state;
+	if (access(REGISTRY_BIN, X_OK) != 0) {
+		if (getenv("MAFSBX_REQUIRE_ENGINE"))
+			fail_msg("%s is missing (Debian package docker-registry)", REGISTRY_BIN);
+		skip();
+	}
+	static struct registry reg;
+	memset(&reg, 0, sizeof(reg));
+	registry_start(&reg);
+	char rnd[HARNESS_NAME_MAX], repo[160], ref[200];
+	harness_unique_name("sbx-pull", rnd);
+	snprintf(repo, sizeof(repo), "127.0.0.1:%d/%s", reg.port, rnd);
+	snprintf(ref, sizeof(ref), "%s:latest", repo);
+	harness_register_image(ref);
+
+	/* an image only the registry has: import it, push it, drop the local copy */
+	struct mafsbx_error e;
+	void *tar;
+	size_t len;
+	harness_check(mafsbx_rootfs_build(NULL, &tar, &len, NULL, &e), &e, "rootfs");
+	static const char *const changes[] = { "CMD [\"/bin/sleep\", \"infinity\"]", NULL };
+	harness_check(mafsbx_image_import(harness_engine(), tar, len, repo, "latest", changes, &e), &e, "import");
+	free(tar);
+	push(repo, "latest");
+	harness_check(mafsbx_image_delete(harness_engine(), ref, &e), &e, "image delete");
+	json_t *img = NULL;
+	assert_int_equal(mafsbx_image_inspect(harness_engine(), ref, &img, &e), -ENOENT);
+
+	char scope[HARNESS_NAME_MAX], extra[300];
+	sbxt_scope(scope);
+	struct mafsbx_acquire_result r;
+	snprintf(extra, sizeof(extra), "\"image\":\"%s\"", ref);
+	sbxt_acquire_ok(scope, "a", "k", extra, &r);
+	assert_int_equal(r.state, MAFSBX_ACQ_CREATED);
+	harness_check(mafsbx_image_inspect(harness_engine(), ref, &img, &e), &e, "pulled image");
+	json_decref(img);
+
+	/* an image the registry does not have: the pull fails, naming it */
+	char absent[220];
+	snprintf(absent, sizeof(absent), "%s:no-such-tag", repo);
+	snprintf(extra, sizeof(extra), "\"image\":\"%s\"", absent);
+	assert_int_equal(sbxt_acquire_fails(scope, "a", "other", extra, &e), -ENOENT);
+	assert_int_equal(e.kind, MAFSBX_EK_NO_IMAGE);
+	assert_non_null(strstr(e.message, "could not pull image"));
+	assert_non_null(strstr(e.message, absent));
+	assert_int_equal(sbxt_dispose_scope(scope), 1);
+	registry_stop(&reg);
+}
+
+int main(void)
+{
+	sbxt_open();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_interop_upstream_container),
+		cmocka_unit_test(test_inventory),
+		cmocka_unit_test(test_declarations),
+		cmocka_unit_test(test_pull_from_local_registry),
+	};
+	int r = cmocka_run_group_tests(tests, NULL, NULL);
+	sbxt_close();
+	return r;
+}
