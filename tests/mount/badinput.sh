@@ -108,6 +108,17 @@ expect_errno "mkdir at the root" EPERM mkdir "$M/newdir"
 rmdir "$M/.ctl" 2>/dev/null && fail "rmdir .ctl succeeded"
 expect_errno "unknown sandbox dir" ENOENT stat "$M/maf-sandbox-docker-000000000000"
 expect_errno "unknown root entry" ENOENT stat "$M/nope"
+# --- exec failures ------------------------------------------------------------------
+expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"/no/such/program\"]}" ENOENT "/no/such/program"
+expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"true\"], \"timeout\": -1}" EINVAL "timeout"
+acquire "$M" t a doomed
+D=$SBX
+expect_ctl_error "$M" exec "{\"sandbox\": \"$D\", \"command\": \"echo started; sleep 30\", \"timeout\": 1}" ETIMEDOUT "timed out"
+expect_eq "$(jget "$CTL_REPLY" timed_out)" true "timed_out of an exec over its timeout"
+expect_eq "$(jget "$CTL_REPLY" stdout)" started "output of an exec that timed out"
+# as upstream, a timed-out sandbox is disposed, and the mount shows that at once
+expect_eq "$("$MFS_TOOL" state "$D")" absent "a timed-out sandbox"
+ls "$M" | grep -qx "$D" && fail "a timed-out sandbox is still listed"
 alive "at the end"
 no_paused
 
