@@ -192,23 +192,146 @@ static void stat_add(struct mafsbx_freezer *f, uint64_t *field)
 	pthread_mutex_unlock(&f->mu);
 }
 
-/* Unpause; true when the container is not paused afterwards (or gone). Never raises. */
-static bool thaw(struct mafsbx_freezer *f, const char *container, const char *why)
+/*
+ * dockerd (20.10) keeps `Paused` twice: set synchronously by pause/unpause,
+ * and again, asynchronously, from containerd's paused/resumed events. Under
+ * fast pause/unpause cycles a late event flips it, so for a few
+ * milliseconds the daemon can answer "is not paused" about a frozen
+ * container, "already paused" about a running one, or 500 "cannot pause a
+ * paused container". Hence: only a 204 to our own pause counts as a freeze;
+ * an uncertain pause keeps the claim and is retried; an "is not paused" for
+ * a freeze we made is retried before it is believed.
+ */
+static const long backoff_ms[] = { 5, 10, 20, 40, 80, 160, 320, 500 };
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+enum thaw_result { THAWED, NOT_PAUSED, GONE, THAW_FAILED };
+
+/* Unpause a freeze this process (or a dead mafsbx process) made. Never raises. */
+static enum thaw_result thaw_owned(struct mafsbx_freezer *f, const char *container, const char *why)
 {
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	if (mafsbx_container_unpause(f->engine, container, &e) == 0) {
-		stat_add(f, &f->stats.unpauses);
-		return true;
+	for (size_t i = 0;; i++) {
+		mafsbx_error_clear(&e);
+		if (mafsbx_container_unpause(f->engine, container, &e) == 0) {
+			stat_add(f, &f->stats.unpauses);
+			return THAWED;
+		}
+		if (e.kind == MAFSBX_EK_NO_CONTAINER)
+			return GONE;
+		if (!strstr(e.message, "is not paused"))
+			break;
+		if (i == MAFSBX_ARRAY_SIZE(backoff_ms))
+			return NOT_PAUSED;
+		sleep_ms(backoff_ms[i]);
 	}
-	if (not_paused_answer(&e))
-		return true;
 	stat_add(f, &f->stats.unpause_failures);
 	log_warn("could not unpause %s (%s): %s; the next acquire or mount start lifts it", container, why, e.message);
-	return false;
+	return THAW_FAILED;
+}
+
+enum pause_result { PAUSED_BY_US, ALREADY_PAUSED, PAUSE_REFUSED, PAUSE_UNCERTAIN };
+
+/*
+ * One pause, retried while its outcome is uncertain (5xx, no answer).
+ * PAUSE_REFUSED: the daemon refused before acting (4xx): nothing was frozen.
+ */
+static enum pause_result pause_once(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+				    bool *uncertain_seen, struct mafsbx_error *pe)
+{
+	for (size_t i = 0;; i++) {
+		if (i > 0)
+			*uncertain_seen = true;
+		mafsbx_error_clear(pe);
+		if (mafsbx_container_pause(f->engine, container, pe) == 0) {
+			stat_add(f, &f->stats.pauses);
+			return PAUSED_BY_US;
+		}
+		if (pe->http_status == 409 && strstr(pe->message, "already paused"))
+			return ALREADY_PAUSED;
+		if (pe->http_status >= 400 && pe->http_status < 500)
+			return PAUSE_REFUSED;
+		if (i == MAFSBX_ARRAY_SIZE(backoff_ms) || mafsbx_now_ms() + backoff_ms[i] > deadline_ms)
+			return PAUSE_UNCERTAIN;
+		sleep_ms(backoff_ms[i]);
+	}
 }
 
 /* ---- the cross-process protocol ----------------------------------------- */
+
+/*
+ * Under the gate, with the hold file LOCK_EX (nobody else inside): freeze.
+ * `old` is the marker found: non-empty means a mafsbx process claimed the
+ * container and is gone.
+ */
+static int freeze_alone(struct mafsbx_freezer *f, int gate, const char *container, const char *old,
+			long long deadline_ms, struct mafsbx_error *err)
+{
+	bool ours = old[0] != '\0'; /* a paused state found now may be a mafsbx freeze */
+	unsigned foreign_tries = 0, rounds = 0;
+	struct mafsbx_error pe;
+	write_marker(gate, "pausing"); /* claim first: an uncertain pause may still land */
+	for (;;) {
+		bool uncertain = false;
+		enum pause_result pr = pause_once(f, container, deadline_ms, &uncertain, &pe);
+		if (uncertain)
+			ours = true; /* an uncertain pause of ours may be what the daemon reports now */
+		switch (pr) {
+		case PAUSED_BY_US:
+			write_marker(gate, "frozen");
+			return 0;
+		case PAUSE_REFUSED:
+			write_marker(gate, NULL);
+			if (err)
+				*err = pe;
+			mafsbx_error_prefix(err, "could not freeze %s for a file call", container);
+			return -(pe.err ? pe.err : EIO);
+		case PAUSE_UNCERTAIN:
+			if (thaw_owned(f, container, "after an uncertain pause") != THAW_FAILED)
+				write_marker(gate, NULL);
+			if (err)
+				*err = pe;
+			mafsbx_error_prefix(err, "could not freeze %s for a file call", container);
+			return -(pe.err ? pe.err : EIO);
+		case ALREADY_PAUSED:
+			break;
+		}
+		if (++rounds > 4 || mafsbx_now_ms() > deadline_ms)
+			break;
+		if (ours) {
+			/*
+			 * A freeze left by a dead process (or by our own uncertain pause):
+			 * thaw it and freeze afresh, so that the freeze we rely on is a
+			 * 204 answered to us, never the daemon's possibly stale flag.
+			 */
+			log_info("freeze: %s was left paused by a mafsbx freeze (%.40s); thawing and freezing afresh",
+				 container, old);
+			stat_add(f, &f->stats.adopted);
+			if (thaw_owned(f, container, "taking over a dead freeze") == THAW_FAILED)
+				break;
+			ours = false; /* one take-over; a second "already paused" is someone else's */
+			continue;
+		}
+		/* maybe the daemon's stale flag: give it a moment before calling it foreign */
+		if (++foreign_tries > 3)
+			break;
+		sleep_ms(20);
+	}
+	if (old[0])
+		write_marker(gate, "frozen"); /* keep the dead process's claim for recover() */
+	else
+		write_marker(gate, NULL);
+	stat_add(f, &f->stats.foreign_refusals);
+	return mafsbx_error_set(err, MAFSBX_EK_PAUSED,
+				"container %s is paused by someone else (not by a mafsbx freeze); "
+				"it is left paused and the file call is refused", container);
+}
 
 static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms, struct mafsbx_error *err)
 {
@@ -237,50 +360,15 @@ static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long dea
 		flock(gate, LOCK_UN);
 		return 0;
 	}
-
-	/* Nobody is inside. Claim before the pause: a pause with no answer may still land. */
 	char old[64];
 	read_marker(gate, old, sizeof(old));
-	write_marker(gate, "pausing");
-	struct mafsbx_error pe;
-	mafsbx_error_clear(&pe);
-	r = mafsbx_container_pause(f->engine, e->container, &pe);
-	if (r == 0) {
-		stat_add(f, &f->stats.pauses);
-	} else if (pe.http_status == 409 && strstr(pe.message, "already paused")) {
-		if (old[0]) {
-			/* our marker and no live holder: a dead process's freeze; take it over */
-			log_info("freeze: adopting the freeze of %s left by a dead process (%.40s)", e->container, old);
-			stat_add(f, &f->stats.adopted);
-			r = 0;
-		} else {
-			write_marker(gate, NULL);
-			stat_add(f, &f->stats.foreign_refusals);
-			r = mafsbx_error_set(err, MAFSBX_EK_PAUSED,
-					     "container %s is paused by someone else (not by a mafsbx freeze); "
-					     "it is left paused and the file call is refused", e->container);
-		}
-	} else if (pe.http_status) {
-		/* the daemon answered: nothing was frozen, so nothing is thawed */
-		write_marker(gate, old[0] ? old : NULL);
-		if (err)
-			*err = pe;
-		mafsbx_error_prefix(err, "could not freeze %s for a file call", e->container);
-	} else {
-		/* no answer: the pause may have landed */
-		if (thaw(f, e->container, "after a pause with no answer"))
-			write_marker(gate, NULL);
-		if (err)
-			*err = pe;
-		mafsbx_error_prefix(err, "could not freeze %s for a file call", e->container);
-	}
+	r = freeze_alone(f, gate, e->container, old, deadline_ms, err);
 	if (r < 0) {
 		flock(hold, LOCK_UN);
 		close(hold);
 		flock(gate, LOCK_UN);
-		return r < 0 ? r : -EIO;
+		return r;
 	}
-	write_marker(gate, "frozen");
 	/* EX -> SH: not atomic, but every other transition waits for the gate we hold */
 	flock(hold, LOCK_SH);
 	e->hold_fd = hold;
@@ -306,7 +394,7 @@ static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
 	flock(e->hold_fd, LOCK_UN);
 	if (flock(e->hold_fd, LOCK_EX | LOCK_NB) == 0) {
 		/* the last one out, across every process */
-		if (thaw(f, e->container, "leaving a freeze"))
+		if (thaw_owned(f, e->container, "leaving a freeze") != THAW_FAILED)
 			write_marker(gate, NULL);
 		flock(e->hold_fd, LOCK_UN);
 	}
@@ -452,11 +540,8 @@ const char *mafsbx_freeze_container(const struct mafsbx_freeze *h)
 
 static void hold_hook(struct mafsbx_freezer *f)
 {
-	if (f->hold_ms > 0) {
-		struct timespec ts = { f->hold_ms / 1000, (f->hold_ms % 1000) * 1000000L };
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
-	}
+	if (f->hold_ms > 0)
+		sleep_ms(f->hold_ms);
 }
 
 int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long long deadline_ms,

@@ -14,9 +14,14 @@
  * Rules:
  *  - A container paused by someone else (paused, no marker) is never unpaused
  *    by enter(): the operation fails (EK_PAUSED EBUSY) and it stays paused.
- *  - A refused pause (the daemon answered an error) means no unpause.
- *  - A pause with no answer (timeout, transport) may have frozen the guest:
- *    an unpause is attempted.
+ *  - A refused pause (a 4xx: the daemon refused before acting) means no unpause.
+ *  - A pause with no answer or a 5xx may have frozen the guest (dockerd 20.10
+ *    also updates its paused flag late, from containerd events): it is
+ *    retried with backoff; if it never succeeds an unpause is attempted.
+ *  - Only a 204 to this process's own pause backs a freeze: a freeze left by
+ *    a dead process is thawed and frozen afresh, never trusted as it is.
+ *  - An "is not paused" answer to the unpause of our own freeze is retried
+ *    (bounded, about 1 s) before it is believed.
  *  - A failed unpause is logged, counted and never raised; the marker stays,
  *    so recover() lifts it later.
  *  - Every wait is bounded by the caller's deadline.
@@ -97,7 +102,7 @@ struct mafsbx_freeze_stats {
 	uint64_t unpauses;         /* successful unpause calls (recover's included) */
 	uint64_t joins;            /* enters that joined a freeze this process held */
 	uint64_t xjoins;           /* enters that joined a freeze held by another live process */
-	uint64_t adopted;          /* enters that took over a freeze a dead process left */
+	uint64_t adopted;          /* enters that took over a freeze a dead process left (thaw + fresh pause) */
 	uint64_t recovered;        /* recover() unpauses */
 	uint64_t unpause_failures;
 	uint64_t foreign_refusals; /* enters refused: paused by someone else */
