@@ -771,7 +771,9 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		goto out;
 	}
-	int s = send_all(c, fd, head.data, head.len, deadline_ms);
+	/* Until the answer's headers are in, a run without a deadline still has the request timeout. */
+	long long head_deadline = deadline_ms ? deadline_ms : mafsbx_now_ms() + h->timeout_ms;
+	int s = send_all(c, fd, head.data, head.len, head_deadline);
 	if (s == -ETIMEDOUT) {
 		r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out sending the request", method, target);
 		goto out;
@@ -786,7 +788,7 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 	while (!eoh) {
 		ssize_t n = recv_some(c, buf, sizeof(buf));
 		if (n == -EAGAIN) {
-			int w = wait_fd(fd, POLLIN, deadline_ms);
+			int w = wait_fd(fd, POLLIN, head_deadline);
 			if (w == -ETIMEDOUT) {
 				r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out waiting for the answer",
 						     method, target);
@@ -842,7 +844,7 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 		while (resp->body.len < want) {
 			ssize_t n = recv_some(c, buf, sizeof(buf));
 			if (n == -EAGAIN) {
-				if (wait_fd(fd, POLLIN, deadline_ms) < 0)
+				if (wait_fd(fd, POLLIN, head_deadline) < 0)
 					break;
 				continue;
 			}

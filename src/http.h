@@ -89,8 +89,9 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
  * closes the write side, delivering every byte that arrives to `on_data`
  * until the engine closes the stream. On another status the (bounded) error
  * body is left in resp->body and 0 is returned. `deadline_ms` is an absolute
- * mafsbx_now_ms() time (0: none); when it passes the stream is closed and
- * EK_TIMEOUT returned. With `in` over TLS: EK_UNSUPPORTED (libcurl cannot
+ * mafsbx_now_ms() time (0: none for the stream, while the answer's headers
+ * are still bounded by the default request timeout); when it passes the
+ * stream is closed and EK_TIMEOUT returned. With `in` over TLS: EK_UNSUPPORTED (libcurl cannot
  * half-close a TLS stream).
  */
 int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *target, const char *content_type,
