@@ -43,7 +43,9 @@ struct mafsbx_sandbox_config {
 	double cpus;                    /* 0 = off; NanoCpus = cpus * 1e9 */
 	const char *egress_proxy_image; /* NULL or "" = none (copied) */
 	long exec_timeout_max_s;        /* 300: default and ceiling of exec timeouts */
-	long pull_timeout_ms;           /* 600000: an image pull */
+	long pull_timeout_ms;           /* 600000: an image pull. The pull runs on the engine handle, which
+					   bounds it with its own timeouts.pull_ms: open the engine with the
+					   same value (this field documents it; the backend cannot override it) */
 	long probe_timeout_ms;          /* 10000: all capability probes of one acquire */
 	long command_timeout_ms;        /* 60000: `id -u`/`id -g` and other helper execs */
 	uint64_t max_read_bytes;        /* 64 MiB: declared in limits (the mount's -o max_read) */
@@ -65,9 +67,10 @@ void mafsbx_backend_spec_config(const struct mafsbx_backend *b, struct mafsbx_sp
 /* ---- acquire ------------------------------------------------------------ */
 
 enum mafsbx_acquire_state {
-	MAFSBX_ACQ_CREATED = 1,      /* a new container (also: adopted after a name conflict) */
-	MAFSBX_ACQ_STARTED = 2,      /* a stopped one was started (or a paused orphan thawed) */
-	MAFSBX_ACQ_REUSED = 3,       /* a running one reused */
+	MAFSBX_ACQ_CREATED = 1,      /* a new container made by this call */
+	MAFSBX_ACQ_STARTED = 2,      /* a stopped one was started, a paused orphan thawed, or a
+					stopped one another process had just made was adopted */
+	MAFSBX_ACQ_REUSED = 3,       /* a running one reused (or adopted after a name conflict) */
 };
 const char *mafsbx_acquire_state_name(enum mafsbx_acquire_state s);  /* "created" ... */
 
@@ -86,7 +89,12 @@ struct mafsbx_acquire_result {
  * lock per name, the work-dir label check, orphan-pause recovery, the OS
  * re-check on cold paths, reuse / start / create / adopt, explicit pull,
  * create hardened and verified by inspect, instance id, identity, probes,
- * work dir prepared. Allowlist egress is refused with EOPNOTSUPP.
+ * work dir prepared. Allowlist egress with hosts is refused with EOPNOTSUPP
+ * (an empty allowlist with a proxy image configured is served closed).
+ * A created workload carries the upstream labels plus maf-sandbox.key.v1
+ * (upstream puts it on proxies only; here it lets a mount show the key
+ * behind digested labels) and mafsbxfs.outputs (the declared outputs, set
+ * at create; a later acquire's outputs are the caller's to remember).
  */
 int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec,
 			   struct mafsbx_acquire_result *res, struct mafsbx_error *err);
