@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "buf.h"
 #include "endpoint.h"
@@ -134,6 +135,7 @@ struct mfs {
 	struct fuse *fuse;           /* for cache invalidation; NULL in unit tests */
 	mfs_run_fn run;              /* the .ctl request runner */
 	char scope_label[64];        /* label_value(opt.scope), "" when unscoped */
+	time_t mount_time;           /* the times of the fixed nodes (root, .ctl, by-scope) */
 
 	pthread_mutex_t lock;        /* guards snap, extras */
 	struct mfs_snapshot *snap;

@@ -26,7 +26,10 @@ static struct mfs_handle *handle_of(const struct fuse_file_info *fi)
 
 static void base_stat(struct stat *st, mode_t mode)
 {
+	struct mfs *fs = mfs_get();
 	memset(st, 0, sizeof(*st));
+	if (fs)
+		st->st_mtime = st->st_ctime = st->st_atime = fs->mount_time;
 	st->st_mode = mode;
 	st->st_nlink = S_ISDIR(mode) ? 2 : 1;
 	st->st_uid = getuid();

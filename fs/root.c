@@ -46,6 +46,7 @@ int mfs_init(struct mfs *fs)
 	pthread_mutex_init(&fs->gate_lock, NULL);
 	pthread_cond_init(&fs->gate_cv, NULL);
 	fs->turns = NULL;
+	fs->mount_time = time(NULL);
 	fs->snap = NULL;
 	fs->extras = NULL;
 	atomic_init(&fs->execs_running, 0);
