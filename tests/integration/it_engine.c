@@ -566,13 +566,13 @@ static void test_stall_cutoff(void **state)
 	/*
 	 * The consumer is stuck inside its sink. A stream left open holds the
 	 * container's lock with no limit (engine-api.md §1.7), so these calls
-	 * with a 1 s bound succeed only once the watchdog closed the stream.
+	 * with a 3 s bound succeed only once the watchdog closed the stream.
 	 */
-	struct mafsbx_engine_timeouts quick = { .request_ms = 1000 };
+	struct mafsbx_engine_timeouts quick = { .request_ms = 3000 };
 	struct mafsbx_engine *q = harness_engine_with(&quick);
 	int r = -1;
 	enum mafsbx_err_kind kind = MAFSBX_EK_TIMEOUT;
-	for (int i = 0; i < 20 && r < 0 && kind == MAFSBX_EK_TIMEOUT; i++) {
+	for (int i = 0; i < 8 && r < 0 && kind == MAFSBX_EK_TIMEOUT; i++) {
 		json_t *j = NULL;
 		r = mafsbx_container_inspect(q, c, &j, &err);
 		kind = err.kind;
