@@ -37,8 +37,8 @@ build() {
 	meson compile -C "$dir"
 }
 
-# Count one run's results from meson's JSON test log: prints "pass fail skip",
-# and names every test that did not pass on stderr.
+# Count one run's results from meson's JSON test log: prints "pass fail skip".
+# On stderr: every test that did not pass, with the tail of its output.
 count_results() {
 	python3 - "$1" <<'PY'
 import json, sys
@@ -51,12 +51,18 @@ for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     r = t.get("result", "ERROR")
     if r in ("OK", "EXPECTEDFAIL"):
         counts["pass"] += 1
-    elif r == "SKIP":
+        continue
+    if r == "SKIP":
         counts["skip"] += 1
-        print("  SKIPPED (counts as a failure): %s" % t.get("name"), file=sys.stderr)
+        what = "SKIPPED (a skip counts as a failure)"
     else:
         counts["fail"] += 1
-        print("  %s: %s" % (r, t.get("name")), file=sys.stderr)
+        what = r
+    print("---- %s: %s (exit %s, %.1f s); last lines of its output:"
+          % (what, t.get("name"), t.get("returncode"), t.get("duration") or 0), file=sys.stderr)
+    out = (t.get("stdout") or "") + (t.get("stderr") or "")
+    for l in out.splitlines()[-40:]:
+        print("    " + l, file=sys.stderr)
 print(counts["pass"], counts["fail"], counts["skip"])
 PY
 }
@@ -71,9 +77,8 @@ run_tests() {
 	log "meson test ($label) in $dir"
 	meson test -C "$dir" --print-errorlogs --logbase "$logbase" "$@" || rc=$?
 	# With --setup NAME meson names the logs LOGBASE-NAME.{json,txt}.
-	local json txt
+	local json
 	json=$(ls "$dir/meson-logs/$logbase".json "$dir/meson-logs/$logbase"-*.json 2>/dev/null | head -n 1 || true)
-	txt=${json%.json}.txt
 	if [ -z "$json" ] || [ ! -s "$json" ]; then
 		log "$label: meson test wrote no results (exit $rc)"
 		failures+=("$label: no test results")
@@ -85,9 +90,7 @@ run_tests() {
 	pass_total=$((pass_total + p)) fail_total=$((fail_total + f)) skip_total=$((skip_total + s))
 	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped' "$label:" "$p" "$f" "$s")")
 	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
-		failures+=("$label: $f failed (meson exit $rc)")
-		log "$label: tail of $txt:"
-		tail -n 60 "$txt" >&2 || true
+		failures+=("$label: $f failed (meson exit $rc; full log ${json%.json}.txt)")
 	fi
 	if [ "$s" -ne 0 ]; then
 		failures+=("$label: $s skipped (a skip is a failure here)")
