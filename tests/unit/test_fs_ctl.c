@@ -427,6 +427,28 @@ static void test_read_only_files(void **state)
 	assert_int_equal(mfs_operations.chmod("/.ctl/exec", 0777, NULL), -EPERM);
 }
 
+/* The real runner refuses a request past the worker budget at once (EBUSY,
+ * naming the option) instead of queueing it behind the running ones. */
+static void test_runner_budget(void **state)
+{
+	(void)state;
+	fs.run = mfs_run_request;
+	fs.execs_max = 0;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	const char *req = "{\"sandbox\": \"maf-sandbox-docker-000000000000\", \"argv\": [\"true\"]}";
+	assert_int_equal(wr(&fi, req, strlen(req), 0), -EBUSY);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	json_t *e = json_object_get(j, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "errno")), "EBUSY");
+	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "max_threads"));
+	json_decref(j);
+	free(text);
+	mfs_operations.release("/.ctl/exec", &fi);
+	assert_int_equal(atomic_load(&fs.execs_running), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +463,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failing_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runner_budget, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
