@@ -46,6 +46,7 @@ struct fentry {
 	unsigned count;
 	unsigned waiters;
 	int hold_fd;
+	long long held_since_ms;
 };
 
 struct mafsbx_freezer {
@@ -564,7 +565,11 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 	}
 	int r = 0;
 	for (;;) {
-		if (e->state == FS_HELD) {
+		/*
+		 * Join only a young freeze: a stream of arrivals must not keep the
+		 * guest frozen for ever. Later ones wait for it to drain and freeze again.
+		 */
+		if (e->state == FS_HELD && mafsbx_now_ms() - e->held_since_ms <= MAFSBX_FREEZE_JOIN_WINDOW_MS) {
 			e->count++;
 			f->stats.joins++;
 			f->stats.enters++;
@@ -578,6 +583,7 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 			if (r == 0) {
 				e->state = FS_HELD;
 				e->count = 1;
+				e->held_since_ms = mafsbx_now_ms();
 				f->stats.enters++;
 			} else {
 				e->state = FS_IDLE;

@@ -3,8 +3,8 @@
  * container (reference/upstream-docker-backend.md §5.7, engine-api.md §3).
  *
  * A freeze of one container is shared: an operation arriving while the
- * container is frozen by this process, or by a live co-holder process on the
- * same host, joins it; the last one out unpauses. Across processes this holds
+ * container is frozen by this process (within the join window), or by a live
+ * co-holder process on the same host, joins it; the last one out unpauses. Across processes this holds
  * through two flock'ed files per (endpoint, container) under the runtime
  * directory: a gate (held exclusively for each transition, and holding the
  * marker "this freeze is ours") and a hold file (held shared by every process
@@ -47,6 +47,11 @@
 #define MAFSBX_RUNDIR_ENV "MAFSBX_RUNDIR"
 /* Test-only: milliseconds to sleep inside every freeze right after it is taken. */
 #define MAFSBX_FREEZE_HOLD_ENV "MAFSBX_TEST_FREEZE_HOLD_MS"
+/*
+ * A freeze older than this takes no new joiners: they wait for it to drain
+ * and freeze again, so a stream of file calls cannot starve the guest.
+ */
+#define MAFSBX_FREEZE_JOIN_WINDOW_MS 200
 /* Wait used when a deadline of 0 is passed. */
 #define MAFSBX_FREEZE_DEFAULT_WAIT_MS 30000
 
