@@ -331,8 +331,8 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fus
 	int r = -EIO;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	/* A listing asks the engine, as the root's does. */
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, n->depth == 0 ? -1 : lookup_age_ms(fs), &e);
+	/* A listing always asks the engine, as the root's does. */
+	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
 	if (!s)
 		return e.err > 0 ? -e.err : r;
 	fill_dir(buf, filler, ".", S_IFDIR);
