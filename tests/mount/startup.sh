@@ -60,6 +60,24 @@ done
 mount_fs "$M"
 umount_fs "$M" "$DAEMON_PID"
 
+# SIGTERM in the middle of reads leaves no container frozen.
+mount_fs "$M"
+acquire "$M" t a reads ', "outputs": ["r.bin"]'
+N=$SBX
+run_exec "$M" "$N" "head -c 1048576 /dev/urandom > r.bin"
+expect_eq "$CTL_STATUS" OK "exec setup"
+for i in 1 2 3 4; do
+	(while cat "$M/$N/work/r.bin" >/dev/null 2>&1; do :; done) &
+	BGPIDS+=($!)
+done
+sleep 2
+kill -TERM "$DAEMON_PID"
+wait_exit "$DAEMON_PID" 60 || fail "SIGTERM during reads did not stop the daemon"
+expect_eq "$EXIT_STATUS" 0 "exit status after SIGTERM during reads"
+is_mounted "$M" && fail "still mounted after SIGTERM during reads"
+no_paused
+expect_eq "$("$MFS_TOOL" state "$N")" running "the sandbox after SIGTERM during reads"
+
 # --- the daemonised mode ---------------------------------------------------------
 "$MAFSBXFS" "$M" </dev/null >"$T/bg.out" 2>&1 || fail "mafsbxfs (daemonised) failed: $(cat "$T/bg.out")"
 is_mounted "$M" || fail "the daemonised mafsbxfs did not mount"
