@@ -1132,7 +1132,24 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 		bool running = json_is_true(json_object_get(ij, "Running"));
 		if (!running && json_is_integer(code)) {
 			res->exit_code = (int)json_integer_value(code);
+			/*
+			 * A pause that lands between the engine's own "is paused"
+			 * check and runc's exec makes runc refuse ("cannot exec in a
+			 * paused state"): HTTP 200, exit 126, message on stdout. Pid 0
+			 * proves no process ever started, which the guest cannot
+			 * forge, so this is the same refusal as a 409 and safe to
+			 * re-issue.
+			 */
+			json_t *pid = json_object_get(ij, "Pid");
+			static const char paused[] = "paused";
+			bool never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
 			json_decref(ij);
+			if (never_started && res->exit_code == 126 && res->out &&
+			    memmem(res->out, res->out_len, paused, sizeof(paused) - 1)) {
+				r = mafsbx_error_set(err, MAFSBX_EK_PAUSED, "%s: the container was paused as the exec started",
+						     what);
+				goto out;
+			}
 			break;
 		}
 		json_decref(ij);
