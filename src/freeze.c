@@ -122,10 +122,29 @@ static char *default_rundir(void)
 	return b.data;
 }
 
-/* The file-name-safe key of a container: itself when it is a plain ID or name. */
+/*
+ * The lock file of a container. A full ID (64 hex) is random and names one
+ * container on any engine, so it alone is the key: processes that reach the
+ * same daemon through different endpoint spellings (a relay socket, a
+ * context) still share one freeze. A name is only unique per daemon, so it
+ * is keyed with the endpoint too.
+ */
+static bool is_full_id(const char *c)
+{
+	size_t n = 0;
+	for (; c[n]; n++)
+		if (!((c[n] >= '0' && c[n] <= '9') || (c[n] >= 'a' && c[n] <= 'f')))
+			return false;
+	return n == 64;
+}
+
 static void lock_path(const struct mafsbx_freezer *f, const char *container, const char *suffix, char *out,
 		      size_t outsz)
 {
+	if (is_full_id(container)) {
+		snprintf(out, outsz, "%s/%s.%s", f->rundir, container, suffix);
+		return;
+	}
 	bool plain = strlen(container) <= 128 && container[0] != '.';
 	for (const char *c = container; plain && *c; c++)
 		plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||

@@ -31,7 +31,9 @@
  *  - A stopped container cannot be paused: enter() fails with EK_NOT_RUNNING.
  *
  * Container keys are compared as given: pass the full container ID
- * everywhere so that every process keys a container the same way.
+ * everywhere so that every process keys a container the same way. A full
+ * ID is keyed alone (processes reaching one daemon through different
+ * endpoint spellings share the freeze); a name is keyed with the endpoint.
  * Thread-safe: one freezer serves all threads of a process.
  */
 #ifndef MAFSBX_FREEZE_H

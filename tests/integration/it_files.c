@@ -832,13 +832,21 @@ static void test_foreign_pause_is_left_alone(void **state)
 
 /* ---- other processes ------------------------------------------------------- */
 
-static pid_t spawn_holder(const char *id, long hold_ms)
+/*
+ * A child process holding a freeze of `id` for `hold_ms`. With `alias`, the
+ * child reaches the default socket through another spelling of its URL (as a
+ * relay or a context would): the freeze must still be shared.
+ */
+static pid_t spawn_holder(const char *id, long hold_ms, bool alias)
 {
 	char ms[32];
 	snprintf(ms, sizeof(ms), "%ld", hold_ms);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		if (alias && !getenv("DOCKER_HOST") && !getenv("DOCKER_CONTEXT") &&
+		    access("/var/run/docker.sock", F_OK) == 0)
+			setenv("DOCKER_HOST", "unix:///var/run/./docker.sock", 1);
 		execl("/proc/self/exe", "it_files", "--hold-child", id, rundir, ms, (char *)NULL);
 		_exit(127);
 	}
@@ -878,7 +886,7 @@ static int hold_child(const char *id, const char *dir, const char *ms)
 static void test_live_co_holder_process(void **state)
 {
 	(void)state;
-	pid_t pid = spawn_holder(cid, 3000);
+	pid_t pid = spawn_holder(cid, 3000, true);
 	wait_paused(cid);
 	/* join the other process's freeze: no pause of our own, and our leave does not thaw */
 	struct mafsbx_freeze_stats before, after;
@@ -909,7 +917,7 @@ static void test_sigkill_inside_freeze(void **state)
 	(void)state;
 	struct mafsbx_error err;
 	/* round 1: recover() thaws what a dead process left */
-	pid_t pid = spawn_holder(cid, 20000);
+	pid_t pid = spawn_holder(cid, 20000, false);
 	wait_paused(cid);
 	kill(pid, SIGKILL);
 	int status;
@@ -923,7 +931,7 @@ static void test_sigkill_inside_freeze(void **state)
 	assert_true(unpaused);
 	assert_running(cid);
 	/* round 2: the next file call adopts the dead freeze and thaws it on the way out */
-	pid = spawn_holder(cid, 20000);
+	pid = spawn_holder(cid, 20000, false);
 	wait_paused(cid);
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
