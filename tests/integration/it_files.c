@@ -798,10 +798,11 @@ static void test_active_and_exec_outside(void **state)
 	const char *argv[] = { "/bin/true", NULL };
 	struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = 5000 };
 	struct mafsbx_exec_result res;
+	memset(&res, 0, sizeof(res));
 	mafsbx_error_clear(&err);
 	int r = mafsbx_exec_run(harness_engine(), cid, &rq, &res, &err);
-	if (r == 0)
-		mafsbx_exec_result_free(&res);
+	mafsbx_exec_result_free(&res);
+	assert_true(r < 0);
 	assert_int_equal(err.kind, MAFSBX_EK_PAUSED);
 	/* a wait for idle times out while held */
 	mafsbx_error_clear(&err);
