@@ -22,7 +22,7 @@
 
 #include "freeze.h"
 
-#define GATE_WINDOW_MS 2000     /* after the freeze drained: the exec's turn to start */
+#define GATE_WINDOW_MS 750     /* after the freeze drained: the exec's turn to start */
 #define GATE_MAX_WAIT_MS 30000  /* the most a file operation holds back */
 #define GATE_POLL_MS 20
 

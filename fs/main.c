@@ -1,10 +1,10 @@
 /*
  * main.c: the mafsbxfs daemon. Thin on purpose: parse the options, bind the
  * endpoint and ping the engine BEFORE mounting (a failure exits non-zero
- * with "mafsbxfs: message" and mounts nothing), recover freezes a dead
- * process left, mount with fsname/subtype mafsbxfs, daemonise unless -f
- * (logging then goes to syslog), and run the multi-threaded loop until
- * SIGTERM/SIGINT/SIGHUP or `fusermount3 -u`.
+ * with "mafsbxfs: message" and mounts nothing), mount with fsname/subtype
+ * mafsbxfs, daemonise unless -f (logging then goes to syslog), start the
+ * background recovery of freezes left behind (janitor.c), and run the
+ * multi-threaded loop until SIGTERM/SIGINT/SIGHUP or `fusermount3 -u`.
  *
  * Exit status: 0 after a clean unmount, 1 when the engine or the mount
  * failed, 2 for a usage error.
@@ -39,30 +39,6 @@ static int add_opt(struct fuse_args *args, const char *name, const char *value)
 	char buf[1200];
 	snprintf(buf, sizeof(buf), "-o%s=%s", name, value);
 	return fuse_opt_add_arg(args, buf);
-}
-
-/* Thaw every sandbox that a dead mafsbx process left paused. */
-static void recover_freezes(struct mfs *fs)
-{
-	struct mafsbx_sandbox_info *a = NULL;
-	size_t n = 0;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	if (mafsbx_sandbox_list(fs->backend, fs->opt.scope, &a, &n, &e) < 0) {
-		log_warn("listing sandboxes at start-up: %s", e.message);
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!a[i].paused)
-			continue;
-		bool unpaused = false;
-		mafsbx_error_clear(&e);
-		if (mafsbx_freeze_recover(fs->fz, a[i].id, false, &unpaused, 0, &e) < 0)
-			log_warn("%s: cannot lift a freeze left behind: %s", a[i].name, e.message);
-		else if (unpaused)
-			log_info("%s: lifted a freeze a dead process left", a[i].name);
-	}
-	mafsbx_sandbox_info_free_array(a, n);
 }
 
 int main(int argc, char *argv[])
@@ -172,7 +148,6 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	fs.fuse = fuse;
-	recover_freezes(&fs);
 
 	if (fuse_mount(fuse, copts.mountpoint) != 0) {
 		fprintf(stderr, PROG ": cannot mount on %s\n", copts.mountpoint);
@@ -196,6 +171,9 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
+	/* After the fork of fuse_daemonize: threads do not survive it. */
+	if (mfs_janitor_start(&fs) < 0)
+		log_warn("cannot start the freeze recovery thread; freezes left behind stay until the next start");
 
 	int lr;
 	if (copts.singlethread) {
@@ -215,6 +193,7 @@ int main(int argc, char *argv[])
 	/* libfuse reports the signal that ended the loop; that is a clean stop. */
 	ret = (lr == 0 || lr == SIGTERM || lr == SIGINT || lr == SIGHUP) ? 0 : 1;
 out_signals:
+	mfs_janitor_stop(&fs);
 	fuse_remove_signal_handlers(fuse_get_session(fuse));
 out:
 	if (mounted)

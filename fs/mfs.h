@@ -18,6 +18,7 @@
  *   reply.c    reply JSON: error replies, the exec reply with its text views
  *   textconv.c UTF-8 views with U+FFFD replacement
  *   gate.c     exec turns: reads cannot starve an exec of the same sandbox
+ *   janitor.c  background recovery of freezes left behind
  *   ops.c      the fuse_operations table and the per-open handle dispatch
  *   main.c     the daemon: options, endpoint, ping, mount, loop
  */
@@ -144,6 +145,13 @@ struct mfs {
 	atomic_int execs_running;
 	int execs_max;               /* execs may use at most this many worker threads */
 
+	pthread_t janitor;           /* janitor.c */
+	bool janitor_running;
+	atomic_bool janitor_stop;
+	pthread_mutex_t janitor_lock;
+	pthread_cond_t janitor_cv;
+	uint64_t janitor_seen;       /* the freezer's unpause failures already handled */
+
 	pthread_mutex_t gate_lock;   /* exec turns (gate.c) */
 	pthread_cond_t gate_cv;
 	struct mfs_exec_turn *turns;
@@ -157,6 +165,13 @@ void mfs_fini(struct mfs *fs);
 struct mfs *mfs_get(void);
 /* For unit tests: the mount used when no FUSE context exists. */
 void mfs_set_current(struct mfs *fs);
+
+/* ---- freezes left behind (janitor.c) ------------------------------------- */
+
+/* Start the background recovery (after mounting: it lifts freezes a dead
+ * process left, and any unpause this mount failed). 0 or -errno. */
+int mfs_janitor_start(struct mfs *fs);
+void mfs_janitor_stop(struct mfs *fs);
 
 /* ---- exec turns (gate.c) ------------------------------------------------- */
 
