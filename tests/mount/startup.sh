@@ -6,6 +6,8 @@
 #    endpoint exit non-zero with "mafsbxfs: message" BEFORE mounting.
 #  - the mount shows as fuse.mafsbxfs in /proc/self/mountinfo.
 #  - SIGTERM and SIGINT unmount cleanly (exit 0); so does fusermount3 -u;
+#    SIGTERM in the middle of reads leaves nothing frozen; a freeze left by
+#    a daemon killed with SIGKILL is lifted by the next mount;
 #    the daemonised mode (no -f) works and is unmounted with fusermount3 -u.
 . "$(dirname "$0")/lib.sh"
 require_env
@@ -77,6 +79,32 @@ expect_eq "$EXIT_STATUS" 0 "exit status after SIGTERM during reads"
 is_mounted "$M" && fail "still mounted after SIGTERM during reads"
 no_paused
 expect_eq "$("$MFS_TOOL" state "$N")" running "the sandbox after SIGTERM during reads"
+
+# A daemon killed inside a freeze leaves the sandbox paused; the next mount
+# lifts that freeze by itself (in the background, after mounting).
+export MAFSBX_TEST_FREEZE_HOLD_MS=6000
+mount_fs "$M"
+unset MAFSBX_TEST_FREEZE_HOLD_MS
+KILLED=$DAEMON_PID
+cat "$M/$N/work/r.bin" >/dev/null 2>&1 &
+BGPIDS+=($!)
+for _ in $(seq 1 100); do
+	[ "$("$MFS_TOOL" state "$N")" = paused ] && break
+	sleep 0.05
+done
+expect_eq "$("$MFS_TOOL" state "$N")" paused "the sandbox inside a held freeze"
+kill -KILL "$KILLED"
+wait_exit "$KILLED" 10 || fail "kill -9 did not stop the daemon"
+fusermount3 -u -z "$M"
+expect_eq "$("$MFS_TOOL" state "$N")" paused "the sandbox after its daemon died"
+mount_fs "$M"
+for _ in $(seq 1 200); do
+	[ "$("$MFS_TOOL" state "$N")" = running ] && break
+	sleep 0.1
+done
+expect_eq "$("$MFS_TOOL" state "$N")" running "the freeze a dead daemon left, after the next mount"
+expect_eq "$(cat "$M/$N/work/r.bin" | wc -c)" 1048576 "a read after the recovery"
+umount_fs "$M" "$DAEMON_PID"
 
 # --- the daemonised mode ---------------------------------------------------------
 "$MAFSBXFS" "$M" </dev/null >"$T/bg.out" 2>&1 || fail "mafsbxfs (daemonised) failed: $(cat "$T/bg.out")"
