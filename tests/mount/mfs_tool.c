@@ -10,6 +10,8 @@
  *   mfs_tool try OP PATH [ARG]         stat | read | write TEXT | mkdir | unlink |
  *                                      readdir | readlink: prints "OK" (read:
  *                                      "OK <bytes>") or the errno name
+ *   mfs_tool preads PATH LEN OFF...    one open, then pread LEN bytes at each
+ *                                      offset: one line each (the bytes as read)
  *   mfs_tool jget KEY[.KEY...]         a member of the JSON on stdin (strings raw)
  *   mfs_tool state NAME                running | paused | exited | ... | absent
  *   mfs_tool paused SCOPE              how many containers of that scope are paused
@@ -164,6 +166,29 @@ static int cmd_try(const char *op, const char *path, const char *arg)
 		printf("OK %lld\n", bytes);
 	else
 		printf("OK\n");
+	return 0;
+}
+
+static int cmd_preads(int argc, char **argv)
+{
+	int fd = open(argv[0], O_RDONLY);
+	if (fd < 0) {
+		printf("%s\n", mafsbx_errno_name(errno));
+		return 1;
+	}
+	size_t len = (size_t)atol(argv[1]);
+	char *buf = malloc(len + 1);
+	for (int i = 2; buf && i < argc; i++) {
+		ssize_t n = pread(fd, buf, len, (off_t)atoll(argv[i]));
+		if (n < 0) {
+			printf("%s\n", mafsbx_errno_name(errno));
+			continue;
+		}
+		fwrite(buf, 1, (size_t)n, stdout);
+		putchar('\n');
+	}
+	free(buf);
+	close(fd);
 	return 0;
 }
 
@@ -454,6 +479,8 @@ int main(int argc, char **argv)
 		return cmd_ctl(argv[2], argv[3]);
 	if (!strcmp(cmd, "try") && (argc == 4 || argc == 5))
 		return cmd_try(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+	if (!strcmp(cmd, "preads") && argc >= 5)
+		return cmd_preads(argc - 2, argv + 2);
 	if (!strcmp(cmd, "jget") && argc == 3)
 		return cmd_jget(argv[2]);
 	if (!strcmp(cmd, "state") && argc == 3)
