@@ -147,9 +147,8 @@ static bool is_ws(char ch)
 
 int mfs_ctl_write(struct mfs *fs, struct mfs_ctl *c, const char *data, size_t size)
 {
+	/* FUSE sends at most max_write (<= a few MiB) per write: the count fits. */
 	int ret = (int)size;
-	if (size > (size_t)MFS_CTL_MAX_REQUEST * 2)
-		size = (size_t)MFS_CTL_MAX_REQUEST * 2;  /* FUSE never sends this much in one write */
 	pthread_mutex_lock(&c->lock);
 	if (c->oversized) {
 		ret = -EMSGSIZE;
