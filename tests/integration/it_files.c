@@ -831,6 +831,22 @@ static void test_foreign_pause_is_left_alone(void **state)
 	assert_running(cid);
 }
 
+static void test_not_running_is_refused(void **state)
+{
+	(void)state;
+	/* a stopped container cannot be frozen: the file call fails and nothing is left behind */
+	char stopped[HARNESS_NAME_MAX], sid[65];
+	harness_container_cfg("files", NULL, false, stopped);
+	container_id(stopped, sid);
+	struct mafsbx_files_target t = { .container = sid, .work_dir = "/", .uid = 0, .gid = 0 };
+	struct mafsbx_fstat st;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	expect_err(mafsbx_files_stat(fz, &t, "etc/passwd", 0, &st, &err), &err, MAFSBX_EK_NOT_RUNNING, EBUSY,
+		   "stat in a stopped container");
+	assert_false(mafsbx_freeze_active(fz, sid));
+}
+
 /* ---- other processes ------------------------------------------------------- */
 
 /*
@@ -989,6 +1005,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stat_many_one_freeze),
 		cmocka_unit_test(test_active_and_exec_outside),
 		cmocka_unit_test(test_foreign_pause_is_left_alone),
+		cmocka_unit_test(test_not_running_is_refused),
 		cmocka_unit_test(test_freeze_sharing_threads),
 		cmocka_unit_test(test_live_co_holder_process),
 		cmocka_unit_test(test_sigkill_inside_freeze),
