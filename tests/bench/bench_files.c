@@ -10,10 +10,12 @@
  *   - lib read:  mafsbx_files_read of a 1 KiB file (the same checks + one GET)
  *   - CLI way:   what upstream runs: docker pause, one `docker cp C:P -` per
  *                ancestor, `docker cp` of the file, docker unpause
- *   - floor:     pause + one archive GET + unpause, no checks (this client)
+ *   - floors:    pause + unpause (what any frozen stat costs), and
+ *                pause + one archive GET + unpause (any frozen read), no checks
  * Then the guest's share of CPU time while a busy loop runs in it: with no
  * polling, with this library statting one of its files 5 times a second,
- * and with the CLI way doing the same (upstream measured 43% against 91%).
+ * with a bare pause+unpause 5 times a second (the freeze's own floor), and
+ * with the CLI way doing the same (upstream measured 43% against 91%).
  * The share is the container's cpuacct time over wall time when the cgroup
  * is visible, and the loop's iteration rate relative to no polling.
  *
@@ -169,6 +171,15 @@ static void floor_op(const char *rel)
 		die("floor unpause", &err);
 }
 
+static void floor_freeze(void)
+{
+	struct mafsbx_error err;
+	if (mafsbx_container_pause(eng, cid, &err) < 0)
+		die("floor pause", &err);
+	if (mafsbx_container_unpause(eng, cid, &err) < 0)
+		die("floor unpause", &err);
+}
+
 static struct mafsbx_files_target target(void)
 {
 	struct mafsbx_files_target t = { .container = cid, .work_dir = WD, .uid = 0, .gid = 0 };
@@ -261,7 +272,7 @@ struct share {
 	int polls;
 };
 
-enum poller { POLL_NONE, POLL_LIB, POLL_CLI };
+enum poller { POLL_NONE, POLL_LIB, POLL_FLOOR, POLL_CLI };
 
 static struct share cpu_phase(enum poller p, double seconds)
 {
@@ -284,6 +295,8 @@ static struct share cpu_phase(enum poller p, double seconds)
 			next = t + 200;
 		if (p == POLL_LIB)
 			lib_stat(rel_paths[0]);
+		else if (p == POLL_FLOOR)
+			floor_freeze();
 		else
 			cli_way(rel_paths[0]);
 		s.polls++;
@@ -346,8 +359,8 @@ int main(int argc, char **argv)
 	if (cli_way(rel_paths[0]) != 0)
 		die("the docker CLI failed on the warm-up", NULL);
 
-	double *v[4][3];
-	for (int k = 0; k < 4; k++)
+	double *v[5][3];
+	for (int k = 0; k < 5; k++)
 		for (int d = 0; d < 3; d++)
 			v[k][d] = calloc((size_t)runs, sizeof(double));
 	for (int i = 0; i < runs; i++) {
@@ -359,9 +372,12 @@ int main(int argc, char **argv)
 			double c = now_ms();
 			floor_op(rel_paths[d]);
 			double e = now_ms();
+			floor_freeze();
+			double h = now_ms();
 			v[0][d][i] = b - a;
 			v[1][d][i] = c - b;
 			v[3][d][i] = e - c;
+			v[4][d][i] = h - e;
 			if (i < cli_runs) {
 				double g = now_ms();
 				if (cli_way(rel_paths[d]) != 0)
@@ -371,14 +387,14 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("## bench_files: medians in ms (%d runs; CLI %d runs; CLI = %s)\n\n", runs, cli_runs, cli);
-	printf("| depth | engine calls (lib) | lib frozen stat | lib frozen 1 KiB read | upstream CLI way | floor: pause+GET+unpause |\n");
-	printf("|---|---|---|---|---|---|\n");
+	printf("| depth | engine calls (lib) | lib frozen stat | floor: pause+unpause | lib frozen 1 KiB read | floor: pause+GET+unpause | upstream CLI way |\n");
+	printf("|---|---|---|---|---|---|---|\n");
 	for (int d = 0; d < 3; d++) {
 		/* chain = first component of WD .. parent, plus the leaf */
 		int heads = 1 + depths[d];
-		printf("| %d | stat: pause + %d HEAD + unpause; read: + 1 GET | %.1f | %.1f | %.1f | %.1f |\n", depths[d],
-		       heads, median(v[0][d], runs), median(v[1][d], runs), median(v[2][d], cli_runs),
-		       median(v[3][d], runs));
+		printf("| %d | stat: pause + %d HEAD + unpause; read: + 1 GET | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+		       depths[d], heads, median(v[0][d], runs), median(v[4][d], runs), median(v[1][d], runs),
+		       median(v[3][d], runs), median(v[2][d], cli_runs));
 	}
 	struct mafsbx_freeze_stats fs;
 	mafsbx_freezer_stats(fz, &fs);
@@ -390,13 +406,15 @@ int main(int argc, char **argv)
 	usleep(500000);
 	struct share none = cpu_phase(POLL_NONE, seconds);
 	struct share lib = cpu_phase(POLL_LIB, seconds);
+	struct share flo = cpu_phase(POLL_FLOOR, seconds);
 	struct share clis = cpu_phase(POLL_CLI, seconds);
 	printf("\n## guest CPU share with a busy loop (%.0f s per phase)\n\n", seconds);
 	printf("| host activity | polls | guest CPU time / wall (cgroup) | loop rate (iter/s) | rate vs no polling |\n");
 	printf("|---|---|---|---|---|\n");
 	const struct { const char *name; struct share s; } rows[] = {
-		{ "no polling", none }, { "lib stat 5/s", lib }, { "upstream CLI way 5/s", clis } };
-	for (int i = 0; i < 3; i++) {
+		{ "no polling", none }, { "lib stat 5/s", lib }, { "engine floor: pause+unpause 5/s", flo },
+		{ "upstream CLI way 5/s", clis } };
+	for (int i = 0; i < 4; i++) {
 		char cpu[32] = "n/a";
 		if (rows[i].s.cpu >= 0)
 			snprintf(cpu, sizeof(cpu), "%.0f%%", rows[i].s.cpu * 100);
@@ -405,7 +423,7 @@ int main(int argc, char **argv)
 	}
 	printf("\n(freezer during the medians: %llu pauses, %llu unpauses, %llu joins)\n",
 	       (unsigned long long)fs.pauses, (unsigned long long)fs.unpauses, (unsigned long long)fs.joins);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		for (int d = 0; d < 3; d++)
 			free(v[k][d]);
 	return 0;
