@@ -727,6 +727,47 @@ static void test_race_flip(void **state)
 	assert_running(cid);
 }
 
+static void test_race_flip_write(void **state)
+{
+	(void)state;
+	/* the same flip, and the host writes through it: nothing may ever land in O */
+	const char *loop = "cd " W " && rm -f /tmp/stop-wflip /tmp/wflips; i=0; "
+			   "while [ ! -e /tmp/stop-wflip ]; do "
+			   "rm -rf wflip; mkdir wflip; rm -rf wflip; ln -s " O " wflip; i=$((i+1)); "
+			   "echo $i > /tmp/wflips; done";
+	char bg[1024];
+	snprintf(bg, sizeof(bg), "(%s) >/dev/null 2>&1 &", loop);
+	assert_int_equal(guest_sh(cname, bg, NULL), 0);
+	unsigned landed = 0, refused = 0, other = 0;
+	for (int i = 0; i < 100; i++) {
+		char rel[64];
+		snprintf(rel, sizeof(rel), "wflip/landed-%d.txt", i);
+		struct mafsbx_error err;
+		int r = do_write(W, rel, "x", 1, &err);
+		if (r == 0)
+			landed++;
+		else if (err.kind == MAFSBX_EK_CONFINEMENT)
+			refused++;
+		else {
+			other++;
+			printf("# write race %d: %s\n", i, err.message);
+		}
+	}
+	sh_ok(cname, "touch /tmp/stop-wflip");
+	char *flips = guest_out(cname, "sleep 0.2; cat /tmp/wflips");
+	struct mafsbx_exec_result res;
+	assert_int_equal(harness_sh_result(cname, "ls " O " | grep -c '^landed-' || true", &res), 0);
+	int in_o = atoi((char *)res.out);
+	mafsbx_exec_result_free(&res);
+	printf("# write race: 100 writes: %u landed inside, %u refused (link), %u other; in O: %d; guest flips: %s",
+	       landed, refused, other, in_o, flips);
+	assert_int_equal(in_o, 0);
+	assert_int_equal(other, 0);
+	assert_true(atoi(flips) > 0);
+	free(flips);
+	assert_running(cid);
+}
+
 /* ---- freeze sharing ------------------------------------------------------- */
 
 struct reader_arg {
@@ -1010,6 +1051,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_live_co_holder_process),
 		cmocka_unit_test(test_sigkill_inside_freeze),
 		cmocka_unit_test(test_race_flip),
+		cmocka_unit_test(test_race_flip_write),
 	};
 	int r = cmocka_run_group_tests(tests, group_setup, group_teardown);
 	char cmd[200];
