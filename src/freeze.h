@@ -75,7 +75,9 @@ const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f);
 /*
  * Enter a freeze of `container` (join one already held). `deadline_ms` is an
  * absolute mafsbx_now_ms() time bounding every wait (0: now + the default).
- * On success *out is the handle to pass to leave(). Errors: EK_PAUSED (paused
+ * On success *out is the handle to pass to leave(). Do not nest: a thread
+ * holding a freeze of `container` that enters it again after the join window
+ * waits for its own freeze to drain, until the deadline. Errors: EK_PAUSED (paused
  * by someone else), EK_NOT_RUNNING, EK_NO_CONTAINER, EK_TIMEOUT (deadline),
  * the engine's error for a refused pause, EK_SYSTEM for the lock files.
  */
