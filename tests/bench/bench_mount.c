@@ -349,11 +349,25 @@ static void mount_fs(void)
 	die("mount did not appear within 10 s");
 }
 
+/* Sandboxes the CLI columns pause by hand: thawed first at cleanup, so an interrupted run leaves nothing frozen. */
+static char thaw_list[4][64];
+/* A container the CLI or floor columns made outside the mount: force-removed at cleanup. */
+static char loose_container[64];
+
 static void cleanup(void)
 {
 	static int done;
 	if (done++)
 		return;
+	for (size_t i = 0; eng && i < 4; i++) {
+		struct mafsbx_error e;
+		if (thaw_list[i][0])
+			(void)mafsbx_container_unpause(eng, thaw_list[i], &e);
+	}
+	if (eng && loose_container[0]) {
+		struct mafsbx_error e;
+		(void)mafsbx_container_delete(eng, loose_container, true, &e);
+	}
 	if (daemon_pid > 0 && mnt[0]) {
 		int werr;
 		json_t *rep = ctl("dispose", json_pack("{s:s, s:s}", "scope", scope, "thread", "bench"), &werr);
@@ -476,6 +490,21 @@ static void *rss_sampler(void *arg)
 	return NULL;
 }
 
+static void *stop_watcher(void *arg)
+{
+	(void)arg;
+	sigset_t stop;
+	int sig;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigwait(&stop, &sig);
+	fprintf(stderr, "bench_mount: interrupted (signal %d), cleaning up\n", sig);
+	cleanup();
+	_exit(128 + sig);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -501,6 +530,18 @@ int main(int argc, char **argv)
 	if (opt_runs < 3)
 		opt_runs = 3;
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * Interruptions are taken synchronously: SIGINT/SIGTERM are blocked and a
+	 * watcher thread runs the cleanup (unpause, dispose, unmount) itself.
+	 */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	pthread_t watcher;
+	pthread_create(&watcher, NULL, stop_watcher, NULL);
 
 	struct mafsbx_error err;
 	struct mafsbx_endpoint ep;
@@ -541,6 +582,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < cold_runs; i++) {
 			char n[64], id[128], lscope[96];
 			snprintf(n, sizeof(n), "mafsbxbench-cli-%08x", (unsigned)rand());
+			snprintf(loose_container, sizeof(loose_container), "%s", n);
 			snprintf(lscope, sizeof(lscope), "maf-sandbox.scope=%s", scope);
 			double t0 = now_ms();
 			CLI("inspect", "-f", "{{json .Config.Labels}}", n);
@@ -572,6 +614,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < cold_runs; i++) {
 			char n[64], id[65];
 			snprintf(n, sizeof(n), "mafsbxbench-floor-%08x", (unsigned)rand());
+			snprintf(loose_container, sizeof(loose_container), "%s", n);
 			json_t *cfg = json_pack("{s:s, s:[s,s], s:{s:s}}", "Image", opt_image, "Cmd", "sleep", "infinity",
 						"HostConfig", "NetworkMode", "none");
 			double t0 = now_ms();
@@ -588,6 +631,7 @@ int main(int argc, char **argv)
 
 	char sbx[64];
 	acquire("bench", "main", NULL, sbx);
+	snprintf(thaw_list[0], sizeof(thaw_list[0]), "%s", sbx);
 	TIMED(opt_runs, v_fs, { char nm[64]; acquire("bench", "main", NULL, nm); });
 	TIMED(opt_runs, v_cli, {
 		CLI("inspect", "-f", "{{json .Config.Labels}}", sbx);
@@ -727,6 +771,7 @@ int main(int argc, char **argv)
 		}
 		char lsb[64];
 		acquire("bench", "ls", outs, lsb);
+		snprintf(thaw_list[1], sizeof(thaw_list[1]), "%s", lsb);
 		sh_in(lsb, "cd " WORK_DIR " && for i in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19; "
 			   "do echo output $i > out$i.txt; done");
 		TIMED(opt_runs, v_fs, {
