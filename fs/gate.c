@@ -9,9 +9,11 @@
  * an exec timeout disposes the sandbox). So an exec announces itself here;
  * file operations of this mount on that container then hold back (bounded)
  * while the exec waits for the freeze to drain, and for a short window
- * after it drained, in which the exec is created and started. Once started,
- * an exec does not mind being paused by a later freeze, so file operations
- * flow again for the rest of its run.
+ * after it drained, in which the exec is created and started (a freeze must
+ * never begin while the engine starts an exec: see GATE_WINDOW_MS). Once
+ * started, an exec does not mind being paused by a later freeze, so file
+ * operations flow again for the rest of its run. An acquire that reuses a
+ * sandbox takes a turn too: its capability probes are execs.
  */
 #include "mfs.h"
 
@@ -22,7 +24,12 @@
 
 #include "freeze.h"
 
-#define GATE_WINDOW_MS 750     /* after the freeze drained: the exec's turn to start */
+/* After the freeze drained: the exec's turn to be created and started. It
+ * must be generous: a freeze that begins while the engine starts an exec
+ * freezes the exec's `runc init` as it joins the container's cgroup, and the
+ * engine then hangs on that container (exec, unpause, inspect) until the
+ * cgroup is thawed by hand. */
+#define GATE_WINDOW_MS 5000
 #define GATE_MAX_WAIT_MS 30000  /* the most a file operation holds back */
 #define GATE_POLL_MS 20
 

@@ -152,6 +152,9 @@ struct mfs {
 	pthread_cond_t janitor_cv;
 	uint64_t janitor_seen;       /* the freezer's unpause failures already handled */
 
+	pthread_mutex_t handles_lock; /* open handles (ops.c) */
+	struct mfs_handle *handles;
+
 	pthread_mutex_t gate_lock;   /* exec turns (gate.c) */
 	pthread_cond_t gate_cv;
 	struct mfs_exec_turn *turns;
@@ -275,7 +278,15 @@ enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK };
 
 struct mfs_handle {
 	enum mfs_handle_type type;
+	struct mfs_handle *prev, *next;  /* the mount's open handles (ops.c) */
 };
+
+/*
+ * Free every handle still open (at unmount the kernel sends no release for
+ * files left open). Unsent writes are dropped: a file nobody closed is not
+ * sent half-written.
+ */
+void mfs_handles_discard_all(struct mfs *fs);
 
 /* A snapshot of a read-only virtual file, taken at open. */
 struct mfs_blob {
@@ -324,6 +335,8 @@ int mfs_work_write(struct mfs *fs, struct mfs_work *w, const char *buf, size_t s
 int mfs_work_truncate(struct mfs *fs, struct mfs_work *w, off_t size);
 int mfs_work_flush(struct mfs *fs, struct mfs_work *w);
 void mfs_work_release(struct mfs *fs, struct mfs_work *w);
+/* Free without sending (unmount with the file still open). */
+void mfs_work_discard(struct mfs_work *w);
 int mfs_work_mkdir(struct mfs *fs, const struct mfs_node *n, mode_t mode);
 
 /* ---- operations (ops.c) ------------------------------------------------ */

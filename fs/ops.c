@@ -24,6 +24,66 @@ static struct mfs_handle *handle_of(const struct fuse_file_info *fi)
 	return fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
 }
 
+/* ---- the registry of open handles ---------------------------------------- */
+
+static void handle_register(struct mfs *fs, struct fuse_file_info *fi)
+{
+	struct mfs_handle *h = handle_of(fi);
+	if (!fs || !h)
+		return;
+	pthread_mutex_lock(&fs->handles_lock);
+	h->prev = NULL;
+	h->next = fs->handles;
+	if (fs->handles)
+		fs->handles->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+static void handle_unregister(struct mfs *fs, struct mfs_handle *h)
+{
+	if (!fs)
+		return;
+	pthread_mutex_lock(&fs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else if (fs->handles == h)
+		fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	h->prev = h->next = NULL;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+static void blob_free(struct mfs_blob *b)
+{
+	free(b->data);
+	free(b);
+}
+
+void mfs_handles_discard_all(struct mfs *fs)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	struct mfs_handle *h = fs->handles;
+	fs->handles = NULL;
+	pthread_mutex_unlock(&fs->handles_lock);
+	while (h) {
+		struct mfs_handle *next = h->next;
+		switch (h->type) {
+		case MFS_H_CTL:
+			mfs_ctl_release((struct mfs_ctl *)h);
+			break;
+		case MFS_H_WORK:
+			mfs_work_discard((struct mfs_work *)h);
+			break;
+		case MFS_H_BLOB:
+			blob_free((struct mfs_blob *)h);
+			break;
+		}
+		h = next;
+	}
+}
+
 static void base_stat(struct stat *st, mode_t mode)
 {
 	struct mfs *fs = mfs_get();
@@ -303,7 +363,17 @@ static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	return 0;
 }
 
+static int open_node(const char *path, struct fuse_file_info *fi);
+
 static int mfs_op_open(const char *path, struct fuse_file_info *fi)
+{
+	int r = open_node(path, fi);
+	if (r == 0)
+		handle_register(mfs_get(), fi);
+	return r;
+}
+
+static int open_node(const char *path, struct fuse_file_info *fi)
 {
 	struct mfs *fs = mfs_get();
 	struct mfs_node n;
@@ -342,8 +412,12 @@ static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *f
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r == -ENOENT ? -EPERM : r;
-	if (n.type == MFS_N_WORK)
-		return mfs_work_create(mfs_get(), &n, mode, fi);
+	if (n.type == MFS_N_WORK) {
+		r = mfs_work_create(mfs_get(), &n, mode, fi);
+		if (r == 0)
+			handle_register(mfs_get(), fi);
+		return r;
+	}
 	if (n.type == MFS_N_CTL_FILE)
 		return mfs_op_open(path, fi);
 	if (is_ro_virtual(n.type))
@@ -420,6 +494,7 @@ static int mfs_op_release(const char *path, struct fuse_file_info *fi)
 	struct mfs_handle *h = handle_of(fi);
 	if (!h)
 		return 0;
+	handle_unregister(mfs_get(), h);
 	switch (h->type) {
 	case MFS_H_CTL:
 		mfs_ctl_release((struct mfs_ctl *)h);
@@ -427,12 +502,9 @@ static int mfs_op_release(const char *path, struct fuse_file_info *fi)
 	case MFS_H_WORK:
 		mfs_work_release(mfs_get(), (struct mfs_work *)h);
 		break;
-	case MFS_H_BLOB: {
-		struct mfs_blob *b = (struct mfs_blob *)h;
-		free(b->data);
-		free(b);
+	case MFS_H_BLOB:
+		blob_free((struct mfs_blob *)h);
 		break;
-	}
 	}
 	fi->fh = 0;
 	return 0;

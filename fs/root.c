@@ -43,6 +43,8 @@ void mfs_set_current(struct mfs *fs)
 int mfs_init(struct mfs *fs)
 {
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->handles_lock, NULL);
+	fs->handles = NULL;
 	pthread_mutex_init(&fs->gate_lock, NULL);
 	pthread_cond_init(&fs->gate_cv, NULL);
 	fs->turns = NULL;
@@ -72,6 +74,8 @@ static void extra_free(struct mfs_sbx_extra *x)
 
 void mfs_fini(struct mfs *fs)
 {
+	mfs_handles_discard_all(fs);
+	pthread_mutex_destroy(&fs->handles_lock);
 	if (fs->snap)
 		mfs_snapshot_put(fs->snap);
 	fs->snap = NULL;

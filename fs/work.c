@@ -494,6 +494,11 @@ void mfs_work_release(struct mfs *fs, struct mfs_work *w)
 	work_free(w);
 }
 
+void mfs_work_discard(struct mfs_work *w)
+{
+	work_free(w);
+}
+
 int mfs_work_mkdir(struct mfs *fs, const struct mfs_node *n, mode_t mode)
 {
 	if (!*n->rel)

@@ -22,7 +22,12 @@ GOT=$(cat "$M/$N/work/big.bin" | sha256sum | cut -d' ' -f1)
 expect_eq "$GOT" "$WANT" "sha256 of the big file read through the mount"
 HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$PID/status")
 log "daemon peak resident size after a 256 MiB read: ${HWM} KiB"
-[ "$HWM" -lt 65536 ] || fail "the daemon's peak resident size grew to ${HWM} KiB for a 256 MiB read"
+# (ASan's quarantine keeps freed buffers resident: no figure to check there)
+if ldd "$MAFSBXFS" 2>/dev/null | grep -q libasan; then
+	log "ASan build: peak resident size not checked"
+else
+	[ "$HWM" -lt 65536 ] || fail "the daemon's peak resident size grew to ${HWM} KiB for a 256 MiB read"
+fi
 
 # scattered reads of one open file, out of order, see the same bytes
 GOT=$("$MFS_TOOL" preads "$M/$N/work/big.bin" 15 268435440 16 134217728 0 200000000 | tr '\n' ' ')
