@@ -1,5 +1,18 @@
 /*
- * freeze.c: the shared, counted, cross-process container freeze (freeze.h).
+ * freeze.c: the shared, counted, cross-process container freeze (freeze.h),
+ * and its mutual exclusion with the execs of the same container.
+ *
+ * Why execs and freezes exclude each other: on dockerd 20.10 + containerd
+ * 1.6 (cgroup v1), an exec process that exits (or starts) while its container
+ * is being paused wedges containerd's task for good. The dockerd log shows
+ *   failed to delete process ... error="current process state: pausing,
+ *   process must be stopped before deletion: failed precondition"
+ * then "get state for <id>: context deadline exceeded", and from then on
+ * every call taking that container's lock (inspect, pause, unpause, delete)
+ * hangs and the guest stays FROZEN until dockerd is restarted. Our own file
+ * calls (frozen stats and reads) overlapping our own execs were the trigger,
+ * so a pause is never issued while an exec of ours is in flight (create,
+ * start, stream, inspect), and an exec never starts inside a freeze.
  *
  * In one process, a table of entries (one per container being frozen) with a
  * state machine IDLE -> ENTERING -> HELD -> LEAVING -> IDLE (and RECOVERING):
@@ -10,16 +23,35 @@
  *
  * Across processes, per (endpoint, container) under the runtime directory:
  *   <key>.gate  flock'ed LOCK_EX for every transition (enter, leave,
- *               recover); its content is the marker: empty, or
- *               "pausing pid N" / "frozen pid N" while a mafsbx freeze
- *               may be in force;
- *   <key>.hold  flock'ed LOCK_SH by every process inside the freeze.
- * Under the gate, "can I take the hold file LOCK_EX without waiting?" answers
- * "is any live process inside a freeze?". flock locks die with their process,
- * so a SIGKILLed holder leaves the marker set and nobody on the hold file:
- * that is a freeze left by a dead process, which enter() adopts and
- * recover() unpauses. (A flock conversion is not atomic, which is why every
- * conversion happens only under the gate.)
+ *               recover, exec registration); its content is the marker:
+ *               empty, or "pausing pid N" / "frozen pid N" while a mafsbx
+ *               freeze may be in force;
+ *   <key>.hold  flock'ed LOCK_SH by every process inside the freeze;
+ *   <key>.exec  flock'ed LOCK_SH by every exec in flight (one descriptor per
+ *               exec); its one byte of content says which side started a
+ *               phase last ('f' freeze, 'e' exec), for turn-taking;
+ *   <key>.xwant LOCK_SH by every exec waiting to start;
+ *   <key>.fwant LOCK_SH by a freeze waiting for execs to end.
+ * Under the gate, "can I take X LOCK_EX without waiting?" answers "does any
+ * live process hold X?". flock locks belong to open file descriptions, so
+ * two descriptors of one process conflict like two processes: the same
+ * checks serve threads and processes alike. flock locks die with their
+ * process, so a SIGKILLed holder leaves the marker set and nobody on the
+ * hold file: that is a freeze left by a dead process, which enter() adopts
+ * and recover() unpauses. (A flock conversion is not atomic, which is why
+ * every conversion and every exclusive probe happens only under the gate.)
+ *
+ * The exclusion, all decided under the gate: an exec registers (takes the
+ * exec file shared) only when nobody holds the hold file; a freeze starts
+ * or joins only when nobody holds the exec file. Turns, so neither side
+ * starves the other: while an exec waits (xwant held), no process joins a
+ * freeze across processes, and no fresh freeze starts if a freeze went
+ * last; while a freeze waits (fwant held), no exec joins an exec phase in
+ * progress, and none starts one if an exec went last. When both wait and
+ * nothing is in force, exactly one side may go (the one that did not go
+ * last), so there is no deadlock; every wait is bounded by its deadline and
+ * re-checks at least every 10 ms (changes in this process also wake it at
+ * once through a generation counter, so no wake-up is lost).
  */
 #include "freeze.h"
 
@@ -47,6 +79,10 @@ struct fentry {
 	unsigned waiters;
 	int hold_fd;
 	long long held_since_ms;
+	unsigned execs;          /* execs of this process registered (in flight) */
+	bool frozen;             /* this process is inside a freeze (its pause issued, or joined) */
+	bool poller;             /* a freeze enter is polling for the container's execs to end */
+	int busy_why;            /* the poller's last reason (enum busy) */
 };
 
 struct mafsbx_freezer {
@@ -57,6 +93,7 @@ struct mafsbx_freezer {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct fentry *entries;
+	unsigned long long gen;  /* bumped (with a broadcast) on every change waiters care about */
 	struct mafsbx_freeze_stats stats;
 };
 
@@ -64,6 +101,20 @@ struct mafsbx_freeze {
 	struct mafsbx_freezer *f;
 	struct fentry *e;
 };
+
+struct mafsbx_freeze_exec {
+	struct mafsbx_freezer *f;
+	struct fentry *e;
+	int fd;                  /* <key>.exec, held LOCK_SH while the exec is in flight */
+};
+
+/* Why a freeze attempt must wait for execs. */
+enum busy { BUSY_NONE, BUSY_EXEC_RUNNING, BUSY_EXEC_WAITING };
+
+/* Re-check interval of a wait for another process (changes in this process wake at once). */
+#define POLL_FAST_MS 2
+#define POLL_SLOW_MS 10
+#define POLL_FAST_ROUNDS 25
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -212,6 +263,65 @@ static void stat_add(struct mafsbx_freezer *f, uint64_t *field)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* Mutex held: wake every waiter and tell pollers something changed. */
+static void bump(struct mafsbx_freezer *f)
+{
+	f->gen++;
+	pthread_cond_broadcast(&f->cv);
+}
+
+/* Under the gate: does no live descriptor (this process's included) hold `fd`'s file? */
+static bool lock_free(int fd)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return false;
+	flock(fd, LOCK_UN);
+	return true;
+}
+
+/* Under the gate: which side started a phase last ('f', 'e', or 0 when unknown). */
+static char read_last(int exec_fd)
+{
+	char c = 0;
+	if (pread(exec_fd, &c, 1, 0) != 1 || (c != 'f' && c != 'e'))
+		c = 0;
+	return c;
+}
+
+static void write_last(int exec_fd, char side)
+{
+	if (pwrite(exec_fd, &side, 1, 0) != 1)
+		log_warn("freeze: cannot record the exec/freeze turn: %s", strerror(errno));
+}
+
+/* Take a SH lock on a "want" file without waiting (under the gate nobody holds it EX). */
+static int want_lock(const struct mafsbx_freezer *f, const char *container, const char *suffix)
+{
+	int fd = open_lock(f, container, suffix, NULL);
+	if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * A pause of ours is about to be issued (or a freeze joined): the debug
+ * check that no exec of this process is registered. Both sides decide under
+ * the gate, so exec_overlaps counts a broken protocol, never a race.
+ */
+static void mark_frozen(struct mafsbx_freezer *f, struct fentry *e, bool frozen)
+{
+	pthread_mutex_lock(&f->mu);
+	if (frozen && e->execs) {
+		f->stats.exec_overlaps++;
+		log_warn("freeze: BUG: pausing %s while %u exec(s) of this process are in flight", e->container,
+			 e->execs);
+	}
+	e->frozen = frozen;
+	pthread_mutex_unlock(&f->mu);
+}
+
 /*
  * dockerd (20.10) keeps `Paused` twice: set synchronously by pause/unpause,
  * and again, asynchronously, from containerd's paused/resumed events. Under
@@ -262,13 +372,15 @@ enum pause_result { PAUSED_BY_US, ALREADY_PAUSED, PAUSE_REFUSED, PAUSE_UNCERTAIN
  * One pause, retried while its outcome is uncertain (5xx, no answer).
  * PAUSE_REFUSED: the daemon refused before acting (4xx): nothing was frozen.
  */
-static enum pause_result pause_once(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+static enum pause_result pause_once(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms,
 				    bool *uncertain_seen, struct mafsbx_error *pe)
 {
+	const char *container = e->container;
 	for (size_t i = 0;; i++) {
 		if (i > 0)
 			*uncertain_seen = true;
 		mafsbx_error_clear(pe);
+		mark_frozen(f, e, true);
 		if (mafsbx_container_pause(f->engine, container, pe) == 0) {
 			stat_add(f, &f->stats.pauses);
 			return PAUSED_BY_US;
@@ -290,16 +402,17 @@ static enum pause_result pause_once(struct mafsbx_freezer *f, const char *contai
  * `old` is the marker found: non-empty means a mafsbx process claimed the
  * container and is gone.
  */
-static int freeze_alone(struct mafsbx_freezer *f, int gate, const char *container, const char *old,
+static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, const char *old,
 			long long deadline_ms, struct mafsbx_error *err)
 {
+	const char *container = e->container;
 	bool ours = old[0] != '\0'; /* a paused state found now may be a mafsbx freeze */
 	unsigned foreign_tries = 0, rounds = 0;
 	struct mafsbx_error pe;
 	write_marker(gate, "pausing"); /* claim first: an uncertain pause may still land */
 	for (;;) {
 		bool uncertain = false;
-		enum pause_result pr = pause_once(f, container, deadline_ms, &uncertain, &pe);
+		enum pause_result pr = pause_once(f, e, deadline_ms, &uncertain, &pe);
 		if (uncertain)
 			ours = true; /* an uncertain pause of ours may be what the daemon reports now */
 		switch (pr) {
@@ -353,21 +466,45 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, const char *containe
 				"it is left paused and the file call is refused", container);
 }
 
-static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms, struct mafsbx_error *err)
+/*
+ * Enter across processes. 0: inside the freeze. -EAGAIN with *why set: an
+ * exec of the container is in flight or waiting, so the caller waits and
+ * retries (the first time, *fwant is taken so that new execs let it in).
+ * Otherwise an error.
+ */
+static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms, int *fwant,
+		       enum busy *why, struct mafsbx_error *err)
 {
 	__do_close int gate = open_lock(f, e->container, "gate", err);
 	if (gate < 0)
 		return gate;
+	__do_close int xf = open_lock(f, e->container, "exec", err);
+	if (xf < 0)
+		return xf;
+	__do_close int xw = open_lock(f, e->container, "xwant", err);
+	if (xw < 0)
+		return xw;
 	int r = flock_until(gate, LOCK_EX, deadline_ms, e->container, err);
 	if (r < 0)
 		return r;
+	/* an exec in flight anywhere on the host: never pause now (see the top of this file) */
+	if (!lock_free(xf)) {
+		*why = BUSY_EXEC_RUNNING;
+		goto busy;
+	}
+	bool exec_waits = !lock_free(xw);
 	int hold = open_lock(f, e->container, "hold", err);
 	if (hold < 0) {
 		flock(gate, LOCK_UN);
 		return hold;
 	}
 	if (flock(hold, LOCK_EX | LOCK_NB) < 0) {
-		/* a live process is inside a freeze of this container: join it */
+		/* a live process is inside a freeze of this container: join it, unless an exec waits for it to drain */
+		if (exec_waits) {
+			close(hold);
+			*why = BUSY_EXEC_WAITING;
+			goto busy;
+		}
 		if (flock(hold, LOCK_SH | LOCK_NB) < 0) {
 			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "flock the hold file of %s: %s",
 						  e->container, strerror(errno));
@@ -376,14 +513,24 @@ static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long dea
 			return r;
 		}
 		stat_add(f, &f->stats.xjoins);
+		mark_frozen(f, e, true);
 		e->hold_fd = hold;
 		flock(gate, LOCK_UN);
 		return 0;
 	}
+	if (exec_waits && read_last(xf) == 'f') {
+		/* both sides wait and a freeze went last: the exec's turn */
+		flock(hold, LOCK_UN);
+		close(hold);
+		*why = BUSY_EXEC_WAITING;
+		goto busy;
+	}
+	write_last(xf, 'f');
 	char old[64];
 	read_marker(gate, old, sizeof(old));
-	r = freeze_alone(f, gate, e->container, old, deadline_ms, err);
+	r = freeze_alone(f, gate, e, old, deadline_ms, err);
 	if (r < 0) {
+		mark_frozen(f, e, false);
 		flock(hold, LOCK_UN);
 		close(hold);
 		flock(gate, LOCK_UN);
@@ -394,6 +541,11 @@ static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long dea
 	e->hold_fd = hold;
 	flock(gate, LOCK_UN);
 	return 0;
+busy:
+	if (*fwant < 0)
+		*fwant = want_lock(f, e->container, "fwant");
+	flock(gate, LOCK_UN);
+	return -EAGAIN;
 }
 
 static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
@@ -407,6 +559,7 @@ static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
 		stat_add(f, &f->stats.unpause_failures);
 		if (gate >= 0)
 			close(gate);
+		mark_frozen(f, e, false);
 		close(e->hold_fd);
 		e->hold_fd = -1;
 		return;
@@ -418,10 +571,66 @@ static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
 			write_marker(gate, NULL);
 		flock(e->hold_fd, LOCK_UN);
 	}
+	mark_frozen(f, e, false);
 	close(e->hold_fd);
 	e->hold_fd = -1;
 	flock(gate, LOCK_UN);
 	close(gate);
+}
+
+/*
+ * One attempt to register an exec (the caller holds <key>.xwant shared).
+ * 0: registered, `xf` holds <key>.exec shared. -EAGAIN: a freeze is in
+ * force, or waits its turn. Otherwise an error.
+ */
+static int exec_try(struct mafsbx_freezer *f, struct fentry *e, int xf, long long deadline_ms,
+		    struct mafsbx_error *err)
+{
+	__do_close int gate = open_lock(f, e->container, "gate", err);
+	if (gate < 0)
+		return gate;
+	__do_close int hold = open_lock(f, e->container, "hold", err);
+	if (hold < 0)
+		return hold;
+	__do_close int fw = open_lock(f, e->container, "fwant", err);
+	if (fw < 0)
+		return fw;
+	int r = flock_until(gate, LOCK_EX, deadline_ms, e->container, err);
+	if (r < 0)
+		return r;
+	if (!lock_free(hold)) {
+		flock(gate, LOCK_UN);
+		return -EAGAIN; /* a live freeze, in this process or another */
+	}
+	bool freeze_waits = !lock_free(fw);
+	bool phase_idle = flock(xf, LOCK_EX | LOCK_NB) == 0; /* no exec in flight anywhere */
+	if (freeze_waits && (!phase_idle || read_last(xf) == 'e')) {
+		/* a freeze waits: do not extend the exec phase, and do not start one out of turn */
+		if (phase_idle)
+			flock(xf, LOCK_UN);
+		flock(gate, LOCK_UN);
+		return -EAGAIN;
+	}
+	if (phase_idle)
+		write_last(xf, 'e');
+	/* EX -> SH (or a fresh SH beside other execs): nobody probes EX without the gate we hold */
+	if (flock(xf, LOCK_SH | LOCK_NB) < 0) {
+		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "flock the exec file of %s: %s",
+					  e->container, strerror(errno));
+		flock(xf, LOCK_UN);
+		flock(gate, LOCK_UN);
+		return r;
+	}
+	pthread_mutex_lock(&f->mu);
+	if (e->frozen) {
+		f->stats.exec_overlaps++;
+		log_warn("freeze: BUG: an exec in %s registered inside a freeze of this process", e->container);
+	}
+	e->execs++;
+	f->stats.exec_begins++;
+	pthread_mutex_unlock(&f->mu);
+	flock(gate, LOCK_UN);
+	return 0;
 }
 
 /* ---- the in-process table ----------------------------------------------- */
@@ -447,7 +656,7 @@ static struct fentry *entry_get(struct mafsbx_freezer *f, const char *container,
 /* Called with the mutex held: drop an entry nobody uses. */
 static void entry_maybe_free(struct mafsbx_freezer *f, struct fentry *e)
 {
-	if (e->state != FS_IDLE || e->count || e->waiters)
+	if (e->state != FS_IDLE || e->count || e->waiters || e->execs || e->poller)
 		return;
 	for (struct fentry **pp = &f->entries; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
@@ -476,6 +685,30 @@ static bool wait_until(struct mafsbx_freezer *f, long long deadline_ms)
 	}
 	pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 	return true;
+}
+
+/*
+ * Mutex held: wait until the generation moves past `gen` (something in this
+ * process changed) or `until_ms` (a re-check for other processes).
+ */
+static void wait_gen(struct mafsbx_freezer *f, unsigned long long gen, long long until_ms)
+{
+	while (f->gen == gen && wait_until(f, until_ms))
+		;
+}
+
+static long poll_ms(unsigned round)
+{
+	return round < POLL_FAST_ROUNDS ? POLL_FAST_MS : POLL_SLOW_MS;
+}
+
+/* Mutex held: the refusal of a freeze that waited out its deadline behind execs. */
+static int busy_error(struct mafsbx_freezer *f, const char *container, int why, struct mafsbx_error *err)
+{
+	f->stats.exec_refusals++;
+	return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, NULL,
+				     "file call refused: an exec is %s in sandbox %s; retry when it ends",
+				     why == BUSY_EXEC_WAITING ? "about to start" : "running", container);
 }
 
 /* ---- public API --------------------------------------------------------- */
@@ -532,6 +765,8 @@ void mafsbx_freezer_free(struct mafsbx_freezer *f)
 		f->entries = e->next;
 		if (e->count || e->state != FS_IDLE)
 			log_warn("freeze: freezer freed with a freeze of %s still held", e->container);
+		if (e->execs)
+			log_warn("freeze: freezer freed with %u exec(s) of %s still registered", e->execs, e->container);
 		if (e->hold_fd >= 0)
 			close(e->hold_fd);
 		free(e->container);
@@ -582,8 +817,9 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 		free(h);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	int r = 0;
-	for (;;) {
+	int r = 0, fwant = -1;
+	bool poller = false;
+	for (unsigned polls = 0;;) {
 		/*
 		 * Join only a young freeze: a stream of arrivals must not keep the
 		 * guest frozen for ever. Later ones wait for it to drain and freeze again.
@@ -592,32 +828,61 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 			e->count++;
 			f->stats.joins++;
 			f->stats.enters++;
+			r = 0;
 			break;
 		}
-		if (e->state == FS_IDLE) {
+		/* one thread of this process at a time polls while execs hold the container */
+		if (e->state == FS_IDLE && (!e->poller || poller)) {
 			e->state = FS_ENTERING;
 			pthread_mutex_unlock(&f->mu);
-			r = xproc_enter(f, e, deadline_ms, err);
+			enum busy why = BUSY_NONE;
+			r = xproc_enter(f, e, deadline_ms, &fwant, &why, err);
 			pthread_mutex_lock(&f->mu);
 			if (r == 0) {
 				e->state = FS_HELD;
 				e->count = 1;
 				e->held_since_ms = mafsbx_now_ms();
 				f->stats.enters++;
-			} else {
-				e->state = FS_IDLE;
+				bump(f);
+				break;
 			}
-			pthread_cond_broadcast(&f->cv);
-			break;
+			e->state = FS_IDLE;
+			bump(f);
+			if (r != -EAGAIN)
+				break;
+			if (!poller) {
+				poller = e->poller = true;
+				f->stats.exec_deferrals++;
+			}
+			e->busy_why = why;
+			long long now = mafsbx_now_ms();
+			if (now >= deadline_ms) {
+				r = busy_error(f, container, why, err);
+				break;
+			}
+			long long until = now + poll_ms(polls++);
+			e->waiters++;
+			wait_gen(f, f->gen, until < deadline_ms ? until : deadline_ms);
+			e->waiters--;
+			continue;
 		}
 		e->waiters++;
 		bool waited = wait_until(f, deadline_ms);
 		e->waiters--;
 		if (!waited) {
-			r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "timed out waiting to freeze %s", container);
+			if (e->poller)
+				r = busy_error(f, container, e->busy_why, err);
+			else
+				r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "timed out waiting to freeze %s", container);
 			break;
 		}
 	}
+	if (poller) {
+		e->poller = false;
+		bump(f);
+	}
+	if (fwant >= 0)
+		close(fwant);
 	if (r < 0) {
 		entry_maybe_free(f, e);
 		pthread_mutex_unlock(&f->mu);
@@ -648,7 +913,7 @@ void mafsbx_freeze_leave(struct mafsbx_freeze *h)
 	xproc_leave(f, e);
 	pthread_mutex_lock(&f->mu);
 	e->state = FS_IDLE;
-	pthread_cond_broadcast(&f->cv);
+	bump(f);
 	entry_maybe_free(f, e);
 	pthread_mutex_unlock(&f->mu);
 }
@@ -687,6 +952,108 @@ int mafsbx_freeze_wait_idle(struct mafsbx_freezer *f, const char *container, lon
 	}
 	pthread_mutex_unlock(&f->mu);
 	return r;
+}
+
+int mafsbx_freeze_exec_begin(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+			     struct mafsbx_freeze_exec **out, struct mafsbx_error *err)
+{
+	*out = NULL;
+	if (!f || !container || !*container)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec registration: no container");
+	deadline_ms = deadline_or_default(deadline_ms);
+	struct mafsbx_freeze_exec *x = calloc(1, sizeof(*x));
+	if (!x)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	x->f = f;
+	x->fd = -1;
+	pthread_mutex_lock(&f->mu);
+	struct fentry *e = entry_get(f, container, true);
+	if (!e) {
+		pthread_mutex_unlock(&f->mu);
+		free(x);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	e->waiters++; /* keeps the entry while we work without the mutex */
+	pthread_mutex_unlock(&f->mu);
+
+	bool waited = false;
+	int r, xwant = open_lock(f, container, "xwant", err);
+	if (xwant < 0) {
+		r = xwant;
+		goto out;
+	}
+	x->fd = open_lock(f, container, "exec", err);
+	if (x->fd < 0) {
+		r = x->fd;
+		goto out;
+	}
+	/* announce the wait first, so that no new freeze starts out of turn meanwhile */
+	if ((r = flock_until(xwant, LOCK_SH, deadline_ms, container, err)) < 0)
+		goto out;
+	for (unsigned polls = 0;; polls++) {
+		pthread_mutex_lock(&f->mu);
+		unsigned long long gen = f->gen;
+		bool ours = e->state == FS_ENTERING || e->state == FS_HELD || e->state == FS_LEAVING;
+		pthread_mutex_unlock(&f->mu);
+		if (!ours) {
+			r = exec_try(f, e, x->fd, deadline_ms, err);
+			if (r != -EAGAIN)
+				break;
+		}
+		waited = true;
+		long long now = mafsbx_now_ms();
+		if (now >= deadline_ms) {
+			r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
+					     "timed out waiting for the freeze of sandbox %s to end before an exec (file "
+					     "calls hold it); retry",
+					     container);
+			break;
+		}
+		long long until = now + poll_ms(polls);
+		pthread_mutex_lock(&f->mu);
+		wait_gen(f, gen, until < deadline_ms ? until : deadline_ms);
+		pthread_mutex_unlock(&f->mu);
+	}
+out:
+	if (xwant >= 0)
+		close(xwant);
+	pthread_mutex_lock(&f->mu);
+	e->waiters--;
+	if (r == 0 && waited)
+		f->stats.exec_waits++;
+	if (r < 0) {
+		entry_maybe_free(f, e);
+		pthread_mutex_unlock(&f->mu);
+		if (x->fd >= 0)
+			close(x->fd);
+		free(x);
+		return r;
+	}
+	pthread_mutex_unlock(&f->mu);
+	x->e = e;
+	*out = x;
+	return 0;
+}
+
+void mafsbx_freeze_exec_end(struct mafsbx_freeze_exec *x)
+{
+	if (!x)
+		return;
+	struct mafsbx_freezer *f = x->f;
+	struct fentry *e = x->e;
+	/* count down before the lock goes, so a pause never sees the lock free and the count up */
+	pthread_mutex_lock(&f->mu);
+	e->execs--;
+	e->waiters++;
+	pthread_mutex_unlock(&f->mu);
+	flock(x->fd, LOCK_UN);
+	close(x->fd);
+	pthread_mutex_lock(&f->mu);
+	e->waiters--;
+	bump(f);
+	entry_maybe_free(f, e);
+	pthread_mutex_unlock(&f->mu);
+	free(x);
 }
 
 int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool include_foreign, bool *unpaused,
@@ -755,7 +1122,7 @@ out:
 		close(gate);
 	pthread_mutex_lock(&f->mu);
 	e->state = FS_IDLE;
-	pthread_cond_broadcast(&f->cv);
+	bump(f);
 	entry_maybe_free(f, e);
 	pthread_mutex_unlock(&f->mu);
 	return r;

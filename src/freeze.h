@@ -11,6 +11,22 @@
  * inside the freeze). So a start-up tells a freeze left by a DEAD process
  * (marker set, nobody holds the hold file) from a live one.
  *
+ * Freezes and execs of one container exclude each other, in this process and
+ * across the processes of the host: an exec registers with
+ * mafsbx_freeze_exec_begin() (it waits for every freeze of the container to
+ * end), and a freeze waits while any exec of the container is registered.
+ * Why: on dockerd 20.10 + containerd 1.6 (cgroup v1) an exec process that
+ * exits or starts while its container is being paused wedges containerd;
+ * dockerd logs
+ *   failed to delete process ... error="current process state: pausing,
+ *   process must be stopped before deletion: failed precondition"
+ *   get state for <id>: context deadline exceeded
+ * and from then on every call taking that container's lock (inspect, pause,
+ * unpause, delete) hangs while the guest stays frozen, until dockerd is
+ * restarted. So every exec of a container a freezer may freeze must run
+ * between exec_begin() and exec_end(). The two sides take turns when both
+ * wait, so neither starves the other.
+ *
  * Rules:
  *  - A container paused by someone else (paused, no marker) is never unpaused
  *    by enter(): the operation fails (EK_PAUSED EBUSY) and it stays paused.
@@ -26,8 +42,10 @@
  *    so recover() lifts it later.
  *  - Every wait is bounded by the caller's deadline.
  *  - Never call exec on a container while this process holds a freeze of it
- *    (the daemon refuses exec while paused): check mafsbx_freeze_active() or
- *    wait with mafsbx_freeze_wait_idle().
+ *    (the daemon refuses exec while paused, and see above): wrap every exec
+ *    in mafsbx_freeze_exec_begin() / mafsbx_freeze_exec_end().
+ *  - A freeze that waited its whole deadline for execs fails EK_CONFLICT
+ *    EBUSY: "... an exec is running in sandbox X; retry when it ends".
  *  - A stopped container cannot be paused: enter() fails with EK_NOT_RUNNING.
  *
  * Container keys are compared as given: pass the full container ID
@@ -59,6 +77,7 @@
 
 struct mafsbx_freezer;
 struct mafsbx_freeze;
+struct mafsbx_freeze_exec;
 
 /*
  * `engine` is borrowed and must outlive the freezer. Runtime directory:
@@ -77,15 +96,34 @@ const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f);
  * absolute mafsbx_now_ms() time bounding every wait (0: now + the default).
  * On success *out is the handle to pass to leave(). Do not nest: a thread
  * holding a freeze of `container` that enters it again after the join window
- * waits for its own freeze to drain, until the deadline. Errors: EK_PAUSED (paused
- * by someone else), EK_NOT_RUNNING, EK_NO_CONTAINER, EK_TIMEOUT (deadline),
- * the engine's error for a refused pause, EK_SYSTEM for the lock files.
+ * waits for its own freeze to drain, until the deadline. While an exec of the
+ * container is registered anywhere on the host (or waits for its turn), the
+ * enter waits, then fails at the deadline with EK_CONFLICT EBUSY "... an exec
+ * is running in sandbox X; retry when it ends" (nothing was paused). Errors:
+ * EK_PAUSED (paused by someone else), EK_NOT_RUNNING, EK_NO_CONTAINER,
+ * EK_TIMEOUT (deadline), EK_CONFLICT EBUSY (execs), the engine's error for a
+ * refused pause, EK_SYSTEM for the lock files.
  */
 int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
 			struct mafsbx_freeze **out, struct mafsbx_error *err);
 /* Leave; the last one out unpauses. Never fails (a failed unpause is logged). NULL is a no-op. */
 void mafsbx_freeze_leave(struct mafsbx_freeze *h);
 const char *mafsbx_freeze_container(const struct mafsbx_freeze *h);
+
+/*
+ * Register an exec of `container` before creating it: waits until no freeze
+ * of the container is in force (or being taken or released) anywhere on the
+ * host, and registers atomically with that check, so that no freeze can start
+ * until mafsbx_freeze_exec_end(). Wrap the whole engine exec (create, start,
+ * stream, inspect) in it. `deadline_ms` as for enter(). Errors: EK_TIMEOUT
+ * naming the container when the deadline passes (nothing registered),
+ * EK_SYSTEM for the lock files. Do not call it while holding a freeze of
+ * the container or another registration of it (it would wait for itself).
+ */
+int mafsbx_freeze_exec_begin(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
+			     struct mafsbx_freeze_exec **out, struct mafsbx_error *err);
+/* End the registration; waiting freezes may go. NULL is a no-op. */
+void mafsbx_freeze_exec_end(struct mafsbx_freeze_exec *x);
 
 /* Does this process hold (or is it taking or releasing) a freeze of `container` now? */
 bool mafsbx_freeze_active(struct mafsbx_freezer *f, const char *container);
@@ -115,6 +153,16 @@ struct mafsbx_freeze_stats {
 	uint64_t recovered;        /* recover() unpauses */
 	uint64_t unpause_failures;
 	uint64_t foreign_refusals; /* enters refused: paused by someone else */
+	uint64_t exec_begins;      /* execs registered by exec_begin() */
+	uint64_t exec_waits;       /* exec_begin() calls that waited for a freeze to end */
+	uint64_t exec_deferrals;   /* enters that found an exec in flight or waiting and waited */
+	uint64_t exec_refusals;    /* enters refused (EBUSY) after waiting for execs until the deadline */
+	/*
+	 * Debug check, must stay 0: pauses issued (or freezes joined) while an
+	 * exec of this process was registered, plus execs registered inside a
+	 * freeze of this process.
+	 */
+	uint64_t exec_overlaps;
 };
 void mafsbx_freezer_stats(struct mafsbx_freezer *f, struct mafsbx_freeze_stats *out);
 
