@@ -8,13 +8,17 @@
  * ID; failures never are, so the next acquire tries again.
  *
  * Also the one helper-exec path (sbx_exec) used by probes, `id` and the
- * user-facing exec: it never runs while this process holds a freeze of the
- * container, and it re-issues an exec the engine refused with 409 "is
- * paused". Upstream re-issues only with proof its own freeze held, because
- * a CLI's stderr can be forged by the guest; here the refusal is an HTTP
- * status from the engine, which the guest cannot forge, and a refused exec
- * provably never started (engine-api.md §3), so re-issuing cannot run a
- * command twice.
+ * user-facing exec: the whole engine exec (create, start, stream, inspect)
+ * runs registered with the freezer (mafsbx_freeze_exec_begin), so no freeze
+ * of the container, by this process or another on the host, overlaps it: a
+ * pause while an exec process starts or exits wedges containerd 1.6 for good
+ * (freeze.h). It still re-issues an exec the engine refused with 409 "is
+ * paused" (now rare: a container paused by someone else, or a freeze left by
+ * a dead process). Upstream re-issues only with proof its own freeze held,
+ * because a CLI's stderr can be forged by the guest; here the refusal is an
+ * HTTP status from the engine, which the guest cannot forge, and a refused
+ * exec provably never started (engine-api.md §3), so re-issuing cannot run
+ * a command twice.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,12 +43,14 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
 	int r;
 	for (;;) {
 		mafsbx_error_clear(&e);
-		if (b->fz && (r = mafsbx_freeze_wait_idle(b->fz, id, deadline, &e)) < 0)
+		struct mafsbx_freeze_exec *reg = NULL;
+		if (b->fz && (r = mafsbx_freeze_exec_begin(b->fz, id, deadline, &reg, &e)) < 0)
 			break;
 		struct mafsbx_exec_request q = *rq;
 		long long left = deadline - mafsbx_now_ms();
 		q.timeout_ms = left < 1 ? 1 : (long)left;
 		r = mafsbx_exec_run(b->engine, id, &q, res, &e);
+		mafsbx_freeze_exec_end(reg);
 		if (r < 0 && e.kind == MAFSBX_EK_PAUSED && mafsbx_now_ms() + SBX_PAUSED_RETRY_MS < deadline) {
 			mafsbx_exec_result_free(res);
 			usleep(SBX_PAUSED_RETRY_MS * 1000);
