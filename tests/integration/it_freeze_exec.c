@@ -1,0 +1,504 @@
+/*
+ * it_freeze_exec.c: freezes and execs of one container exclude each other
+ * (freeze.h), against the real dockerd.
+ *
+ * Why it matters: a pause issued while an exec process starts or exits
+ * wedges containerd 1.6 (dockerd 20.10) for good, so the freezer must never
+ * pause while an exec of ours is in flight, and an exec must never start in
+ * a freeze.
+ *
+ * - In one process: a thread runs a stream of short execs while 4 threads
+ *   do frozen stats and reads of the same container for about 10 s. The
+ *   freezer's debug counter of overlaps stays 0, every call succeeds (or is
+ *   refused only with the documented EBUSY), and the container afterwards
+ *   answers inspect and is not paused.
+ * - A long exec makes a freeze with a short deadline fail EBUSY with the
+ *   documented message (nothing paused), and one with a longer deadline
+ *   succeed after the exec ended; a held freeze makes an exec registration
+ *   time out, then succeed after the leave.
+ * - Across processes: a child process (this program re-executed with
+ *   "--exec-child ID RUNDIR") holding an exec makes the parent's freeze
+ *   wait for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "files.h"
+#include "freeze.h"
+#include "harness.h"
+
+#define STORM_MS 10000
+#define READERS 4
+
+static char rundir[128];
+static char cname[HARNESS_NAME_MAX];
+static char cid[65];
+static struct mafsbx_freezer *fz;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static bool is_paused(const char *id)
+{
+	/* a short engine timeout: a wedged container would hang a plain inspect */
+	struct mafsbx_engine_timeouts to = { .connect_ms = 5000, .request_ms = 10000 };
+	struct mafsbx_engine *e = harness_engine_with(&to);
+	json_t *j = NULL;
+	struct mafsbx_error err;
+	int r = mafsbx_container_inspect(e, id, &j, &err);
+	mafsbx_engine_close(e);
+	harness_check(r, &err, "inspect (the container must answer promptly)");
+	json_t *st = json_object_get(j, "State");
+	bool running = json_is_true(json_object_get(st, "Running"));
+	bool p = json_is_true(json_object_get(st, "Paused"));
+	json_decref(j);
+	assert_true(running);
+	return p;
+}
+
+/* One exec registered with the freezer, as sbx_exec runs it. Exit code, or -1 with *err set. */
+static int exec_registered(struct mafsbx_freezer *f, struct mafsbx_engine *eng, const char *id,
+			   const char *const *argv, long timeout_ms, atomic_int *in_flight, long long *waited_ms,
+			   long long *ran_ms, struct mafsbx_error *err)
+{
+	struct mafsbx_freeze_exec *x = NULL;
+	long long t0 = mafsbx_now_ms(), deadline = t0 + timeout_ms;
+	if (mafsbx_freeze_exec_begin(f, id, deadline, &x, err) < 0)
+		return -1;
+	long long t1 = mafsbx_now_ms();
+	if (waited_ms)
+		*waited_ms += t1 - t0;
+	if (in_flight)
+		atomic_store(in_flight, 1);
+	struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = timeout_ms, .max_output = 4096 };
+	struct mafsbx_exec_result res;
+	int r = mafsbx_exec_run(eng, id, &rq, &res, err);
+	if (ran_ms)
+		*ran_ms += mafsbx_now_ms() - t1;
+	int code = r < 0 ? -1 : res.exit_code;
+	mafsbx_exec_result_free(&res);
+	if (in_flight)
+		atomic_store(in_flight, 2); /* ended, still registered: a freeze cannot have started yet */
+	mafsbx_freeze_exec_end(x);
+	return code;
+}
+
+static bool busy_refusal(int r, const struct mafsbx_error *e)
+{
+	return r == -EBUSY && e->kind == MAFSBX_EK_CONFLICT && e->err == EBUSY &&
+	       strstr(e->message, "an exec is") && strstr(e->message, "retry when it ends");
+}
+
+/* ---- 1. a storm of execs and frozen calls in one process ----------------- */
+
+struct storm {
+	atomic_bool stop;
+	atomic_uint execs_ok, execs_bad;
+	atomic_uint calls_ok, calls_busy, calls_bad;
+	long long exec_wait_ms, exec_run_ms;    /* the exec thread's own */
+	atomic_llong call_ms;
+	char bad_msg[MAFSBX_ERR_MSG_MAX];
+	pthread_mutex_t mu;
+};
+
+static void storm_note_bad(struct storm *s, const char *what, const struct mafsbx_error *e)
+{
+	pthread_mutex_lock(&s->mu);
+	if (!s->bad_msg[0])
+		snprintf(s->bad_msg, sizeof(s->bad_msg), "%s: %s (%s)", what, e->message, mafsbx_errno_name(e->err));
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void *storm_execs(void *arg)
+{
+	struct storm *s = arg;
+	const char *const a_true[] = { "true", NULL };
+	const char *const a_sleep[] = { "sh", "-c", "sleep 0.05", NULL };
+	for (unsigned i = 0; !atomic_load(&s->stop); i++) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		int code = exec_registered(fz, harness_engine(), cid, i % 2 ? a_sleep : a_true, 20000, NULL,
+					   &s->exec_wait_ms, &s->exec_run_ms, &e);
+		if (code == 0) {
+			atomic_fetch_add(&s->execs_ok, 1);
+		} else {
+			atomic_fetch_add(&s->execs_bad, 1);
+			if (code > 0)
+				mafsbx_error_set(&e, MAFSBX_EK_ENGINE, "exited %d", code);
+			storm_note_bad(s, "exec", &e);
+		}
+	}
+	return NULL;
+}
+
+static void *storm_reader(void *arg)
+{
+	struct storm *s = arg;
+	struct mafsbx_files_target t = { .container = cid, .work_dir = "/", .uid = 0, .gid = 0 };
+	for (unsigned i = 0; !atomic_load(&s->stop); i++) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		long long t0 = mafsbx_now_ms(), deadline = t0 + 5000;
+		int r;
+		if (i % 2) {
+			struct mafsbx_fstat st;
+			r = mafsbx_files_stat(fz, &t, "etc/passwd", deadline, &st, &e);
+			if (r == 0 && st.kind != MAFSBX_FK_FILE)
+				r = mafsbx_error_set(&e, MAFSBX_EK_PROTOCOL, "stat: /etc/passwd is not a file (%d)", st.kind);
+		} else {
+			struct mafsbx_buf b = MAFSBX_BUF_INIT;
+			struct mafsbx_read_info ri;
+			r = mafsbx_files_read(fz, &t, "etc/passwd", 65536, -1, &b, deadline, &ri, &e);
+			if (r == 0 && (!b.data || !strstr(b.data, "root:")))
+				r = mafsbx_error_set(&e, MAFSBX_EK_PROTOCOL, "read: /etc/passwd has no root line");
+			mafsbx_buf_free(&b);
+		}
+		atomic_fetch_add(&s->call_ms, mafsbx_now_ms() - t0);
+		if (r == 0) {
+			atomic_fetch_add(&s->calls_ok, 1);
+		} else if (busy_refusal(r, &e)) {
+			atomic_fetch_add(&s->calls_busy, 1);
+		} else {
+			atomic_fetch_add(&s->calls_bad, 1);
+			storm_note_bad(s, "file call", &e);
+		}
+	}
+	return NULL;
+}
+
+static void test_storm_in_process(void **state)
+{
+	(void)state;
+	struct storm s = { 0 };
+	pthread_mutex_init(&s.mu, NULL);
+	struct mafsbx_freeze_stats before, after;
+	mafsbx_freezer_stats(fz, &before);
+	pthread_t ex, rd[READERS];
+	pthread_create(&ex, NULL, storm_execs, &s);
+	for (int i = 0; i < READERS; i++)
+		pthread_create(&rd[i], NULL, storm_reader, &s);
+	usleep(STORM_MS * 1000);
+	atomic_store(&s.stop, true);
+	pthread_join(ex, NULL);
+	for (int i = 0; i < READERS; i++)
+		pthread_join(rd[i], NULL);
+	mafsbx_freezer_stats(fz, &after);
+	pthread_mutex_destroy(&s.mu);
+	unsigned long long pauses = after.pauses - before.pauses, begins = after.exec_begins - before.exec_begins;
+	print_message("# storm %d s: %u execs ok, %u file calls ok, %u refused busy; %llu pauses, %llu exec "
+		      "registrations (%llu waited), %llu freeze deferrals, %llu joins, %llu overlaps\n",
+		      STORM_MS / 1000, atomic_load(&s.execs_ok), atomic_load(&s.calls_ok), atomic_load(&s.calls_busy),
+		      pauses, begins, (unsigned long long)(after.exec_waits - before.exec_waits),
+		      (unsigned long long)(after.exec_deferrals - before.exec_deferrals),
+		      (unsigned long long)(after.joins - before.joins),
+		      (unsigned long long)(after.exec_overlaps - before.exec_overlaps));
+	unsigned n_ex = atomic_load(&s.execs_ok) + atomic_load(&s.execs_bad);
+	unsigned n_calls = atomic_load(&s.calls_ok) + atomic_load(&s.calls_busy) + atomic_load(&s.calls_bad);
+	print_message("# per exec: %lld ms waiting for freezes, %lld ms running; per file call: %lld ms\n",
+		      n_ex ? s.exec_wait_ms / n_ex : 0, n_ex ? s.exec_run_ms / n_ex : 0,
+		      n_calls ? (long long)atomic_load(&s.call_ms) / n_calls : 0);
+	if (atomic_load(&s.execs_bad) || atomic_load(&s.calls_bad))
+		fail_msg("%u execs and %u file calls failed; first: %s", atomic_load(&s.execs_bad),
+			 atomic_load(&s.calls_bad), s.bad_msg);
+	/* the storm really interleaved both sides */
+	assert_true(atomic_load(&s.execs_ok) >= 10);
+	assert_true(atomic_load(&s.calls_ok) >= 10);
+	assert_true(pauses >= 5);
+	assert_int_equal(begins, atomic_load(&s.execs_ok));
+	assert_true(after.exec_waits - before.exec_waits + after.exec_deferrals - before.exec_deferrals > 0);
+	/* no pause ever overlapped an exec */
+	assert_int_equal(after.exec_overlaps, 0);
+	assert_int_equal(after.unpause_failures - before.unpause_failures, 0);
+	assert_int_equal(after.pauses - before.pauses, after.unpauses - before.unpauses);
+	/* the container answers promptly and runs */
+	assert_false(is_paused(cid));
+	int code = -1;
+	assert_int_equal(harness_sh(cname, "true", &code), 0);
+	assert_int_equal(code, 0);
+}
+
+/* ---- 2. a long exec against freeze deadlines, and the other way round --- */
+
+struct long_exec {
+	atomic_int in_flight;     /* 0 not yet, 1 running, 2 ended (still registered) */
+	int code;
+	struct mafsbx_error err;
+	const char *const *argv;
+};
+
+static void *long_exec_thread(void *arg)
+{
+	struct long_exec *l = arg;
+	mafsbx_error_clear(&l->err);
+	l->code = exec_registered(fz, harness_engine(), cid, l->argv, 30000, &l->in_flight, NULL, NULL, &l->err);
+	return NULL;
+}
+
+static void wait_flag(atomic_int *flag, int value)
+{
+	long long until = mafsbx_now_ms() + 20000;
+	while (atomic_load(flag) < value) {
+		if (mafsbx_now_ms() > until)
+			fail_msg("the exec thread never got to state %d", value);
+		usleep(2000);
+	}
+}
+
+static void test_long_exec_refuses_then_admits(void **state)
+{
+	(void)state;
+	const char *const argv[] = { "sleep", "3", NULL };
+	struct long_exec l = { .argv = argv };
+	pthread_t th;
+	pthread_create(&th, NULL, long_exec_thread, &l);
+	wait_flag(&l.in_flight, 1);
+	struct mafsbx_freeze_stats before, after;
+	mafsbx_freezer_stats(fz, &before);
+
+	/* 1 s is not enough: refused with the documented message, nothing paused */
+	struct mafsbx_freeze *h = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = mafsbx_freeze_enter(fz, cid, mafsbx_now_ms() + 1000, &h, &e);
+	if (r != -EBUSY)
+		fail_msg("a freeze during a 3 s exec gave %d (%s), expected EBUSY", r, e.message);
+	assert_null(h);
+	assert_int_equal(e.kind, MAFSBX_EK_CONFLICT);
+	assert_int_equal(e.err, EBUSY);
+	char want[200];
+	snprintf(want, sizeof(want), "an exec is running in sandbox %s; retry when it ends", cid);
+	if (!strstr(e.message, want))
+		fail_msg("unexpected message: %s", e.message);
+	assert_int_equal(atomic_load(&l.in_flight), 1); /* the exec was still running */
+	assert_false(is_paused(cid));
+	/* the same through the file plane */
+	struct mafsbx_files_target t = { .container = cid, .work_dir = "/", .uid = 0, .gid = 0 };
+	struct mafsbx_fstat st;
+	mafsbx_error_clear(&e);
+	r = mafsbx_files_stat(fz, &t, "etc/passwd", mafsbx_now_ms() + 300, &st, &e);
+	if (!busy_refusal(r, &e))
+		fail_msg("a stat during the exec gave %d (%s), expected the EBUSY refusal", r, e.message);
+
+	/* 10 s is: it gets in once the exec ended, never before */
+	mafsbx_error_clear(&e);
+	harness_check(mafsbx_freeze_enter(fz, cid, mafsbx_now_ms() + 10000, &h, &e), &e, "freeze after the exec");
+	assert_int_equal(atomic_load(&l.in_flight), 2);
+	assert_true(is_paused(cid));
+	mafsbx_freeze_leave(h);
+	pthread_join(th, NULL);
+	if (l.code != 0)
+		fail_msg("the sleep exec gave %d: %s", l.code, l.err.message);
+	mafsbx_freezer_stats(fz, &after);
+	assert_int_equal(after.exec_refusals - before.exec_refusals, 2);
+	assert_int_equal(after.pauses - before.pauses, 1);
+	assert_int_equal(after.exec_overlaps, 0);
+	assert_false(is_paused(cid));
+}
+
+struct holder {
+	atomic_int held;          /* 1 holding, 2 left */
+	long ms;
+};
+
+static void *freeze_holder(void *arg)
+{
+	struct holder *hd = arg;
+	struct mafsbx_freeze *h = NULL;
+	struct mafsbx_error e;
+	if (mafsbx_freeze_enter(fz, cid, 0, &h, &e) < 0) {
+		fprintf(stderr, "holder: %s\n", e.message);
+		atomic_store(&hd->held, -1);
+		return NULL;
+	}
+	atomic_store(&hd->held, 1);
+	usleep((useconds_t)hd->ms * 1000);
+	atomic_store(&hd->held, 2);
+	mafsbx_freeze_leave(h);
+	return NULL;
+}
+
+static void test_held_freeze_delays_exec(void **state)
+{
+	(void)state;
+	struct holder hd = { .ms = 1500 };
+	pthread_t th;
+	pthread_create(&th, NULL, freeze_holder, &hd);
+	long long until = mafsbx_now_ms() + 20000;
+	while (atomic_load(&hd.held) == 0 && mafsbx_now_ms() < until)
+		usleep(2000);
+	assert_int_equal(atomic_load(&hd.held), 1);
+	/* a short deadline: a clear timeout naming the container, nothing registered */
+	struct mafsbx_freeze_exec *x = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = mafsbx_freeze_exec_begin(fz, cid, mafsbx_now_ms() + 300, &x, &e);
+	if (r != -ETIMEDOUT)
+		fail_msg("an exec registration inside a held freeze gave %d (%s), expected ETIMEDOUT", r, e.message);
+	assert_null(x);
+	assert_int_equal(e.kind, MAFSBX_EK_TIMEOUT);
+	assert_non_null(strstr(e.message, cid));
+	/* a long one: registered only after the leave, and the exec runs */
+	const char *const argv[] = { "true", NULL };
+	mafsbx_error_clear(&e);
+	int code = exec_registered(fz, harness_engine(), cid, argv, 20000, NULL, NULL, NULL, &e);
+	assert_int_equal(atomic_load(&hd.held), 2);
+	if (code != 0)
+		fail_msg("exec after the freeze gave %d: %s", code, e.message);
+	pthread_join(th, NULL);
+	struct mafsbx_freeze_stats st;
+	mafsbx_freezer_stats(fz, &st);
+	assert_int_equal(st.exec_overlaps, 0);
+}
+
+/* ---- 3. across processes ------------------------------------------------- */
+
+/* The child: its own engine and freezer over the same runtime directory; one registered `sleep 2`. */
+static int exec_child(const char *id, const char *dir)
+{
+	struct mafsbx_error err;
+	struct mafsbx_endpoint ep;
+	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
+		return 2;
+	struct mafsbx_engine *e = mafsbx_engine_open(&ep, NULL, &err);
+	struct mafsbx_freezer *f = e ? mafsbx_freezer_new(e, dir, &err) : NULL;
+	if (!f)
+		return 3;
+	struct mafsbx_freeze_exec *x = NULL;
+	if (mafsbx_freeze_exec_begin(f, id, mafsbx_now_ms() + 20000, &x, &err) < 0) {
+		fprintf(stderr, "child: %s\n", err.message);
+		return 4;
+	}
+	if (write(1, "R", 1) != 1)
+		return 5;
+	const char *const argv[] = { "sleep", "2", NULL };
+	struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = 20000 };
+	struct mafsbx_exec_result res;
+	int r = mafsbx_exec_run(e, id, &rq, &res, &err);
+	int code = r < 0 ? -1 : res.exit_code;
+	mafsbx_exec_result_free(&res);
+	/* "done" goes out while still registered: the parent's freeze can only start after it */
+	if (write(1, "D", 1) != 1)
+		return 5;
+	mafsbx_freeze_exec_end(x);
+	mafsbx_freezer_free(f);
+	mafsbx_engine_close(e);
+	return code == 0 ? 0 : 6;
+}
+
+static void test_cross_process_exec_delays_freeze(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execl("/proc/self/exe", "it_freeze_exec", "--exec-child", cid, rundir, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	struct pollfd pf = { .fd = p[0], .events = POLLIN };
+	char c = 0;
+	if (poll(&pf, 1, 20000) != 1 || read(p[0], &c, 1) != 1 || c != 'R')
+		fail_msg("the child never registered its exec");
+	struct mafsbx_freeze_stats before, after;
+	mafsbx_freezer_stats(fz, &before);
+	struct mafsbx_freeze *h = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	harness_check(mafsbx_freeze_enter(fz, cid, mafsbx_now_ms() + 15000, &h, &e), &e,
+		      "freeze while another process's exec runs");
+	/* in only after the child's exec ended */
+	pf.revents = 0;
+	if (poll(&pf, 1, 0) != 1 || read(p[0], &c, 1) != 1 || c != 'D')
+		fail_msg("the freeze started while the other process's exec was still running");
+	assert_true(is_paused(cid));
+	mafsbx_freeze_leave(h);
+	mafsbx_freezer_stats(fz, &after);
+	assert_true(after.exec_deferrals - before.exec_deferrals >= 1);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the exec child failed (status %d)", status);
+	close(p[0]);
+	assert_false(is_paused(cid));
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+	(void)state;
+	harness_container("fzx", cname);
+	json_t *j = NULL;
+	struct mafsbx_error err;
+	harness_check(mafsbx_container_inspect(harness_engine(), cname, &j, &err), &err, "inspect");
+	snprintf(cid, sizeof(cid), "%s", json_string_value(json_object_get(j, "Id")));
+	json_decref(j);
+	fz = mafsbx_freezer_new(harness_engine(), rundir, &err);
+	if (!fz) {
+		fprintf(stderr, "freezer: %s\n", err.message);
+		return -1;
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (fz) {
+		struct mafsbx_freeze_stats s;
+		mafsbx_freezer_stats(fz, &s);
+		print_message("# freezer: %llu enters, %llu pauses, %llu unpauses, %llu exec registrations, %llu "
+			      "refusals, %llu overlaps\n",
+			      (unsigned long long)s.enters, (unsigned long long)s.pauses,
+			      (unsigned long long)s.unpauses, (unsigned long long)s.exec_begins,
+			      (unsigned long long)s.exec_refusals, (unsigned long long)s.exec_overlaps);
+		mafsbx_freezer_free(fz);
+		fz = NULL;
+	}
+	harness_cleanup();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "--exec-child") == 0)
+		return exec_child(argv[2], argv[3]);
+	harness_init();
+	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxtest-fzx-run-XXXXXX");
+	if (!mkdtemp(rundir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_storm_in_process),
+		cmocka_unit_test(test_long_exec_refuses_then_admits),
+		cmocka_unit_test(test_held_freeze_delays_exec),
+		cmocka_unit_test(test_cross_process_exec_delays_freeze),
+	};
+	int r = cmocka_run_group_tests(tests, group_setup, group_teardown);
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rundir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", rundir);
+	return r;
+}
