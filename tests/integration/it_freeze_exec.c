@@ -18,7 +18,8 @@
  *   time out, then succeed after the leave.
  * - Across processes: a child process (this program re-executed with
  *   "--exec-child ID RUNDIR") holding an exec makes the parent's freeze
- *   wait for it.
+ *   wait for it; a child holding a freeze ("--freeze-child ID RUNDIR")
+ *   makes the parent's exec registration wait for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -400,9 +401,36 @@ static int exec_child(const char *id, const char *dir)
 	return code == 0 ? 0 : 6;
 }
 
-static void test_cross_process_exec_delays_freeze(void **state)
+/* The child: one freeze held 1.5 s ("F" once in, "L" just before the leave). */
+static int freeze_child(const char *id, const char *dir)
 {
-	(void)state;
+	struct mafsbx_error err;
+	struct mafsbx_endpoint ep;
+	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
+		return 2;
+	struct mafsbx_engine *e = mafsbx_engine_open(&ep, NULL, &err);
+	struct mafsbx_freezer *f = e ? mafsbx_freezer_new(e, dir, &err) : NULL;
+	if (!f)
+		return 3;
+	struct mafsbx_freeze *h = NULL;
+	if (mafsbx_freeze_enter(f, id, mafsbx_now_ms() + 20000, &h, &err) < 0) {
+		fprintf(stderr, "child: %s\n", err.message);
+		return 4;
+	}
+	if (write(1, "F", 1) != 1)
+		return 5;
+	usleep(1500 * 1000);
+	if (write(1, "L", 1) != 1)
+		return 5;
+	mafsbx_freeze_leave(h);
+	mafsbx_freezer_free(f);
+	mafsbx_engine_close(e);
+	return 0;
+}
+
+/* Start this program as `mode` child with its stdout on a pipe; wait for its first byte `first`. */
+static pid_t spawn_child(const char *mode, char first, int *rfd)
+{
 	int p[2];
 	assert_int_equal(pipe(p), 0);
 	pid_t pid = fork();
@@ -411,14 +439,34 @@ static void test_cross_process_exec_delays_freeze(void **state)
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
-		execl("/proc/self/exe", "it_freeze_exec", "--exec-child", cid, rundir, (char *)NULL);
+		execl("/proc/self/exe", "it_freeze_exec", mode, cid, rundir, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
 	struct pollfd pf = { .fd = p[0], .events = POLLIN };
 	char c = 0;
-	if (poll(&pf, 1, 20000) != 1 || read(p[0], &c, 1) != 1 || c != 'R')
-		fail_msg("the child never registered its exec");
+	if (poll(&pf, 1, 20000) != 1 || read(p[0], &c, 1) != 1 || c != first)
+		fail_msg("the %s process never got going", mode);
+	*rfd = p[0];
+	return pid;
+}
+
+static void reap_child(pid_t pid, int rfd)
+{
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the child failed (status %d)", status);
+	close(rfd);
+}
+
+static void test_cross_process_exec_delays_freeze(void **state)
+{
+	(void)state;
+	int rfd;
+	pid_t pid = spawn_child("--exec-child", 'R', &rfd);
+	struct pollfd pf = { .fd = rfd, .events = POLLIN };
+	char c = 0;
 	struct mafsbx_freeze_stats before, after;
 	mafsbx_freezer_stats(fz, &before);
 	struct mafsbx_freeze *h = NULL;
@@ -427,18 +475,45 @@ static void test_cross_process_exec_delays_freeze(void **state)
 	harness_check(mafsbx_freeze_enter(fz, cid, mafsbx_now_ms() + 15000, &h, &e), &e,
 		      "freeze while another process's exec runs");
 	/* in only after the child's exec ended */
-	pf.revents = 0;
-	if (poll(&pf, 1, 0) != 1 || read(p[0], &c, 1) != 1 || c != 'D')
+	if (poll(&pf, 1, 0) != 1 || read(rfd, &c, 1) != 1 || c != 'D')
 		fail_msg("the freeze started while the other process's exec was still running");
 	assert_true(is_paused(cid));
 	mafsbx_freeze_leave(h);
 	mafsbx_freezer_stats(fz, &after);
 	assert_true(after.exec_deferrals - before.exec_deferrals >= 1);
-	int status = 0;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fail_msg("the exec child failed (status %d)", status);
-	close(p[0]);
+	reap_child(pid, rfd);
+	assert_false(is_paused(cid));
+}
+
+static void test_cross_process_freeze_delays_exec(void **state)
+{
+	(void)state;
+	int rfd;
+	pid_t pid = spawn_child("--freeze-child", 'F', &rfd);
+	assert_true(is_paused(cid));
+	struct mafsbx_freeze_stats before, after;
+	mafsbx_freezer_stats(fz, &before);
+	const char *const argv[] = { "true", NULL };
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mafsbx_freeze_exec *x = NULL;
+	harness_check(mafsbx_freeze_exec_begin(fz, cid, mafsbx_now_ms() + 15000, &x, &e), &e,
+		      "exec registration while another process holds a freeze");
+	/* registered only after the other process's freeze ended */
+	struct pollfd pf = { .fd = rfd, .events = POLLIN };
+	char c = 0;
+	if (poll(&pf, 1, 0) != 1 || read(rfd, &c, 1) != 1 || c != 'L')
+		fail_msg("the exec registered while the other process's freeze was held");
+	struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = 20000 };
+	struct mafsbx_exec_result res;
+	int r = mafsbx_exec_run(harness_engine(), cid, &rq, &res, &e);
+	mafsbx_freeze_exec_end(x);
+	harness_check(r, &e, "exec after the other process's freeze");
+	assert_int_equal(res.exit_code, 0);
+	mafsbx_exec_result_free(&res);
+	mafsbx_freezer_stats(fz, &after);
+	assert_int_equal(after.exec_waits - before.exec_waits, 1);
+	reap_child(pid, rfd);
 	assert_false(is_paused(cid));
 }
 
@@ -483,6 +558,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "--exec-child") == 0)
 		return exec_child(argv[2], argv[3]);
+	if (argc == 4 && strcmp(argv[1], "--freeze-child") == 0)
+		return freeze_child(argv[2], argv[3]);
 	harness_init();
 	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxtest-fzx-run-XXXXXX");
 	if (!mkdtemp(rundir)) {
@@ -494,6 +571,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_long_exec_refuses_then_admits),
 		cmocka_unit_test(test_held_freeze_delays_exec),
 		cmocka_unit_test(test_cross_process_exec_delays_freeze),
+		cmocka_unit_test(test_cross_process_freeze_delays_exec),
 	};
 	int r = cmocka_run_group_tests(tests, group_setup, group_teardown);
 	char cmd[200];
