@@ -17,7 +17,6 @@
  *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
  *   reply.c    reply JSON: error replies, the exec reply with its text views
  *   textconv.c UTF-8 views with U+FFFD replacement
- *   gate.c     exec turns: reads cannot starve an exec of the same sandbox
  *   janitor.c  background recovery of freezes left behind
  *   ops.c      the fuse_operations table and the per-open handle dispatch
  *   main.c     the daemon: options, endpoint, ping, mount, loop
@@ -155,9 +154,6 @@ struct mfs {
 	pthread_mutex_t handles_lock; /* open handles (ops.c) */
 	struct mfs_handle *handles;
 
-	pthread_mutex_t gate_lock;   /* exec turns (gate.c) */
-	pthread_cond_t gate_cv;
-	struct mfs_exec_turn *turns;
 };
 
 /* Initialise / tear down the fields that need it (mutex, lists). */
@@ -175,17 +171,6 @@ void mfs_set_current(struct mfs *fs);
  * process left, and any unpause this mount failed). 0 or -errno. */
 int mfs_janitor_start(struct mfs *fs);
 void mfs_janitor_stop(struct mfs *fs);
-
-/* ---- exec turns (gate.c) ------------------------------------------------- */
-
-struct mfs_exec_turn;
-/* An exec of container `id` is about to run: hold file operations back until
- * the freeze drained (bounded). Returns the turn to end (NULL on ENOMEM). */
-struct mfs_exec_turn *mfs_gate_exec_begin(struct mfs *fs, const char *id);
-void mfs_gate_exec_end(struct mfs *fs, struct mfs_exec_turn *t);
-/* Before a file operation that freezes container `id`: wait (bounded) while an
- * exec of it waits for its turn. */
-void mfs_gate_file_op(struct mfs *fs, const char *id);
 
 /* ---- path classification (tree.c) --------------------------------------- */
 

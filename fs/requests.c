@@ -40,12 +40,6 @@ static json_t *jstr(const char *s)
 	return v;
 }
 
-static long long lookup_age(const struct mfs *fs)
-{
-	long long ms = (long long)(fs->opt.attr_timeout * 1000.0);
-	return ms < 0 ? 0 : ms;
-}
-
 static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error *err)
 {
 	if (!fs->opt.scope || (scope && !strcmp(scope, fs->opt.scope)))
@@ -67,23 +61,8 @@ static int run_acquire(struct mfs *fs, const json_t *req, json_t **reply, struct
 	r = scope_refused(fs, spec->key.scope, err);
 	if (r < 0)
 		goto out;
-	/* Reusing a sandbox runs probes (execs) in it: take an exec turn. */
-	struct mfs_exec_turn *turn = NULL;
-	char name[MAFSBX_NAME_LEN + 1];
-	char *egress_id = fs->opt.egress_proxy_image && spec->n_egress_allow
-				  ? mafsbx_egress_id((const char *const *)spec->egress_allow, spec->n_egress_allow)
-				  : NULL;
-	mafsbx_container_name(&spec->key, spec->kind, egress_id ? egress_id : "", name);
-	free(egress_id);
-	struct mafsbx_error e2;
-	mafsbx_error_clear(&e2);
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, lookup_age(fs), &e2);
-	const struct mafsbx_sandbox_info *known = s ? mfs_snapshot_find(s, name) : NULL;
-	if (known)
-		turn = mfs_gate_exec_begin(fs, known->id);
-	mfs_snapshot_put(s);
+	/* Probes are execs: the library keeps them and freezes from overlapping. */
 	r = mafsbx_sandbox_acquire(fs->backend, spec, &res, err);
-	mfs_gate_exec_end(fs, turn);
 	if (r < 0)
 		goto out;
 	if (spec->n_outputs)
@@ -244,9 +223,7 @@ static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct ma
 	char id[65];
 	snprintf(id, sizeof(id), "%s", info->id);
 	mfs_snapshot_put(s);
-	struct mfs_exec_turn *turn = mfs_gate_exec_begin(fs, id);
 	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
-	mfs_gate_exec_end(fs, turn);
 	if (r < 0) {
 		if (res.timed_out || res.out_len || res.err_len || res.launch_failed)
 			*reply = exec_fields(&res, false);

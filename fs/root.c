@@ -45,9 +45,6 @@ int mfs_init(struct mfs *fs)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->handles_lock, NULL);
 	fs->handles = NULL;
-	pthread_mutex_init(&fs->gate_lock, NULL);
-	pthread_cond_init(&fs->gate_cv, NULL);
-	fs->turns = NULL;
 	fs->mount_time = time(NULL);
 	fs->snap = NULL;
 	fs->extras = NULL;
@@ -85,8 +82,6 @@ void mfs_fini(struct mfs *fs)
 		extra_free(x);
 	}
 	pthread_mutex_destroy(&fs->lock);
-	pthread_cond_destroy(&fs->gate_cv);
-	pthread_mutex_destroy(&fs->gate_lock);
 }
 
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i)

@@ -50,6 +50,17 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
 		long long left = deadline - mafsbx_now_ms();
 		q.timeout_ms = left < 1 ? 1 : (long)left;
 		r = mafsbx_exec_run(b->engine, id, &q, res, &e);
+		if (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0]) {
+			/*
+			 * The abandoned process may still be running, or exiting: a
+			 * freeze now could land on its exit and wedge containerd. As
+			 * upstream, a timed-out exec removes the container, and it does
+			 * so while still registered, so no freeze can come between.
+			 */
+			struct mafsbx_error de;
+			if (mafsbx_container_delete(b->engine, id, true, &de) < 0 && de.kind != MAFSBX_EK_NO_CONTAINER)
+				log_warn("exec timed out and %s could not be removed: %s", id, de.message);
+		}
 		mafsbx_freeze_exec_end(reg);
 		if (r < 0 && e.kind == MAFSBX_EK_PAUSED && mafsbx_now_ms() + SBX_PAUSED_RETRY_MS < deadline) {
 			mafsbx_exec_result_free(res);

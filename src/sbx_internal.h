@@ -86,11 +86,13 @@ extern void *sbx_test_before_create_ctx;
 
 /* ---- facts.c ------------------------------------------------------------ */
 /*
- * Run a helper command in a container (by ID) outside any freeze of this
- * process: waits for this process's freezes of it to lift, and re-issues an
- * exec the engine refused with 409 "is paused" (an HTTP answer from the
- * engine, never guest output, so the command provably did not run) until
- * `timeout_ms` runs out. `res` must be freed by the caller in every case.
+ * Run a command in a container (by ID), registered with the freezer for its
+ * whole run (mafsbx_freeze_exec_begin/end), so no freeze of this or another
+ * process on the host overlaps it; re-issues an exec the engine refused as
+ * paused (an engine answer, never guest output, so the command provably did
+ * not run) until `timeout_ms` runs out. A timed-out exec removes the
+ * container before its registration ends (as upstream). `res` must be freed
+ * by the caller in every case.
  */
 int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
 	     struct mafsbx_exec_result *res, struct mafsbx_error *err);
