@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "log.h"
 #include "names.h"
 #include "sandbox.h"
@@ -186,8 +187,8 @@ static json_t *exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 	size_t ol = 0, el = 0;
 	char *out = mfs_utf8_replace(res->out, res->out_len, &ol);
 	char *errt = mfs_utf8_replace(res->err, res->err_len, &el);
-	char *out64 = mafsbx_base64_encode(res->out, res->out_len);
-	char *err64 = mafsbx_base64_encode(res->err, res->err_len);
+	char *out64 = mafsbx_base64_encode(res->out, res->out_len, MAFSBX_B64_STD);
+	char *err64 = mafsbx_base64_encode(res->err, res->err_len, MAFSBX_B64_STD);
 	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
 	json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : json_string(""));
 	json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : json_string(""));

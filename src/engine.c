@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "buf.h"
 #include "http.h"
 
@@ -129,53 +130,6 @@ mode_t mafsbx_go_mode_to_st(uint32_t m)
 	return st;
 }
 
-static int b64val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard base64 with '=' padding, as Go's StdEncoding writes it. -1 when malformed. */
-static ssize_t b64_decode(const char *in, size_t len, unsigned char *out)
-{
-	if (len == 0 || len % 4)
-		return -1;
-	size_t o = 0;
-	for (size_t i = 0; i < len; i += 4) {
-		int v[4];
-		int pad = 0;
-		for (int k = 0; k < 4; k++) {
-			unsigned char c = (unsigned char)in[i + k];
-			if (c == '=' && i + 4 == len && k >= 2) {
-				v[k] = 0;
-				pad++;
-				continue;
-			}
-			if (pad)
-				return -1;  /* data after padding */
-			v[k] = b64val(c);
-			if (v[k] < 0)
-				return -1;
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-		out[o++] = (unsigned char)(w >> 16);
-		if (pad < 2)
-			out[o++] = (unsigned char)(w >> 8);
-		if (pad < 1)
-			out[o++] = (unsigned char)w;
-	}
-	return (ssize_t)o;
-}
-
 static int digits(const char **p, int n)
 {
 	int v = 0;
@@ -273,18 +227,19 @@ int mafsbx_path_stat_decode(const char *b64, struct mafsbx_path_stat *st, struct
 	size_t len = strlen(b64);
 	if (len > STAT_HEADER_MAX)
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header too large (%zu bytes)", len);
-	unsigned char *raw = malloc(len / 4 * 3 + 1);
-	if (!raw)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	int r = 0;
+	unsigned char *raw = NULL;
+	size_t n = 0;
 	json_t *j = NULL;
-	ssize_t n = b64_decode(b64, len, raw);
-	if (n < 0) {
+	/* Go's StdEncoding as dockerd writes it; its non-Strict reader ignores spare bits, and so do we. */
+	int r = mafsbx_base64_decode(b64, len, MAFSBX_B64_STD | MAFSBX_B64_NONEMPTY | MAFSBX_B64_ANY_BITS, &raw, &n);
+	if (r == -ENOMEM)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (r) {
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not base64");
 		goto out;
 	}
 	json_error_t je;
-	j = json_loadb((const char *)raw, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+	j = json_loadb((const char *)raw, n, JSON_REJECT_DUPLICATES, &je);
 	if (!json_is_object(j)) {
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not a JSON object");
 		goto out;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "buf.h"
 #include "log.h"
 
@@ -236,94 +237,6 @@ static int json_py_string(struct mafsbx_buf *b, const char *s)
 	return r;
 }
 
-static char *base64url(const unsigned char *in, size_t n)
-{
-	static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	size_t outlen = 4 * ((n + 2) / 3);
-	char *out = malloc(outlen + 1);
-	if (!out)
-		return NULL;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= in[i + 2];
-		out[o++] = alpha[(v >> 18) & 63];
-		out[o++] = alpha[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? alpha[(v >> 6) & 63] : '=';
-		out[o++] = i + 2 < n ? alpha[v & 63] : '=';
-	}
-	out[o] = '\0';
-	return out;
-}
-
-static int b64url_val(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
-}
-
-/* Strict: padded length, only the url alphabet, padding only at the end, zero spare bits. */
-static int base64url_decode(const char *in, unsigned char **out, size_t *outlen)
-{
-	size_t n = strlen(in);
-	if (n == 0 || n % 4)
-		return -EINVAL;
-	size_t pad = 0;
-	if (in[n - 1] == '=')
-		pad++;
-	if (in[n - 2] == '=')
-		pad++;
-	unsigned char *buf = malloc(n / 4 * 3 + 1);
-	if (!buf)
-		return -ENOMEM;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 4) {
-		int v[4];
-		bool last = i + 4 == n;
-		for (int j = 0; j < 4; j++) {
-			char c = in[i + j];
-			if (c == '=' && last && j >= 4 - (int)pad) {
-				v[j] = 0;
-				continue;
-			}
-			v[j] = b64url_val(c);
-			if (v[j] < 0) {
-				free(buf);
-				return -EINVAL;
-			}
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-		buf[o++] = (unsigned char)(w >> 16);
-		if (!(last && pad == 2))
-			buf[o++] = (unsigned char)(w >> 8);
-		else if ((w >> 8) & 0xff)
-			goto bad;
-		if (!(last && pad >= 1))
-			buf[o++] = (unsigned char)w;
-		else if (w & 0xff)
-			goto bad;
-	}
-	buf[o] = '\0';
-	*out = buf;
-	*outlen = o;
-	return 0;
-bad:
-	free(buf);
-	return -EINVAL;
-}
-
 char *mafsbx_key_attribution(const struct mafsbx_key *key)
 {
 	const char *f[4] = { key->scope ? key->scope : "", key->thread ? key->thread : "",
@@ -350,7 +263,7 @@ char *mafsbx_key_attribution(const struct mafsbx_key *key)
 		mafsbx_buf_free(&b);
 		return NULL;
 	}
-	char *enc = base64url((const unsigned char *)b.data, b.len);
+	char *enc = mafsbx_base64_encode(b.data, b.len, MAFSBX_B64_URL);
 	mafsbx_buf_free(&b);
 	if (enc && strlen(enc) > KEY_ATTRIBUTION_MAX) {
 		log_warn("sandbox key attribution is over %d characters: the %s label is left empty",
@@ -367,7 +280,8 @@ int mafsbx_key_attribution_decode(const char *value, char **scope, char **thread
 	size_t rawlen = 0;
 	if (!value)
 		return -EINVAL;
-	int r = base64url_decode(value, &raw, &rawlen);
+	/* Python writes it padded with zero spare bits; anything else is not a key.v1 value. */
+	int r = mafsbx_base64_decode(value, strlen(value), MAFSBX_B64_URL | MAFSBX_B64_NONEMPTY, &raw, &rawlen);
 	if (r)
 		return r;
 	json_error_t jerr;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "buf.h"
 
 /* ---- names of enums ----------------------------------------------------- */
@@ -905,7 +906,8 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 			goto fail;
 		}
 		in64 = json_string_value(jin64);
-		r = mafsbx_base64_decode(in64, json_string_length(jin64), &s->stdin_data, &s->stdin_len);
+		r = mafsbx_base64_decode(in64, json_string_length(jin64), MAFSBX_B64_STD, &s->stdin_data,
+					 &s->stdin_len);
 		if (r == -ENOMEM) {
 			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 			goto fail;
@@ -965,88 +967,6 @@ int mafsbx_spec_parse_json(const char *text, size_t len, json_t **out, struct ma
 	}
 	*out = v;
 	return 0;
-}
-
-static const char b64_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *mafsbx_base64_encode(const unsigned char *data, size_t len)
-{
-	size_t outlen = 4 * ((len + 2) / 3);
-	char *out = malloc(outlen + 1);
-	if (!out)
-		return NULL;
-	size_t o = 0;
-	for (size_t i = 0; i < len; i += 3) {
-		uint32_t v = (uint32_t)data[i] << 16;
-		if (i + 1 < len)
-			v |= (uint32_t)data[i + 1] << 8;
-		if (i + 2 < len)
-			v |= data[i + 2];
-		out[o++] = b64_alpha[(v >> 18) & 63];
-		out[o++] = b64_alpha[(v >> 12) & 63];
-		out[o++] = i + 1 < len ? b64_alpha[(v >> 6) & 63] : '=';
-		out[o++] = i + 2 < len ? b64_alpha[v & 63] : '=';
-	}
-	out[o] = '\0';
-	return out;
-}
-
-static int b64_val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-int mafsbx_base64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len)
-{
-	*out = NULL;
-	*out_len = 0;
-	if (len % 4)
-		return -EINVAL;
-	unsigned char *buf = malloc(len / 4 * 3 + 1);
-	if (!buf)
-		return -ENOMEM;
-	size_t o = 0;
-	for (size_t i = 0; i < len; i += 4) {
-		bool last = i + 4 == len;
-		int v[4], pad = 0;
-		for (int j = 0; j < 4; j++) {
-			unsigned char c = (unsigned char)text[i + j];
-			if (c == '=' && last && j >= 2 && (j == 3 || text[i + 3] == '=')) {
-				v[j] = 0;
-				pad++;
-				continue;
-			}
-			if (pad || (v[j] = b64_val(c)) < 0)
-				goto bad;
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-		buf[o++] = (unsigned char)(w >> 16);
-		if (pad < 2)
-			buf[o++] = (unsigned char)(w >> 8);
-		else if ((w >> 8) & 0xff)
-			goto bad;
-		if (pad < 1)
-			buf[o++] = (unsigned char)w;
-		else if (w & 0xff)
-			goto bad;
-	}
-	buf[o] = '\0';
-	*out = buf;
-	*out_len = o;
-	return 0;
-bad:
-	free(buf);
-	return -EINVAL;
 }
 
 /* Lexically normalise an absolute path into `b`: collapse //, ., and .. (clamped at /). */

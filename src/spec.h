@@ -167,10 +167,6 @@ void mafsbx_exec_spec_free(struct mafsbx_exec_spec *s);
 /* Parse text as one JSON object; a syntax error is EINVAL "request: ..." with the position. */
 int mafsbx_spec_parse_json(const char *text, size_t len, json_t **out, struct mafsbx_error *err);
 
-/* Standard base64 (RFC 4648, padded). Strict decode: -EINVAL on bad input. Both malloc'd. */
-char *mafsbx_base64_encode(const unsigned char *data, size_t len);
-int mafsbx_base64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len);
-
 /* An env key: [A-Za-z_][A-Za-z0-9_]*, at most 255 bytes. */
 bool mafsbx_env_key_valid(const char *key);
 

@@ -16,25 +16,15 @@
 
 #include <cmocka.h>
 
+#include "base64.h"
 #include "engine.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
 static char *b64(const char *s)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t n = strlen(s);
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+	char *out = mafsbx_base64_encode(s, strlen(s), MAFSBX_B64_STD);
 	assert_non_null(out);
-	const unsigned char *p = (const unsigned char *)s;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t w = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-		*o++ = tab[(w >> 18) & 63];
-		*o++ = tab[(w >> 12) & 63];
-		*o++ = i + 1 < n ? tab[(w >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? tab[w & 63] : '=';
-	}
-	*o = '\0';
 	return out;
 }
 

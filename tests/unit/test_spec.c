@@ -2,7 +2,7 @@
  * test_spec.c: request validation (INTERFACE.md §4) as tables of bad
  * requests, each with the errno it must fail with and the text the message
  * must contain (the field it names); plus the parsed shape of good ones,
- * base64, output names and exec cwd resolution.
+ * output names and exec cwd resolution.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -334,31 +334,6 @@ static void test_exec_shapes(void **state)
 	json_decref(req);
 }
 
-static void test_base64(void **state)
-{
-	(void)state;
-	const char *plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
-	const char *enc[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
-	for (size_t i = 0; i < 7; i++) {
-		char *e = mafsbx_base64_encode((const unsigned char *)plain[i], strlen(plain[i]));
-		assert_string_equal(e, enc[i]);
-		unsigned char *d;
-		size_t n;
-		assert_int_equal(mafsbx_base64_decode(e, strlen(e), &d, &n), 0);
-		assert_int_equal(n, strlen(plain[i]));
-		assert_memory_equal(d, plain[i], n);
-		free(d);
-		free(e);
-	}
-	const char *badv[] = { "Zg", "Zg=", "Z===", "Zm9=v", "Zh==", "Zm9vYg=a", "Zm-v", "Zm9v\n" };
-	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
-		unsigned char *d = NULL;
-		size_t n;
-		if (mafsbx_base64_decode(badv[i], strlen(badv[i]), &d, &n) != -EINVAL)
-			fail_msg("\"%s\" decoded", badv[i]);
-	}
-}
-
 static void test_output_names(void **state)
 {
 	(void)state;
@@ -448,7 +423,6 @@ int main(void)
 		cmocka_unit_test(test_acquire_defaults),
 		cmocka_unit_test(test_dispose_shapes),
 		cmocka_unit_test(test_exec_shapes),
-		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_output_names),
 		cmocka_unit_test(test_cwd_resolve),
 		cmocka_unit_test(test_names_of_enums),
