@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
 #include "buf.h"
 #include "endpoint.h"
 #include "engine.h"
@@ -28,13 +29,6 @@ extern char **environ;
 static struct mafsbx_engine *eng;
 static char cname[96];
 static const char *cli;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void die(const char *what, const struct mafsbx_error *err)
 {
@@ -47,42 +41,13 @@ static void die(const char *what, const struct mafsbx_error *err)
 	exit(1);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Run the CLI with argv, stdout to /dev/null; returns its exit status. */
+/* The CLI with argv, stdout to /dev/null; returns its exit status. */
 static int run_cli(const char *const *args)
 {
-	const char *argv[16];
-	int n = 0;
-	argv[n++] = cli;
-	for (int i = 0; args[i] && n < 15; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int r = strchr(cli, '/') ? posix_spawn(&pid, cli, &fa, NULL, (char *const *)argv, environ)
-				 : posix_spawnp(&pid, cli, &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r != 0) {
-		errno = r;
+	int r = bench_cli(cli, NULL, 0, 0, NULL, 0, args);
+	if (r < 0)
 		die("spawn the docker CLI", NULL);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return r;
 }
 
 static int discard(const void *d, size_t l, void *c)
@@ -103,7 +68,7 @@ static double ours(enum op op)
 	struct mafsbx_error err;
 	struct mafsbx_path_stat st;
 	size_t got = 0;
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 	int r = 0;
 	switch (op) {
 	case OP_PAUSE:
@@ -140,7 +105,7 @@ static double ours(enum op op)
 	default:
 		break;
 	}
-	double dt = now_ms() - t0;
+	double dt = bench_now_ms() - t0;
 	if (r < 0)
 		die(op_names[op], &err);
 	return dt;
@@ -165,9 +130,9 @@ static double theirs(enum op op)
 	case OP_INSPECT: args = insp; break;
 	default: break;
 	}
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 	int st = run_cli(args);
-	double dt = now_ms() - t0;
+	double dt = bench_now_ms() - t0;
 	if (st != 0) {
 		fprintf(stderr, "bench_engine: `docker %s` exited %d\n", args[0], st);
 		die("docker CLI failed", NULL);
@@ -244,11 +209,11 @@ int main(int argc, char **argv)
 				b[i] = theirs((enum op)op);
 			}
 		}
-		med_a[op] = median(a, runs);
-		med_b[op] = median(b, runs);
+		med_a[op] = bench_median(a, runs);
+		med_b[op] = bench_median(b, runs);
 		if (op == OP_PAUSE) {
-			med_a[OP_UNPAUSE] = median(ua, runs);
-			med_b[OP_UNPAUSE] = median(ub, runs);
+			med_a[OP_UNPAUSE] = bench_median(ua, runs);
+			med_b[OP_UNPAUSE] = bench_median(ub, runs);
 		}
 		free(ua);
 		free(ub);

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
 #include "buf.h"
 #include "endpoint.h"
 #include "engine.h"
@@ -48,12 +49,6 @@ static struct mafsbx_freezer *fz;
 static char cname[96], cid[65], rundir[96];
 static const char *cli;
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void cleanup(void)
 {
@@ -85,40 +80,13 @@ static void die(const char *what, const struct mafsbx_error *err)
 	exit(1);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
+/* The CLI with argv, stdout to /dev/null; returns its exit status. */
 static int run_cli(const char *const *args)
 {
-	const char *argv[16];
-	int n = 0;
-	argv[n++] = cli;
-	for (int i = 0; args[i] && n < 15; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int r = posix_spawnp(&pid, cli, &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r != 0) {
-		errno = r;
+	int r = bench_cli(cli, NULL, 0, 0, NULL, 0, args);
+	if (r < 0)
 		die("spawn the docker CLI", NULL);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return r;
 }
 
 static const char *const rel_paths[3] = { "f1.bin", "a/b/c/f4.bin", "a/b/c/d/e/f/g/f8.bin" };
@@ -278,14 +246,14 @@ static struct share cpu_phase(enum poller p, double seconds)
 {
 	struct share s = { -1, 0, 0 };
 	long long c0 = guest_count(), n0 = cgroup_cpu_ns();
-	double t0 = now_ms(), end = t0 + seconds * 1000;
+	double t0 = bench_now_ms(), end = t0 + seconds * 1000;
 	double next = t0;
-	while (now_ms() < end) {
+	while (bench_now_ms() < end) {
 		if (p == POLL_NONE) {
 			usleep(50000);
 			continue;
 		}
-		double t = now_ms();
+		double t = bench_now_ms();
 		if (t < next) {
 			usleep((useconds_t)((next - t) * 1000));
 			continue;
@@ -301,7 +269,7 @@ static struct share cpu_phase(enum poller p, double seconds)
 			cli_way(rel_paths[0]);
 		s.polls++;
 	}
-	double t1 = now_ms();
+	double t1 = bench_now_ms();
 	long long n1 = cgroup_cpu_ns(), c1 = guest_count();
 	if (n0 >= 0 && n1 >= 0)
 		s.cpu = (double)(n1 - n0) / ((t1 - t0) * 1e6);
@@ -365,24 +333,24 @@ int main(int argc, char **argv)
 			v[k][d] = calloc((size_t)runs, sizeof(double));
 	for (int i = 0; i < runs; i++) {
 		for (int d = 0; d < 3; d++) {
-			double a = now_ms();
+			double a = bench_now_ms();
 			lib_stat(rel_paths[d]);
-			double b = now_ms();
+			double b = bench_now_ms();
 			lib_read(rel_paths[d]);
-			double c = now_ms();
+			double c = bench_now_ms();
 			floor_op(rel_paths[d]);
-			double e = now_ms();
+			double e = bench_now_ms();
 			floor_freeze();
-			double h = now_ms();
+			double h = bench_now_ms();
 			v[0][d][i] = b - a;
 			v[1][d][i] = c - b;
 			v[3][d][i] = e - c;
 			v[4][d][i] = h - e;
 			if (i < cli_runs) {
-				double g = now_ms();
+				double g = bench_now_ms();
 				if (cli_way(rel_paths[d]) != 0)
 					die("the docker CLI failed", NULL);
-				v[2][d][i] = now_ms() - g;
+				v[2][d][i] = bench_now_ms() - g;
 			}
 		}
 	}
@@ -393,8 +361,8 @@ int main(int argc, char **argv)
 		/* chain = first component of WD .. parent, plus the leaf */
 		int heads = 1 + depths[d];
 		printf("| %d | stat: pause + %d HEAD + unpause; read: + 1 GET | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
-		       depths[d], heads, median(v[0][d], runs), median(v[4][d], runs), median(v[1][d], runs),
-		       median(v[3][d], runs), median(v[2][d], cli_runs));
+		       depths[d], heads, bench_median(v[0][d], runs), bench_median(v[4][d], runs), bench_median(v[1][d], runs),
+		       bench_median(v[3][d], runs), bench_median(v[2][d], cli_runs));
 	}
 	struct mafsbx_freeze_stats fs;
 	mafsbx_freezer_stats(fz, &fs);

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
 #include "buf.h"
 #include "endpoint.h"
 #include "engine.h"
@@ -77,102 +78,19 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	if (n <= 0)
-		return -1;
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ---- the docker CLI ----------------------------------------------------- */
 
-/*
- * Run `docker ARGS...`, feeding `in` on stdin, reading stdout; with
- * `limit` > 0, stop reading after `limit` bytes and kill the child, as the
- * upstream seam's bounded read does. Returns the exit status (or -1) and the
- * stdout byte count in *got.
- */
+/* `docker ARGS...` through the shared runner, stdout counted (and bounded by `limit`). */
 static int cli(const void *in, size_t in_len, size_t limit, uint64_t *got, const char *const *args)
 {
-	const char *argv[64];
-	int n = 0;
-	argv[n++] = "docker";
-	for (; args[n - 1] && n < 63; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-
-	int pin[2] = { -1, -1 }, pout[2];
-	if (pipe2(pout, O_CLOEXEC) < 0 || (in && pipe2(pin, O_CLOEXEC) < 0))
-		die("pipe: %s", strerror(errno));
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	if (in)
-		posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
-	else
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int r = posix_spawnp(&pid, "docker", &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r)
-		die("spawn docker: %s", strerror(r));
-	close(pout[1]);
-	if (in) {
-		close(pin[0]);
-		const char *p = in;
-		size_t left = in_len;
-		while (left) {
-			ssize_t w = write(pin[1], p, left);
-			if (w < 0) {
-				if (errno == EINTR)
-					continue;
-				break;
-			}
-			p += w;
-			left -= (size_t)w;
-		}
-		close(pin[1]);
-	}
-	uint64_t total = 0;
-	char buf[65536];
-	bool killed = false;
-	for (;;) {
-		ssize_t k = read(pout[0], buf, sizeof(buf));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		total += (uint64_t)k;
-		if (limit && total >= limit) {
-			kill(pid, SIGKILL);
-			killed = true;
-			break;
-		}
-	}
-	close(pout[0]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	uint64_t n = 0;
+	int r = bench_cli("docker", in, in_len, limit, &n, BENCH_CLI_QUIET, args);
+	if (r < 0)
+		die("spawn docker: %s", strerror(errno));
 	if (got)
-		*got = total;
-	if (killed)
-		return 0;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		*got = n;
+	return r;
 }
 
 #define CLI(...) cli(NULL, 0, 0, NULL, (const char *const[]){ __VA_ARGS__, NULL })
@@ -465,11 +383,11 @@ static void print_table(void)
 	do {                                                             \
 		double *__v = calloc((size_t)(n), sizeof(double));       \
 		for (int __i = 0; __i < (n); __i++) {                    \
-			double __t0 = now_ms();                          \
+			double __t0 = bench_now_ms();                          \
 			__VA_ARGS__;                                     \
-			__v[__i] = now_ms() - __t0;                      \
+			__v[__i] = bench_now_ms() - __t0;                      \
 		}                                                        \
-		(out) = median(__v, (n));                                \
+		(out) = bench_median(__v, (n));                                \
 		free(__v);                                               \
 	} while (0)
 
@@ -565,11 +483,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < cold_runs; i++) {
 			char agent[32], name[64];
 			snprintf(agent, sizeof(agent), "cold-%d", i);
-			double t0 = now_ms();
+			double t0 = bench_now_ms();
 			acquire("cold", agent, NULL, name);
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 		}
-		v_fs = median(t, cold_runs);
+		v_fs = bench_median(t, cold_runs);
 		/* The upstream cold path, command by command (§4.3-§4.8). */
 		char tarfile_dirs[1] = { 0 };
 		(void)tarfile_dirs;
@@ -584,7 +502,7 @@ int main(int argc, char **argv)
 			snprintf(n, sizeof(n), "mafsbxbench-cli-%08x", (unsigned)rand());
 			snprintf(loose_container, sizeof(loose_container), "%s", n);
 			snprintf(lscope, sizeof(lscope), "maf-sandbox.scope=%s", scope);
-			double t0 = now_ms();
+			double t0 = bench_now_ms();
 			CLI("inspect", "-f", "{{json .Config.Labels}}", n);
 			CLI("inspect", "-f", "{{.State.Running}} {{.State.Paused}}", n);
 			CLI("inspect", "-f", "{{.State.Status}}", n);
@@ -606,10 +524,10 @@ int main(int argc, char **argv)
 			snprintf(id, sizeof(id), "%s:/", n);
 			cli(tdata, tlen, 0, NULL, (const char *const[]){ "cp", "-", id, NULL });
 			CLI("unpause", n);
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 			CLI("rm", "-f", n);
 		}
-		v_cli = median(t, cold_runs);
+		v_cli = bench_median(t, cold_runs);
 		mafsbx_tar_free(tar);
 		for (int i = 0; i < cold_runs; i++) {
 			char n[64], id[65];
@@ -617,14 +535,14 @@ int main(int argc, char **argv)
 			snprintf(loose_container, sizeof(loose_container), "%s", n);
 			json_t *cfg = json_pack("{s:s, s:[s,s], s:{s:s}}", "Image", opt_image, "Cmd", "sleep", "infinity",
 						"HostConfig", "NetworkMode", "none");
-			double t0 = now_ms();
+			double t0 = bench_now_ms();
 			floor_check(mafsbx_container_create(eng, n, cfg, id, &err), &err, "create");
 			floor_check(mafsbx_container_start(eng, id, &err), &err, "start");
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 			json_decref(cfg);
 			mafsbx_container_delete(eng, id, true, &err);
 		}
-		v_floor = median(t, cold_runs);
+		v_floor = bench_median(t, cold_runs);
 		free(t);
 		add_row("acquire, cold (create)", v_fs, v_cli, v_floor);
 	}
@@ -827,9 +745,9 @@ int main(int argc, char **argv)
 		atomic_store(&sampling, true);
 		rss_peak = 0;
 		pthread_create(&th, NULL, rss_sampler, NULL);
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		uint64_t n = cat_file(mpath("%s/work/f256m", sbx));
-		double dt = now_ms() - t0;
+		double dt = bench_now_ms() - t0;
 		atomic_store(&sampling, false);
 		pthread_join(th, NULL);
 		if (n != 256 * MIB)
@@ -837,14 +755,14 @@ int main(int argc, char **argv)
 		mbps_fs = 256.0 / (dt / 1000.0);
 		char src[256];
 		snprintf(src, sizeof(src), "%s:" WORK_DIR "/f256m", sbx);
-		t0 = now_ms();
+		t0 = bench_now_ms();
 		uint64_t got;
 		cli(NULL, 0, 0, &got, (const char *const[]){ "cp", src, "-", NULL });
-		dt = now_ms() - t0;
+		dt = bench_now_ms() - t0;
 		mbps_cli = 256.0 / (dt / 1000.0);
-		t0 = now_ms();
+		t0 = bench_now_ms();
 		floor_get(sbx, WORK_DIR "/f256m", false);
-		dt = now_ms() - t0;
+		dt = bench_now_ms() - t0;
 		mbps_floor = 256.0 / (dt / 1000.0);
 	}
 	long rss_read = rss_peak;
@@ -853,14 +771,14 @@ int main(int argc, char **argv)
 	double t_many;
 	long rss_many;
 	{
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		for (int i = 0; i < opt_sandboxes; i++) {
 			char agent[32], name[64];
 			snprintf(agent, sizeof(agent), "a%03d", i);
 			acquire("many", agent, NULL, name);
 		}
-		t_many = now_ms() - t0;
-		t0 = now_ms();
+		t_many = bench_now_ms() - t0;
+		t0 = bench_now_ms();
 		DIR *dp = opendir(mnt);
 		int cnt = 0;
 		struct dirent *de;
@@ -868,7 +786,7 @@ int main(int argc, char **argv)
 			cnt++;
 		if (dp)
 			closedir(dp);
-		double t_ls = now_ms() - t0;
+		double t_ls = bench_now_ms() - t0;
 		rss_many = rss_kb(daemon_pid);
 		fprintf(stderr, "  %d sandboxes acquired in %.1f s; ls of the root (%d entries) %.1f ms\n", opt_sandboxes,
 			t_many / 1000, cnt, t_ls);
