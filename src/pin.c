@@ -1,0 +1,346 @@
+/*
+ * pin.c: pin a running container's init process and root directory (pin.h).
+ *
+ * Order matters: inspect (PID, StartedAt), pidfd of that PID, then every
+ * /proc read through a directory handle of /proc/PID opened after the pidfd,
+ * then the pidfd must still say "alive" (so /proc/PID was that process, not
+ * a recycled PID), then a second inspect must agree (so the process is the
+ * container's init of the same start, not a restart that raced us).
+ */
+#include "pin.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <linux/magic.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+static int proc_fd = -1;
+static int proc_errno;
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+/* /proc is opened once and verified to be procfs (libpathrs' lesson: never
+ * trust a path named /proc without checking what is mounted there). */
+static void proc_open_once(void)
+{
+	int fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		proc_errno = errno;
+		return;
+	}
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0 || sf.f_type != PROC_SUPER_MAGIC) {
+		close(fd);
+		proc_errno = EXDEV;
+		return;
+	}
+	proc_fd = fd;
+}
+
+static int read_small(int dirfd, const char *name, char *buf, size_t size)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	size_t got = 0;
+	while (got + 1 < size) {
+		ssize_t n = read(fd, buf + got, size - 1 - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return (int)got;
+}
+
+int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max, size_t *n)
+{
+	*n = 0;
+	const char *p = text;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		char *end;
+		unsigned long long v[3];
+		for (int i = 0; i < 3; i++) {
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			errno = 0;
+			v[i] = strtoull(p, &end, 10);
+			if (errno || v[i] > UINT32_MAX)
+				return -EINVAL;
+			p = end;
+		}
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p && *p != '\n')
+			return -EINVAL;
+		if (*n == max)
+			return -EINVAL;
+		out[*n].inside = (uint32_t)v[0];
+		out[*n].outside = (uint32_t)v[1];
+		out[*n].count = (uint32_t)v[2];
+		(*n)++;
+	}
+	return 0;
+}
+
+bool mafsbx_cgroup_names_container(const char *text, const char *id)
+{
+	size_t il = strlen(id);
+	if (il != 64)
+		return false;
+	for (const char *p = strstr(text, id); p; p = strstr(p + 1, id)) {
+		char before = p == text ? '\0' : p[-1];
+		char after = p[il];
+		bool b_ok = before == '/' || before == '-';
+		bool a_ok = after == '\0' || after == '\n' || after == '/' || !strncmp(p + il, ".scope", 6);
+		if (b_ok && a_ok)
+			return true;
+	}
+	return false;
+}
+
+static int map_id(const struct mafsbx_id_map *m, size_t n, uint32_t id, bool to_host, uint32_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t from = to_host ? m[i].inside : m[i].outside;
+		uint32_t to = to_host ? m[i].outside : m[i].inside;
+		if (id >= from && (uint64_t)id - from < m[i].count) {
+			*out = to + (id - from);
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
+int mafsbx_pin_host_uid(const struct mafsbx_pin *p, uid_t guest, uid_t *host)
+{
+	uint32_t v;
+	int r = map_id(p->uid_map, p->n_uid_map, guest, true, &v);
+	if (r == 0)
+		*host = v;
+	return r;
+}
+
+int mafsbx_pin_host_gid(const struct mafsbx_pin *p, gid_t guest, gid_t *host)
+{
+	uint32_t v;
+	int r = map_id(p->gid_map, p->n_gid_map, guest, true, &v);
+	if (r == 0)
+		*host = v;
+	return r;
+}
+
+int mafsbx_pin_guest_uid(const struct mafsbx_pin *p, uid_t host, uid_t *guest)
+{
+	uint32_t v;
+	int r = map_id(p->uid_map, p->n_uid_map, host, false, &v);
+	if (r == 0)
+		*guest = v;
+	return r;
+}
+
+int mafsbx_pin_guest_gid(const struct mafsbx_pin *p, gid_t host, gid_t *guest)
+{
+	uint32_t v;
+	int r = map_id(p->gid_map, p->n_gid_map, host, false, &v);
+	if (r == 0)
+		*guest = v;
+	return r;
+}
+
+bool mafsbx_pin_alive(const struct mafsbx_pin *p)
+{
+	struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+	int r;
+	do
+		r = poll(&pfd, 1, 0);
+	while (r < 0 && errno == EINTR);
+	return r == 0;
+}
+
+/* Parse "Uid:\t0\t0\t0\t0" style lines of /proc/PID/status. */
+static void parse_status(struct mafsbx_pin *p, const char *text)
+{
+	const char *l;
+	if ((l = strstr(text, "\nUid:")))
+		p->init_uid = (uid_t)strtoul(l + 5, NULL, 10);   /* real uid: the first */
+	if ((l = strstr(text, "\nGid:")))
+		p->init_gid = (gid_t)strtoul(l + 5, NULL, 10);
+	p->n_groups = 0;
+	if ((l = strstr(text, "\nGroups:"))) {
+		const char *q = l + 8;
+		while (*q && *q != '\n' && p->n_groups < sizeof(p->groups) / sizeof(p->groups[0])) {
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q < '0' || *q > '9')
+				break;
+			char *end;
+			p->groups[p->n_groups++] = (gid_t)strtoul(q, &end, 10);
+			q = end;
+		}
+	}
+}
+
+struct inspect_facts {
+	char id[65];
+	bool running;
+	long long pid;
+	char started_at[64];
+	bool privileged;
+	bool host_pid;
+};
+
+static int inspect_facts(struct mafsbx_engine *e, const char *container, struct inspect_facts *f,
+			 struct mafsbx_error *err)
+{
+	json_t *insp = NULL;
+	int r = mafsbx_container_inspect(e, container, &insp, err);
+	if (r < 0)
+		return r;
+	memset(f, 0, sizeof(*f));
+	const char *id = json_string_value(json_object_get(insp, "Id"));
+	json_t *state = json_object_get(insp, "State");
+	json_t *host = json_object_get(insp, "HostConfig");
+	const char *started = json_string_value(json_object_get(state, "StartedAt"));
+	const char *pidmode = json_string_value(json_object_get(host, "PidMode"));
+	if (!id || strlen(id) != 64 || !json_is_object(state)) {
+		json_decref(insp);
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "inspect of %s: no Id or State", container);
+	}
+	snprintf(f->id, sizeof(f->id), "%s", id);
+	f->running = json_is_true(json_object_get(state, "Running"));
+	f->pid = json_integer_value(json_object_get(state, "Pid"));
+	snprintf(f->started_at, sizeof(f->started_at), "%s", started ? started : "");
+	f->privileged = json_is_true(json_object_get(host, "Privileged"));
+	f->host_pid = pidmode && *pidmode;
+	json_decref(insp);
+	return 0;
+}
+
+int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsbx_pin **out,
+		    struct mafsbx_error *err)
+{
+	*out = NULL;
+	pthread_once(&proc_once, proc_open_once);
+	if (proc_fd < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "/proc cannot be used to reach containers (%s)", strerror(proc_errno));
+	struct inspect_facts a, b;
+	int r = inspect_facts(e, container, &a, err);
+	if (r < 0)
+		return r;
+	if (!a.running || a.pid <= 0)
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "sandbox %s is not running", container);
+	if (a.pid > INT32_MAX)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "inspect of %s: PID %lld out of range", container,
+					a.pid);
+
+	struct mafsbx_pin *p = calloc(1, sizeof(*p));
+	if (!p)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	p->pidfd = p->root = -1;
+	int piddir = -1;
+	char path[32], text[4096];
+	snprintf(p->id, sizeof(p->id), "%s", a.id);
+	snprintf(p->started_at, sizeof(p->started_at), "%s", a.started_at);
+	p->pid = (pid_t)a.pid;
+	p->privileged = a.privileged;
+	p->host_pid = a.host_pid;
+
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (p->pidfd < 0) {
+		r = errno == ESRCH ? mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING,
+						      "sandbox %s: its init process (PID %d) is gone", container, p->pid)
+				   : mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+							   "sandbox %s: pidfd_open(%d): %s", container, p->pid,
+							   strerror(errno));
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%d", p->pid);
+	piddir = openat(proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (piddir < 0) {
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "sandbox %s: its init process (PID %d) is not visible in this PID namespace",
+					  container, p->pid);
+		goto fail;
+	}
+	if (read_small(piddir, "cgroup", text, sizeof(text)) < 0 || !mafsbx_cgroup_names_container(text, p->id)) {
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "sandbox %s: PID %d is not in the container's cgroup (the engine runs in "
+					  "another PID namespace or on another host)", container, p->pid);
+		goto fail;
+	}
+	if (read_small(piddir, "uid_map", text, sizeof(text)) < 0 ||
+	    mafsbx_id_map_parse(text, p->uid_map, MAFSBX_PIN_MAP_MAX, &p->n_uid_map) < 0 ||
+	    read_small(piddir, "gid_map", text, sizeof(text)) < 0 ||
+	    mafsbx_id_map_parse(text, p->gid_map, MAFSBX_PIN_MAP_MAX, &p->n_gid_map) < 0) {
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "sandbox %s: cannot read the id maps of PID %d", container, p->pid);
+		goto fail;
+	}
+	if (read_small(piddir, "status", text, sizeof(text)) > 0)
+		parse_status(p, text);
+	p->root = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (p->root < 0) {
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "sandbox %s: cannot open the root of PID %d: %s", container, p->pid,
+					  strerror(errno));
+		goto fail;
+	}
+	/* Everything above was read from /proc/PID while the pidfd says PID was
+	 * still our process: a PID recycled after this point cannot matter. */
+	if (!mafsbx_pin_alive(p)) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "sandbox %s: its init process exited while pinning",
+				     container);
+		goto fail;
+	}
+	r = inspect_facts(e, container, &b, err);
+	if (r < 0)
+		goto fail;
+	if (strcmp(a.id, b.id) || a.pid != b.pid || strcmp(a.started_at, b.started_at) || !b.running) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "sandbox %s restarted while pinning", container);
+		goto fail;
+	}
+	close(piddir);
+	*out = p;
+	return 0;
+fail:
+	if (piddir >= 0)
+		close(piddir);
+	mafsbx_pin_free(p);
+	return r;
+}
+
+void mafsbx_pin_free(struct mafsbx_pin *p)
+{
+	if (!p)
+		return;
+	if (p->root >= 0)
+		close(p->root);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	free(p);
+}

@@ -1,0 +1,86 @@
+/*
+ * pin.h: a running container pinned from this host, for the local plane
+ * (INTERFACE.md §3) and the fingerprint.
+ *
+ * A pin is the container's init process held by a pidfd, checked against
+ * the engine (inspect: same ID, same StartedAt, same PID, before and after
+ * the pidfd was taken), checked against the kernel (the process's cgroup
+ * names the container ID), and an O_PATH handle of its root directory
+ * (/proc/PID/root) opened while the pidfd said the process was alive. So a
+ * recycled PID is never followed into another process's root: if the
+ * container's init died before the root was opened the pidfd says so and the
+ * pin is refused; if it dies later, mafsbx_pin_alive() turns false and the
+ * caller pins again (a restarted container has a new PID).
+ *
+ * Ids seen inside the container are mapped to host ids through the init
+ * process's uid_map/gid_map (userns-remap); an id outside the map cannot be
+ * acted as (EK_UNSUPPORTED).
+ *
+ * A pin is immutable after mafsbx_pin_open() and may be shared between
+ * threads; its owner frees it when no thread uses it any more.
+ */
+#ifndef MAFSBX_PIN_H
+#define MAFSBX_PIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct mafsbx_engine;
+
+#define MAFSBX_PIN_MAP_MAX 16
+
+struct mafsbx_id_map {
+	uint32_t inside, outside, count;
+};
+
+struct mafsbx_pin {
+	char id[65];
+	pid_t pid;                /* the container's init, in our PID namespace */
+	int pidfd;
+	int root;                 /* O_PATH | O_DIRECTORY of /proc/PID/root */
+	char started_at[64];      /* State.StartedAt as the engine said it */
+	bool privileged;          /* HostConfig.Privileged */
+	bool host_pid;            /* HostConfig.PidMode is "host" or another container's */
+	size_t n_uid_map, n_gid_map;
+	struct mafsbx_id_map uid_map[MAFSBX_PIN_MAP_MAX];
+	struct mafsbx_id_map gid_map[MAFSBX_PIN_MAP_MAX];
+	size_t n_groups;          /* init's supplementary groups (host ids) */
+	gid_t groups[32];
+	uid_t init_uid;           /* init's effective ids (host ids) */
+	gid_t init_gid;
+};
+
+/*
+ * Pin the running container `container` (name or ID). Errors:
+ *  EK_NO_CONTAINER   no such container;
+ *  EK_NOT_RUNNING    not running (no init process; a stopped sandbox);
+ *  EK_UNSUPPORTED    the process is not visible or not this container's
+ *                    (another PID namespace, a remote engine, a cgroup that
+ *                    does not name the ID), or /proc cannot be trusted;
+ *  plus the engine's errors. The message says which.
+ */
+int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsbx_pin **out,
+		    struct mafsbx_error *err);
+void mafsbx_pin_free(struct mafsbx_pin *p);
+
+/* False once the pinned init process has exited (the pidfd is readable). */
+bool mafsbx_pin_alive(const struct mafsbx_pin *p);
+
+/* Guest id -> host id through the maps. 0, or -ERANGE when unmapped. */
+int mafsbx_pin_host_uid(const struct mafsbx_pin *p, uid_t guest, uid_t *host);
+int mafsbx_pin_host_gid(const struct mafsbx_pin *p, gid_t guest, gid_t *host);
+/* Host id -> guest id (what a stat shows the guest). -ERANGE when unmapped. */
+int mafsbx_pin_guest_uid(const struct mafsbx_pin *p, uid_t host, uid_t *guest);
+int mafsbx_pin_guest_gid(const struct mafsbx_pin *p, gid_t host, gid_t *guest);
+
+/* Parse one /proc/PID/{uid,gid}_map text. 0 or -EINVAL. Pure; unit-tested. */
+int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max, size_t *n);
+/* True when the text of /proc/PID/cgroup names the 64-hex container ID as a
+ * path component ("/docker/ID", "docker-ID.scope"). Pure; unit-tested. */
+bool mafsbx_cgroup_names_container(const char *cgroup_text, const char *id);
+
+#endif
