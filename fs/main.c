@@ -96,7 +96,10 @@ int main(int argc, char *argv[])
 	    (!fs.opt.entry_timeout_given && add_opt(&args, "entry_timeout", tbuf)) ||
 	    add_opt(&args, "negative_timeout", "0") ||
 	    (!fs.opt.fsname_given && add_opt(&args, "fsname", PROG)) ||
-	    (!fs.opt.subtype_given && add_opt(&args, "subtype", PROG))) {
+	    (!fs.opt.subtype_given && add_opt(&args, "subtype", PROG)) ||
+	    /* Other users reach the mount only through the modes it shows. */
+	    (fs.opt.allow_other && !fs.opt.default_permissions_given &&
+	     fuse_opt_add_arg(&args, "-odefault_permissions"))) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
@@ -137,6 +140,25 @@ int main(int argc, char *argv[])
 		fprintf(stderr, PROG ": %s\n", err.message);
 		goto out;
 	}
+	struct mafsbx_plane_config pc = {
+		.mode = fs.opt.plane,
+		.endpoint_local = fs.ep.scheme == MAFSBX_EP_UNIX,
+		.frozen_reads = fs.opt.frozen_reads,
+		.local_max_read = fs.opt.max_read_given ? fs.opt.max_read : 0,
+	};
+	fs.planes = mafsbx_planes_new(fs.engine, fs.fz, fs.backend, &pc, &err);
+	if (!fs.planes) {
+		fprintf(stderr, PROG ": %s\n", err.message);
+		goto out;
+	}
+	if (fs.opt.plane == MAFSBX_PLANE_LOCAL &&
+	    mafsbx_planes_check_local(fs.planes, pc.endpoint_local ? fs.ep.socket_path : NULL, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.message);
+		goto out;
+	}
+	/* The kernel applied the caller's umask to every mode it sends us;
+	 * ours must not apply a second one to what we create in a guest. */
+	umask(0);
 	fs.run = mfs_run_request;
 	mfs_init(&fs);
 	inited = true;
@@ -204,6 +226,7 @@ out:
 		fuse_loop_cfg_destroy(lcfg);
 	if (inited)
 		mfs_fini(&fs);
+	mafsbx_planes_free(fs.planes);
 	mafsbx_backend_free(fs.backend);
 	if (fs.fz)
 		mafsbx_freezer_free(fs.fz);

@@ -40,6 +40,7 @@
 #include "buf.h"
 #include "endpoint.h"
 #include "error.h"
+#include "plane.h"
 
 struct mfs;
 struct mafsbx_engine;
@@ -72,6 +73,14 @@ struct mfs_options {
 	double cpus;                 /* 0 = off */
 	char *egress_proxy_image;    /* NULL or "" = none */
 	unsigned max_threads;        /* FUSE worker ceiling */
+	enum mafsbx_plane_mode plane; /* -o plane= */
+	bool frozen_reads;
+	bool max_read_given;         /* the local plane caps reads only when asked */
+	uid_t uid;                   /* owner shown for sandbox files */
+	gid_t gid;
+	mode_t umask;
+	bool allow_other;
+	bool default_permissions_given;
 	bool max_threads_given;
 	bool entry_timeout_given;
 	bool attr_timeout_given;
@@ -132,6 +141,7 @@ struct mfs {
 	struct mafsbx_engine *engine;
 	struct mafsbx_freezer *fz;
 	struct mafsbx_backend *backend;
+	struct mafsbx_planes *planes; /* how each sandbox's files are reached */
 	struct fuse *fuse;           /* for cache invalidation; NULL in unit tests */
 	mfs_run_fn run;              /* the .ctl request runner */
 	char scope_label[64];        /* label_value(opt.scope), "" when unscoped */
@@ -185,13 +195,14 @@ enum mfs_node_type {
 	MFS_N_SBX_DIR,               /* NAME */
 	MFS_N_SBX_STATUS,            /* NAME/status */
 	MFS_N_WORK,                  /* NAME/work[/REL]: rel "" for work/ itself */
+	MFS_N_ROOTFS,                /* NAME/root[/REL]: the guest's `/`, read-only; rel "" for root/ itself */
 };
 
 struct mfs_node {
 	enum mfs_node_type type;
 	enum mfs_ctl_kind ctl_kind;
 	char name[64];               /* the sandbox (SBX_*, WORK) */
-	const char *rel;             /* WORK: relative path under work/, points into the input */
+	const char *rel;             /* WORK, ROOTFS: relative path below work/ or root/, points into the input */
 	int depth;                   /* BYSCOPE: 0..3 */
 	const char *comp[4];         /* BYSCOPE(_LINK): the components after by-scope/ (into `buf`) */
 	char buf[1024];
@@ -259,7 +270,7 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 
 /* ---- per-open handles (ops.c) ------------------------------------------ */
 
-enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK };
+enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK, MFS_H_DIR };
 
 struct mfs_handle {
 	enum mfs_handle_type type;
@@ -308,21 +319,32 @@ char *mfs_reply_dump(const json_t *reply, size_t *len);
  */
 char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len);
 
-/* ---- work/ (work.c) ---------------------------------------------------- */
+/* ---- work/ and root/ (work.c): a sandbox's files through its plane ------- */
 
 struct mfs_work;
+struct mfs_dir;
+/* A work/ or root/ node's attributes as shown: -o uid/gid/umask, special files
+ * as empty mode-0 regular files, links as links (never followed). */
 int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi);
-int mfs_work_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler);
+int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
+int mfs_work_readdir(struct mfs *fs, struct mfs_dir *d, void *buf, fuse_fill_dir_t filler, off_t off);
+void mfs_work_releasedir(struct mfs_dir *d);
 int mfs_work_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
 int mfs_work_create(struct mfs *fs, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi);
 int mfs_work_read(struct mfs_work *w, char *buf, size_t size, off_t off);
 int mfs_work_write(struct mfs *fs, struct mfs_work *w, const char *buf, size_t size, off_t off);
-int mfs_work_truncate(struct mfs *fs, struct mfs_work *w, off_t size);
+int mfs_work_ftruncate(struct mfs *fs, struct mfs_work *w, off_t size);
 int mfs_work_flush(struct mfs *fs, struct mfs_work *w);
 void mfs_work_release(struct mfs *fs, struct mfs_work *w);
 /* Free without sending (unmount with the file still open). */
 void mfs_work_discard(struct mfs_work *w);
+/* Path operations under work/ (root/ is EROFS; the caller checks the type). */
 int mfs_work_mkdir(struct mfs *fs, const struct mfs_node *n, mode_t mode);
+int mfs_work_remove(struct mfs *fs, const struct mfs_node *n, bool dir);
+int mfs_work_rename(struct mfs *fs, const struct mfs_node *from, const struct mfs_node *to, unsigned flags);
+int mfs_work_chmod(struct mfs *fs, const struct mfs_node *n, mode_t mode);
+int mfs_work_truncate(struct mfs *fs, const struct mfs_node *n, off_t size);
+int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi);
 
 /* ---- operations (ops.c) ------------------------------------------------ */
 

@@ -79,6 +79,9 @@ void mfs_handles_discard_all(struct mfs *fs)
 		case MFS_H_BLOB:
 			blob_free((struct mfs_blob *)h);
 			break;
+		case MFS_H_DIR:
+			mfs_work_releasedir((struct mfs_dir *)h);
+			break;
 		}
 		h = next;
 	}
@@ -162,7 +165,7 @@ static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_in
 		return 0;
 	}
 	case MFS_N_WORK:
-		base_stat(st, 0);
+	case MFS_N_ROOTFS:
 		return mfs_work_getattr(fs, &n, st, fi);
 	}
 	return -ENOENT;
@@ -174,6 +177,10 @@ static int mfs_op_readlink(const char *path, char *buf, size_t size)
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r;
+	/* A guest's link target is never handed to the host kernel, which would
+	 * resolve it on the HOST (INTERFACE.md §3). */
+	if (n.type == MFS_N_WORK || n.type == MFS_N_ROOTFS)
+		return -ELOOP;
 	if (n.type != MFS_N_BYSCOPE_LINK)
 		return -EINVAL;
 	return mfs_byscope_readlink(mfs_get(), &n, buf, size);
@@ -185,6 +192,8 @@ static int mfs_op_mkdir(const char *path, mode_t mode)
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r == -ENOENT ? -EPERM : r;
+	if (n.type == MFS_N_ROOTFS)
+		return -EROFS;
 	if (n.type != MFS_N_WORK)
 		return -EPERM;
 	return mfs_work_mkdir(mfs_get(), &n, mode);
@@ -201,7 +210,15 @@ static int mfs_op_eperm_path(const char *path)
 
 static int mfs_op_unlink(const char *path)
 {
-	return mfs_op_eperm_path(path);
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0 && n.type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (r == 0 && n.type == MFS_N_WORK)
+		return mfs_work_remove(mfs_get(), &n, false);
+	return -EPERM;
 }
 
 static int dispose_errno(const struct mafsbx_dispose_result *res)
@@ -223,6 +240,10 @@ static int mfs_op_rmdir(const char *path)
 	int r = mfs_classify(path, &n);
 	if (r < 0 && r != -ENOENT)
 		return r;
+	if (r == 0 && n.type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (r == 0 && n.type == MFS_N_WORK)
+		return *n.rel ? mfs_work_remove(fs, &n, true) : -EBUSY;
 	if (r < 0 || n.type != MFS_N_SBX_DIR)
 		return -EPERM;
 	const struct mafsbx_sandbox_info *info;
@@ -247,6 +268,7 @@ static int mfs_op_rmdir(const char *path)
 			 res.failures[i].detail ? res.failures[i].detail : "");
 	mafsbx_dispose_result_free(&res);
 	mfs_extra_drop(fs, id);
+	mafsbx_planes_forget(fs->planes, id);
 	mfs_invalidate_sandbox(fs, NULL);
 	return r;
 }
@@ -259,9 +281,17 @@ static int mfs_op_symlink(const char *target, const char *path)
 
 static int mfs_op_rename(const char *from, const char *to, unsigned int flags)
 {
-	(void)to;
-	(void)flags;
-	return mfs_op_eperm_path(from);
+	struct mfs_node a, b;
+	int r = mfs_classify(from, &a);
+	if (r < 0)
+		return r == -ENOENT ? -EPERM : r;
+	if ((r = mfs_classify(to, &b)) < 0)
+		return r == -ENOENT ? -EPERM : r;
+	if (a.type == MFS_N_ROOTFS || b.type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (a.type != MFS_N_WORK || b.type != MFS_N_WORK)
+		return -EPERM;
+	return mfs_work_rename(mfs_get(), &a, &b, flags);
 }
 
 static int mfs_op_link(const char *from, const char *to)
@@ -272,9 +302,16 @@ static int mfs_op_link(const char *from, const char *to)
 
 static int mfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-	(void)mode;
 	(void)fi;
-	return mfs_op_eperm_path(path);
+	struct mfs_node n;
+	int r = mfs_classify(path, &n);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0 && n.type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (r == 0 && n.type == MFS_N_WORK)
+		return mfs_work_chmod(mfs_get(), &n, mode);
+	return -EPERM;
 }
 
 static int mfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
@@ -301,11 +338,15 @@ static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *
 		return 0;
 	}
 	if (h && h->type == MFS_H_WORK)
-		return mfs_work_truncate(fs, (struct mfs_work *)h, size);
+		return mfs_work_ftruncate(fs, (struct mfs_work *)h, size);
 	struct mfs_node n;
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r;
+	if (n.type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (n.type == MFS_N_WORK)
+		return mfs_work_truncate(fs, &n, size);
 	if (n.type == MFS_N_CTL_FILE)
 		return size == 0 ? 0 : -EINVAL;  /* O_TRUNC of `echo req > ctl` */
 	if (is_ro_virtual(n.type))
@@ -315,15 +356,17 @@ static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *
 
 static int mfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-	(void)tv;
 	struct mfs_handle *h = handle_of(fi);
-	/* touch(1) on a file being written: the send stamps its own time. */
-	if (h && (h->type == MFS_H_WORK || h->type == MFS_H_CTL))
+	if (h && h->type == MFS_H_CTL)
 		return 0;
 	struct mfs_node n;
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r;
+	if (n.type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (n.type == MFS_N_WORK)
+		return mfs_work_utimens(mfs_get(), &n, tv, fi);
 	if (n.type == MFS_N_CTL_FILE)
 		return 0;
 	if (is_ro_virtual(n.type))
@@ -398,6 +441,7 @@ static int open_node(const char *path, struct fuse_file_info *fi)
 			return -EACCES;
 		return open_blob(fs, &n, fi);
 	case MFS_N_WORK:
+	case MFS_N_ROOTFS:
 		return mfs_work_open(fs, &n, fi);
 	case MFS_N_BYSCOPE_LINK:
 		return -ELOOP;
@@ -420,6 +464,8 @@ static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *f
 	}
 	if (n.type == MFS_N_CTL_FILE)
 		return mfs_op_open(path, fi);
+	if (n.type == MFS_N_ROOTFS)
+		return -EROFS;
 	if (is_ro_virtual(n.type))
 		return -EACCES;
 	return -EPERM;
@@ -448,6 +494,8 @@ static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, stru
 		memcpy(buf, b->data + off, n);
 		return (int)n;
 	}
+	case MFS_H_DIR:
+		return -EISDIR;
 	}
 	return -EBADF;
 }
@@ -465,6 +513,8 @@ static int mfs_op_write(const char *path, const char *buf, size_t size, off_t of
 		return mfs_work_write(mfs_get(), (struct mfs_work *)h, buf, size, off);
 	case MFS_H_BLOB:
 		return -EACCES;
+	case MFS_H_DIR:
+		return -EISDIR;
 	}
 	return -EBADF;
 }
@@ -505,6 +555,36 @@ static int mfs_op_release(const char *path, struct fuse_file_info *fi)
 	case MFS_H_BLOB:
 		blob_free((struct mfs_blob *)h);
 		break;
+	case MFS_H_DIR:
+		break;   /* releasedir's */
+	}
+	fi->fh = 0;
+	return 0;
+}
+
+static int mfs_op_opendir(const char *path, struct fuse_file_info *fi)
+{
+	struct mfs *fs = mfs_get();
+	struct mfs_node n;
+	fi->fh = 0;
+	int r = mfs_classify(path, &n);
+	if (r < 0)
+		return r;
+	if (n.type != MFS_N_WORK && n.type != MFS_N_ROOTFS)
+		return 0;   /* the virtual directories are listed afresh by readdir */
+	r = mfs_work_opendir(fs, &n, fi);
+	if (r == 0)
+		handle_register(fs, fi);
+	return r;
+}
+
+static int mfs_op_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	struct mfs_handle *h = handle_of(fi);
+	if (h && h->type == MFS_H_DIR) {
+		handle_unregister(mfs_get(), h);
+		mfs_work_releasedir((struct mfs_dir *)h);
 	}
 	fi->fh = 0;
 	return 0;
@@ -521,8 +601,6 @@ static int fill(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type
 static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
 			  struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
-	(void)off;
-	(void)fi;
 	(void)flags;
 	struct mfs *fs = mfs_get();
 	struct mfs_node n;
@@ -551,9 +629,15 @@ static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, o
 		fill(buf, filler, "..", S_IFDIR);
 		fill(buf, filler, "status", S_IFREG);
 		fill(buf, filler, "work", S_IFDIR);
+		fill(buf, filler, "root", S_IFDIR);
 		return 0;
 	case MFS_N_WORK:
-		return mfs_work_readdir(fs, &n, buf, filler);
+	case MFS_N_ROOTFS: {
+		struct mfs_handle *h = handle_of(fi);
+		if (!h || h->type != MFS_H_DIR)
+			return -EBADF;
+		return mfs_work_readdir(fs, (struct mfs_dir *)h, buf, filler, off);
+	}
 	default:
 		return -ENOTDIR;
 	}
@@ -589,7 +673,9 @@ const struct fuse_operations mfs_operations = {
 	.flush = mfs_op_flush,
 	.release = mfs_op_release,
 	.fsync = mfs_op_fsync,
+	.opendir = mfs_op_opendir,
 	.readdir = mfs_op_readdir,
+	.releasedir = mfs_op_releasedir,
 	.create = mfs_op_create,
 	.utimens = mfs_op_utimens,
 };

@@ -19,18 +19,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
 struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image;
-	int cap_drop_all;
+	char *plane, *uid, *gid, *umask;
+	int cap_drop_all, frozen_reads;
+	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
 	int max_threads_seen, entry_timeout_seen, fsname_seen, subtype_seen;
 	int help, version;
 };
 
-enum { KEY_HELP = 1, KEY_VERSION, KEY_MAX_THREADS, KEY_ENTRY_TIMEOUT, KEY_FSNAME, KEY_SUBTYPE };
+enum {
+	KEY_HELP = 1, KEY_VERSION, KEY_MAX_THREADS, KEY_ENTRY_TIMEOUT, KEY_FSNAME, KEY_SUBTYPE,
+	KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_DEV, KEY_SUID,
+};
 
 #define RAW(t, f) { t, offsetof(struct raw_opts, f), 1 }
 
@@ -52,6 +58,11 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("memory=%s", memory),
 	RAW("cpus=%s", cpus),
 	RAW("egress_proxy_image=%s", egress_proxy_image),
+	RAW("plane=%s", plane),
+	RAW("frozen_reads", frozen_reads),
+	RAW("uid=%s", uid),
+	RAW("gid=%s", gid),
+	RAW("umask=%s", umask),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -61,6 +72,10 @@ static const struct fuse_opt raw_spec[] = {
 	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
 	FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
+	FUSE_OPT_KEY("dev", KEY_DEV),
+	FUSE_OPT_KEY("suid", KEY_SUID),
 	FUSE_OPT_END,
 };
 
@@ -87,6 +102,18 @@ static int raw_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	case KEY_SUBTYPE:
 		r->subtype_seen = 1;
 		return 1;
+	case KEY_ALLOW_OTHER:
+		r->allow_other_seen = 1;
+		return 1;
+	case KEY_DEFAULT_PERMISSIONS:
+		r->default_permissions_seen = 1;
+		return 1;
+	case KEY_DEV:
+		r->dev_seen = 1;
+		return 0;
+	case KEY_SUID:
+		r->suid_seen = 1;
+		return 0;
 	default:
 		(void)arg;
 		return 1;
@@ -97,7 +124,7 @@ static void raw_free(struct raw_opts *r)
 {
 	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
-			 &r->egress_proxy_image };
+			 &r->egress_proxy_image, &r->plane, &r->uid, &r->gid, &r->umask };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -264,6 +291,49 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 				       r.cpus);
 		goto out;
 	}
+	if (r.dev_seen || r.suid_seen) {
+		/* A guest's device node or setuid file must never act on the host. */
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o %s is refused: sandbox files are always nodev,nosuid",
+				       r.dev_seen ? "dev" : "suid");
+		goto out;
+	}
+	if (r.plane && mafsbx_plane_mode_parse(r.plane, &o->plane) < 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o plane=%s: expected auto, local or engine", r.plane);
+		goto out;
+	}
+	o->frozen_reads = r.frozen_reads;
+	o->max_read_given = r.max_read != NULL;
+	long v;
+	o->uid = getuid();
+	o->gid = getgid();
+	o->umask = 022;
+	if (r.uid) {
+		if (parse_long(r.uid, 0, UINT32_MAX - 1, &v) < 0) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o uid=%s: expected a numeric user id", r.uid);
+			goto out;
+		}
+		o->uid = (uid_t)v;
+	}
+	if (r.gid) {
+		if (parse_long(r.gid, 0, UINT32_MAX - 1, &v) < 0) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o gid=%s: expected a numeric group id", r.gid);
+			goto out;
+		}
+		o->gid = (gid_t)v;
+	}
+	if (r.umask) {
+		char *end;
+		errno = 0;
+		unsigned long m = strtoul(r.umask, &end, 8);
+		if (!*r.umask || *end || errno || m > 0777) {
+			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o umask=%s: expected an octal mask up to 0777",
+					       r.umask);
+			goto out;
+		}
+		o->umask = (mode_t)m;
+	}
+	o->allow_other = r.allow_other_seen;
+	o->default_permissions_given = r.default_permissions_seen;
 	o->host = take(&r.host);
 	o->context = take(&r.context);
 	o->image = take(&r.image);
@@ -313,6 +383,13 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o cpus=N              CPU limit of new sandboxes\n"
 		"    -o egress_proxy_image=IMAGE\n"
 		"                           enables allowlist egress through that proxy\n"
+		"    -o plane=auto|local|engine\n"
+		"                           how sandbox files are reached (default auto: local\n"
+		"                           where the engine runs on this host)\n"
+		"    -o frozen_reads        local plane: copy each read under one freeze\n"
+		"    -o uid=N, -o gid=N, -o umask=M\n"
+		"                           owner and mode mask shown for sandbox files\n"
+		"                           (default: the mounting user, 022)\n"
 		"    -o max_threads=N       FUSE worker threads (default %u here)\n"
 		"    -h, --help             this text\n"
 		"    -V, --version          the version\n"

@@ -2,7 +2,7 @@
  * status.c: the read-only JSON files (INTERFACE.md §2).
  *
  *   NAME/status         name, id, state, paused, created, image, key, kind,
- *                       work_dir, outputs, capabilities, egress
+ *                       work_dir, outputs, capabilities, egress, plane (and plane_reason)
  *   .ctl/declarations   the backend's declarations (sandbox.h)
  *   .ctl/engine         endpoint, server version, API version, os
  *
@@ -112,6 +112,15 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	json_object_set_new(o, "outputs", outputs);
 	json_object_set_new(o, "capabilities", caps ? json_incref(caps) : json_array());
 	json_object_set_new(o, "egress", json_string(egress_of(&info)));
+	if (fs->planes) {
+		char why[256];
+		struct mafsbx_plane_target pt = { .id = info.id, .name = info.name,
+						 .work_dir = info.work_dir ? info.work_dir : MAFSBX_DEFAULT_WORK_DIR };
+		enum mafsbx_plane_kind k = mafsbx_plane_which(fs->planes, &pt, why, sizeof(why));
+		json_object_set_new(o, "plane", json_string(k == MAFSBX_PK_LOCAL ? "local" : "engine"));
+		if (k == MAFSBX_PK_ENGINE)
+			json_object_set_new(o, "plane_reason", json_string(why));
+	}
 	r = dump_text(o, text, len, err);
 out:
 	mfs_strv_free(paths);

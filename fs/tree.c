@@ -4,7 +4,7 @@
  *   /                          root
  *   /.ctl, /.ctl/{acquire,dispose,exec,declarations,engine}
  *   /by-scope[/S[/T[/A[/KIND]]]]
- *   /NAME, /NAME/status, /NAME/work[/REL]
+ *   /NAME, /NAME/status, /NAME/work[/REL], /NAME/root[/REL]
  *
  * Pure text work: whether NAME exists, or REL exists in the guest, is
  * decided by the callers. A component over 255 bytes is ENAMETOOLONG and a
@@ -118,6 +118,13 @@ int mfs_classify(const char *path, struct mfs_node *n)
 	}
 	if (!strncmp(rest, "work", 4) && (rest[4] == '\0' || rest[4] == '/')) {
 		n->type = MFS_N_WORK;
+		n->rel = rest[4] ? rest + 5 : rest + 4;
+		if (strchr(n->rel, '\\'))
+			return -EINVAL;
+		return 0;
+	}
+	if (!strncmp(rest, "root", 4) && (rest[4] == '\0' || rest[4] == '/')) {
+		n->type = MFS_N_ROOTFS;
 		n->rel = rest[4] ? rest + 5 : rest + 4;
 		if (strchr(n->rel, '\\'))
 			return -EINVAL;

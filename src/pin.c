@@ -46,6 +46,27 @@ static void proc_open_once(void)
 	proc_fd = fd;
 }
 
+int mafsbx_proc_fd_path(int opath_fd, int *dirfd, char *name, size_t size)
+{
+	pthread_once(&proc_once, proc_open_once);
+	if (proc_fd < 0)
+		return -(proc_errno ? proc_errno : EXDEV);
+	*dirfd = proc_fd;
+	snprintf(name, size, "thread-self/fd/%d", opath_fd);
+	return 0;
+}
+
+int mafsbx_reopen(int opath_fd, int flags)
+{
+	int dirfd;
+	char name[48];
+	int r = mafsbx_proc_fd_path(opath_fd, &dirfd, name, sizeof(name));
+	if (r < 0)
+		return r;
+	int fd = openat(dirfd, name, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 static int read_small(int dirfd, const char *name, char *buf, size_t size)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

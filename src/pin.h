@@ -77,6 +77,16 @@ int mafsbx_pin_host_gid(const struct mafsbx_pin *p, gid_t guest, gid_t *host);
 int mafsbx_pin_guest_uid(const struct mafsbx_pin *p, uid_t host, uid_t *guest);
 int mafsbx_pin_guest_gid(const struct mafsbx_pin *p, gid_t host, gid_t *guest);
 
+/*
+ * Re-open an O_PATH handle through /proc/thread-self/fd (checked procfs)
+ * with `flags` (O_CLOEXEC is added): the same inode, with the permission
+ * check of the calling thread's credentials. Callers check the type first:
+ * never re-open a fifo or a device from the host. A new fd or -errno.
+ */
+int mafsbx_reopen(int opath_fd, int flags);
+/* Run fn(dirfd, name) on the magic link of an O_PATH handle (chmod, utimensat). */
+int mafsbx_proc_fd_path(int opath_fd, int *dirfd, char *name, size_t size);
+
 /* Parse one /proc/PID/{uid,gid}_map text. 0 or -EINVAL. Pure; unit-tested. */
 int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max, size_t *n);
 /* True when the text of /proc/PID/cgroup names the 64-hex container ID as a

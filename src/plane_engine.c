@@ -1,0 +1,316 @@
+/*
+ * plane_engine.c: a sandbox's files reached through the engine, the
+ * upstream way (plane.h, INTERFACE.md §3 "Engine plane"): the frozen stat,
+ * read and write of files.h, a read spooled whole into a memfd under one
+ * freeze, a write collected in a memfd and sent as one tar on commit, and
+ * removals as upstream `remove` does them (an `rm` run in the guest, at the
+ * guest's authority, after the frozen ancestor check).
+ *
+ * Spools are counted against the planes' spool budget, so the number of
+ * open files cannot make the daemon hold unbounded memory.
+ */
+#include "plane_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "files.h"
+#include "log.h"
+#include "names.h"
+#include "sandbox.h"
+#include "spec.h"
+
+#define ENGINE_REMOVE_TIMEOUT_MS 60000
+
+static void files_target(const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+			 struct mafsbx_files_target *ft)
+{
+	memset(ft, 0, sizeof(*ft));
+	ft->container = t->id;
+	ft->work_dir = base == MAFSBX_BASE_ROOT ? "/" : t->work_dir ? t->work_dir : MAFSBX_DEFAULT_WORK_DIR;
+}
+
+static int from_fstat(const struct mafsbx_fstat *f, const char *rel, struct mafsbx_pstat *out,
+		      struct mafsbx_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	switch (f->kind) {
+	case MAFSBX_FK_ABSENT:
+		return mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "stat %s: no such file or directory", rel);
+	case MAFSBX_FK_FILE: out->type = MAFSBX_PT_FILE; out->size = f->size; out->nlink = 1; break;
+	case MAFSBX_FK_DIR: out->type = MAFSBX_PT_DIR; out->nlink = 2; break;
+	case MAFSBX_FK_SYMLINK: out->type = MAFSBX_PT_SYMLINK; out->nlink = 1; break;
+	case MAFSBX_FK_OTHER: out->type = MAFSBX_PT_OTHER; out->nlink = 1; break;
+	}
+	out->mode = f->mode & 07777;
+	out->atime = out->mtime = out->ctime = f->mtime;
+	return 0;
+}
+
+int engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+		const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err)
+{
+	if (!*rel) {
+		/* The work dir (made at acquire) or `/`: a directory, no freeze for it. */
+		memset(out, 0, sizeof(*out));
+		out->type = MAFSBX_PT_DIR;
+		out->mode = 0755;
+		out->nlink = 2;
+		return 0;
+	}
+	struct mafsbx_files_target ft;
+	files_target(t, base, &ft);
+	struct mafsbx_fstat f;
+	memset(&f, 0, sizeof(f));
+	int r = mafsbx_files_stat(ps->fz, &ft, rel, 0, &f, err);
+	return r < 0 ? r : from_fstat(&f, rel, out, err);
+}
+
+int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+		   const char *rel, const char *const *candidates, size_t n, struct mafsbx_error *err)
+{
+	if (!n)
+		return 0;
+	d->names = calloc(n, sizeof(*d->names));
+	d->stats = calloc(n, sizeof(*d->stats));
+	char **full = calloc(n, sizeof(*full));
+	struct mafsbx_fstat *outs = calloc(n, sizeof(*outs));
+	int *rcs = calloc(n, sizeof(*rcs));
+	int r = 0;
+	if (!d->names || !d->stats || !full || !outs || !rcs) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t fl = strlen(rel) + strlen(candidates[i]) + 2;
+		if (!(full[i] = malloc(fl))) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto out;
+		}
+		snprintf(full[i], fl, "%s%s%s", rel, *rel ? "/" : "", candidates[i]);
+	}
+	struct mafsbx_files_target ft;
+	files_target(t, base, &ft);
+	r = mafsbx_files_stat_many(d->ps->fz, &ft, (const char *const *)full, n, 0, outs, rcs, NULL, err);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (rcs[i] < 0 || from_fstat(&outs[i], full[i], &d->stats[d->n], NULL) < 0)
+			continue;
+		if (!(d->names[d->n] = strdup(candidates[i]))) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			goto out;
+		}
+		d->n++;
+	}
+out:
+	for (size_t i = 0; full && i < n; i++)
+		free(full[i]);
+	free(full);
+	free(outs);
+	free(rcs);
+	return r;
+}
+
+/* Fetch a guest file into `fd` under one freeze. */
+static int spool_in(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+		    const char *rel, uint64_t max_bytes, int fd, struct mafsbx_read_info *ri, struct mafsbx_error *err)
+{
+	struct mafsbx_files_target ft;
+	files_target(t, base, &ft);
+	memset(ri, 0, sizeof(*ri));
+	return mafsbx_files_read(ps->fz, &ft, rel, max_bytes, fd, NULL, 0, ri, err);
+}
+
+int engine_copy_frozen(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+		       const char *rel, uint64_t max_bytes, int fd, struct mafsbx_error *err)
+{
+	struct mafsbx_read_info ri;
+	return spool_in(ps, t, base, rel, max_bytes, fd, &ri, err);
+}
+
+static int file_ids(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
+		    struct mafsbx_error *err)
+{
+	snprintf(f->id, sizeof(f->id), "%s", t->id);
+	f->name = strdup(t->name ? t->name : "");
+	f->work_dir = strdup(t->work_dir ? t->work_dir : MAFSBX_DEFAULT_WORK_DIR);
+	f->rel = strdup(rel);
+	f->fd = memfd_create("mafsbxfs-spool", MFD_CLOEXEC);
+	if (!f->name || !f->work_dir || !f->rel)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (f->fd < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "memfd: %s", strerror(errno));
+	return 0;
+}
+
+/* After a fill: the spool's size, counted against the budget. */
+static int account_fill(struct mafsbx_plane_file *f, const struct mafsbx_read_info *ri, struct mafsbx_error *err)
+{
+	off_t end = lseek(f->fd, 0, SEEK_END);
+	f->size = end > 0 ? (uint64_t)end : 0;
+	f->mode = ri->mode & 07777;
+	f->mtime.tv_sec = ri->mtime;
+	f->mtime.tv_nsec = 0;
+	return plane_spool_grow(f->ps, &f->accounted, f->size, err);
+}
+
+int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t,
+		     enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err)
+{
+	int r = file_ids(f, t, rel, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_read_info ri;
+	r = spool_in(f->ps, t, base, rel, max_bytes, f->fd, &ri, err);
+	return r < 0 ? r : account_fill(f, &ri, err);
+}
+
+int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
+		      mode_t mode, struct mafsbx_error *err)
+{
+	int r = file_ids(f, t, rel, err);
+	if (r < 0)
+		return r;
+	f->mode = 0644;
+	if (f->flags & MAFSBX_PW_EXCL) {
+		/* create(): the kernel found nothing there; the send decides. */
+		f->mode = mode & 07777;
+		f->dirty = true;
+		return 0;
+	}
+	if (!(f->flags & MAFSBX_PW_TRUNC)) {
+		struct mafsbx_read_info ri;
+		r = spool_in(f->ps, t, MAFSBX_BASE_WORK, rel, f->max_bytes, f->fd, &ri, err);
+		if (r < 0 && err && err->kind == MAFSBX_EK_NO_PATH && (f->flags & MAFSBX_PW_CREATE)) {
+			f->mode = mode & 07777;
+			f->dirty = true;
+			return 0;
+		}
+		return r < 0 ? r : account_fill(f, &ri, err);
+	}
+	/* Truncated: keep the mode of what is there; the content goes. */
+	struct mafsbx_pstat st;
+	r = engine_stat(f->ps, t, MAFSBX_BASE_WORK, rel, &st, err);
+	f->dirty = true;
+	if (r < 0 && err && err->kind == MAFSBX_EK_NO_PATH && (f->flags & MAFSBX_PW_CREATE)) {
+		f->mode = mode & 07777;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (st.type == MAFSBX_PT_FILE) {
+		f->mode = st.mode;
+		return 0;
+	}
+	if (st.type == MAFSBX_PT_DIR)
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EISDIR, "IsADirectoryError", "write %s: is a directory",
+					     rel);
+	if (st.type == MAFSBX_PT_SYMLINK)
+		return mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "write %s: a symbolic link is never written through",
+					rel);
+	return mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "write %s: not a regular file", rel);
+}
+
+int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
+{
+	if (!f->dirty)
+		return 0;
+	f->dirty = false;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	bool resolved = false;
+	/* Outside any freeze: the identity may need an exec in the guest. */
+	int r = mafsbx_sandbox_identity(f->ps->backend, f->name, &uid, &gid, &resolved, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir, .uid = uid, .gid = gid };
+	return mafsbx_files_write_fd(f->ps->fz, &t, f->rel, f->fd, f->size, f->mode ? f->mode : 0644, 0, err);
+}
+
+int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
+		 struct mafsbx_error *err)
+{
+	uid_t uid = 0;
+	gid_t gid = 0;
+	bool resolved = false;
+	int r = mafsbx_sandbox_identity(ps->backend, t->name, &uid, &gid, &resolved, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_files_target ft;
+	files_target(t, MAFSBX_BASE_WORK, &ft);
+	ft.uid = uid;
+	ft.gid = gid;
+	return mafsbx_files_mkdir(ps->fz, &ft, rel, mode & 07777, 0, err);
+}
+
+/* Map `rm`/`rmdir`'s complaint to the errno a filesystem would give. */
+static int remove_failure(const struct mafsbx_exec_result *res, const char *rel, struct mafsbx_error *err)
+{
+	char msg[512];
+	size_t n = res->err_len < sizeof(msg) - 1 ? res->err_len : sizeof(msg) - 1;
+	memcpy(msg, res->err ? (const char *)res->err : "", n);
+	msg[n] = '\0';
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	int e = EIO;
+	if (strstr(msg, "not empty"))
+		e = ENOTEMPTY;
+	else if (strstr(msg, "ermission denied") || strstr(msg, "not permitted"))
+		e = EACCES;
+	else if (strstr(msg, "No such file"))
+		e = ENOENT;
+	else if (strstr(msg, "Is a directory"))
+		e = EISDIR;
+	else if (strstr(msg, "Not a directory"))
+		e = ENOTDIR;
+	else if (strstr(msg, "busy"))
+		e = EBUSY;
+	return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, "OSError", "could not remove %s: exit %d: %s", rel,
+				     res->exit_code, msg);
+}
+
+int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
+		  struct mafsbx_error *err)
+{
+	/* The frozen ancestor check first: a link or a non-directory above refuses. */
+	struct mafsbx_pstat st;
+	int r = engine_stat(ps, t, MAFSBX_BASE_WORK, rel, &st, err);
+	if (r < 0)
+		return r;
+	if (dir && st.type != MAFSBX_PT_DIR)
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "rmdir %s: not a directory", rel);
+	if (!dir && st.type == MAFSBX_PT_DIR)
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EISDIR, "IsADirectoryError",
+					     "unlink %s: is a directory", rel);
+	/* As upstream's remove: the guest's own rm, as the image user, from the
+	 * work dir; a link operand is unlinked, never followed. */
+	char *argv[5] = { dir ? "rmdir" : "rm", dir ? "--" : "-f", NULL, NULL, NULL };
+	char *operand = strdup(rel);
+	if (!operand)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (dir) {
+		argv[2] = operand;
+	} else {
+		argv[2] = "--";
+		argv[3] = operand;
+	}
+	struct mafsbx_exec_spec spec = {
+		.sandbox = (char *)t->name,
+		.argv = argv,
+		.argc = dir ? 3 : 4,
+		.cwd = ".",
+		.timeout_ms = ENGINE_REMOVE_TIMEOUT_MS,
+	};
+	struct mafsbx_exec_result res;
+	r = mafsbx_sandbox_exec(ps->backend, &spec, &res, err);
+	if (r == 0 && res.exit_code != 0)
+		r = remove_failure(&res, rel, err);
+	mafsbx_exec_result_free(&res);
+	free(operand);
+	return r;
+}

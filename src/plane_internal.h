@@ -1,0 +1,137 @@
+/*
+ * plane_internal.h: private to plane.c, plane_local.c and plane_engine.c.
+ * The registry of pinned containers and the per-plane halves of the open
+ * objects. Nothing outside those files includes this.
+ */
+#ifndef MAFSBX_PLANE_INTERNAL_H
+#define MAFSBX_PLANE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "guestcred.h"
+#include "pin.h"
+#include "plane.h"
+
+#define PLANE_WHY_MAX 256
+
+/* One container instance as the registry knows it: pinned (local) or the
+ * engine's, with the reason. Entries are refcounted: a call or an open
+ * object holds one; a dead pin is unlinked at once and freed by the last
+ * holder. */
+struct plane_entry {
+	struct plane_entry *next;
+	char id[65];
+	struct mafsbx_pin *pin;      /* NULL: the engine plane serves this container */
+	char why[PLANE_WHY_MAX];     /* engine: why not local */
+	unsigned refs;
+	bool linked;
+	long long used_ms;
+};
+
+struct mafsbx_planes {
+	struct mafsbx_engine *engine;
+	struct mafsbx_freezer *fz;
+	struct mafsbx_backend *backend;
+	struct mafsbx_plane_config cfg;
+	pthread_mutex_t mu;          /* guards entries, n_entries, every entry's refs/linked */
+	struct plane_entry *entries;
+	size_t n_entries;
+	atomic_uint_fast64_t spool_used;  /* bytes held by engine-plane spools */
+};
+
+struct mafsbx_plane_dir {
+	bool local;
+	/* local */
+	void *dirp;                  /* DIR * of the guest directory */
+	uint64_t mnt_id;             /* the directory's mount: entries on another are not listed */
+	const struct mafsbx_pin *pin;
+	/* engine: a fixed list made at open */
+	char **names;
+	struct mafsbx_pstat *stats;
+	size_t n;
+	struct plane_entry *entry;
+	struct mafsbx_planes *ps;
+};
+
+struct mafsbx_plane_file {
+	bool local;
+	bool writable;
+	unsigned flags;
+	pthread_mutex_t mu;          /* the state below (FUSE may read/write one handle from two threads) */
+	int fd;                      /* local: the file or the temporary; engine: the spool (memfd) */
+	int failed;                  /* a refused write (positive errno): commit reports it, nothing is sent */
+	bool dirty;
+	uint64_t max_bytes;
+	struct mafsbx_planes *ps;
+	struct plane_entry *entry;
+	/* local writes */
+	int parent;                  /* O_PATH of the directory holding the target */
+	char *leaf;
+	char tmp[40];                /* the temporary's name while uncommitted, else "" */
+	bool inplace;                /* writes go to the target itself (new file, or after the first commit) */
+	struct mafsbx_guestcred cred;
+	/* engine */
+	char id[65];
+	char *name, *work_dir, *rel;
+	mode_t mode;
+	uint64_t size;               /* bytes in the spool */
+	uint64_t accounted;          /* bytes of spool_used this file holds */
+	struct timespec mtime;
+};
+
+/* ---- plane.c ------------------------------------------------------------- */
+/* Path text check shared by both planes: no empty, "." or ".." component. */
+int plane_rel_check(const char *rel, struct mafsbx_error *err);
+/* The guest identity as host credentials for a pinned container. */
+int plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
+		     struct mafsbx_guestcred *out, struct mafsbx_error *err);
+/* Spool accounting: reserve `more` bytes (EK_NOMEM ENOMEM past the budget). */
+int plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err);
+void plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted);
+
+/* ---- plane_local.c ------------------------------------------------------- */
+int local_stat(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+	       enum mafsbx_plane_base base, const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err);
+int local_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		  enum mafsbx_plane_base base, const char *rel, struct mafsbx_error *err);
+int local_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane_dir_fn fn, void *ctx);
+void local_closedir(struct mafsbx_plane_dir *d);
+int local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		    enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err);
+int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
+		     const struct mafsbx_plane_target *t, const char *rel, mode_t mode, struct mafsbx_error *err);
+int local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
+void local_close(struct mafsbx_plane_file *f);
+int local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		const char *rel, mode_t mode, struct mafsbx_error *err);
+int local_remove(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		 const char *rel, bool dir, struct mafsbx_error *err);
+int local_rename(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		 const char *from, const char *to, unsigned flags, struct mafsbx_error *err);
+int local_chmod(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		const char *rel, mode_t mode, struct mafsbx_error *err);
+int local_truncate(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		   const char *rel, uint64_t size, struct mafsbx_error *err);
+int local_utimens(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+		  const char *rel, const struct timespec ts[2], struct mafsbx_error *err);
+
+/* ---- plane_engine.c ------------------------------------------------------ */
+int engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+		const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err);
+int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+		   const char *rel, const char *const *candidates, size_t n, struct mafsbx_error *err);
+int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t,
+		     enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err);
+int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
+		      mode_t mode, struct mafsbx_error *err);
+int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
+int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
+		 struct mafsbx_error *err);
+int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
+		  struct mafsbx_error *err);
+/* Copy a guest file under one freeze into `fd` (a memfd): frozen_reads on the local plane. */
+int engine_copy_frozen(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+		       const char *rel, uint64_t max_bytes, int fd, struct mafsbx_error *err);
+
+#endif
