@@ -120,6 +120,9 @@ static void *mfs_op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* Paths are how every node is found; inode numbers are libfuse's. */
 	cfg->nullpath_ok = 0;
 	cfg->use_ino = 0;
+	/* An open file keeps its own descriptor (local) or spool (engine): an
+	 * unlink while it is open needs no .fuse_hidden rename in the guest. */
+	cfg->hard_remove = 1;
 	return mfs_get();
 }
 

@@ -320,13 +320,68 @@ int mfs_work_ftruncate(struct mfs *fs, struct mfs_work *w, off_t size)
 	return mafsbx_plane_ftruncate(w->f, (uint64_t)size);
 }
 
+/*
+ * True when the process closing the file is being killed by a signal. A
+ * close from exit_files() runs after do_exit() stored the exit code, which
+ * /proc/PID/stat shows (field 52); the low 7 bits are the killing signal.
+ * A writer killed mid-stream must leave the old file whole, not replace it
+ * with what it managed to write (INTERFACE.md §3).
+ */
+static bool caller_killed(void)
+{
+	struct fuse_context *cx = fuse_get_context();
+	if (!cx || cx->pid <= 0)
+		return false;
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)cx->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+	if (!p)
+		return false;
+	/* p points before field 3; the exit code is field 52. */
+	int field = 2;
+	long long v = 0, flags = 0;
+	for (const char *q = p + 1; *q; q++) {
+		if (*q != ' ')
+			continue;
+		field++;
+		if (field == 9)
+			flags = strtoll(q + 1, NULL, 10);
+		if (field == 52) {
+			v = strtoll(q + 1, NULL, 10);
+			break;
+		}
+	}
+	/* PF_EXITING (0x4): the close comes from the exit path. */
+	return (flags & 0x4) && (v & 0x7f) != 0;
+}
+
+static int work_commit(struct mfs *fs, struct mfs_work *w, bool last);
+
 int mfs_work_flush(struct mfs *fs, struct mfs_work *w)
+{
+	return work_commit(fs, w, false);
+}
+
+static int work_commit(struct mfs *fs, struct mfs_work *w, bool last)
 {
 	if (!mafsbx_plane_file_writable(w->f))
 		return 0;
+	if (caller_killed()) {
+		log_info("write %s/work/%s: the writer was killed; the file is left as it was", w->name, w->rel);
+		mafsbx_plane_abandon(w->f);
+		return 0;
+	}
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	int r = mafsbx_plane_commit(w->f, &e);
+	int r = mafsbx_plane_commit(w->f, last, &e);
 	if (r < 0) {
 		log_warn("write %s/work/%s: %s", w->name, w->rel, e.message);
 		return e.err > 0 ? -e.err : r;
@@ -339,7 +394,7 @@ void mfs_work_release(struct mfs *fs, struct mfs_work *w)
 {
 	if (!w)
 		return;
-	mfs_work_flush(fs, w);
+	work_commit(fs, w, true);
 	mfs_work_discard(w);
 }
 

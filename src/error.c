@@ -141,6 +141,8 @@ const char *mafsbx_errno_name(int err)
 	case ENAMETOOLONG: return "ENAMETOOLONG";
 	case ENOSYS: return "ENOSYS";
 	case ENOTEMPTY: return "ENOTEMPTY";
+	case EXDEV: return "EXDEV";
+	case EMFILE: return "EMFILE";
 	case ELOOP: return "ELOOP";
 	case EMSGSIZE: return "EMSGSIZE";
 	case EOPNOTSUPP: return "EOPNOTSUPP";

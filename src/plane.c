@@ -549,6 +549,10 @@ ssize_t mafsbx_plane_pwrite(struct mafsbx_plane_file *f, const void *buf, size_t
 	if (f->flags & MAFSBX_PW_APPEND)
 		off = f->local ? fd_size(f->fd) : f->size;
 	ssize_t n;
+	if (f->abandoned) {
+		n = -EBADF;
+		goto out;
+	}
 	if (off > INT64_MAX || (f->max_bytes && off + size > f->max_bytes)) {
 		/* Never send a partial file in place of the one the caller meant. */
 		f->failed = EFBIG;
@@ -575,6 +579,7 @@ ssize_t mafsbx_plane_pwrite(struct mafsbx_plane_file *f, const void *buf, size_t
 	}
 	if (n > 0) {
 		f->dirty = true;
+		f->written = true;
 		if (off + (uint64_t)n > f->size)
 			f->size = off + (uint64_t)n;
 		clock_gettime(CLOCK_REALTIME, &f->mtime);
@@ -601,6 +606,7 @@ int mafsbx_plane_ftruncate(struct mafsbx_plane_file *f, uint64_t size)
 	} else {
 		f->size = size;
 		f->dirty = true;
+		f->written = true;
 		clock_gettime(CLOCK_REALTIME, &f->mtime);
 	}
 	pthread_mutex_unlock(&f->mu);
@@ -635,21 +641,36 @@ int mafsbx_plane_fstat(struct mafsbx_plane_file *f, struct mafsbx_pstat *out)
 	return 0;
 }
 
-int mafsbx_plane_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
+int mafsbx_plane_commit(struct mafsbx_plane_file *f, bool last, struct mafsbx_error *err)
 {
 	if (!f->writable)
 		return 0;
 	pthread_mutex_lock(&f->mu);
 	int r;
-	if (f->failed) {
+	if (f->abandoned || (!last && !f->written)) {
+		/* Nothing written since the last commit: a close of a duplicate
+		 * (a shell's dup2 + close before it writes) must not publish an
+		 * empty file in place of the old one; the last close will. */
+		r = 0;
+	} else if (f->failed) {
 		f->dirty = false;
 		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, f->failed, NULL, "an earlier write failed (%s): "
 					  "nothing was sent", strerror(f->failed));
 	} else {
 		r = f->local ? local_commit(f, err) : engine_commit(f, err);
+		if (r == 0)
+			f->written = false;
 	}
 	pthread_mutex_unlock(&f->mu);
 	return r;
+}
+
+void mafsbx_plane_abandon(struct mafsbx_plane_file *f)
+{
+	pthread_mutex_lock(&f->mu);
+	f->dirty = false;
+	f->abandoned = true;
+	pthread_mutex_unlock(&f->mu);
 }
 
 void mafsbx_plane_close(struct mafsbx_plane_file *f)

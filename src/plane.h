@@ -161,8 +161,17 @@ ssize_t mafsbx_plane_pwrite(struct mafsbx_plane_file *f, const void *buf, size_t
 int mafsbx_plane_ftruncate(struct mafsbx_plane_file *f, uint64_t size);
 /* The open file's attributes (its current size and times). */
 int mafsbx_plane_fstat(struct mafsbx_plane_file *f, struct mafsbx_pstat *out);
-/* Make what was written visible at its path (flush/fsync/close). No-op when clean. */
-int mafsbx_plane_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
+/*
+ * Make what was written visible at its path. `last` is the last close
+ * (release): everything pending is committed. Otherwise (flush of one of
+ * several descriptors, fsync) only when bytes were written since the last
+ * commit, so a descriptor closed before anything was written (a shell's
+ * redirection) does not publish an empty file. No-op when clean.
+ */
+int mafsbx_plane_commit(struct mafsbx_plane_file *f, bool last, struct mafsbx_error *err);
+/* Drop what was written and not committed (a writer killed mid-stream):
+ * commit does nothing from now on and close removes the temporary. */
+void mafsbx_plane_abandon(struct mafsbx_plane_file *f);
 /* Close; an uncommitted write is dropped (the target stays as it was). */
 void mafsbx_plane_close(struct mafsbx_plane_file *f);
 bool mafsbx_plane_file_writable(const struct mafsbx_plane_file *f);

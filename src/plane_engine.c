@@ -73,6 +73,17 @@ int engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, e
 int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		   const char *rel, const char *const *candidates, size_t n, struct mafsbx_error *err)
 {
+	if (*rel) {
+		/* Listing a link, or through one, is refused like any other use. */
+		struct mafsbx_pstat st;
+		int c = engine_stat(d->ps, t, base, rel, &st, err);
+		if (c < 0)
+			return c;
+		if (st.type == MAFSBX_PT_SYMLINK)
+			return mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "list %s: a symbolic link is never followed", rel);
+		if (st.type != MAFSBX_PT_DIR)
+			return mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "list %s: not a directory", rel);
+	}
 	if (!n)
 		return 0;
 	d->names = calloc(n, sizeof(*d->names));

@@ -62,6 +62,8 @@ struct mafsbx_plane_file {
 	int fd;                      /* local: the file or the temporary; engine: the spool (memfd) */
 	int failed;                  /* a refused write (positive errno): commit reports it, nothing is sent */
 	bool dirty;
+	bool written;                /* bytes written or an explicit truncate since the last commit */
+	bool abandoned;              /* the writer died by a signal: never commit */
 	uint64_t max_bytes;
 	struct mafsbx_planes *ps;
 	struct plane_entry *entry;

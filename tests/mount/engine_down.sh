@@ -11,6 +11,9 @@
 # everything works again without remounting, and no container is left
 # frozen.
 . "$(dirname "$0")/lib.sh"
+# What an unreachable engine does to file calls: the engine plane (the local plane
+# serves a pinned sandbox without the engine; files_local.sh shows that).
+PLANE=engine
 require_env
 
 case "${DOCKER_HOST:-unix:///var/run/docker.sock}" in

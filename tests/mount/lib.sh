@@ -15,6 +15,9 @@ set -u
 : "${MAFSBXFS:?MAFSBXFS must name the mafsbxfs binary}"
 : "${MFS_TOOL:?MFS_TOOL must name the mfs_tool binary}"
 IMAGE=${MAFSBX_TEST_IMAGE:-mafsbx/busybox:latest}
+# The file plane a test runs on: meson runs the plane-sensitive tests once
+# per plane (MAFSBX_TEST_PLANE=local|engine); mount_fs passes it on.
+PLANE=${MAFSBX_TEST_PLANE:-local}
 TESTNAME=$(basename "$0" .sh)
 T=$(mktemp -d "/tmp/mafsbxfs-$TESTNAME.XXXXXX")
 SCOPE="mafsbxtest-fs-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
@@ -55,7 +58,7 @@ mount_fs() {
 	shift
 	mkdir -p "$mnt"
 	local logf="$T/daemon.$(basename "$mnt").log"
-	"$MAFSBXFS" -f "$@" "$mnt" >>"$logf" 2>&1 &
+	"$MAFSBXFS" -f -o "plane=$PLANE" "$@" "$mnt" >>"$logf" 2>&1 &
 	DAEMON_PID=$!
 	DAEMONS+=("$DAEMON_PID:$mnt:$logf")
 	local i

@@ -7,7 +7,7 @@
  *   mfs_tool image REF                 0 when the image exists
  *   mfs_tool ctl PATH JSON             one .ctl transaction: prints "OK" or the
  *                                      write's errno name, then the reply line
- *   mfs_tool try OP PATH [ARG]         stat | read | write TEXT | mkdir | unlink |
+ *   mfs_tool try OP PATH [ARG]         stat | read | write TEXT | mkdir | unlink | rmdir | rename [TO] |
  *                                      readdir | readlink: prints "OK" (read:
  *                                      "OK <bytes>") or the errno name
  *   mfs_tool preads PATH LEN OFF...    one open, then pread LEN bytes at each
@@ -24,6 +24,11 @@
  *   mfs_tool fwd LISTEN TARGET         relay a unix socket to another (a stand-in
  *                                      engine socket a test can stop and start)
  *   mfs_tool errname N                 errno name of a number
+ *   mfs_tool race DIR STOPFILE         until STOPFILE exists (or 600 s): read,
+ *                                      lstat, list, write and remove DIR/passwd
+ *                                      and DIR/out; prints "iterations N reads R
+ *                                      leaks L": a leak is read content or a
+ *                                      listed name that is not DIR's own
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +43,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -130,6 +137,16 @@ static int cmd_try(const char *op, const char *path, const char *arg)
 		}
 	} else if (!strcmp(op, "mkdir")) {
 		if (mkdir(path, 0755) < 0)
+			err = errno;
+	} else if (!strcmp(op, "rmdir")) {
+		if (rmdir(path) < 0)
+			err = errno;
+	} else if (!strcmp(op, "rename")) {
+		char to[4096];
+		snprintf(to, sizeof(to), "%s", arg ? arg : path);
+		if (!arg)
+			strncat(to, ".renamed", sizeof(to) - strlen(to) - 1);
+		if (rename(path, to) < 0)
 			err = errno;
 	} else if (!strcmp(op, "unlink")) {
 		if (unlink(path) < 0)
@@ -455,6 +472,58 @@ static int cmd_fwd(const char *listen_path, const char *target)
 	return 0;
 }
 
+/* The race: DIR is, in turn, a guest directory holding only "passwd" (with
+ * the text "inside") and a link to somewhere else. Whatever the timing, only
+ * DIR's own bytes and names may be seen, and writes land only in DIR. */
+static int cmd_race(const char *dir, const char *stopfile)
+{
+	char pw[4096], out[4096];
+	snprintf(pw, sizeof(pw), "%s/passwd", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	unsigned long iters = 0, reads = 0, leaks = 0, writes = 0;
+	time_t end = time(NULL) + 600;
+	struct stat st;
+	while (access(stopfile, F_OK) != 0 && time(NULL) < end) {
+		iters++;
+		int fd = open(pw, O_RDONLY);
+		if (fd >= 0) {
+			char buf[256];
+			ssize_t n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n >= 0) {
+				buf[n] = '\0';
+				reads++;
+				if (strcmp(buf, "inside\n")) {
+					leaks++;
+					fprintf(stderr, "race: read %zd bytes that are not DIR's: %.40s\n", n, buf);
+				}
+			}
+		}
+		(void)lstat(pw, &st);
+		DIR *d = opendir(dir);
+		if (d) {
+			struct dirent *de;
+			while ((de = readdir(d))) {
+				if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, "passwd") &&
+				    strcmp(de->d_name, "out")) {
+					leaks++;
+					fprintf(stderr, "race: listed %s, not DIR's\n", de->d_name);
+				}
+			}
+			closedir(d);
+		}
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			if (write(fd, "x", 1) == 1)
+				writes++;
+			close(fd);
+		}
+		(void)unlink(out);
+	}
+	printf("iterations %lu reads %lu writes %lu leaks %lu\n", iters, reads, writes, leaks);
+	return leaks ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -493,6 +562,8 @@ int main(int argc, char **argv)
 		return cmd_rm_scope(argv[2]);
 	if (!strcmp(cmd, "fwd") && argc == 4)
 		return cmd_fwd(argv[2], argv[3]);
+	if (!strcmp(cmd, "race") && argc == 4)
+		return cmd_race(argv[2], argv[3]);
 	if (!strcmp(cmd, "errname") && argc == 3) {
 		printf("%s\n", mafsbx_errno_name(atoi(argv[2])));
 		return 0;

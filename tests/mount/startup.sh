@@ -10,6 +10,8 @@
 #    a daemon killed with SIGKILL is lifted by the next mount;
 #    the daemonised mode (no -f) works and is unmounted with fusermount3 -u.
 . "$(dirname "$0")/lib.sh"
+# Freezes and their recovery belong to the engine plane (the local plane never freezes).
+PLANE=engine
 require_env
 
 M=$T/mnt

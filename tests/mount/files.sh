@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# files.sh: a sandbox's files through the mount, on the plane named by
+# MAFSBX_TEST_PLANE (meson runs it on both; INTERFACE.md §3):
+#   the hostile layout of upstream §9.2 with the FILES_OUT, FILES_IN and
+#   FILES_DELETE probes (§9.3, §9.4, §9.6) as a filesystem shows them;
+#   fifos and device nodes never opened from the host; another mount of the
+#   guest is EXDEV (local); the guest's authority over writes, removes and
+#   renames and the owner of what is created; a writer killed mid-stream
+#   and a daemon killed mid-write leave the old file whole; a restarted
+#   sandbox is re-pinned; shell tools over a 1,000-file tree (local); a
+#   growing file read again sees the new size inside the attribute cache;
+#   a read during a running exec does not wait (local); the guest flipping
+#   a directory and a link while the host reads, lists, writes and removes
+#   through it: nothing outside is read or written.
+. "$(dirname "$0")/lib.sh"
+require_env
+command -v docker >/dev/null || skip_or_fail "the docker CLI is missing (used to play the guest as root)"
+
+M=$T/mnt
+# attr_timeout stays at its default (1 s): freshness must not depend on it.
+mount_fs "$M" -o max_write=64M
+dexec() { docker exec -u 0 "$@"; }
+gsh() { local n=$1; shift; dexec "$n" sh -c "$*"; }
+
+# ---- the hostile layout (a root guest) ---------------------------------------------
+acquire "$M" t a layout
+N=$SBX
+W=$M/$N/work
+GW=/maf-sandbox/work
+O=/maf-sandbox/work-outside
+expect_eq "$(jget "$(cat "$M/$N/status")" plane)" "$PLANE" "status plane"
+gsh "$N" "mkdir -p $GW/real $O/sub && printf 'a legitimate output\n' > $GW/real/inside.txt &&
+	printf 'not a directory\n' > $GW/plain.txt && echo 'the guest must not reach this' > $O/secret.txt &&
+	cp $O/secret.txt $O/sub/leaf.txt && ln -s $O $GW/link-dir && ln -s $O/secret.txt $GW/link-file &&
+	echo known > $O/target.txt" || fail "layout"
+
+# FILES_OUT
+expect_eq "$(cat "$W/real/inside.txt")" "a legitimate output" "a-legitimate-read-still-works"
+expect_eq "$(stat -c %s "$W/real/inside.txt")" 20 "legitimate size"
+expect_eq "$(stat -c %F "$W/link-file")" "symbolic link" "a-link-is-named-a-link"
+expect_errno "a-link-is-never-read" ELOOP read "$W/link-file"
+expect_errno "a-link-is-never-resolved" ELOOP readlink "$W/link-file"
+expect_errno "stat-through-a-linked-parent" ELOOP stat "$W/link-dir/secret.txt"
+expect_errno "read-through-a-linked-parent" ELOOP read "$W/link-dir/secret.txt"
+expect_errno "a-plain-parent-is-not-an-escape" ENOTDIR stat "$W/plain.txt/deeper.txt"
+expect_errno "listing-a-linked-directory" ELOOP readdir "$W/link-dir"
+expect_errno "listing-through-a-linked-parent" ELOOP readdir "$W/link-dir/sub"
+if [ "$PLANE" = local ]; then
+	ls -l "$W" | grep -q '^l.* link-file$' || fail "a-listing-names-its-links"
+fi
+# Host tools through guest links never reach a host file (the host kernel
+# would resolve a target on the HOST, so none is ever given to it).
+gsh "$N" "ln -s /etc/shadow $GW/abs-link && ln -s ../../../../../../etc $GW/rel-link" || fail "links"
+for l in abs-link rel-link; do
+	cat "$W/$l" >/dev/null 2>&1 && fail "cat through $l succeeded"
+	cat "$W/$l/passwd" >/dev/null 2>&1 && fail "cat through $l/passwd succeeded"
+	cp "$W/$l" "$T/cp-$l" 2>/dev/null && fail "cp of $l succeeded"
+	[ -e "$T/cp-$l" ] && [ ! -L "$T/cp-$l" ] && fail "cp made a file from $l"
+done
+(cd "$M/$N" && tar cf "$T/t.tar" work/abs-link work/rel-link 2>/dev/null)
+tar tvf "$T/t.tar" 2>/dev/null | grep -q 'root:' && fail "tar stored host content"
+if find -L "$W" -name passwd 2>/dev/null | grep -q .; then fail "find -L reached a passwd"; fi
+
+# FILES_IN
+echo written >"$W/real/written.txt" || fail "a-write-lands"
+expect_eq "$(gsh "$N" "cat $GW/real/written.txt")" written "a-write-lands-and-reads-back"
+printf 'ünïcödé→payload' >"$T/bytes"
+for i in $(seq 1 127); do printf "\\$(printf %o "$i")" >>"$T/bytes"; done
+cp "$T/bytes" "$W/bytes.bin" || fail "bytes write"
+cmp -s "$T/bytes" "$W/bytes.bin" || fail "bytes-survive-the-round-trip"
+echo first >"$W/twice.txt" && echo second >"$W/twice.txt"
+expect_eq "$(gsh "$N" "cat $GW/twice.txt")" second "a-second-write-replaces"
+mkdir -p "$W/deep/er/est" && echo leaf >"$W/deep/er/est/leaf.txt" || fail "parents-are-created (mkdir -p)"
+expect_eq "$(gsh "$N" "cat $GW/deep/er/est/leaf.txt")" leaf "parents-are-created"
+echo x >"$W/../work-outside/planted.txt" 2>/dev/null && fail "a-path-outside-is-refused"
+expect_errno "a-path-through-a-linked-parent-is-refused" ELOOP write "$W/link-dir/landed.txt"
+gsh "$N" "test ! -e $O/landed.txt" || fail "something landed in O"
+expect_errno "a-linked-destination-is-refused-not-followed" ELOOP write "$W/link-file"
+expect_eq "$(gsh "$N" "cat $O/secret.txt")" "the guest must not reach this" "link target unchanged"
+expect_errno "the-working-directory-is-refused" EISDIR write "$W"
+expect_errno "a-backslash-is-refused" EINVAL write "$W/sub\\file.txt"
+expect_errno "mkdir over a file" EEXIST mkdir "$W/plain.txt"
+
+# FILES_DELETE
+echo t >"$W/target.txt" && echo b >"$W/bystander.txt"
+rm "$W/target.txt" || fail "a-removal-removes"
+gsh "$N" "test ! -e $GW/target.txt && test -e $GW/bystander.txt" || fail "a-removal-removes (guest view)"
+rm -f "$W/target.txt" || fail "a-missing-path-is-success (rm -f)"
+expect_errno "removing a missing path" ENOENT unlink "$W/target.txt"
+gsh "$N" "ln -s $O/target.txt $GW/lnk1 && ln -s $O/target.txt $GW/lnk2" || fail "links for removal"
+rm "$W/lnk1" || fail "rm of a link"
+rm -r "$W/lnk2" || fail "rm -r of a link"
+expect_eq "$(gsh "$N" "cat $O/target.txt; test ! -e $GW/lnk1 && test ! -e $GW/lnk2 && echo gone")" "known
+gone" "a-link-is-removed-never-followed"
+expect_errno "a-path-through-a-linked-parent-is-refused (rm)" ELOOP unlink "$W/link-dir/target.txt"
+rm -r "$W/link-dir/target.txt" 2>/dev/null && fail "rm -r through a linked parent succeeded"
+gsh "$N" "test -e $O/target.txt" || fail "the target did not survive"
+mkdir "$W/dir" && echo c >"$W/dir/content"
+rm "$W/dir" 2>/dev/null && fail "a-directory-needs-recursive (rm)"
+expect_errno "a-directory-needs-recursive (rmdir)" ENOTEMPTY rmdir "$W/dir"
+expect_eq "$(cat "$W/dir/content")" c "content survives"
+mkdir "$W/empty"
+rm "$W/empty" 2>/dev/null && fail "an-empty-directory-needs-recursive"
+rm -r "$W/empty" || fail "rm -r of an empty directory"
+mkdir -p "$W/tree" && echo l >"$W/tree/leaf.txt" && echo s >"$W/sibling.txt"
+rm -r "$W/tree" || fail "recursive-removes-the-tree"
+gsh "$N" "test ! -e $GW/tree && test -e $GW/sibling.txt" || fail "recursive-removes-the-tree (guest view)"
+rmdir "$W" 2>/dev/null && fail "the-working-directory-is-refused (rmdir)"
+gsh "$N" "test -d $GW && test -e $GW/sibling.txt" || fail "the working directory survives"
+rm "$W/../work-outside/target.txt" 2>/dev/null && fail "a-path-outside-is-refused (rm)"
+gsh "$N" "test -e $O/target.txt" || fail "outside target survives"
+if [ "$PLANE" = local ]; then
+	gsh "$N" "mkdir -p $GW/linked-tree && ln -s $O/target.txt $GW/linked-tree/inside-link" || fail "linked-tree"
+	rm -r "$W/linked-tree" || fail "a-link-inside-a-recursive-removal"
+	gsh "$N" "test ! -e $GW/linked-tree && test -e $O/target.txt" ||
+		fail "a-link-inside-a-recursive-removal-is-unlinked-not-followed"
+	mv "$W/sibling.txt" "$W/real/moved.txt" || fail "mv within work"
+	gsh "$N" "test -e $GW/real/moved.txt && test ! -e $GW/sibling.txt" || fail "mv landed"
+else
+	# The engine plane lists only what the mount knows of, so rm -r of a
+	# guest-made tree cannot see inside it; rename is EXDEV (mv copies).
+	expect_errno "rename on the engine plane" EXDEV rename "$W/sibling.txt" "$W/real/moved.txt"
+fi
+
+# ---- special files: never opened from the host, nothing blocks ----------------------
+# Device nodes need CAP_MKNOD, which sandboxes drop: a hand-made, non-hardened
+# container with the identity labels plays that guest.
+H=$("$MFS_TOOL" handmade "$SCOPE" t a devices) || fail "handmade container"
+HW=$M/$H/work
+gsh "$H" "mkdir -p $GW && mkfifo $GW/fifo && mknod $GW/blk b 8 0 && mknod $GW/chr c 1 1" ||
+	fail "mkfifo/mknod in the non-hardened guest"
+for f in fifo blk chr; do
+	expect_errno "$f read" EPERM read "$HW/$f"
+	expect_errno "$f write" EPERM write "$HW/$f"
+	timeout 5 cat "$HW/$f" >/dev/null 2>&1
+	[ $? = 124 ] && fail "cat of $f blocked"
+	if [ "$PLANE" = local ]; then
+		expect_eq "$(stat -c '%F %a' "$HW/$f")" "regular empty file 0" "$f shown as an empty mode-0 file"
+	fi
+done
+rm "$HW/fifo" || fail "a fifo can be removed"
+
+# ---- other mounts of the guest ---------------------------------------------------------
+if [ "$PLANE" = local ]; then
+	for p in proc/self/status proc/1/environ sys/kernel dev/null dev/shm etc/hostname etc/hosts; do
+		expect_errno "/$p is another mount" EXDEV stat "$M/$N/root/$p"
+	done
+	expect_errno "root/ is read-only" EROFS write "$M/$N/root/tmp/x"
+	expect_errno "root/ is read-only (mkdir)" EROFS mkdir "$M/$N/root/tmp/d"
+	expect_errno "root/ is read-only (unlink)" EROFS unlink "$M/$N/root/etc/passwd"
+	expect_eq "$(head -1 "$M/$N/root/etc/passwd")" "root:x:0:0:root:/root:/bin/sh" "root/ reads"
+fi
+
+# ---- freshness: a grown or shrunk file is read whole, inside attr_timeout ------------
+gsh "$N" "printf 'abc' > $GW/grow.txt" || fail "grow setup"
+expect_eq "$(stat -c %s "$W/grow.txt")" 3 "grow: first size"
+gsh "$N" "printf 'abcdefghij' > $GW/grow.txt"
+expect_eq "$(cat "$W/grow.txt")" abcdefghij "a read after the file grew sees all of it"
+gsh "$N" "printf 'xy' > $GW/grow.txt"
+expect_eq "$(cat "$W/grow.txt")" xy "a read after the file shrank sees the new content"
+for i in 1 2 3; do
+	gsh "$N" "echo line$i >> $GW/log.txt"
+	expect_eq "$(tail -n 1 "$W/log.txt")" "line$i" "tail of a growing file ($i)"
+done
+
+# ---- a writer killed mid-stream, and the daemon killed mid-write: the old file whole ---
+gsh "$N" "echo original > $GW/victim.txt"
+( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) &
+WP=$!
+sleep 1
+pkill -KILL -P "$WP" 2>/dev/null
+kill -KILL "$WP" 2>/dev/null
+wait "$WP" 2>/dev/null
+sleep 0.5
+expect_eq "$(gsh "$N" "cat $GW/victim.txt")" original "a killed writer leaves the old file whole"
+gsh "$N" "ls -a $GW | grep -q mafsbxfs-" && fail "a temporary was left by the killed writer"
+# the daemon killed while a write is open
+( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) 2>/dev/null &
+WP=$!
+sleep 1
+kill -KILL "$DAEMON_PID"
+sleep 0.5
+kill -KILL "$WP" 2>/dev/null
+pkill -KILL -P "$WP" 2>/dev/null
+fusermount3 -u -z "$M" 2>/dev/null
+expect_eq "$(gsh "$N" "cat $GW/victim.txt")" original "a killed daemon leaves the old file whole"
+mount_fs "$M" -o max_write=64M
+
+# ---- a restarted sandbox is pinned again -------------------------------------------------
+gsh "$N" "echo gen1 > $GW/gen.txt"
+expect_eq "$(cat "$W/gen.txt")" gen1 "before the restart"
+docker restart -t 1 "$N" >/dev/null || fail "docker restart"
+gsh "$N" "echo gen2 > $GW/gen.txt"
+expect_eq "$(cat "$W/gen.txt")" gen2 "after the restart the new container's files are read"
+expect_eq "$(jget "$(cat "$M/$N/status")" plane)" "$PLANE" "plane after the restart"
+docker stop -t 1 "$N" >/dev/null
+expect_errno "a stopped sandbox" EBUSY read "$W/gen.txt"
+docker start "$N" >/dev/null
+expect_eq "$(cat "$W/gen.txt")" gen2 "after a stop and start"
+
+# ---- the guest's authority (a guest running as uid 1000) -------------------------------
+U_IMAGE=mafsbx/busybox-uid1000:test
+# The image holds a work dir that is the guest's and, inside it, a directory
+# and a file that are root's (a hardened root cannot make them: no DAC_OVERRIDE).
+if ! docker image inspect "$U_IMAGE" >/dev/null 2>&1; then
+	cid=$(docker run -d --network none -u 0 "$IMAGE" sh -c "mkdir -p $GW/rootdir && echo r > $GW/rootdir/rootfile &&
+		chmod 755 $GW/rootdir && chown 1000:1000 $GW") || fail "docker run (image setup)"
+	docker wait "$cid" >/dev/null
+	docker commit --change 'USER 1000:1000' --change 'CMD ["/bin/sleep", "infinity"]' "$cid" "$U_IMAGE" >/dev/null ||
+		fail "docker commit"
+	docker rm "$cid" >/dev/null
+fi
+IMAGE=$U_IMAGE acquire "$M" t a uid1000
+U=$SBX
+UW=$M/$U/work
+expect_eq "$(jget "$CTL_REPLY" uid)" 1000 "guest uid"
+echo mine >"$UW/mine.txt" || fail "a file the guest may write"
+echo more >>"$UW/mine.txt" || fail "append to a file the guest owns"
+expect_eq "$(gsh "$U" "stat -c %u:%g $GW/mine.txt")" 1000:1000 "created files are the guest's"
+mkdir "$UW/sub" || fail "mkdir"
+expect_eq "$(gsh "$U" "stat -c %u:%g $GW/sub")" 1000:1000 "created directories are the guest's"
+if [ "$PLANE" = local ]; then
+	expect_errno "write in a root-owned directory" EACCES write "$UW/rootdir/new"
+	expect_errno "remove in a root-owned directory" EACCES unlink "$UW/rootdir/rootfile"
+	expect_errno "rename out of a root-owned directory" EACCES rename "$UW/rootdir/rootfile" "$UW/stolen"
+	expect_errno "overwrite a root-owned file" EACCES write "$UW/rootdir/rootfile"
+	expect_eq "$(gsh "$U" "cat $GW/rootdir/rootfile")" r "the root-owned file is untouched"
+	mv "$UW/mine.txt" "$UW/sub/mine.txt" || fail "the guest renames its own file"
+	chmod 600 "$UW/sub/mine.txt" || fail "the guest chmods its own file"
+	expect_eq "$(gsh "$U" "stat -c %a $GW/sub/mine.txt")" 600 "chmod seen in the guest"
+else
+	expect_errno "remove in a root-owned directory (the guest's rm)" EACCES unlink "$UW/rootdir/rootfile"
+fi
+
+# ---- reads do not wait for a running exec (local) ----------------------------------------
+if [ "$PLANE" = local ]; then
+	"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"sleep 6\"}" >/dev/null &
+	EP=$!
+	sleep 1
+	s=$(date +%s%N)
+	expect_eq "$(cat "$W/gen.txt")" gen2 "read during an exec"
+	e=$(( ($(date +%s%N) - s) / 1000000 ))
+	[ "$e" -lt 3000 ] || fail "a read during an exec waited ${e} ms"
+	wait "$EP"
+fi
+
+# ---- a 1,000-file tree and the shell tools (local: the engine plane lists only known files)
+if [ "$PLANE" = local ]; then
+	gsh "$N" "mkdir -p $GW/big/a $GW/big/b && cd $GW/big && i=0; while [ \$i -lt 1000 ]; do
+		echo \"file \$i\" > \$( [ \$((i % 2)) = 0 ] && echo a || echo b)/f\$i.txt; i=\$((i + 1)); done" ||
+		fail "tree"
+	expect_eq "$(find "$W/big" -type f | wc -l)" 1000 "find -type f"
+	expect_eq "$(ls -la "$W/big/a" | grep -c 'f.*\.txt$')" 500 "ls -la"
+	expect_eq "$(grep -r 'file 999' "$W/big" | wc -l)" 1 "grep -r"
+	du -s "$W/big" >/dev/null || fail "du -s"
+	cp -r "$W/big" "$T/copy" || fail "cp -r"
+	expect_eq "$(cat "$T/copy/b/f999.txt")" "file 999" "cp -r content"
+	mv "$W/big/a" "$W/big/c" || fail "mv of a directory"
+	rm -r "$W/big" || fail "rm -r of the tree"
+	gsh "$N" "test ! -e $GW/big" || fail "rm -r left something"
+fi
+
+# ---- the race: the guest flips a directory and links to /etc and a host-looking path ------
+HOSTDIR=$(mktemp -d /tmp/mafsbx-hostcanary.XXXXXX)
+echo "HOST root: must never be read" >"$HOSTDIR/passwd"
+FLIPS=${MAFSBX_RACE_FLIPS:-10000}
+gsh "$N" "mkdir -p $GW/flip.d && echo inside > $GW/flip.d/passwd && mv $GW/flip.d $GW/flip" || fail "flip setup"
+STOP=$T/race.stop
+dexec -d "$N" sh -c "i=0; while [ \$i -lt $FLIPS ]; do
+	mv $GW/flip $GW/flip.d; ln -s /etc $GW/flip; rm $GW/flip;
+	ln -s $HOSTDIR $GW/flip; rm $GW/flip; mv $GW/flip.d $GW/flip; i=\$((i + 1)); done; touch $GW/race.done"
+( while ! gsh "$N" "test -e $GW/race.done" 2>/dev/null; do sleep 1; done; touch "$STOP" ) &
+BGPIDS+=($!)
+RACE=$("$MFS_TOOL" race "$W/flip" "$STOP") || fail "the race saw outside content: $RACE"
+log "race: $RACE over $FLIPS guest flips"
+gsh "$N" "test ! -e /etc/out" || fail "a write landed in the guest's /etc"
+[ -e "$HOSTDIR/out" ] && fail "a write landed in a host directory"
+expect_eq "$(cat "$HOSTDIR/passwd")" "HOST root: must never be read" "host canary untouched"
+rm -rf "$HOSTDIR"
+
+no_paused
+alive() { :; }
+log "ok ($PLANE plane)"
