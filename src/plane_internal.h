@@ -72,6 +72,7 @@ struct mafsbx_plane_file {
 	char *leaf;
 	char tmp[40];                /* the temporary's name while uncommitted, else "" */
 	bool inplace;                /* writes go to the target itself (new file, or after the first commit) */
+	bool created;                /* a new file made by this open: removed again if never good */
 	struct mafsbx_guestcred cred;
 	/* engine */
 	char id[65];

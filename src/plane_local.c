@@ -424,6 +424,7 @@ int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 				log_debug("write %s: chmod: %s", rel, strerror(errno));
 			f->fd = fd;
 			f->inplace = true;
+			f->created = true;
 			f->dirty = true;
 		}
 		mafsbx_guestcred_leave(&saved);
@@ -512,6 +513,19 @@ int local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 
 void local_close(struct mafsbx_plane_file *f)
 {
+	/* A new file whose writes failed, or whose writer was killed, is not
+	 * left behind half-written: remove it, if it is still the one we made. */
+	struct stat mine, there;
+	if (f->created && (f->failed || f->abandoned) && f->parent >= 0 && f->fd >= 0 && fstat(f->fd, &mine) == 0 &&
+	    fstatat(f->parent, f->leaf, &there, AT_SYMLINK_NOFOLLOW) == 0 && there.st_ino == mine.st_ino &&
+	    there.st_dev == mine.st_dev) {
+		struct mafsbx_guestcred_saved saved;
+		if (mafsbx_guestcred_enter(&f->cred, &saved) == 0) {
+			if (unlinkat(f->parent, f->leaf, 0) < 0)
+				log_debug("write %s: cannot remove the failed new file: %s", f->rel, strerror(errno));
+			mafsbx_guestcred_leave(&saved);
+		}
+	}
 	if (f->tmp[0] && f->parent >= 0 && unlinkat(f->parent, f->tmp, 0) < 0)
 		log_warn("write %s: cannot remove the temporary %s: %s", f->rel, f->tmp, strerror(errno));
 	f->tmp[0] = '\0';

@@ -179,7 +179,8 @@ int mafsbx_output_name_check(const char *name, const char *field, struct mafsbx_
 /*
  * Resolve an exec cwd against work_dir: "." or "" is work_dir itself; a
  * relative path joins under it (lexically normalised, ".." never climbing
- * above work_dir); an absolute one must normalise to work_dir or below.
+ * above work_dir); an absolute one may name any directory of the guest
+ * (normalised), as `docker exec -w` takes it.
  * Returns a malloc'd absolute path, or NULL with EINVAL "field 'cwd': ...".
  */
 char *mafsbx_exec_cwd_resolve(const char *work_dir, const char *cwd, struct mafsbx_error *err);

@@ -99,8 +99,7 @@ if [ "$PLANE" = local ]; then
 	expect_eq "$(stat -c %a "$W/small")" 600 "chmod shows"
 else
 	expect_errno "rmdir of a non-empty directory" ENOTEMPTY rmdir "$W/d"
-	mv "$W/small" "$W/small2" 2>/dev/null && fail "rename on the engine plane succeeded"
-	expect_errno "rename on the engine plane" EXDEV rename "$W/small"
+	expect_errno "rename on the engine plane (mv copies instead)" EXDEV rename "$W/small"
 	chmod 600 "$W/small" 2>/dev/null && fail "chmod on the engine plane succeeded"
 fi
 ln -s x "$W/newlink" 2>/dev/null && fail "symlink under work/ succeeded"
@@ -115,7 +114,7 @@ expect_errno "readdir" OK readdir "$W"
 if [ "$PLANE" = local ]; then
 	expect_eq "$(ls "$W" | tr '\n' ' ')" "big d ff lnk slink small " "ls work/ is the guest's directory"
 else
-	expect_eq "$(ls "$W" | tr '\n' ' ')" "big small " "ls work/ shows only the showable declared outputs"
+	expect_eq "$(ls "$W" | tr "\\n" " ")" "big ff lnk small " "ls work/ shows the declared outputs that exist (a link as a link)"
 fi
 alive "after the file errors"
 

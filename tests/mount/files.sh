@@ -261,22 +261,28 @@ if [ "$PLANE" = local ]; then
 fi
 
 # ---- the race: the guest flips a directory and links to /etc and a host-looking path ------
-HOSTDIR=$(mktemp -d /tmp/mafsbx-hostcanary.XXXXXX)
-echo "HOST root: must never be read" >"$HOSTDIR/passwd"
-FLIPS=${MAFSBX_RACE_FLIPS:-10000}
-gsh "$N" "mkdir -p $GW/flip.d && echo inside > $GW/flip.d/passwd && mv $GW/flip.d $GW/flip" || fail "flip setup"
-STOP=$T/race.stop
-dexec -d "$N" sh -c "i=0; while [ \$i -lt $FLIPS ]; do
-	mv $GW/flip $GW/flip.d; ln -s /etc $GW/flip; rm $GW/flip;
-	ln -s $HOSTDIR $GW/flip; rm $GW/flip; mv $GW/flip.d $GW/flip; i=\$((i + 1)); done; touch $GW/race.done"
-( while ! gsh "$N" "test -e $GW/race.done" 2>/dev/null; do sleep 1; done; touch "$STOP" ) &
-BGPIDS+=($!)
-RACE=$("$MFS_TOOL" race "$W/flip" "$STOP") || fail "the race saw outside content: $RACE"
-log "race: $RACE over $FLIPS guest flips"
-gsh "$N" "test ! -e /etc/out" || fail "a write landed in the guest's /etc"
-[ -e "$HOSTDIR/out" ] && fail "a write landed in a host directory"
-expect_eq "$(cat "$HOSTDIR/passwd")" "HOST root: must never be read" "host canary untouched"
-rm -rf "$HOSTDIR"
+# Local plane only. On the engine plane a freeze and an exec of the same
+# container exclude each other (a pause during an exec's start or exit wedges
+# containerd 1.6), so a flipping exec cannot overlap a frozen call by design;
+# its chain check is raced by it_files (integration suite) instead.
+if [ "$PLANE" = local ]; then
+	HOSTDIR=$(mktemp -d /tmp/mafsbx-hostcanary.XXXXXX)
+	echo "HOST root: must never be read" >"$HOSTDIR/passwd"
+	FLIPS=${MAFSBX_RACE_FLIPS:-10000}
+	gsh "$N" "mkdir -p $GW/flip.d && echo inside > $GW/flip.d/passwd && mv $GW/flip.d $GW/flip" || fail "flip setup"
+	STOP=$T/race.stop
+	dexec -d "$N" sh -c "i=0; while [ \$i -lt $FLIPS ]; do
+		mv $GW/flip $GW/flip.d; ln -s /etc $GW/flip; rm $GW/flip;
+		ln -s $HOSTDIR $GW/flip; rm $GW/flip; mv $GW/flip.d $GW/flip; i=\$((i + 1)); done; touch $GW/race.done"
+	( while [ ! -e "$W/race.done" ]; do sleep 1; done; touch "$STOP" ) &
+	BGPIDS+=($!)
+	RACE=$("$MFS_TOOL" race "$W/flip" "$STOP") || fail "the race saw outside content: $RACE"
+	log "race: $RACE over $FLIPS guest flips"
+	gsh "$N" "test ! -e /etc/out" || fail "a write landed in the guest's /etc"
+	[ -e "$HOSTDIR/out" ] && fail "a write landed in a host directory"
+	expect_eq "$(cat "$HOSTDIR/passwd")" "HOST root: must never be read" "host canary untouched"
+	rm -rf "$HOSTDIR"
+fi
 
 no_paused
 alive() { :; }

@@ -1,0 +1,499 @@
+/*
+ * bench_planes.c: the local plane against the engine plane, the kernel
+ * floor and the docker CLI, in one run (issue 9's table). Medians.
+ *
+ * Two mounts of the same engine with attr_timeout=0 (every stat reaches the
+ * daemon): -o plane=local and -o plane=engine. One sandbox holds files at
+ * depth 1, 4 and 8, twenty declared outputs in outs/, a 1,000-file tree and
+ * a 256 MiB file. Each figure is measured on:
+ *   floor   the same system calls on /proc/PID/root/... directly (no FUSE):
+ *           what the kernel alone costs;
+ *   local   through the local-plane mount;
+ *   engine  through the engine-plane mount (one freeze per uncached call);
+ *   CLI     `docker cp` of the 256 MiB file (the upstream way's transfer).
+ * Plus the daemon's RSS during the 256 MiB read, and the guest's CPU share
+ * (iterations of a busy loop) while the host polls a stat at 50 Hz.
+ *
+ * Usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG]
+ * Needs root, /dev/fuse, dockerd, the test image and the docker CLI.
+ * Removes everything it made.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "benchlib.h"
+
+extern char **environ;
+
+#define GW "/maf-sandbox/work"
+#define BIG_MIB 256
+
+static const char *opt_mafsbxfs = "build/fs/mafsbxfs";
+static const char *opt_image = "mafsbx/busybox:latest";
+static int opt_runs = 200;
+
+static char mnt_local[64], mnt_engine[64];
+static pid_t pid_local = -1, pid_engine = -1;
+static char scope[64], name[64], rootp[64];
+
+static void cleanup(void);
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "bench_planes: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	cleanup();
+	exit(1);
+}
+
+static int run(const char *const *argv, bool quiet)
+{
+	pid_t p;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	int r = posix_spawnp(&p, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r)
+		return -1;
+	int st;
+	waitpid(p, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void guest(const char *script)
+{
+	const char *argv[] = { "docker", "exec", "-u", "0", name, "sh", "-c", script, NULL };
+	if (run(argv, false) != 0)
+		die("guest command failed: %s", script);
+}
+
+static pid_t mount_one(char *mnt, const char *plane)
+{
+	snprintf(mnt, 64, "/tmp/mafsbx-planes-XXXXXX");
+	if (!mkdtemp(mnt))
+		die("mkdtemp: %s", strerror(errno));
+	char o[128];
+	snprintf(o, sizeof(o), "attr_timeout=0,max_read=%llu,plane=%s", 512ULL << 20, plane);
+	const char *argv[] = { opt_mafsbxfs, "-f", "-o", o, mnt, NULL };
+	pid_t p;
+	if (posix_spawn(&p, opt_mafsbxfs, NULL, NULL, (char *const *)argv, environ))
+		die("cannot start %s", opt_mafsbxfs);
+	char probe[128];
+	snprintf(probe, sizeof(probe), "%s/.ctl/engine", mnt);
+	for (int i = 0; i < 200; i++) {
+		struct stat st;
+		if (stat(probe, &st) == 0)
+			return p;
+		usleep(50000);
+	}
+	die("mount %s did not appear", mnt);
+	return -1;
+}
+
+static int ctl(const char *mnt, const char *kind, const char *req, char *reply, size_t size)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/.ctl/%s", mnt, kind);
+	int fd = open(path, O_RDWR);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, req, strlen(req)) < 0 ? -errno : 0;
+	ssize_t n = read(fd, reply, size - 1);
+	reply[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return r;
+}
+
+static void cleanup(void)
+{
+	static int done;
+	if (done++)
+		return;
+	if (pid_local > 0 && scope[0]) {
+		char req[256], rep[4096];
+		snprintf(req, sizeof(req), "{\"scope\": \"%s\", \"thread\": \"t\"}", scope);
+		ctl(mnt_local, "dispose", req, rep, sizeof(rep));
+	}
+	char *mnts[] = { mnt_local, mnt_engine };
+	pid_t pids[] = { pid_local, pid_engine };
+	for (int i = 0; i < 2; i++) {
+		if (pids[i] <= 0)
+			continue;
+		const char *argv[] = { "fusermount3", "-u", mnts[i], NULL };
+		run(argv, true);
+		waitpid(pids[i], NULL, 0);
+		rmdir(mnts[i]);
+	}
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cleanup();
+	_exit(1);
+}
+
+/* ---- the operations ------------------------------------------------------- */
+
+static double t_lstat(const char *path)
+{
+	struct stat st;
+	double t = bench_now_ms();
+	if (lstat(path, &st) < 0)
+		die("lstat %s: %s", path, strerror(errno));
+	return bench_now_ms() - t;
+}
+
+static double t_cat(const char *path)
+{
+	char buf[4096];
+	double t = bench_now_ms();
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die("open %s: %s", path, strerror(errno));
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+	return bench_now_ms() - t;
+}
+
+/* ls -l: one listing, then an lstat of every entry. */
+static double t_lsl(const char *dir, int want)
+{
+	double t = bench_now_ms();
+	DIR *d = opendir(dir);
+	if (!d)
+		die("opendir %s: %s", dir, strerror(errno));
+	int n = 0;
+	struct dirent *de;
+	char p[512];
+	struct stat st;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (lstat(p, &st) == 0)
+			n++;
+	}
+	closedir(d);
+	double e = bench_now_ms() - t;
+	if (n != want)
+		die("ls -l %s: %d entries, want %d", dir, n, want);
+	return e;
+}
+
+/* find DIR -type f | xargs cat: a walk, a stat and a read of every file. */
+static int walk_cat(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		die("opendir %s: %s", dir, strerror(errno));
+	int n = 0;
+	struct dirent *de;
+	char p[1024];
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		struct stat st;
+		if (lstat(p, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			n += walk_cat(p);
+		else if (S_ISREG(st.st_mode)) {
+			t_cat(p);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static long rss_kb(pid_t p)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)p);
+	FILE *f = fopen(path, "r");
+	long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static atomic_bool sampling;
+static atomic_long rss_peak;
+
+static void *rss_sampler(void *arg)
+{
+	pid_t p = *(pid_t *)arg;
+	while (atomic_load(&sampling)) {
+		long kb = rss_kb(p);
+		if (kb > atomic_load(&rss_peak))
+			atomic_store(&rss_peak, kb);
+		usleep(20000);
+	}
+	return NULL;
+}
+
+/* MB/s of reading a file with 128 KiB reads. */
+static double read_rate(const char *path)
+{
+	static char buf[128 * 1024];
+	double t = bench_now_ms();
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die("open %s: %s", path, strerror(errno));
+	uint64_t total = 0;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += (uint64_t)n;
+	close(fd);
+	if (total != (uint64_t)BIG_MIB << 20)
+		die("read %s: %llu bytes", path, (unsigned long long)total);
+	return (double)total / 1e6 / ((bench_now_ms() - t) / 1000.0);
+}
+
+static double cp_rate(void)
+{
+	char src[128];
+	snprintf(src, sizeof(src), "%s:%s/big.bin", name, GW);
+	const char *args[] = { "cp", src, "-", NULL };
+	uint64_t got = 0;
+	double t = bench_now_ms();
+	if (bench_cli("docker", NULL, 0, 0, &got, BENCH_CLI_QUIET, args) != 0)
+		die("docker cp failed");
+	return (double)got / 1e6 / ((bench_now_ms() - t) / 1000.0);
+}
+
+/* ---- guest CPU share under polling ----------------------------------------- */
+
+static atomic_bool polling;
+static const char *poll_path;
+
+static void *poller(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&polling)) {
+		struct stat st;
+		lstat(poll_path, &st);
+		usleep(20000);   /* 50 Hz */
+	}
+	return NULL;
+}
+
+/* Iterations of a 3 s busy loop in the guest. */
+static long guest_loop(void)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd),
+		 "docker exec %s sh -c 'i=0; e=$(( $(date +%%s) + 3 )); while [ $(date +%%s) -lt $e ]; do "
+		 "i=$((i+1)); done; echo $i'",
+		 name);
+	FILE *p = popen(cmd, "r");
+	long v = -1;
+	if (p) {
+		if (fscanf(p, "%ld", &v) != 1)
+			v = -1;
+		pclose(p);
+	}
+	return v;
+}
+
+static double share_under(const char *path)
+{
+	if (!path)
+		return (double)guest_loop();
+	poll_path = path;
+	atomic_store(&polling, true);
+	pthread_t th;
+	pthread_create(&th, NULL, poller, NULL);
+	long v = guest_loop();
+	atomic_store(&polling, false);
+	pthread_join(th, NULL);
+	return (double)v;
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+typedef double (*op_fn)(const char *);
+
+static double med(op_fn fn, const char *path, int runs)
+{
+	double *v = calloc((size_t)runs, sizeof(double));
+	for (int i = 0; i < runs; i++)
+		v[i] = fn(path);
+	double m = bench_median(v, runs);
+	free(v);
+	return m;
+}
+
+static double med_ls(const char *dir, int runs)
+{
+	double *v = calloc((size_t)runs, sizeof(double));
+	for (int i = 0; i < runs; i++)
+		v[i] = t_lsl(dir, 20);
+	double m = bench_median(v, runs);
+	free(v);
+	return m;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = { { "mafsbxfs", required_argument, NULL, 'm' },
+					     { "runs", required_argument, NULL, 'r' },
+					     { "image", required_argument, NULL, 'i' },
+					     { NULL, 0, NULL, 0 } };
+	int c;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'm': opt_mafsbxfs = optarg; break;
+		case 'r': opt_runs = atoi(optarg); break;
+		case 'i': opt_image = optarg; break;
+		default: fprintf(stderr, "usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG]\n"); return 2;
+		}
+	}
+	if (opt_runs < 3)
+		opt_runs = 3;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	snprintf(scope, sizeof(scope), "bench-planes-%06x", rand() & 0xffffff);
+
+	pid_local = mount_one(mnt_local, "local");
+	pid_engine = mount_one(mnt_engine, "engine");
+	char req[2048], rep[8192];
+	int k = snprintf(req, sizeof(req),
+			 "{\"scope\": \"%s\", \"thread\": \"t\", \"agent\": \"a\", \"kind\": \"bench\", \"image\": \"%s\", "
+			 "\"outputs\": [", scope, opt_image);
+	for (int i = 0; i < 20; i++)
+		k += snprintf(req + k, sizeof(req) - (size_t)k, "%s\"outs/o%02d.txt\"", i ? ", " : "", i);
+	snprintf(req + k, sizeof(req) - (size_t)k, "]}");
+	if (ctl(mnt_local, "acquire", req, rep, sizeof(rep)) < 0)
+		die("acquire: %s", rep);
+	char *np = strstr(rep, "\"name\": \"");
+	if (!np)
+		die("acquire reply: %s", rep);
+	snprintf(name, sizeof(name), "%.30s", np + 9);
+	guest("cd " GW " && mkdir -p a/b/c/d/e/f/g outs tree && head -c 1024 /dev/zero | tr '\\0' x > d1.txt && "
+	      "cp d1.txt a/b/c/d4.txt && cp d1.txt a/b/c/d/e/f/g/d8.txt && "
+	      "for i in $(seq -w 0 19); do echo out$i > outs/o$i.txt; done && "
+	      "for d in $(seq 0 9); do mkdir tree/$d; for i in $(seq 0 99); do echo $d$i > tree/$d/f$i; done; done && "
+	      "dd if=/dev/zero of=big.bin bs=1M count=256 2>/dev/null");
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "docker inspect -f '{{.State.Pid}}' %s", name);
+		FILE *p = popen(cmd, "r");
+		int pid = 0;
+		if (!p || fscanf(p, "%d", &pid) != 1 || pid <= 0)
+			die("no PID for %s", name);
+		pclose(p);
+		snprintf(rootp, sizeof(rootp), "/proc/%d/root", pid);
+	}
+
+	const char *where[3] = { rootp, mnt_local, mnt_engine };
+	const char *label[3] = { "kernel floor (no FUSE)", "mafsbxfs local plane", "mafsbxfs engine plane" };
+	char p1[256], p4[256], p8[256], outs[256];
+	double r_st1[3], r_st4[3], r_st8[3], r_cat[3], r_ls[3];
+	for (int w = 0; w < 3; w++) {
+		const char *base = where[w];
+		const char *sub = w == 0 ? GW : "";
+		char pre[200];
+		if (w == 0)
+			snprintf(pre, sizeof(pre), "%s%s", base, sub);
+		else
+			snprintf(pre, sizeof(pre), "%s/%s/work", base, name);
+		snprintf(p1, sizeof(p1), "%s/d1.txt", pre);
+		snprintf(p4, sizeof(p4), "%s/a/b/c/d4.txt", pre);
+		snprintf(p8, sizeof(p8), "%s/a/b/c/d/e/f/g/d8.txt", pre);
+		snprintf(outs, sizeof(outs), "%s/outs", pre);
+		int runs = w == 2 ? (opt_runs < 20 ? opt_runs : 20) : opt_runs;
+		r_st1[w] = med(t_lstat, p1, runs);
+		r_st4[w] = med(t_lstat, p4, runs);
+		r_st8[w] = med(t_lstat, p8, runs);
+		r_cat[w] = med(t_cat, p1, runs);
+		r_ls[w] = med_ls(outs, runs);
+	}
+	/* find + cat of 1,000 files: the floor and the local plane (the engine plane cannot list them). */
+	double r_find[2];
+	for (int w = 0; w < 2; w++) {
+		char tree[256];
+		if (w == 0)
+			snprintf(tree, sizeof(tree), "%s%s/tree", rootp, GW);
+		else
+			snprintf(tree, sizeof(tree), "%s/%s/work/tree", mnt_local, name);
+		double v[5];
+		for (int i = 0; i < 5; i++) {
+			double t = bench_now_ms();
+			int n = walk_cat(tree);
+			v[i] = bench_now_ms() - t;
+			if (n != 1000)
+				die("find+cat saw %d files", n);
+		}
+		r_find[w] = bench_median(v, 5);
+	}
+	/* 256 MiB: floor, local (with the daemon's RSS), engine (spooled), docker cp. */
+	char big[256];
+	snprintf(big, sizeof(big), "%s%s/big.bin", rootp, GW);
+	double mb_floor = read_rate(big);
+	snprintf(big, sizeof(big), "%s/%s/work/big.bin", mnt_local, name);
+	long rss_idle = rss_kb(pid_local);
+	atomic_store(&rss_peak, rss_idle);
+	atomic_store(&sampling, true);
+	pthread_t th;
+	pthread_create(&th, NULL, rss_sampler, &pid_local);
+	double mb_local = read_rate(big);
+	atomic_store(&sampling, false);
+	pthread_join(th, NULL);
+	snprintf(big, sizeof(big), "%s/%s/work/big.bin", mnt_engine, name);
+	double mb_engine = read_rate(big);
+	double mb_cp = cp_rate();
+	/* The guest's CPU share while the host polls a stat at 50 Hz. */
+	double base_it = share_under(NULL);
+	snprintf(p1, sizeof(p1), "%s/%s/work/d1.txt", mnt_local, name);
+	double loc_it = share_under(p1);
+	snprintf(p4, sizeof(p4), "%s/%s/work/d1.txt", mnt_engine, name);
+	double eng_it = share_under(p4);
+
+	printf("\n## Local plane vs engine plane (%d runs; medians in ms; attr_timeout=0)\n\n", opt_runs);
+	printf("| operation | %s | %s | %s |\n|---|---|---|---|\n", label[0], label[1], label[2]);
+	printf("| stat, depth 1 | %.3f | %.3f | %.1f |\n", r_st1[0], r_st1[1], r_st1[2]);
+	printf("| stat, depth 4 | %.3f | %.3f | %.1f |\n", r_st4[0], r_st4[1], r_st4[2]);
+	printf("| stat, depth 8 | %.3f | %.3f | %.1f |\n", r_st8[0], r_st8[1], r_st8[2]);
+	printf("| cat 1 KiB | %.3f | %.3f | %.1f |\n", r_cat[0], r_cat[1], r_cat[2]);
+	printf("| ls -l of 20 outputs | %.3f | %.3f | %.1f |\n", r_ls[0], r_ls[1], r_ls[2]);
+	printf("| find + cat of 1,000 files | %.1f | %.1f | (not listable) |\n", r_find[0], r_find[1]);
+	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f |\n", mb_floor, mb_local, mb_engine);
+	printf("\n- docker cp of the same 256 MiB: %.0f MB/s (local plane: %.1fx)\n", mb_cp, mb_local / mb_cp);
+	printf("- daemon RSS (local plane): %ld KiB idle, %ld KiB peak during the 256 MiB read\n", rss_idle,
+	       atomic_load(&rss_peak));
+	printf("- guest busy-loop iterations in 3 s: %.0f unpolled, %.0f with 50 Hz stat polling on the local plane "
+	       "(%.1f%%), %.0f on the engine plane (%.1f%%)\n",
+	       base_it, loc_it, 100.0 * loc_it / base_it, eng_it, 100.0 * eng_it / base_it);
+	cleanup();
+	return 0;
+}
