@@ -239,6 +239,10 @@ const struct mafsbx_sandbox_info *mfs_snapshot_find(const struct mfs_snapshot *s
 struct mfs_snapshot *mfs_sandbox_find(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **out,
 				      struct mafsbx_error *err);
 
+/* The same with an explicit age for the cached list (file calls: see work.c). */
+struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long long max_age_ms,
+					  const struct mafsbx_sandbox_info **out, struct mafsbx_error *err);
+
 /* True when a sandbox belongs to the mount's scope. */
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
 

@@ -173,6 +173,12 @@ static long long lookup_age_ms(const struct mfs *fs)
 struct mfs_snapshot *mfs_sandbox_find(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **out,
 				      struct mafsbx_error *err)
 {
+	return mfs_sandbox_find_age(fs, name, lookup_age_ms(fs), out, err);
+}
+
+struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long long max_age_ms,
+					  const struct mafsbx_sandbox_info **out, struct mafsbx_error *err)
+{
 	*out = NULL;
 	if (!mafsbx_is_workload_name(name)) {
 		mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named '%s'", name);
@@ -180,7 +186,7 @@ struct mfs_snapshot *mfs_sandbox_find(struct mfs *fs, const char *name, const st
 	}
 	struct mafsbx_error e2;
 	mafsbx_error_clear(&e2);
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e2);
+	struct mfs_snapshot *s = mfs_snapshot_get(fs, max_age_ms, &e2);
 	if (s) {
 		const struct mafsbx_sandbox_info *i = mfs_snapshot_find(s, name);
 		if (i) {

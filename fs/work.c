@@ -52,14 +52,35 @@ static int plane_errno(const char *what, const struct mfs_node *n, const struct 
 	return -en;
 }
 
+/*
+ * File calls resolve NAME through a sandbox list up to this old (or
+ * attr_timeout, if longer): a name's container changes only when the sandbox
+ * is disposed and made again, and a call on a container that is gone fails
+ * with EK_NO_CONTAINER, upon which it is retried once with a fresh lookup
+ * (RETRY_STALE). Asking the engine for every path component would cost
+ * milliseconds where the local plane costs microseconds.
+ */
+#define MFS_FILE_TARGET_MS 5000
+
+static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_error *e)
+{
+	if (r >= 0 || attempt > 0 || e->kind != MAFSBX_EK_NO_CONTAINER)
+		return false;
+	mfs_snapshot_invalidate(fs);
+	return true;
+}
+
 /* The plane target of a sandbox. Returns the snapshot holding `info` (the
- * caller puts it) or NULL with the errno in *errp. */
+ * caller puts it) or NULL with the errno in *errp. `fresh`: ask the engine. */
 static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **info,
-				      struct mafsbx_plane_target *t, int *errp)
+				      struct mafsbx_plane_target *t, int *errp, bool fresh)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	struct mfs_snapshot *s = mfs_sandbox_find(fs, name, info, &e);
+	long long age = (long long)(fs->opt.attr_timeout * 1000.0);
+	if (age < MFS_FILE_TARGET_MS)
+		age = MFS_FILE_TARGET_MS;
+	struct mfs_snapshot *s = mfs_sandbox_find_age(fs, name, fresh ? -1 : age, info, &e);
 	if (!s) {
 		*errp = e.err > 0 ? -e.err : -ENOENT;
 		return NULL;
@@ -115,16 +136,20 @@ int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, 
 	}
 	const struct mafsbx_sandbox_info *info;
 	struct mafsbx_plane_target t;
-	int r;
-	struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r);
-	if (!s)
-		return r;
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	r = mafsbx_plane_stat(fs->planes, &t, base_of(n), n->rel, &p, &e);
-	if (r == 0 && !*n->rel && n->type == MFS_N_WORK && !p.mtime.tv_sec)
-		p.mtime = p.ctime = p.atime = (struct timespec){ (time_t)info->created, 0 };
-	mfs_snapshot_put(s);
+	int r;
+	for (int attempt = 0;; attempt++) {
+		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		if (!s)
+			return r;
+		mafsbx_error_clear(&e);
+		r = mafsbx_plane_stat(fs->planes, &t, base_of(n), n->rel, &p, &e);
+		if (r == 0 && !*n->rel && n->type == MFS_N_WORK && !p.mtime.tv_sec)
+			p.mtime = p.ctime = p.atime = (struct timespec){ (time_t)info->created, 0 };
+		mfs_snapshot_put(s);
+		if (!retry_stale(fs, attempt, r, &e))
+			break;
+	}
 	if (r < 0)
 		return plane_errno("stat", n, &e, r);
 	to_stat(fs, &p, st);
@@ -176,30 +201,36 @@ static char **known_children(struct mfs *fs, const struct mafsbx_sandbox_info *i
 
 int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
 {
-	const struct mafsbx_sandbox_info *info;
-	struct mafsbx_plane_target t;
-	int r;
-	struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r);
-	if (!s)
-		return r;
-	size_t nk = 0;
-	char **kids = n->type == MFS_N_WORK ? known_children(fs, info, n->rel, &nk) : NULL;
 	struct mfs_dir *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->h.type = MFS_H_DIR;
+	int r;
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	if (!d || (n->type == MFS_N_WORK && !kids)) {
-		r = -ENOMEM;
-	} else {
-		d->h.type = MFS_H_DIR;
-		r = mafsbx_plane_opendir(fs->planes, &t, base_of(n), n->rel, (const char *const *)kids, nk, &d->d, &e);
-		if (r < 0)
-			r = plane_errno("list", n, &e, r);
+	for (int attempt = 0;; attempt++) {
+		const struct mafsbx_sandbox_info *info;
+		struct mafsbx_plane_target t;
+		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		if (!s) {
+			free(d);
+			return r;
+		}
+		size_t nk = 0;
+		char **kids = n->type == MFS_N_WORK ? known_children(fs, info, n->rel, &nk) : NULL;
+		mafsbx_error_clear(&e);
+		if (n->type == MFS_N_WORK && !kids)
+			r = mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
+		else
+			r = mafsbx_plane_opendir(fs->planes, &t, base_of(n), n->rel, (const char *const *)kids, nk,
+						 &d->d, &e);
+		mfs_strv_free(kids);
+		mfs_snapshot_put(s);
+		if (!retry_stale(fs, attempt, r, &e))
+			break;
 	}
-	mfs_strv_free(kids);
-	mfs_snapshot_put(s);
 	if (r < 0) {
 		free(d);
-		return r;
+		return plane_errno("list", n, &e, r);
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
 	return 0;
@@ -243,37 +274,43 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		return -EROFS;
 	if (!*n->rel)
 		return create ? -EEXIST : -EISDIR;
-	struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r);
-	if (!s)
-		return r;
 	struct mfs_work *w = calloc(1, sizeof(*w));
 	if (!w || !(w->rel = strdup(n->rel))) {
 		free(w);
-		mfs_snapshot_put(s);
 		return -ENOMEM;
 	}
 	w->h.type = MFS_H_WORK;
-	snprintf(w->id, sizeof(w->id), "%s", info->id);
-	snprintf(w->name, sizeof(w->name), "%s", info->name);
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	if (acc == O_RDONLY && !create) {
-		r = mafsbx_plane_open_read(fs->planes, &t, base_of(n), n->rel, fs->opt.max_read, &w->f, &e);
-	} else {
-		unsigned fl = 0;
-		if ((fi->flags & O_TRUNC) || create)
-			fl |= MAFSBX_PW_TRUNC;
-		if (create)
-			fl |= MAFSBX_PW_CREATE;
-		if (create && (fi->flags & O_EXCL))
-			fl |= MAFSBX_PW_EXCL;
-		if (fi->flags & O_APPEND)
-			fl |= MAFSBX_PW_APPEND;
-		if (acc == O_RDWR)
-			fl |= MAFSBX_PW_READ;
-		r = mafsbx_plane_open_write(fs->planes, &t, n->rel, fl, mode, fs->opt.max_write, &w->f, &e);
+	for (int attempt = 0;; attempt++) {
+		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		if (!s) {
+			free(w->rel);
+			free(w);
+			return r;
+		}
+		snprintf(w->id, sizeof(w->id), "%s", info->id);
+		snprintf(w->name, sizeof(w->name), "%s", info->name);
+		mafsbx_error_clear(&e);
+		if (acc == O_RDONLY && !create) {
+			r = mafsbx_plane_open_read(fs->planes, &t, base_of(n), n->rel, fs->opt.max_read, &w->f, &e);
+		} else {
+			unsigned fl = 0;
+			if ((fi->flags & O_TRUNC) || create)
+				fl |= MAFSBX_PW_TRUNC;
+			if (create)
+				fl |= MAFSBX_PW_CREATE;
+			if (create && (fi->flags & O_EXCL))
+				fl |= MAFSBX_PW_EXCL;
+			if (fi->flags & O_APPEND)
+				fl |= MAFSBX_PW_APPEND;
+			if (acc == O_RDWR)
+				fl |= MAFSBX_PW_READ;
+			r = mafsbx_plane_open_write(fs->planes, &t, n->rel, fl, mode, fs->opt.max_write, &w->f, &e);
+		}
+		mfs_snapshot_put(s);
+		if (!retry_stale(fs, attempt, r, &e))
+			break;
 	}
-	mfs_snapshot_put(s);
 	if (r < 0) {
 		free(w->rel);
 		free(w);
@@ -415,14 +452,18 @@ void mfs_work_discard(struct mfs_work *w)
 		const struct mafsbx_sandbox_info *info;                               \
 		struct mafsbx_plane_target t;                                          \
 		struct mafsbx_error e;                                                 \
-		struct mfs_snapshot *s = target_of((fs), (n)->name, &info, &t, &r);    \
-		if (!s)                                                                \
-			return r;                                                      \
-		mafsbx_error_clear(&e);                                                \
-		r = (call);                                                            \
-		if (r == 0)                                                            \
-			snprintf(id, sizeof(id), "%s", info->id);                      \
-		mfs_snapshot_put(s);                                                   \
+		for (int attempt = 0;; attempt++) {                                    \
+			struct mfs_snapshot *s = target_of((fs), (n)->name, &info, &t, &r, attempt > 0); \
+			if (!s)                                                        \
+				return r;                                              \
+			mafsbx_error_clear(&e);                                        \
+			r = (call);                                                    \
+			if (r == 0)                                                    \
+				snprintf(id, sizeof(id), "%s", info->id);              \
+			mfs_snapshot_put(s);                                           \
+			if (!retry_stale((fs), attempt, r, &e))                        \
+				break;                                                 \
+		}                                                                      \
 		if (r < 0)                                                             \
 			return plane_errno(what, (n), &e, r);                          \
 	} while (0)
@@ -485,7 +526,7 @@ int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct time
 		const struct mafsbx_sandbox_info *info;
 		struct mafsbx_plane_target t;
 		struct mafsbx_error e;
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r);
+		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, false);
 		if (!s)
 			return r;
 		mafsbx_error_clear(&e);
