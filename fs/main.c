@@ -110,6 +110,11 @@ int main(int argc, char *argv[])
 		fprintf(stderr, PROG ": %s\n", err.message);
 		goto out;
 	}
+	if (fs.opt.plane == MAFSBX_PLANE_LOCAL && fs.ep.scheme != MAFSBX_EP_UNIX) {
+		fprintf(stderr, PROG ": -o plane=local: the engine at %s is not reached through a unix socket on this "
+				"host; use plane=auto or plane=engine\n", fs.ep.url);
+		goto out;
+	}
 	fs.engine = mafsbx_engine_open(&fs.ep, NULL, &err);
 	if (!fs.engine) {
 		fprintf(stderr, PROG ": %s\n", err.message);

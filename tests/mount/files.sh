@@ -16,6 +16,13 @@
 require_env
 command -v docker >/dev/null || skip_or_fail "the docker CLI is missing (used to play the guest as root)"
 
+# -o plane=local refuses to mount where it cannot serve (a tcp endpoint).
+if out=$(timeout 20 "$MAFSBXFS" -f -o plane=local -o host=tcp://127.0.0.1:9 "$T/nomount" 2>&1); then
+	fail "plane=local mounted over a tcp endpoint"
+fi
+expect_contains "$out" "plane=local" "plane=local refusal message"
+is_mounted "$T/nomount" && fail "something was mounted"
+
 M=$T/mnt
 # attr_timeout stays at its default (1 s): freshness must not depend on it.
 mount_fs "$M" -o max_write=64M

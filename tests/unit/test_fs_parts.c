@@ -222,6 +222,14 @@ static void test_classify(void **state)
 	assert_string_equal(n.rel, "");
 	assert_int_equal(mfs_classify("/" SBX "/work/plots/fig1.png", &n), 0);
 	assert_string_equal(n.rel, "plots/fig1.png");
+	assert_int_equal(mfs_classify("/" SBX "/root", &n), 0);
+	assert_int_equal(n.type, MFS_N_ROOTFS);
+	assert_string_equal(n.rel, "");
+	assert_int_equal(mfs_classify("/" SBX "/root/etc/passwd", &n), 0);
+	assert_int_equal(n.type, MFS_N_ROOTFS);
+	assert_string_equal(n.rel, "etc/passwd");
+	assert_int_equal(mfs_classify("/" SBX "/rootx", &n), -ENOENT);
+	assert_int_equal(mfs_classify("/" SBX "/root/a\\b", &n), -EINVAL);
 	assert_int_equal(mfs_classify("/" SBX "/workx", &n), -ENOENT);
 	assert_int_equal(mfs_classify("/" SBX "/other", &n), -ENOENT);
 	assert_int_equal(mfs_classify("/" SBX "/work/a\\b", &n), -EINVAL);
