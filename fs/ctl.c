@@ -27,6 +27,8 @@
 
 #include "log.h"
 
+#define FALLTHROUGH __attribute__((fallthrough))
+
 /* Nesting deeper than jansson's parser accepts (JSON_PARSER_MAX_DEPTH). */
 #define CTL_MAX_DEPTH 2048
 
@@ -460,7 +462,7 @@ static enum scan_result number_byte(struct json_scan *s, unsigned char ch, bool 
 			s->num = NUM_ESIGN;
 			return SCAN_MORE;
 		}
-		/* fallthrough */
+		FALLTHROUGH;
 	case NUM_ESIGN:
 		if (digit) {
 			s->num = NUM_EXP;
@@ -500,7 +502,7 @@ static enum scan_result scan_byte(struct json_scan *s, unsigned char ch, const c
 		case SC_KEY_OR_END:
 			if (ch == '}')
 				return close_container(s, ch, why);
-			/* fallthrough */
+			FALLTHROUGH;
 		case SC_KEY:
 			if (is_ws(ch))
 				return SCAN_MORE;
@@ -524,7 +526,7 @@ static enum scan_result scan_byte(struct json_scan *s, unsigned char ch, const c
 		case SC_VALUE_OR_END:
 			if (ch == ']')
 				return close_container(s, ch, why);
-			/* fallthrough */
+			FALLTHROUGH;
 		case SC_VALUE:
 			if (is_ws(ch))
 				return SCAN_MORE;
