@@ -68,6 +68,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *msg = json_string_value(json_object_get(json_object_get(rj, "error"), "message"));
 
 	json_t *want = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &je);
+	/* jansson 2.14 swallows a NUL right after a number ({"a": 1\0}); the
+	 * framing refuses every NUL, as JSON's grammar does: no oracle then */
+	if (memchr(data, '\0', size)) {
+		json_decref(want);
+		want = NULL;
+	}
 	if (json_is_object(want)) {
 		FUZZ_CHECK(first_err == 0);
 		FUZZ_CHECK(runs == 1);
