@@ -11,7 +11,8 @@
  * served to the connections in order; the first answers the _ping of the
  * fresh engine handle. A connection beyond the parts is closed at once.
  * Invariant: every call returns 0 or a negative errno with a message, and
- * its results are well-formed (NUL-terminated, bounded).
+ * its results are well-formed (NUL-terminated, bounded). Op 'e' checks the
+ * absent-path match of 404 messages instead (see absent_path_match).
  */
 #include <errno.h>
 #include <poll.h>
@@ -195,8 +196,86 @@ static int count_sink(const void *d, size_t n, void *ctx)
 	return 0;
 }
 
+/*
+ * Op 'e' (no fake engine): the absent-path match of engine error messages.
+ * The rest of the input is a guest path; the message is built as dockerd
+ * builds it (Go's JSON encoder turns each byte that is not valid UTF-8 into
+ * U+FFFD; a reference written independently of src/error.c). The 404 must
+ * read as that path absent, and not as absence of the path plus "/x".
+ */
+static size_t ref_valid_utf8(const unsigned char *s, size_t n)
+{
+	static const struct { unsigned char lead_lo, lead_hi, len, second_lo, second_hi; } forms[] = {
+		{ 0xC2, 0xDF, 2, 0x80, 0xBF }, { 0xE0, 0xE0, 3, 0xA0, 0xBF }, { 0xE1, 0xEC, 3, 0x80, 0xBF },
+		{ 0xED, 0xED, 3, 0x80, 0x9F }, { 0xEE, 0xEF, 3, 0x80, 0xBF }, { 0xF0, 0xF0, 4, 0x90, 0xBF },
+		{ 0xF1, 0xF3, 4, 0x80, 0xBF }, { 0xF4, 0xF4, 4, 0x80, 0x8F },
+	};
+	for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+		if (s[0] < forms[f].lead_lo || s[0] > forms[f].lead_hi)
+			continue;
+		size_t len = forms[f].len;
+		if (n < len || s[1] < forms[f].second_lo || s[1] > forms[f].second_hi)
+			return 0;
+		for (size_t k = 2; k < len; k++)
+			if ((s[k] & 0xC0) != 0x80)
+				return 0;
+		return len;
+	}
+	return s[0] < 0x80 ? 1 : 0;
+}
+
+static void absent_path_match(const uint8_t *data, size_t size)
+{
+	char *path = malloc(size + 2);
+	path[0] = '/';
+	size_t pl = 1;
+	for (size_t i = 0; i < size; i++)
+		if (data[i] && data[i] != ' ')
+			path[pl++] = (char)data[i];
+	path[pl] = '\0';
+	char *printed = malloc(pl * 3 + 1);
+	size_t n = 0;
+	for (size_t i = 0; i < pl;) {
+		size_t l = ref_valid_utf8((const unsigned char *)path + i, pl - i);
+		if (l) {
+			memcpy(printed + n, path + i, l);
+			n += l;
+			i += l;
+		} else {
+			memcpy(printed + n, "\xEF\xBF\xBD", 3);
+			n += 3;
+			i++;
+		}
+	}
+	printed[n] = '\0';
+	char *msg = malloc(n + 64);
+	snprintf(msg, n + 64, "Could not find the file %s in container c1", printed);
+	json_t *j = json_pack("{s:s}", "message", msg);
+	FUZZ_CHECK(j != NULL);
+	char *body = json_dumps(j, JSON_COMPACT);
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	mafsbx_error_from_engine(&err, 404, body, strlen(body), "stat", path);
+	FUZZ_CHECK(err.kind == MAFSBX_EK_NO_PATH);
+	char *child = malloc(pl + 3);
+	snprintf(child, pl + 3, "%s/x", path);
+	mafsbx_error_clear(&err);
+	mafsbx_error_from_engine(&err, 404, body, strlen(body), "stat", child);
+	FUZZ_CHECK(err.kind == MAFSBX_EK_NO_OBJECT);
+	free(child);
+	free(body);
+	json_decref(j);
+	free(msg);
+	free(printed);
+	free(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	if (size && data[0] == 'e') {
+		absent_path_match(data + 1, size - 1);
+		return 0;
+	}
 	setup_once();
 	char op;
 	load_answers(data, size, &op);
