@@ -22,6 +22,8 @@ packages=(
 	fuse3 docker.io busybox-static iptables docker-registry curl
 	# man pages (tests/packaging renders them)
 	man-db groff-base
+	# a mount story under memcheck (suite valgrind)
+	valgrind
 )
 
 missing=()

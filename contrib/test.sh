@@ -6,7 +6,13 @@
 #   2. build with gcc (build/) and with clang (build-clang/), warnings as errors
 #   3. meson test, ALL suites, in build/ with MAFSBX_REQUIRE_ENGINE=1: a test
 #      that cannot reach the engine fails instead of skipping
-#   4. the unit suite under ASan+UBSan (build-asan/, meson test --setup sanitize)
+#   4. the unit suite under ASan+UBSan (build-asan/, meson test --setup sanitize),
+#      then most of the integration and mount suites (list below) with every
+#      sanitizer report also written under build-asan/sanitizer-logs/, which
+#      must stay empty
+#   5. the libFuzzer harnesses (build-fuzz/, clang), 20 s each (contrib/fuzz.sh)
+#   (the valgrind suite, run in step 3, has the daemon of one mount story
+#   under memcheck)
 #
 # Any failure, and any skipped test, makes the run fail. Failed tests' logs
 # are printed, then a summary and one closing line "N passed, N failed, N skipped".
@@ -109,11 +115,43 @@ fi
 build build-clang clang || failures+=("clang build failed")
 
 # gcc's sanitizers; b_lundef stays on (it only has to go for clang).
+# Integration and mount under ASan: a representative subset, chosen by wall
+# time (each left out runs code the others run too): not acquire (60 s; its
+# spec, naming and create paths run in every mount test's acquire), reap and
+# mkimage (CLI plumbing), it_files' two race loops (over 2 min of the same
+# read and write paths as its other tests), startup (90 s of mount/unmount
+# cycles; option parsing is in the unit suite), and the timing-bound
+# threads (a read must finish within 10 s behind 9 s of execs) and
+# concurrency (a 30 s soak) tests, which ASan's slowdown makes flaky.
+asan_integration=(engine files exec freeze_exec dispose sandbox)
+asan_mount=(badinput bigfile engine_down interop story)
 if build build-asan gcc -Db_sanitize=address,undefined; then
 	run_tests asan-ubsan-unit build-asan --setup sanitize --suite unit
+	rm -rf build-asan/sanitizer-logs
+	mkdir -p build-asan/sanitizer-logs
+	IT_SKIP='test_race_*' run_tests asan-ubsan-integration build-asan --setup sanitizelogs "${asan_integration[@]}"
+	run_tests asan-ubsan-mount build-asan --setup sanitizelogs "${asan_mount[@]}"
+	if compgen -G 'build-asan/sanitizer-logs/*' >/dev/null; then
+		for f in build-asan/sanitizer-logs/*; do
+			log "sanitizer report $f:"
+			head -n 60 "$f" >&2
+		done
+		failures+=("ASan+UBSan: reports in build-asan/sanitizer-logs/")
+	fi
 else
 	failures+=("ASan+UBSan build failed")
 fi
+
+# libFuzzer, 20 s per harness (two at a time): any crash fails the run.
+fuzz_log=$(mktemp /tmp/mafsbx-fuzz-log.XXXXXX)
+if "$here/fuzz.sh" 20 >"$fuzz_log" 2>&1; then
+	summary+=("$(printf '%-22s %s' "fuzz:" "8 harnesses x 20 s, no finding")")
+	cat "$fuzz_log"
+else
+	cat "$fuzz_log"
+	failures+=("fuzz: a harness failed (reproducers in build-fuzz/fuzz-findings/)")
+fi
+rm -f "$fuzz_log"
 
 echo
 echo "==== mafsbxfs test summary ===="

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -185,16 +186,85 @@ void mafsbx_scrub_host_paths(char *msg)
 	}
 }
 
-/* True when `msg` names `path` as a whole token (start/space before, space/end after). */
-static int names_path(const char *msg, const char *path)
+/*
+ * Length of the UTF-8 sequence at s[0..n) as Go's utf8.DecodeRune accepts it
+ * (no overlong forms, no surrogates, nothing over U+10FFFF), or 0 when Go
+ * would call the byte invalid. The engine's JSON encoder replaces each such
+ * byte with U+FFFD, so this is how a path's bytes appear in its messages.
+ */
+static size_t go_utf8_len(const unsigned char *s, size_t n)
 {
-	size_t n = strlen(path);
-	if (!n)
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xBF;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4;
+	else
 		return 0;
-	for (const char *p = msg; (p = strstr(p, path)); p++) {
-		int before = p == msg || p[-1] == ' ';
-		char after = p[n];
-		if (before && (after == '\0' || after == ' '))
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F;
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return 0;
+	return len;
+}
+
+/*
+ * Does `path` appear at msg[0..mlen) as the engine would print it? Returns
+ * the number of message bytes it spans, or 0. Valid UTF-8 must match
+ * byte for byte; each byte Go deems invalid must be "\xEF\xBF\xBD" (U+FFFD).
+ */
+static size_t path_at(const char *msg, size_t mlen, const char *path)
+{
+	static const char repl[] = "\xEF\xBF\xBD";
+	const unsigned char *p = (const unsigned char *)path;
+	size_t plen = strlen(path), i = 0, j = 0;
+	while (i < plen) {
+		size_t l = go_utf8_len(p + i, plen - i);
+		if (l) {
+			if (mlen - j < l || memcmp(msg + j, p + i, l) != 0)
+				return 0;
+			i += l;
+			j += l;
+		} else {
+			if (mlen - j < 3 || memcmp(msg + j, repl, 3) != 0)
+				return 0;
+			i++;
+			j += 3;
+		}
+	}
+	return j;
+}
+
+/*
+ * True when msg[0..mlen) names `path` as a whole token (start/space before,
+ * space/end after). Runs on the engine's whole message as it came, before
+ * any truncation or host-path scrubbing, so a long path, one containing
+ * "/var/lib/docker", and a non-UTF-8 one are all recognised.
+ */
+static int names_path(const char *msg, size_t mlen, const char *path)
+{
+	if (!path[0])
+		return 0;
+	for (size_t k = 0; k < mlen; k++) {
+		if (k && msg[k - 1] != ' ')
+			continue;
+		size_t n = path_at(msg + k, mlen - k, path);
+		if (n && (k + n == mlen || msg[k + n] == ' '))
 			return 1;
 	}
 	return 0;
@@ -204,19 +274,32 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 			     const char *what, const char *path)
 {
 	char message[MAFSBX_ERR_MSG_MAX] = "";
+	/* The engine's whole message, for the exact-path match below; `message`
+	 * is its truncated, scrubbed copy for people. */
+	const char *full = NULL;
+	size_t full_len = 0;
+	json_t *j = NULL;
 	if (body && body_len) {
 		json_error_t jerr;
-		json_t *j = json_loadb(body, body_len, 0, &jerr);
-		const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
-		if (m)
-			snprintf(message, sizeof(message), "%s", m);
-		else
+		j = json_loadb(body, body_len, 0, &jerr);
+		json_t *jm = j ? json_object_get(j, "message") : NULL;
+		if (json_is_string(jm)) {
+			full = json_string_value(jm);
+			full_len = json_string_length(jm);
+			snprintf(message, sizeof(message), "%s", full);
+		} else {
+			full = body;
+			full_len = body_len;
 			snprintf(message, sizeof(message), "%.*s", (int)(body_len > 300 ? 300 : body_len), body);
-		json_decref(j);
+		}
+		while (full_len && (full[full_len - 1] == '\n' || full[full_len - 1] == '\r'))
+			full_len--;
 		size_t l = strlen(message);
 		while (l && (message[l - 1] == '\n' || message[l - 1] == '\r'))
 			message[--l] = '\0';
 	}
+	/* Decided on the whole message before it is cut or scrubbed. */
+	bool path_named = path && full && names_path(full, full_len, path);
 	mafsbx_scrub_host_paths(message);
 
 	enum mafsbx_err_kind kind = MAFSBX_EK_ENGINE;
@@ -227,7 +310,7 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 	case 404:
 		if (strcasestr(message, "no such container"))
 			kind = MAFSBX_EK_NO_CONTAINER;
-		else if (strcasestr(message, "could not find") && (!path || names_path(message, path)))
+		else if (strcasestr(message, "could not find") && (!path || path_named))
 			kind = MAFSBX_EK_NO_PATH;
 		else if (strcasestr(message, "no such image"))
 			kind = MAFSBX_EK_NO_IMAGE;
@@ -255,6 +338,7 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 	default:
 		break;
 	}
+	json_decref(j);
 	int r;
 	if (message[0])
 		r = mafsbx_error_set(e, kind, "%s: engine answered %ld: %s", what ? what : "engine", status, message);

@@ -19,14 +19,15 @@ static int check_text_n(const char *path, size_t len, struct mafsbx_error *err)
 		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "guest path is %zu bytes, over the %d-byte limit",
 					len, MAFSBX_GP_PATH_MAX);
 	if (memchr(path, '\\', len))
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "guest path %.200s contains a backslash", path);
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "guest path %.*s contains a backslash",
+					(int)(len < 200 ? len : 200), path);
 	size_t comp = 0;
 	for (size_t i = 0; i <= len; i++) {
 		if (i == len || path[i] == '/') {
 			if (comp > MAFSBX_GP_NAME_MAX)
 				return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG,
-							"guest path %.120s... has a component of %zu bytes, over %d",
-							path, comp, MAFSBX_GP_NAME_MAX);
+							"guest path %.*s... has a component of %zu bytes, over %d",
+							(int)(len < 120 ? len : 120), path, comp, MAFSBX_GP_NAME_MAX);
 			comp = 0;
 		} else {
 			comp++;

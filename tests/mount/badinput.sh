@@ -2,7 +2,7 @@
 # badinput.sh: every bad input through a real mount gives the documented
 # errno (INTERFACE.md §3, §4) and, for .ctl requests, a reply naming the
 # problem; the daemon stays up throughout.
-#   malformed JSON, unknown fields, a missing image, an unknown sandbox,
+#   malformed JSON (echo into a ctl file fails), unknown fields, a missing image, an unknown sandbox,
 #   both argv and command, a symlink parent (ELOOP), a final symlink (ELOOP),
 #   a fifo (EPERM), a file parent (ENOTDIR), a file over max_read (EFBIG),
 #   a write over max_write (EFBIG), a backslash (EINVAL), a long component
@@ -52,6 +52,17 @@ expect_ctl_error "$M" exec '{"sandbox": "maf-sandbox-docker-000000000000", "argv
 expect_ctl_error "$M" dispose '{"name": "not-a-sandbox"}' EINVAL "name"
 expect_ctl_error "$M" dispose '{"scope": "s"}' EINVAL "thread"
 
+# The shell sees a malformed request as a failed write (INTERFACE.md §4):
+# a byte that cannot continue a JSON object fails at once, and echo's
+# newline ends an unfinished object. (bash ignores close()'s status.)
+echo '{not json' >"$M/.ctl/acquire" 2>/dev/null
+expect_eq "$?" 1 "echo '{not json' > .ctl/acquire"
+echo '{"scope": "s", "thread": ' >"$M/.ctl/acquire" 2>/dev/null
+expect_eq "$?" 1 "echo of an unfinished object > .ctl/acquire"
+printf 'not json' >"$M/.ctl/dispose" 2>/dev/null
+expect_eq "$?" 1 "printf 'not json' > .ctl/dispose"
+ERRMSG=$( (echo '{"a": tru3}' >"$M/.ctl/exec") 2>&1)
+expect_contains "$ERRMSG" "Invalid argument" "the shell's message for a malformed request"
 # The shell sees a refused request as a failed write.
 if echo '{"name": "not-a-sandbox"}' >"$M/.ctl/dispose" 2>/dev/null; then
 	fail "echo of a bad request into .ctl/dispose succeeded"

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -25,6 +26,14 @@ static const struct row rows[] = {
 	{ 404, "{\"message\":\"Could not find the file /w/missing in container c1\"}", "/w/missing", MAFSBX_EK_NO_PATH, ENOENT },
 	/* a message about a child is not absence of the parent (upstream #877) */
 	{ 404, "{\"message\":\"Could not find the file /w/missing/x in container c1\"}", "/w/missing", MAFSBX_EK_NO_OBJECT, ENOENT },
+	/* matched before scrubbing: a guest path naming /var/lib/docker */
+	{ 404, "{\"message\":\"Could not find the file /w/var/lib/docker/x in container c1\"}", "/w/var/lib/docker/x", MAFSBX_EK_NO_PATH, ENOENT },
+	{ 404, "{\"message\":\"Could not find the file /w/var/lib/docker/x/y in container c1\"}", "/w/var/lib/docker/x", MAFSBX_EK_NO_OBJECT, ENOENT },
+	/* non-UTF-8 bytes come back as one U+FFFD each (Go's JSON encoder) */
+	{ 404, "{\"message\":\"Could not find the file /w/a\\ufffd\\ufffdb in container c1\"}", "/w/a\xff\xc3" "b", MAFSBX_EK_NO_PATH, ENOENT },
+	{ 404, "{\"message\":\"Could not find the file /w/a\\ufffdb in container c1\"}", "/w/a\xff\xc3" "b", MAFSBX_EK_NO_OBJECT, ENOENT },
+	{ 404, "{\"message\":\"Could not find the file /w/a\\u00e9 in container c1\"}", "/w/a\xc3\xa9", MAFSBX_EK_NO_PATH, ENOENT },
+	{ 404, "{\"message\":\"Could not find the file /w/\\ufffd\\ufffd\\ufffd in container c1\"}", "/w/\xed\xa0\x80", MAFSBX_EK_NO_PATH, ENOENT },
 	{ 404, "{\"message\":\"no such image: x:latest: No such image: x:latest\"}", NULL, MAFSBX_EK_NO_IMAGE, ENOENT },
 	{ 404, "{\"message\":\"No such exec instance: deadbeef\"}", NULL, MAFSBX_EK_NO_OBJECT, ENOENT },
 	{ 409, "{\"message\":\"Container abc is already paused\"}", NULL, MAFSBX_EK_CONFLICT, EEXIST },
@@ -38,6 +47,26 @@ static const struct row rows[] = {
 	{ 502, "not json at all", NULL, MAFSBX_EK_ENGINE, EIO },
 	{ 503, NULL, NULL, MAFSBX_EK_ENGINE, EIO },
 };
+
+/* A path longer than any message buffer is still matched in full. */
+static void test_long_absent_path(void **state)
+{
+	(void)state;
+	char path[3000], body[3200];
+	memset(path, 'a', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	snprintf(body, sizeof(body), "{\"message\":\"Could not find the file %s in container c1\"}", path);
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	assert_int_equal(mafsbx_error_from_engine(&e, 404, body, strlen(body), "op", path), -ENOENT);
+	assert_int_equal(e.kind, MAFSBX_EK_NO_PATH);
+	/* one byte short is another path */
+	path[sizeof(path) - 2] = '\0';
+	mafsbx_error_clear(&e);
+	mafsbx_error_from_engine(&e, 404, body, strlen(body), "op", path);
+	assert_int_equal(e.kind, MAFSBX_EK_NO_OBJECT);
+}
 
 static void test_mapping_table(void **state)
 {
@@ -81,6 +110,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mapping_table),
+		cmocka_unit_test(test_long_absent_path),
 		cmocka_unit_test(test_scrub_keeps_guest_path),
 		cmocka_unit_test(test_set_and_prefix),
 	};

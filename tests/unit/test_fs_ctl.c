@@ -3,8 +3,10 @@
  * the FUSE operations called directly (no mount), with a stub request
  * runner in place of the sandbox backend: split writes, a second request on
  * one handle, a read before any write, O_TRUNC, an oversized request,
- * malformed and trailing data, a failing request's errno and reply, and
- * the pipe-like open flags.
+ * malformed and trailing data, the framing (a byte that cannot continue a
+ * JSON object fails its write at once; a write ending in a newline ends the
+ * request), a failing request's errno and reply, and the pipe-like open
+ * flags.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -355,6 +357,126 @@ static void test_malformed(void **state)
 	assert_int_equal(runs, 0);
 }
 
+/* Bytes that cannot begin or continue a JSON object fail their write at
+ * once (INTERFACE.md §4), naming the byte; nothing runs, and the handle
+ * starts afresh (close() then succeeds: the failure was reported). */
+static void expect_bad_at_once(const char *first, const char *second, const char *needle)
+{
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/acquire", O_RDWR, &fi);
+	int before = runs;
+	const char *bad = first;
+	if (second) {
+		assert_int_equal(wr(&fi, first, strlen(first), 0), (int)strlen(first));
+		bad = second;
+	}
+	int r = wr(&fi, bad, strlen(bad), 0);
+	if (r != -EINVAL)
+		fail_msg("'%s' then '%s': write gave %d, want -EINVAL", first, second ? second : "", r);
+	assert_int_equal(runs, before);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+	if (!strstr(msg, needle))
+		fail_msg("'%s': message '%s' does not contain '%s'", first, msg, needle);
+	json_decref(j);
+	free(text);
+	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
+	/* the next request on the handle works */
+	assert_int_equal(wr(&fi, "{}", 2, 0), 2);
+	assert_int_equal(runs, before + 1);
+	mfs_operations.release("/.ctl/acquire", &fi);
+}
+
+static void test_framing_bad_bytes(void **state)
+{
+	(void)state;
+	expect_bad_at_once("{not json\n", NULL, "byte 1 ('n')");
+	expect_bad_at_once("{not", NULL, "member name");
+	expect_bad_at_once("{\"scope\": ", "x", "expected a value");
+	expect_bad_at_once("{\"a\" 1}", NULL, "':'");
+	expect_bad_at_once("{,", NULL, "member name");
+	expect_bad_at_once("{\"a\": 1 \"b\"", NULL, "',' or '}'");
+	expect_bad_at_once("{\"a\": [1 2", NULL, "',' or ']'");
+	expect_bad_at_once("{\"a\": [1}", NULL, "'}' closes an array");
+	expect_bad_at_once("{\"a\": {\"b\": 1]", NULL, "']' closes an object");
+	expect_bad_at_once("{\"a\": tru3", NULL, "true, false or null");
+	expect_bad_at_once("{\"a\": nul", "L", "true, false or null");
+	expect_bad_at_once("{\"a\": 01", NULL, "leading zero");
+	expect_bad_at_once("{\"a\": -x", NULL, "digit after '-'");
+	expect_bad_at_once("{\"a\": 1.}", NULL, "digit after '.'");
+	expect_bad_at_once("{\"a\": 1e}", NULL, "exponent");
+	expect_bad_at_once("{\"a\": 1x", NULL, "',' or '}'");
+	expect_bad_at_once("{\"a\": \"tab\there\"}", NULL, "control character");
+	expect_bad_at_once("{\"a\": \"\xff\"}", NULL, "0xff");
+	expect_bad_at_once("{\"a\": \"\xc0\xaf\"}", NULL, "UTF-8");        /* overlong '/' */
+	expect_bad_at_once("{\"a\": \"\xed\xa0\x80\"}", NULL, "UTF-8");    /* a surrogate */
+	expect_bad_at_once("{\"a\": \"\xf4\x90\x80\x80\"}", NULL, "UTF-8"); /* over U+10FFFF */
+	expect_bad_at_once("{\"a\": \"\xc3", "x", "UTF-8");               /* cut across writes */
+	expect_bad_at_once("{\"a\": \"\\q\"}", NULL, "invalid escape");
+	expect_bad_at_once("{\"a\": \"\\u12g4\"}", NULL, "hex digit");
+	expect_bad_at_once("{\"a\": \"\\u0000\"}", NULL, "\\u0000");
+	expect_bad_at_once("{\"a\": \"\\uDC00\"}", NULL, "lone low surrogate");
+	expect_bad_at_once("{\"a\": \"\\uD800x\"}", NULL, "high surrogate");
+	expect_bad_at_once("{\"a\": \"\\uD800\\n\"}", NULL, "high surrogate");
+	expect_bad_at_once("{\"a\": \"\\uD800\\u0041\"}", NULL, "high surrogate");
+	expect_bad_at_once("{\"a\": 1} {", NULL, "data after the JSON object");
+	expect_bad_at_once("[", NULL, "starting with '{'");
+	expect_bad_at_once(" \n \"", NULL, "byte 0");
+	/* nesting deeper than jansson parses */
+	size_t deep = 2100;
+	char *d = malloc(deep * 6 + 16);
+	strcpy(d, "{\"a\": ");
+	for (size_t i = 0; i < deep; i++)
+		strcat(d, "[");
+	expect_bad_at_once(d, NULL, "nested deeper");
+	free(d);
+}
+
+/* JSON Lines: a write ending in a newline ends the request, so a shell's
+ * `echo` learns of an unfinished object from its write. A newline inside
+ * a write (a pretty-printed object in one write) does not. */
+static void test_framing_newline(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/acquire", O_RDWR, &fi);
+	const char *cut = "{\"scope\": \"s\", \"thread\": [1,\n";
+	assert_int_equal(wr(&fi, cut, strlen(cut), 0), -EINVAL);
+	assert_int_equal(runs, 0);
+	char *text = read_all(&fi, 4096);
+	json_t *j = parse_reply(text);
+	const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+	assert_non_null(strstr(msg, "a newline ended the request"));
+	json_decref(j);
+	free(text);
+	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
+	const char *pretty = "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}\n";
+	assert_int_equal(wr(&fi, pretty, strlen(pretty), 0), (int)strlen(pretty));
+	assert_int_equal(runs, 1);
+	assert_string_equal(last_req, "{\"a\":[1,2],\"b\":{}}");
+	/* whitespace-only lines neither start nor end anything */
+	assert_int_equal(wr(&fi, "\n", 1, 0), 1);
+	assert_int_equal(wr(&fi, "  \r\n", 4, 0), 4);
+	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
+	/* every value form, split byte by byte (no write ends in a newline) */
+	const char *all = "{\"n\": [0, -0, 12, -3.25, 1e5, 2E-3, 4.5e+6, true, false, null, \"\", "
+			  "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD83D\\uDE00 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\", "
+			  "{\"x\": {}}, [[]]]}";
+	size_t n = strlen(all);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(wr(&fi, all + i, 1, 0), 1);
+	assert_int_equal(runs, 2);
+	json_error_t je;
+	json_t *want = json_loads(all, 0, &je);
+	assert_non_null(want);
+	char *w = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(last_req, w);
+	free(w);
+	json_decref(want);
+	mfs_operations.release("/.ctl/acquire", &fi);
+}
+
 static void test_failing_request(void **state)
 {
 	(void)state;
@@ -460,6 +582,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_o_trunc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_framing_bad_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_framing_newline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
