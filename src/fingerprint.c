@@ -1018,22 +1018,42 @@ static int read_processes(struct walk *w, int piddir)
 
 /* ---- taking a snapshot -------------------------------------------------- */
 
-/* Upstream's refusals that the pin does not carry: writable bind mounts and volumes. */
-static int check_declared_mounts(struct mafsbx_engine *e, const struct mafsbx_pin *pin, const char *container,
-				 char **name_out, struct mafsbx_error *err)
+/*
+ * Upstream's refusals, from the engine's record, before anything is pinned
+ * (so a privileged container is refused even when it is not running):
+ * privileged, a shared PID namespace, writable bind mounts and volumes.
+ */
+static int check_declared(struct mafsbx_engine *e, const char *container, char id[65], char **name_out,
+			  struct mafsbx_error *err)
 {
 	json_t *insp = NULL;
-	int r = mafsbx_container_inspect(e, pin->id, &insp, err);
+	int r = mafsbx_container_inspect(e, container, &insp, err);
 	if (r < 0)
 		return r;
 	const char *name = json_string_value(json_object_get(insp, "Name"));
+	const char *jid = json_string_value(json_object_get(insp, "Id"));
+	json_t *hc = json_object_get(insp, "HostConfig");
+	const char *pidmode = json_string_value(json_object_get(hc, "PidMode"));
+	snprintf(id, 65, "%s", jid ? jid : "");
 	*name_out = strdup(name ? (name[0] == '/' ? name + 1 : name) : container);
+	r = 0;
+	if (json_is_true(json_object_get(hc, "Privileged")))
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "fingerprint refused: sandbox %s is privileged (it can reach the host's "
+					  "devices and mounts, which no snapshot of the sandbox covers)",
+					  container);
+	else if (pidmode && *pidmode)
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "fingerprint refused: sandbox %s shares a PID namespace (HostConfig.PidMode "
+					  "is set), so its processes cannot be told from others'",
+					  container);
 	json_t *mounts = json_object_get(insp, "Mounts"), *m;
 	size_t i;
-	r = 0;
 	json_array_foreach(mounts, i, m) {
 		const char *type = json_string_value(json_object_get(m, "Type"));
 		const char *dest = json_string_value(json_object_get(m, "Destination"));
+		if (r < 0)
+			break;
 		if (!json_is_true(json_object_get(m, "RW")))
 			continue;
 		if (type && strcmp(type, "bind") && strcmp(type, "volume"))
@@ -1045,10 +1065,9 @@ static int check_declared_mounts(struct mafsbx_engine *e, const struct mafsbx_pi
 					  "left nothing there (declare it read-only)",
 					  container, type ? type : "bind", shown ? shown : "?");
 		free(shown);
-		break;
 	}
 	/* HostConfig.Binds without a read-only flag ("src:dst" or "src:dst:rw,...") */
-	json_t *binds = json_object_get(json_object_get(insp, "HostConfig"), "Binds"), *bnd;
+	json_t *binds = json_object_get(hc, "Binds"), *bnd;
 	json_array_foreach(binds, i, bnd) {
 		const char *b = json_string_value(bnd);
 		if (r < 0 || !b)
@@ -1062,16 +1081,16 @@ static int check_declared_mounts(struct mafsbx_engine *e, const struct mafsbx_pi
 					ro = true;
 				s += n + (s[n] ? 1 : 0);
 			}
-		if (!ro) {
+		if (!ro)
 			r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
 						  "fingerprint refused: sandbox %s declares a writable bind mount in "
 						  "HostConfig.Binds; declare it read-only",
 						  container);
-		}
 	}
 	json_decref(insp);
-	if (r == 0 && !*name_out)
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (r == 0 && (!*name_out || strlen(id) != 64))
+		r = *name_out ? mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "inspect of %s: no Id", container)
+			      : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	return r;
 }
 
@@ -1094,25 +1113,18 @@ int mafsbx_fingerprint_take(struct mafsbx_engine *e, const char *container, cons
 	if (!fp)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	fp->limits = *lim;
+	char declared_id[65];
+	if ((r = check_declared(e, container, declared_id, &fp->name, err)) < 0)
+		goto out;
 	if ((r = mafsbx_pin_open(e, container, &pin, err)) < 0)
 		goto out;
 	w.pin = pin;
-	if (pin->privileged) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "fingerprint refused: sandbox %s is privileged (it can reach the host's "
-					  "devices and mounts, which no snapshot of the sandbox covers)",
-					  container);
+	/* the pin's own inspects must describe the container that was checked */
+	if (strcmp(pin->id, declared_id) || pin->privileged || pin->host_pid) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "fingerprint: sandbox %s was replaced while measured",
+				     container);
 		goto out;
 	}
-	if (pin->host_pid) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "fingerprint refused: sandbox %s shares a PID namespace (HostConfig.PidMode "
-					  "is set), so its processes cannot be told from others'",
-					  container);
-		goto out;
-	}
-	if ((r = check_declared_mounts(e, pin, container, &fp->name, err)) < 0)
-		goto out;
 	snprintf(fp->id, sizeof(fp->id), "%s", pin->id);
 	snprintf(fp->started_at, sizeof(fp->started_at), "%s", pin->started_at);
 	time_t now = time(NULL);
