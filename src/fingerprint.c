@@ -1506,7 +1506,7 @@ static bool entry_changed(const struct mafsbx_fp_entry *a, const struct mafsbx_f
 	if (strcmp(a->sha256, b->sha256))
 		add_change(c, "content sha256 %.12s -> %.12s", a->sha256[0] ? a->sha256 : "-",
 			   b->sha256[0] ? b->sha256 : "-");
-	if (a->changing != b->changing || (a->changing && b->changing))
+	if (a->changing != b->changing)
 		add_change(c, "was changing while hashed");
 	if ((a->target || b->target) && (!a->target || !b->target || strcmp(a->target, b->target)))
 		add_change(c, "target %s -> %s", a->target ? a->target : "-", b->target ? b->target : "-");
