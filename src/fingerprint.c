@@ -35,6 +35,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -471,10 +472,29 @@ static int count_entry(struct walk *w)
 	return 0;
 }
 
+/* A guest path in a message is escaped: raw bytes would reach the user's terminal. */
 static int sys_fail(struct walk *w, int e, const char *what, const char *path)
 {
-	return mafsbx_error_set_full(w->err, MAFSBX_EK_SYSTEM, e, NULL, "fingerprint: cannot %s %s: %s", what,
-				     path, strerror(e));
+	char *shown = mafsbx_fp_escape(path, strlen(path));
+	int r = mafsbx_error_set_full(w->err, MAFSBX_EK_SYSTEM, e, NULL, "fingerprint: cannot %s %s: %s", what,
+				      shown ? shown : "(a guest path)", strerror(e));
+	free(shown);
+	return r;
+}
+
+static int too_big(struct walk *w, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* fmt has one %s, for the escaped path, first */
+static int too_big(struct walk *w, const char *path, const char *fmt, ...)
+{
+	char *shown = mafsbx_fp_escape(path, strlen(path)), msg[MAFSBX_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	int r = mafsbx_error_set(w->err, MAFSBX_EK_TOO_BIG, "fingerprint refused: %s %s", shown ? shown : "(a guest path)",
+				 msg);
+	free(shown);
+	return r;
 }
 
 static char *join(const char *dir, const char *name)
@@ -509,10 +529,9 @@ static int hash_file(struct walk *w, int opath, const struct stat *st, const cha
 	}
 	uint64_t want = (uint64_t)st->st_size, got = 0;
 	if (w->fp->bytes_hashed + want > w->lim->max_hash_bytes) {
-		r = mafsbx_error_set(w->err, MAFSBX_EK_TOO_BIG,
-				     "fingerprint refused: hashing %s would pass the bound of %" PRIu64
-				     " bytes hashed (--max-hash-bytes)",
-				     path, w->lim->max_hash_bytes);
+		r = too_big(w, path,
+			    "is a file whose hashing would pass the bound of %" PRIu64 " bytes hashed (--max-hash-bytes)",
+			    w->lim->max_hash_bytes);
 		goto out;
 	}
 	EVP_DigestInit_ex(w->md, EVP_sha256(), NULL);
@@ -607,9 +626,7 @@ static int measure(struct walk *w, int fd, const char *path, unsigned depth)
 	}
 	if (S_ISDIR(st.st_mode)) {
 		if (depth >= w->lim->max_depth)
-			return mafsbx_error_set(w->err, MAFSBX_EK_TOO_BIG,
-						"fingerprint refused: %s is nested deeper than %u directories (--max-depth)",
-						path, w->lim->max_depth);
+			return too_big(w, path, "is nested deeper than %u directories (--max-depth)", w->lim->max_depth);
 		return walk_dir(w, fd, path, depth + 1);
 	}
 	return 0;
@@ -650,10 +667,10 @@ static int walk_dir(struct walk *w, int dirfd, const char *path, unsigned depth)
 			continue;
 		/* a directory of a million names is refused here, before its entries are measured */
 		if ((uint64_t)w->fp->n_entries + w->fp->n_procs + n >= w->lim->max_entries) {
-			r = mafsbx_error_set(w->err, MAFSBX_EK_TOO_BIG,
-					     "fingerprint refused: more than %" PRIu64
-					     " entries (--max-entries; the directory %s alone lists more than %zu)",
-					     w->lim->max_entries, path, n);
+			r = too_big(w, path,
+				    "lists more than %zu names, which passes the bound of %" PRIu64
+				    " entries (--max-entries)",
+				    n, w->lim->max_entries);
 			break;
 		}
 		if (n == cap) {
