@@ -13,6 +13,7 @@
  * is not a proof).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fingerprint.h"
 #include "mafsbx.h"
@@ -104,18 +106,25 @@ static int save(const struct mafsbx_fp *fp, const char *path)
 	}
 	int r;
 	if (path) {
-		/* written whole to a temporary name, then renamed: a failed run leaves no half snapshot */
+		/* written whole to a temporary name, then renamed: a failed run leaves no half snapshot;
+		 * mode 0600, as a snapshot holds the sandbox's command lines (arguments can be secrets) */
 		char *tmp = NULL;
 		if (asprintf(&tmp, "%s.tmp", path) < 0) {
 			json_decref(j);
 			return FP_EXIT_REFUSED;
 		}
-		r = json_dump_file(j, tmp, JSON_COMPACT);
+		unlink(tmp);   /* a stale one could carry a wider mode */
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		r = fd < 0 ? -1 : json_dumpfd(j, fd, JSON_COMPACT);
+		int e = errno;
+		if (fd >= 0 && close(fd) < 0 && r == 0)
+			r = -1, e = errno;
 		if (r == 0 && rename(tmp, path) < 0)
-			r = -1;
+			r = -1, e = errno;
 		if (r < 0) {
-			cli_error("fingerprint: cannot write %s: %s", path, strerror(errno));
-			remove(tmp);
+			cli_error("fingerprint: cannot write %s: %s", path, strerror(e));
+			if (fd >= 0)
+				unlink(tmp);
 		}
 		free(tmp);
 	} else {

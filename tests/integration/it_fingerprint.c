@@ -442,6 +442,11 @@ static void test_cli(void **state)
 	char dir[] = "/tmp/mafsbxtest-fp-cli-XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(run_cli("%s -o %s/before.json", g_sbx.name, dir), 0);
+	char before[256];
+	snprintf(before, sizeof(before), "%s/before.json", dir);
+	struct stat st;
+	assert_int_equal(stat(before, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);   /* command lines can hold secrets */
 	assert_int_equal(run_cli("--diff %s/before.json %s -o %s/same.json", dir, g_sbx.name, dir), 0);
 	assert_int_equal(run_cli("--diff %s/before.json %s/same.json", dir, dir), 0);
 	sh_ok("touch /tmp/fp-cli");
