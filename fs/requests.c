@@ -144,9 +144,14 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 			}
 		}
 		if (spec->reclaim) {   /* {"name", "reclaim": DIR}: remove DIR, keep the sandbox (reclaim.h) */
-			char done[MAFSBX_GP_RECLAIM_MAX];
-			if ((r = mafsbx_sandbox_reclaim(fs->backend, spec->name, spec->reclaim, done, sizeof(done), err)) == 0)
-				*reply = json_pack("{s:b, s:s}", "ok", 1, "reclaimed", done);
+			struct mafsbx_reclaim_result done;
+			if ((r = mafsbx_sandbox_reclaim(fs->backend, spec->name, spec->reclaim, &done, err)) == 0) {
+				*reply = json_pack("{s:b, s:s}", "ok", 1, "reclaimed", done.path);
+				char *p = NULL;   /* the kernel may still hold the removed tree: drop it */
+				if (fs->fuse && asprintf(&p, "/%s/work/%s", spec->name, done.relative) > 0)
+					fuse_invalidate_path(fs->fuse, p);
+				free(p);
+			}
 			mfs_invalidate_sandbox(fs, spec->name);
 			goto out;
 		}

@@ -41,8 +41,8 @@ static void rm_message(const struct mafsbx_exec_result *res, char *out, size_t o
 	mafsbx_scrub_host_paths(out);
 }
 
-int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const char *directory, char *resolved_out,
-			   size_t resolved_size, struct mafsbx_error *err)
+int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const char *directory,
+			   struct mafsbx_reclaim_result *out, struct mafsbx_error *err)
 {
 	if (!b || !name || !directory)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "reclaim: incomplete request");
@@ -116,8 +116,12 @@ int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const cha
 		goto out;
 	}
 	mafsbx_exec_result_free(&res);
-	if (resolved_out && resolved_size)
-		snprintf(resolved_out, resolved_size, "%s", target);
+	if (out) {
+		/* target lies strictly under wd (resolve + the refusals above), so this is its tail */
+		size_t wl = strlen(wd);
+		snprintf(out->path, sizeof(out->path), "%s", target);
+		snprintf(out->relative, sizeof(out->relative), "%s", target + wl + (wd[wl - 1] == '/' ? 0 : 1));
+	}
 	r = 0;
 out:
 	free(target);

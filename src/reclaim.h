@@ -12,7 +12,11 @@
 
 struct mafsbx_backend;
 
-#define MAFSBX_GP_RECLAIM_MAX 4096   /* room for the resolved path */
+/* What was removed: the absolute guest path, and the same relative to the work dir. */
+struct mafsbx_reclaim_result {
+	char path[4096];
+	char relative[4096];
+};
 
 /*
  * Remove `directory` of sandbox `name` (a workload name):
@@ -27,10 +31,9 @@ struct mafsbx_backend;
  *    followed (rm's own semantics);
  *  - `rm` exiting non-zero is EK_SYSTEM, type OSError, EACCES when rm says
  *    "Permission denied", else EIO, with rm's message.
- * On success the resolved absolute guest path is written to `resolved`
- * (MAFSBX_GP_RECLAIM_MAX bytes fit any), when not NULL.
+ * On success `res` (may be NULL) says what was removed.
  */
-int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const char *directory, char *resolved,
-			   size_t resolved_size, struct mafsbx_error *err);
+int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const char *directory,
+			   struct mafsbx_reclaim_result *res, struct mafsbx_error *err);
 
 #endif

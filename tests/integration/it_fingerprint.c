@@ -290,7 +290,7 @@ static void test_same_size_same_mtime(void **state)
 static void test_restore_is_zero(void **state)
 {
 	(void)state;
-	expect_only("printf x > /tmp/fp-r && mkdir -p /tmp/fp-rd/a && printf y > /dev/shm/fp-r && "
+	expect_only("printf x > /tmp/fp-r && mkdir -p /tmp/fp-rd/a && printf y > /dev/shm/fp-r || exit 1; "
 		    "sleep 1000 </dev/null >/dev/null 2>&1 & p=$!; chmod 700 /tmp; chmod 1777 /tmp; "
 		    "rm -rf /tmp/fp-r /tmp/fp-rd /dev/shm/fp-r; kill $p; wait $p; exit 0",
 		    0, NULL);
@@ -475,8 +475,12 @@ static void test_cli(void **state)
 
 static int reclaim(const char *name, const char *dir, char *done, struct mafsbx_error *e)
 {
+	struct mafsbx_reclaim_result res;
 	mafsbx_error_clear(e);
-	return mafsbx_sandbox_reclaim(sbxt_g.b, name, dir, done, MAFSBX_GP_RECLAIM_MAX, e);
+	int r = mafsbx_sandbox_reclaim(sbxt_g.b, name, dir, &res, e);
+	if (r == 0)
+		snprintf(done, 4096, "%s", res.path);
+	return r;
 }
 
 static void test_reclaim(void **state)
@@ -497,7 +501,7 @@ static void test_reclaim(void **state)
 	struct mafsbx_acquire_result r;
 	sbxt_acquire_ok(g_scope, "a", "reclaim", extra, &r);
 	assert_int_equal(r.uid, 1000);
-	char script[1024], done[MAFSBX_GP_RECLAIM_MAX];
+	char script[1024], done[4096];
 	struct mafsbx_error e;
 	/*
 	 * The guest's own tree, a link inside it to a tree the guest owns elsewhere, and a
@@ -517,8 +521,12 @@ static void test_reclaim(void **state)
 	assert_string_equal(done, script);
 	/* a link inside is unlinked, not followed */
 	assert_int_equal(reclaim(r.name, "calls/c3", done, &e), 0);
-	/* a missing directory is success */
-	assert_int_equal(reclaim(r.name, "calls/never", done, &e), 0);
+	/* a missing directory is success; the result names it both ways */
+	struct mafsbx_reclaim_result rr;
+	assert_int_equal(mafsbx_sandbox_reclaim(sbxt_g.b, r.name, "./calls//never/", &rr, &e), 0);
+	assert_string_equal(rr.relative, "calls/never");
+	snprintf(script, sizeof(script), "%s/calls/never", r.work_dir);
+	assert_string_equal(rr.path, script);
 	/* at the guest's authority: uid 1000 cannot remove root's file in root's directory */
 	assert_int_equal(reclaim(r.name, "calls/c2", done, &e), -EACCES);
 	assert_string_equal(e.type, "OSError");
@@ -547,8 +555,9 @@ static void test_reclaim(void **state)
 	assert_non_null(strstr(e.message, "fewer than two components"));
 	assert_int_equal(reclaim(root.name, "/top", done, &e), -EINVAL);
 	assert_int_equal(reclaim(root.name, "/", done, &e), -EINVAL);
-	assert_int_equal(reclaim(root.name, "top/sub", done, &e), 0);
-	assert_string_equal(done, "/top/sub");
+	assert_int_equal(mafsbx_sandbox_reclaim(sbxt_g.b, root.name, "top/sub", &rr, &e), 0);
+	assert_string_equal(rr.path, "/top/sub");
+	assert_string_equal(rr.relative, "top/sub");
 	sh_in(root.name, "test -d /top && test ! -e /top/sub");
 }
 
