@@ -5,7 +5,7 @@
  * a new sandbox appear at once, and the reply shapes:
  *
  *   acquire  ok, name, id, state, path, work_dir, uid, gid
- *   dispose  ok, disposed, failures
+ *   dispose  ok, disposed, failures (with "reclaim": ok, reclaimed)
  *   exec     ok, exit_code, stdout, stderr, stdout_b64, stderr_b64,
  *            timed_out, truncated, duration_ms
  *
@@ -27,6 +27,7 @@
 #include "base64.h"
 #include "log.h"
 #include "names.h"
+#include "reclaim.h"
 #include "sandbox.h"
 #include "spec.h"
 
@@ -141,6 +142,18 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 					goto out;
 				}
 			}
+		}
+		if (spec->reclaim) {   /* {"name", "reclaim": DIR}: remove DIR, keep the sandbox (reclaim.h) */
+			struct mafsbx_reclaim_result done;
+			if ((r = mafsbx_sandbox_reclaim(fs->backend, spec->name, spec->reclaim, &done, err)) == 0) {
+				*reply = json_pack("{s:b, s:s}", "ok", 1, "reclaimed", done.path);
+				char *p = NULL;   /* the kernel may still hold the removed tree: drop it */
+				if (fs->fuse && asprintf(&p, "/%s/work/%s", spec->name, done.relative) > 0)
+					fuse_invalidate_path(fs->fuse, p);
+				free(p);
+			}
+			mfs_invalidate_sandbox(fs, spec->name);
+			goto out;
 		}
 		const struct mafsbx_sandbox_info *i = NULL;
 		struct mafsbx_error e3;

@@ -27,10 +27,11 @@ static const struct {
 	{ MAFSBX_CAP_FILES_OUT, "files_out" },
 	{ MAFSBX_CAP_FILES_DELETE, "files_delete" },
 	{ MAFSBX_CAP_HOST_TOOLS, "host_tools" },
+	{ MAFSBX_CAP_RECLAIM, "reclaim" },
 };
 
 /* Upstream capabilities this backend never serves (upstream §1.5): EOPNOTSUPP, not EINVAL. */
-static const char *const unserved_caps[] = { "run_code", "files_list", "snapshot", "attached_identity", "reclaim" };
+static const char *const unserved_caps[] = { "run_code", "files_list", "snapshot", "attached_identity" };
 
 const char *mafsbx_cap_name(unsigned cap)
 {
@@ -509,7 +510,7 @@ static int parse_caps(const json_t *req, unsigned *caps, struct mafsbx_error *er
 				if (strcmp(name, unserved_caps[j]) == 0)
 					return unsupported(err, "SandboxCapabilityNotSupported", f,
 							   "capability '%s' is not served by the docker backend", name);
-			return bad(err, f, "unknown capability (want exec, files_in, files_out, files_delete, host_tools)");
+			return bad(err, f, "unknown capability (want exec, files_in, files_out, files_delete, host_tools, reclaim)");
 		}
 		*caps |= bit;
 	}
@@ -664,12 +665,13 @@ void mafsbx_dispose_spec_free(struct mafsbx_dispose_spec *s)
 	free((char *)s->key.agent);
 	free((char *)s->key.call);
 	free(s->kind);
+	free(s->reclaim);
 	free(s);
 }
 
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err)
 {
-	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", NULL };
+	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", "reclaim", NULL };
 	static const char *const key_fields[] = { "scope", "thread", "agent", "call", "kind" };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
@@ -694,8 +696,18 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 		s->by = MAFSBX_DISPOSE_BY_NAME;
 		if ((r = dup_to(&s->name, name, err)))
 			goto fail;
+		/* reclaim: the target rules need the work dir, so they are the backend's (reclaim.h) */
+		const char *reclaim;
+		if ((r = get_str(req, "reclaim", false, false, &reclaim, err)))
+			goto fail;
+		if (reclaim && (r = dup_to(&s->reclaim, reclaim, err)))
+			goto fail;
 		*out = s;
 		return 0;
+	}
+	if (json_object_get(req, "reclaim")) {
+		r = bad(err, "reclaim", "requires 'name'");
+		goto fail;
 	}
 	if (!json_object_get(req, "scope") && !json_object_get(req, "thread")) {
 		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "request: needs 'name', or 'scope' and 'thread'");

@@ -48,8 +48,9 @@ enum mafsbx_cap {
 	MAFSBX_CAP_FILES_OUT = 1u << 2,
 	MAFSBX_CAP_FILES_DELETE = 1u << 3,
 	MAFSBX_CAP_HOST_TOOLS = 1u << 4,
+	MAFSBX_CAP_RECLAIM = 1u << 5,    /* .ctl/dispose {"name", "reclaim"} (reclaim.h) */
 };
-#define MAFSBX_CAP_ALL 0x1fu
+#define MAFSBX_CAP_ALL 0x3fu
 #define MAFSBX_CAP_DEFAULT (MAFSBX_CAP_EXEC | MAFSBX_CAP_FILES_IN | MAFSBX_CAP_FILES_OUT)
 #define MAFSBX_CAP_ANY_FILES (MAFSBX_CAP_FILES_IN | MAFSBX_CAP_FILES_OUT | MAFSBX_CAP_FILES_DELETE)
 
@@ -137,6 +138,7 @@ struct mafsbx_dispose_spec {
 	char *name;                  /* BY_NAME: a workload name (maf-sandbox-docker-<12 hex>) */
 	struct mafsbx_key key;       /* BY_KEY / BY_SCOPE: owned; agent NULL for BY_SCOPE, call "" when absent */
 	char *kind;                  /* BY_KEY: NULL = every kind of that key */
+	char *reclaim;               /* BY_NAME only: {"name", "reclaim": DIR} removes DIR instead (reclaim.h) */
 };
 
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err);

@@ -25,6 +25,7 @@ static const struct subcommand subcommands[] = {
 	{ "mkimage", cmd_mkimage, "build the offline busybox test image (docker import)" },
 	{ "reap", cmd_reap, "remove sandboxes older than a cutoff (for cron)" },
 	{ "ls", cmd_ls, "list the sandboxes on the engine" },
+	{ "fingerprint", cmd_fingerprint, "measure a sandbox; --diff: did a call leave anything behind" },
 };
 
 static void usage(FILE *out)
@@ -38,7 +39,7 @@ static void usage(FILE *out)
 		"\n"
 		"Commands:\n");
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+		fprintf(out, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
 	fprintf(out,
 		"\n"
 		"Engine endpoint (every command): -H URL, --context NAME, else DOCKER_HOST,\n"

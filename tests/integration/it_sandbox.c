@@ -173,7 +173,7 @@ static void test_declarations(void **state)
 	char *text = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
 	assert_string_equal(
 		text,
-		"{\"capabilities\":[\"exec\",\"files_in\",\"files_out\",\"files_delete\",\"host_tools\"],"
+		"{\"capabilities\":[\"exec\",\"files_in\",\"files_out\",\"files_delete\",\"host_tools\",\"reclaim\"],"
 		"\"egress_modes\":[\"closed\"],\"isolation\":\"container\",\"isolation_scopes\":[\"conversation\",\"call\"],"
 		"\"limits\":{\"files_in\":{\"max_bytes_per_file\":67108864,\"max_files\":256,\"max_total_bytes\":268435456},"
 		"\"files_out\":{\"max_bytes_per_file\":67108864,\"max_files\":256,\"max_total_bytes\":268435456},"

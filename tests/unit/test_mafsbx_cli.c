@@ -222,6 +222,68 @@ static void test_mkimage_refusals(void **state)
 	expect(&r, 3, NULL, "nobody.sock");
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+#define FP_HEAD "{\"format\":\"mafsbx-fingerprint/1\",\"container\":{\"id\":\"\",\"name\":\"x\",\"started_at\":\"\"}," \
+		"\"mounts\":[{\"path\":\"/\",\"type\":\"overlay\",\"ro\":false}],\"processes\":[],\"entries\":["
+#define FP_ENTRY(path, size) "{\"path\":\"" path "\",\"type\":\"file\",\"mode\":\"0644\",\"uid\":0,\"gid\":0,\"size\":" size \
+		",\"mtime\":\"1.000000000\",\"ctime\":\"1.000000000\",\"sha256\":" \
+		"\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}"
+
+/* `fingerprint --diff A.json B.json` needs no engine: exit 0, 1, and the refusals. */
+static void test_fingerprint_files(void **state)
+{
+	(void)state;
+	char a[PATH_MAX + 16], b[PATH_MAX + 16], bad[PATH_MAX + 16];
+	snprintf(a, sizeof(a), "%s/a.json", home);
+	snprintf(b, sizeof(b), "%s/b.json", home);
+	snprintf(bad, sizeof(bad), "%s/bad.json", home);
+	write_file(a, FP_HEAD FP_ENTRY("/etc/passwd", "0") "]}");
+	write_file(b, FP_HEAD FP_ENTRY("/etc/passwd", "0") "," FP_ENTRY("/tmp/new", "0") "]}");
+	write_file(bad, "{\"format\":\"other\"}");
+	struct run r;
+	run(&r, "fingerprint", "--diff", a, a, NULL);
+	expect(&r, 0, NULL, NULL);
+	assert_int_equal(r.out.len, 0);
+	run(&r, "fingerprint", "--diff", a, b, NULL);
+	expect(&r, 1, "+ /tmp/new (file 0644 0:0, 0 bytes)\n", NULL);
+	run(&r, "fingerprint", "--diff", b, a, NULL);
+	expect(&r, 1, "- /tmp/new (file 0644 0:0, 0 bytes)\n", NULL);
+	run(&r, "fingerprint", "--diff", a, bad, NULL);
+	expect(&r, 4, NULL, "not a mafsbx-fingerprint/1 snapshot");
+	run(&r, "fingerprint", "--diff", "/nonexistent/x.json", a, NULL);
+	expect(&r, 4, NULL, "/nonexistent/x.json");
+	/* usage */
+	run(&r, "fingerprint", NULL);
+	expect(&r, 2, NULL, "no sandbox named");
+	run(&r, "fingerprint", a, NULL);
+	expect(&r, 2, NULL, "looks like a file");
+	run(&r, "fingerprint", "--json", "--diff", a, b, NULL);
+	expect(&r, 2, NULL, "--json does not go with --diff");
+	run(&r, "fingerprint", "--max-entries", "0", "box", NULL);
+	expect(&r, 2, NULL, "--max-entries");
+	run(&r, "fingerprint", "--max-ms", "-5", "box", NULL);
+	expect(&r, 2, NULL, "--max-ms");
+	run(&r, "fingerprint", "--strict", "box", NULL);
+	expect(&r, 2, NULL, "--strict goes with --diff");
+	run(&r, "fingerprint", "--diff", a, b, "-o", "c.json", NULL);
+	expect(&r, 2, NULL, "-o saves a snapshot taken now");
+	/* a sandbox name with no engine answering: 3, never 0 or 1 */
+	run(&r, "fingerprint", "box", NULL);
+	expect(&r, 3, NULL, NULL);
+	run(&r, "fingerprint", "--help", NULL);
+	expect(&r, 0, "Exit status: 0 nothing changed", NULL);
+	assert_int_equal(unlink(a), 0);
+	assert_int_equal(unlink(b), 0);
+	assert_int_equal(unlink(bad), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -247,6 +309,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_help_and_version),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_mkimage_refusals),
+		cmocka_unit_test(test_fingerprint_files),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

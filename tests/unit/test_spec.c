@@ -106,6 +106,9 @@ static const struct bad_row bad_rows[] = {
 	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"agent\":\"a\",\"extra\":1}", EINVAL, "field 'extra': unknown field" },
 	{ DISP, "{\"scope\":\"s\",\"thread\":[],\"agent\":\"a\"}", EINVAL, "field 'thread': must be a string" },
 	{ DISP, "{\"name\":5}", EINVAL, "field 'name': must be a string" },
+	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"reclaim\":\"a/b\"}", EINVAL, "field 'reclaim': requires 'name'" },
+	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"reclaim\":\"\"}", EINVAL, "field 'reclaim': must not be empty" },
+	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"reclaim\":[]}", EINVAL, "field 'reclaim': must be a string" },
 
 	/* exec */
 	{ EXEC, "{\"argv\":[\"true\"]}", EINVAL, "field 'sandbox': required" },
@@ -265,6 +268,14 @@ static void test_dispose_shapes(void **state)
 	assert_int_equal(mafsbx_dispose_spec_parse(req, &s, &e), 0);
 	assert_int_equal(s->by, MAFSBX_DISPOSE_BY_NAME);
 	assert_string_equal(s->name, "maf-sandbox-docker-6f8a8ed7a21c");
+	assert_null(s->reclaim);
+	mafsbx_dispose_spec_free(s);
+	json_decref(req);
+
+	req = load("{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"reclaim\":\"calls/c1\"}");
+	assert_int_equal(mafsbx_dispose_spec_parse(req, &s, &e), 0);
+	assert_int_equal(s->by, MAFSBX_DISPOSE_BY_NAME);
+	assert_string_equal(s->reclaim, "calls/c1");
 	mafsbx_dispose_spec_free(s);
 	json_decref(req);
 
@@ -398,6 +409,8 @@ static void test_names_of_enums(void **state)
 	assert_string_equal(mafsbx_cap_name(MAFSBX_CAP_HOST_TOOLS), "host_tools");
 	assert_int_equal(mafsbx_cap_from_name("files_delete"), MAFSBX_CAP_FILES_DELETE);
 	assert_int_equal(mafsbx_cap_from_name("files_list"), 0);
+	assert_int_equal(mafsbx_cap_from_name("reclaim"), MAFSBX_CAP_RECLAIM);
+	assert_string_equal(mafsbx_cap_name(MAFSBX_CAP_RECLAIM), "reclaim");
 	assert_null(mafsbx_cap_name(3));
 	assert_string_equal(mafsbx_egress_name(MAFSBX_EGRESS_CLOSED), "closed");
 	assert_string_equal(mafsbx_isolation_scope_name(MAFSBX_SCOPE_CALL), "call");

@@ -1,0 +1,285 @@
+/*
+ * cmd_fingerprint.c: `mafsbx fingerprint`, the nothing-left-behind proof from
+ * a shell (INTERFACE.md §7): take a snapshot of a sandbox (fingerprint.h),
+ * save it, and compare it with a later one:
+ *
+ *   mafsbx fingerprint NAME -o before.json
+ *   ... the call ...
+ *   mafsbx fingerprint --diff before.json NAME     # exit 0: nothing changed
+ *
+ * Exit status: 0 nothing changed (or a snapshot taken), 1 something changed
+ * (diff), 2 usage, 3 engine unreachable, 4 the measurement was refused or
+ * failed (a refusal is never a "no change": a proof that could not be taken
+ * is not a proof).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fingerprint.h"
+#include "mafsbx.h"
+
+#define FP_EXIT_CHANGED 1
+#define FP_EXIT_REFUSED 4
+
+static void fp_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: " PROGRAM " fingerprint NAME [--json] [-o FILE] [LIMITS] [-H URL | --context NAME]\n"
+		"       " PROGRAM " fingerprint --diff BEFORE.json NAME [--strict] [-o AFTER.json] [LIMITS]\n"
+		"       " PROGRAM " fingerprint --diff BEFORE.json AFTER.json [--strict]\n"
+		"\n"
+		"Measure a sandbox from the host (no command runs in it): every entry of\n"
+		"every mount except /proc and /sys (type, mode, owner, size, times, link\n"
+		"text, SHA-256 of file contents) and every process of its cgroup (PID,\n"
+		"start time, command line). With --diff, compare with a saved snapshot and\n"
+		"print one line per added (+), removed (-) or changed (~) mount, entry and\n"
+		"process. An argument holding '/' or ending in .json is a saved snapshot;\n"
+		"anything else names a sandbox.\n"
+		"\n"
+		"Options:\n"
+		"      --json               print the snapshot as JSON on stdout\n"
+		"  -o, --output FILE        write the snapshot (JSON) to FILE\n"
+		"      --diff BEFORE.json   compare BEFORE.json with NAME now (or AFTER.json)\n"
+		"      --strict             also compare directory times and sizes and the ctime\n"
+		"                           of /etc/hostname, /etc/hosts and /etc/resolv.conf\n"
+		"      --max-entries N      refuse past N entries and processes (default 250000)\n"
+		"      --max-hash-bytes N   refuse past N bytes of file contents (default 1073741824)\n"
+		"      --max-ms N           refuse past N milliseconds (default 30000)\n"
+		"      --max-depth N        refuse directories nested deeper than N (default 256)\n" CLI_ENGINE_OPTIONS_HELP
+		"  -h, --help               show this help\n"
+		"\n"
+		"Exit status: 0 nothing changed (or snapshot taken), 1 something changed,\n"
+		"2 usage, 3 engine unreachable, 4 the measurement was refused or failed.\n");
+}
+
+static bool is_snapshot_arg(const char *a)
+{
+	size_t n = strlen(a);
+	return strchr(a, '/') || (n > 5 && !strcmp(a + n - 5, ".json"));
+}
+
+static int parse_count(const char *opt, const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || v == 0 || v > max || s[0] == '-')
+		return cli_usage_error("fingerprint", "%s: want a whole number from 1 to %" PRIu64 ", not '%s'", opt,
+				       max, s);
+	*out = v;
+	return 0;
+}
+
+static int load(const char *path, struct mafsbx_fp **out)
+{
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je);
+	if (!j) {
+		cli_error("fingerprint: %s: %s (line %d)", path, je.text, je.line);
+		return FP_EXIT_REFUSED;
+	}
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_fp_from_json(j, out, &err);
+	json_decref(j);
+	if (r < 0) {
+		cli_error("fingerprint: %s: %s", path, err.message);
+		return FP_EXIT_REFUSED;
+	}
+	return 0;
+}
+
+static int save(const struct mafsbx_fp *fp, const char *path)
+{
+	json_t *j = mafsbx_fp_to_json(fp);
+	if (!j) {
+		cli_error("fingerprint: out of memory");
+		return FP_EXIT_REFUSED;
+	}
+	int r;
+	if (path) {
+		/* written whole to a temporary name, then renamed: a failed run leaves no half snapshot;
+		 * mode 0600, as a snapshot holds the sandbox's command lines (arguments can be secrets) */
+		char *tmp = NULL;
+		if (asprintf(&tmp, "%s.tmp", path) < 0) {
+			json_decref(j);
+			return FP_EXIT_REFUSED;
+		}
+		unlink(tmp);   /* a stale one could carry a wider mode */
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		r = fd < 0 ? -1 : json_dumpfd(j, fd, JSON_COMPACT);
+		int e = errno;
+		if (fd >= 0 && close(fd) < 0 && r == 0)
+			r = -1, e = errno;
+		if (r == 0 && rename(tmp, path) < 0)
+			r = -1, e = errno;
+		if (r < 0) {
+			cli_error("fingerprint: cannot write %s: %s", path, strerror(e));
+			if (fd >= 0)
+				unlink(tmp);
+		}
+		free(tmp);
+	} else {
+		r = json_dumpf(j, stdout, JSON_INDENT(1));
+		fputc('\n', stdout);
+	}
+	json_decref(j);
+	return r < 0 ? FP_EXIT_REFUSED : 0;
+}
+
+static int take(const char *name, const struct mafsbx_fp_limits *lim, const char *host, const char *context,
+		struct mafsbx_fp **out)
+{
+	int code;
+	struct mafsbx_engine *e = cli_open_engine(host, context, &code);
+	if (!e)
+		return code;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_fingerprint_take(e, name, lim, out, &err);
+	mafsbx_engine_close(e);
+	if (r < 0) {
+		cli_error("fingerprint of %s: %s", name, err.message);
+		return err.kind == MAFSBX_EK_UNREACHABLE ? MAFSBX_EXIT_ENGINE : FP_EXIT_REFUSED;
+	}
+	return 0;
+}
+
+int cmd_fingerprint(int argc, char **argv)
+{
+	enum { O_DIFF = 256, O_STRICT, O_JSON, O_MAXE, O_MAXB, O_MAXMS, O_MAXD, O_CONTEXT };
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, O_JSON },
+		{ "output", required_argument, NULL, 'o' },
+		{ "diff", required_argument, NULL, O_DIFF },
+		{ "strict", no_argument, NULL, O_STRICT },
+		{ "max-entries", required_argument, NULL, O_MAXE },
+		{ "max-hash-bytes", required_argument, NULL, O_MAXB },
+		{ "max-ms", required_argument, NULL, O_MAXMS },
+		{ "max-depth", required_argument, NULL, O_MAXD },
+		{ "host", required_argument, NULL, 'H' },
+		{ "context", required_argument, NULL, O_CONTEXT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *output = NULL, *before_path = NULL, *host = NULL, *context = NULL;
+	bool json = false, strict = false;
+	struct mafsbx_fp_limits lim;
+	mafsbx_fp_limits_default(&lim);
+	uint64_t v;
+	int c;
+	while ((c = getopt_long(argc, argv, ":ho:H:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fp_usage(stdout);
+			return MAFSBX_EXIT_OK;
+		case 'o':
+			output = optarg;
+			break;
+		case O_JSON:
+			json = true;
+			break;
+		case O_DIFF:
+			before_path = optarg;
+			break;
+		case O_STRICT:
+			strict = true;
+			break;
+		case O_MAXE:
+			if (parse_count("--max-entries", optarg, UINT64_MAX / 2, &v))
+				return MAFSBX_EXIT_USAGE;
+			lim.max_entries = v;
+			break;
+		case O_MAXB:
+			if (parse_count("--max-hash-bytes", optarg, UINT64_MAX / 2, &v))
+				return MAFSBX_EXIT_USAGE;
+			lim.max_hash_bytes = v;
+			break;
+		case O_MAXMS:
+			if (parse_count("--max-ms", optarg, 24ull * 3600 * 1000, &v))
+				return MAFSBX_EXIT_USAGE;
+			lim.max_ms = (long)v;
+			break;
+		case O_MAXD:
+			if (parse_count("--max-depth", optarg, 4096, &v))
+				return MAFSBX_EXIT_USAGE;
+			lim.max_depth = (unsigned)v;
+			break;
+		case 'H':
+			host = optarg;
+			break;
+		case O_CONTEXT:
+			context = optarg;
+			break;
+		default:
+			return cli_option_error("fingerprint", c, argv);
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error("fingerprint", optind >= argc ? "no sandbox named" : "one sandbox only");
+	const char *target = argv[optind];
+	if (host && context)
+		return cli_usage_error("fingerprint", "-H and --context exclude each other");
+
+	if (!before_path) {
+		if (is_snapshot_arg(target))
+			return cli_usage_error("fingerprint", "'%s' looks like a file; name a sandbox (or use --diff)",
+					       target);
+		if (strict)
+			return cli_usage_error("fingerprint", "--strict goes with --diff");
+		struct mafsbx_fp *fp = NULL;
+		int code = take(target, &lim, host, context, &fp);
+		if (code)
+			return code;
+		code = 0;
+		if (output)
+			code = save(fp, output);
+		if (!code && json)
+			code = save(fp, NULL);
+		if (!code && !json)
+			printf("%s %.12s: %zu entries in %zu mounts, %zu processes, %" PRIu64 " bytes hashed, %lld ms\n",
+			       fp->name ? fp->name : target, fp->id, fp->n_entries, fp->n_mounts, fp->n_procs,
+			       fp->bytes_hashed, fp->duration_ms);
+		mafsbx_fp_free(fp);
+		return code;
+	}
+
+	if (json)
+		return cli_usage_error("fingerprint", "--json does not go with --diff (use -o FILE to keep the snapshot)");
+	struct mafsbx_fp *before = NULL, *after = NULL;
+	int code = load(before_path, &before);
+	if (code)
+		return code;
+	if (is_snapshot_arg(target)) {
+		if (output) {
+			mafsbx_fp_free(before);
+			return cli_usage_error("fingerprint", "-o saves a snapshot taken now; %s is already one", target);
+		}
+		code = load(target, &after);
+	} else {
+		code = take(target, &lim, host, context, &after);
+		if (!code && output)
+			code = save(after, output);
+	}
+	if (code) {
+		mafsbx_fp_free(before);
+		mafsbx_fp_free(after);
+		return code;
+	}
+	if (before->id[0] && after->id[0] && strcmp(before->id, after->id))
+		cli_error("fingerprint: note: the snapshots are of different containers (%.12s, %.12s)", before->id,
+			  after->id);
+	size_t n = mafsbx_fp_diff(before, after, strict ? MAFSBX_FP_STRICT : 0, stdout);
+	fflush(stdout);
+	mafsbx_fp_free(before);
+	mafsbx_fp_free(after);
+	return n ? FP_EXIT_CHANGED : MAFSBX_EXIT_OK;
+}
