@@ -70,7 +70,8 @@ struct mfs_options {
 	bool cap_drop_all;
 	int64_t memory;              /* bytes, 0 = off */
 	double cpus;                 /* 0 = off */
-	char *egress_proxy_image;    /* NULL or "" = none */
+	char *egress_proxy_image;    /* NULL or "" = none (main.c: the default image when it exists) */
+	char *egress_outbound_network; /* NULL = bridge */
 	unsigned max_threads;        /* FUSE worker ceiling */
 	bool max_threads_given;
 	bool entry_timeout_given;

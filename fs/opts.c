@@ -20,11 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "egress.h"
+
 /* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
 struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
-	char *memory, *cpus, *egress_proxy_image;
+	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
 	int cap_drop_all;
 	int max_threads_seen, entry_timeout_seen, fsname_seen, subtype_seen;
 	int help, version;
@@ -52,6 +54,7 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("memory=%s", memory),
 	RAW("cpus=%s", cpus),
 	RAW("egress_proxy_image=%s", egress_proxy_image),
+	RAW("egress_outbound_network=%s", egress_outbound_network),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -97,7 +100,7 @@ static void raw_free(struct raw_opts *r)
 {
 	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
-			 &r->egress_proxy_image };
+			 &r->egress_proxy_image, &r->egress_outbound_network };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -273,6 +276,7 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 		free(o->egress_proxy_image);
 		o->egress_proxy_image = NULL;
 	}
+	o->egress_outbound_network = take(&r.egress_outbound_network);
 out:
 	raw_free(&r);
 	if (ret < 0)
@@ -287,7 +291,8 @@ void mfs_options_free(struct mfs_options *o)
 	free(o->image);
 	free(o->scope);
 	free(o->egress_proxy_image);
-	o->host = o->context = o->image = o->scope = o->egress_proxy_image = NULL;
+	free(o->egress_outbound_network);
+	o->host = o->context = o->image = o->scope = o->egress_proxy_image = o->egress_outbound_network = NULL;
 }
 
 void mfs_options_usage(FILE *out, const char *prog)
@@ -312,7 +317,10 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o memory=BYTES        memory limit of new sandboxes (at least 6M)\n"
 		"    -o cpus=N              CPU limit of new sandboxes\n"
 		"    -o egress_proxy_image=IMAGE\n"
-		"                           enables allowlist egress through that proxy\n"
+		"                           enables allowlist egress through that proxy (default\n"
+		"                           " MAFSBX_DEFAULT_PROXY_IMAGE " when it exists)\n"
+		"    -o egress_outbound_network=NET\n"
+		"                           the egress proxies' outbound network (default bridge)\n"
 		"    -o max_threads=N       FUSE worker threads (default %u here)\n"
 		"    -h, --help             this text\n"
 		"    -V, --version          the version\n"
