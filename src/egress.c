@@ -352,23 +352,40 @@ static int ensure_network(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	return 0;
 }
 
-/* A running proxy of ours that said it listens. */
-static bool proxy_ready(struct mafsbx_backend *b, const char *proxy, bool *running)
+/* A running proxy of ours that said it listens; else why not (in why, when given). */
+static bool proxy_ready(struct mafsbx_backend *b, const char *proxy, bool *running, char *why, size_t whysz)
 {
 	json_t *p = NULL;
 	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
 	*running = false;
-	if (mafsbx_container_inspect(b->engine, proxy, &p, &e) < 0)
+	char dummy[8];
+	if (!why)
+		why = dummy, whysz = sizeof(dummy);
+	if (mafsbx_container_inspect(b->engine, proxy, &p, &e) < 0) {
+		snprintf(why, whysz, "%s", e.message);
 		return false;
+	}
 	json_t *labels = json_object_get(json_object_get(p, "Config"), "Labels");
 	const char *role = json_string_value(json_object_get(labels, MAFSBX_LABEL_ROLE));
+	bool is_proxy = role && strcmp(role, "proxy") == 0;
 	*running = json_is_true(json_object_get(json_object_get(p, "State"), "Running"));
 	json_decref(p);
-	if (!role || strcmp(role, "proxy") != 0 || !*running)
+	if (!is_proxy) {
+		snprintf(why, whysz, "it has no %s=proxy label", MAFSBX_LABEL_ROLE);
 		return false;
+	}
+	if (!*running) {
+		snprintf(why, whysz, "it is not running");
+		return false;
+	}
 	struct mafsbx_exec_result res;
-	bool ok = mafsbx_container_logs(b->engine, proxy, 0, 64 * 1024, &res, &e) == 0 && res.out &&
-		  strstr((const char *)res.out, "listening");
+	int r = mafsbx_container_logs(b->engine, proxy, 0, 64 * 1024, &res, &e);
+	bool ok = r == 0 && res.out && strstr((const char *)res.out, "listening");
+	if (r < 0)
+		snprintf(why, whysz, "%s", e.message);
+	else if (!ok)
+		snprintf(why, whysz, "its log has no 'listening' line");
 	mafsbx_exec_result_free(&res);
 	return ok;
 }
@@ -377,15 +394,6 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 			const char *proxy, const char *net, struct mafsbx_error *err)
 {
 	const char *image = mafsbx_egress_proxy_image(b);
-	json_t *img = NULL;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	if (mafsbx_image_inspect(b->engine, image, &img, &e) < 0)
-		return mafsbx_error_set(err, e.kind == MAFSBX_EK_NO_IMAGE ? MAFSBX_EK_NO_IMAGE : e.kind,
-					"egress proxy image %s: %s (build it with `mafsbx mkimage --egress-proxy`)", image,
-					e.message);
-	json_decref(img);
-
 	char *allow = NULL;
 	size_t len = 0;
 	for (size_t i = 0; i < spec->n_egress_allow; i++)
@@ -432,15 +440,15 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 		goto out;
 	}
 	bool running = false;
+	char why[300] = "";
 	for (int i = 0; i < READY_TRIES; i++) {
-		if (proxy_ready(b, id, &running)) {
+		if (proxy_ready(b, id, &running, why, sizeof(why))) {
 			r = 0;
 			goto out;
 		}
 		usleep(READY_SLEEP_US);
 	}
-	r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s never reported listening%s", proxy,
-			     running ? "" : " (it is not running)");
+	r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s never reported listening (%s)", proxy, why);
 out:
 	(void)name;
 	free(allow);
@@ -457,13 +465,22 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8];
 	snprintf(net, sizeof(net), "%s-net", name);
 	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
-	if (!mafsbx_egress_proxy_image(b))
+	const char *image = mafsbx_egress_proxy_image(b);
+	if (!image)
 		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED, "no egress proxy image");
+	/* the image first: a missing one leaves nothing behind */
+	json_t *img = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_image_inspect(b->engine, image, &img, &e) < 0)
+		return mafsbx_error_set(err, e.kind, "egress proxy image %s: %s (build it with `mafsbx mkimage --egress-proxy`)",
+					image, e.message);
+	json_decref(img);
 	int r = ensure_network(b, spec, net, err);
 	if (r < 0)
 		return r;
 	bool running;
-	if (proxy_ready(b, proxy, &running))
+	if (proxy_ready(b, proxy, &running, NULL, 0))
 		return 0;
 	remove_container(b, proxy);
 	if ((r = create_proxy(b, spec, name, proxy, net, err)) < 0 && fresh) {
@@ -602,9 +619,9 @@ int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, s
 				 st == BR_LINK_LOCAL_ONLY ? bwhy : "");
 		else
 			why[0] = '\0';
-		if (!why[0] && !proxy_ready(b, proxy, &running))
-			snprintf(why, sizeof(why), "its egress proxy %s is %s", proxy,
-				 running ? "not listening" : "not running");
+		char pwhy[200] = "";
+		if (!why[0] && !proxy_ready(b, proxy, &running, pwhy, sizeof(pwhy)))
+			snprintf(why, sizeof(why), "its egress proxy %s does not answer: %s", proxy, pwhy);
 	}
 	json_decref(n);
 	if (!why[0])
