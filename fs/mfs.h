@@ -185,6 +185,7 @@ enum mfs_node_type {
 	MFS_N_BYSCOPE_LINK,          /* by-scope/S/T/A/KIND[@CALL] */
 	MFS_N_SBX_DIR,               /* NAME */
 	MFS_N_SBX_STATUS,            /* NAME/status */
+	MFS_N_SBX_EGRESS,            /* NAME/egress: the egress proxy's decisions */
 	MFS_N_WORK,                  /* NAME/work[/REL]: rel "" for work/ itself */
 };
 
@@ -255,6 +256,8 @@ void mfs_strv_free(char **v);
 
 /* Text of NAME/status, .ctl/declarations, .ctl/engine (malloc'd, ends in "\n"). */
 int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err);
+/* Text of NAME/egress: the proxy's decision lines (empty for a closed sandbox), "# truncated" first when cut. */
+int mfs_egress_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err);
 int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
 int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
 

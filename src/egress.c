@@ -179,6 +179,35 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 		log_warn("could not remove network %s: %s", net, e.message);
 }
 
+void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy)
+{
+	char name[MAFSBX_NAME_LEN + 1];
+	if (strlen(proxy) != MAFSBX_NAME_LEN + 6)
+		return;
+	memcpy(name, proxy, MAFSBX_NAME_LEN);
+	name[MAFSBX_NAME_LEN] = '\0';
+	struct mafsbx_egress_log lg;
+	struct mafsbx_error e;
+	if (mafsbx_sandbox_egress_log(b, name, &lg, &e) < 0) {
+		log_warn("egress proxy %s: its decisions could not be read before removal: %s", proxy, e.message);
+		return;
+	}
+	if (lg.proxy_present) {
+		unsigned allowed = 0;
+		for (const char *p = lg.text; (p = strstr(p, "ALLOW ")); p++)
+			if (p == lg.text || p[-1] == '\n')
+				allowed++;
+		log_info("egress of %s: %zu decisions (%u allowed)%s", name, lg.decisions, allowed,
+			 lg.truncated ? ", only the last ones kept" : "");
+		for (const char *p = lg.text; *p;) {
+			const char *nl = strchr(p, '\n');
+			log_debug("egress of %s: %.*s", name, (int)(nl ? nl - p : (long)strlen(p)), p);
+			p = nl ? nl + 1 : p + strlen(p);
+		}
+	}
+	mafsbx_egress_log_free(&lg);
+}
+
 void sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char *workload)
 {
 	char buf[MAFSBX_NAME_LEN + 8];
@@ -186,6 +215,7 @@ void sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char 
 		remove_container(b, workload);
 	/* proxy before network: a network with a live endpoint cannot go */
 	snprintf(buf, sizeof(buf), "%s-proxy", name);
+	sbx_egress_drain(b, buf);
 	remove_container(b, buf);
 	snprintf(buf, sizeof(buf), "%s-net", name);
 	remove_network(b, buf);

@@ -89,6 +89,11 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 int sbx_egress_workload_config(const char *name, json_t *cfg);
 /* The proof, after the workload is on the network (`insp` its inspect). Failure: everything torn down. */
 int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err);
+/*
+ * Before a proxy is removed: read its decisions and log them (a summary at
+ * info, each line at debug), since NAME/egress goes with the proxy.
+ */
+void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy);
 /* Remove workload (when given), proxy, then network; logs what it could not remove. */
 void sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char *workload);
 
