@@ -796,6 +796,23 @@ int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool
 
 static int demux_sink(const void *data, size_t len, void *ctx);
 
+/* The log stream stops at the cap instead of being drained: a log can be as long as the container lived. */
+struct logs_ctx {
+	struct mafsbx_demux dm;
+	bool stop;
+};
+
+static int logs_sink(const void *data, size_t len, void *ctx)
+{
+	struct logs_ctx *lc = ctx;
+	int r = demux_sink(data, len, &lc->dm);
+	if (r == 0 && lc->dm.res->truncated) {
+		lc->stop = true;
+		return -ECANCELED;
+	}
+	return r;
+}
+
 int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsigned tail, size_t max_bytes,
 			  struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
@@ -819,19 +836,26 @@ int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsign
 	__do_free char *t = target(e, err, &r, "/containers/%s/logs?stdout=1&stderr=1&tail=%s", ec, tl);
 	if (!t)
 		return r;
-	struct mafsbx_demux dm;
-	mafsbx_demux_init(&dm, res, max_bytes);
+	struct logs_ctx lc = { .stop = false };
+	mafsbx_demux_init(&lc.dm, res, max_bytes);
 	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
 		.method = "GET", .target = t, .timeout_ms = e->to.request_ms, .stall_s = e->to.stream_stall_s,
-		.sink = demux_sink, .sink_ctx = &dm,
+		.sink = logs_sink, .sink_ctx = &lc,
 	};
 	r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0 && lc.stop) {
+		/* we cut the stream at the cap: what we kept is the answer */
+		r = 0;
+		resp.status = 200;
+		if (err)
+			mafsbx_error_clear(err);
+	}
 	if (r < 0)
 		mafsbx_error_prefix(err, "%s", what);
 	else if (resp.status != 200)
 		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
-	else if (mafsbx_demux_finish(&dm) < 0 || dm.error)
+	else if ((!lc.stop && mafsbx_demux_finish(&lc.dm) < 0) || lc.dm.error)
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: the log stream is not framed (a TTY container?)", what);
 	mafsbx_http_resp_free(&resp);
 	return r;

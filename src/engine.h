@@ -90,8 +90,7 @@ int mafsbx_container_unpause(struct mafsbx_engine *e, const char *container, str
 /*
  * GET /containers/C/logs?stdout=1&stderr=1&tail=N (N 0: all): the log,
  * demultiplexed into res->out / res->err, each stream capped at `max_bytes`
- * (res->truncated when more came; the rest is drained, bounded by the
- * request timeout). Free res with mafsbx_exec_result_free().
+ * (res->truncated when more came: the stream is then cut, not drained). Free res with mafsbx_exec_result_free().
  */
 int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsigned tail, size_t max_bytes,
 			  struct mafsbx_exec_result *res, struct mafsbx_error *err);
