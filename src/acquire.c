@@ -125,6 +125,7 @@ static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *
 		snprintf(want_net, sizeof(want_net), "%s-net", egress_name);
 	const char *v6 = json_string_value(
 		json_object_get(json_object_get(hc, "Sysctls"), "net.ipv6.conf.all.disable_ipv6"));
+	const char *dns = json_string_value(json_array_get(json_object_get(hc, "Dns"), 0));
 	why[0] = '\0';
 	if (!hc)
 		snprintf(why, whysz, "no HostConfig");
@@ -132,6 +133,9 @@ static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *
 		snprintf(why, whysz, "NetworkMode is %s, not %s", nm ? nm : "unset", want_net);
 	else if (egress_name && (!v6 || strcmp(v6, "1") != 0))
 		snprintf(why, whysz, "the sysctl net.ipv6.conf.all.disable_ipv6 is not 1");
+	else if (egress_name && (json_array_size(json_object_get(hc, "Dns")) != 1 || !dns ||
+				 strcmp(dns, MAFSBX_EGRESS_DNS_SINK) != 0))
+		snprintf(why, whysz, "the DNS server is not %s", MAFSBX_EGRESS_DNS_SINK);
 	else if (!array_has(json_object_get(hc, "SecurityOpt"), "no-new-privileges", true))
 		snprintf(why, whysz, "SecurityOpt lacks no-new-privileges");
 	else if (b->cfg.pids_limit > 0 &&

@@ -541,6 +541,7 @@ int sbx_egress_workload_config(const char *name, json_t *cfg)
 		r |= json_array_append_new(env, json_string(url));
 	}
 	r |= json_object_set_new(hc, "Sysctls", json_pack("{s:s}", "net.ipv6.conf.all.disable_ipv6", "1"));
+	r |= json_object_set_new(hc, "Dns", json_pack("[s]", MAFSBX_EGRESS_DNS_SINK));
 	return r ? -ENOMEM : 0;
 }
 

@@ -36,6 +36,16 @@
 #define MAFSBX_EGRESS_PROXY_PORT 3128
 #define MAFSBX_EGRESS_LOG_LINES 2000          /* upstream's drain window */
 #define MAFSBX_EGRESS_LOG_BYTES 1024000       /* 2000 x 512 */
+/*
+ * The workload's upstream DNS server, as the engine's embedded resolver
+ * (127.0.0.11) sees it: an address the guest's namespace has no route to
+ * (TEST-NET-1), never a loopback one. Engines before 23.0.11/25.0.4/26
+ * forward an internal network's outside lookups, from the HOST's namespace
+ * when the configured server is on loopback (CVE-2024-29018); with this
+ * server the forward, if any, starts in the guest's namespace and goes
+ * nowhere. Names of containers on the network (the proxy's) still resolve.
+ */
+#define MAFSBX_EGRESS_DNS_SINK "192.0.2.1"
 
 /* The decisions of one proxy: text is "WORD host:port\n" lines, oldest first. */
 struct mafsbx_egress_log {

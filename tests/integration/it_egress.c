@@ -218,6 +218,8 @@ static void test_topology_names_labels(void **state)
 	assert_string_equal(json_string_value(json_object_get(hc, "NetworkMode")), net);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(hc, "Sysctls"), "net.ipv6.conf.all.disable_ipv6")),
 			    "1");
+	/* the embedded resolver's upstream is unroutable from the guest, never loopback (CVE-2024-29018) */
+	assert_string_equal(json_string_value(json_array_get(json_object_get(hc, "Dns"), 0)), MAFSBX_EGRESS_DNS_SINK);
 	json_t *nets = json_object_get(json_object_get(wi, "NetworkSettings"), "Networks");
 	assert_int_equal(json_object_size(nets), 1);
 	char var[128];
