@@ -192,17 +192,18 @@ void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy)
 		log_warn("egress proxy %s: its decisions could not be read before removal: %s", proxy, e.message);
 		return;
 	}
+	const char *txt = lg.text ? lg.text : "";
 	if (lg.proxy_present) {
 		unsigned allowed = 0;
-		for (const char *p = lg.text; (p = strstr(p, "ALLOW ")); p++)
-			if (p == lg.text || p[-1] == '\n')
+		for (const char *p = txt; (p = strstr(p, "ALLOW ")); p++)
+			if (p == txt || p[-1] == '\n')
 				allowed++;
 		log_info("egress of %s: %zu decisions (%u allowed)%s", name, lg.decisions, allowed,
 			 lg.truncated ? ", only the last ones kept" : "");
-		for (const char *p = lg.text; *p;) {
-			const char *nl = strchr(p, '\n');
-			log_debug("egress of %s: %.*s", name, (int)(nl ? nl - p : (long)strlen(p)), p);
-			p = nl ? nl + 1 : p + strlen(p);
+		for (const char *p = txt; *p;) {
+			size_t n = strcspn(p, "\n");
+			log_debug("egress of %s: %.*s", name, (int)n, p);
+			p += n + (p[n] == '\n');
 		}
 	}
 	mafsbx_egress_log_free(&lg);

@@ -474,7 +474,7 @@ static int build(const char *busybox, const char *proxy, void **tar, size_t *tar
 		goto out;
 	if (px && ((ret = add(&w, "usr/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
 		   (ret = add(&w, "usr/bin/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
-		   (ret = add(&w, MAFSBX_ROOTFS_PROXY_IN_IMAGE + 1, AE_IFREG, 0755, 0, NULL, px, px_len, err)) < 0))
+		   (ret = add(&w, &MAFSBX_ROOTFS_PROXY_IN_IMAGE[1], AE_IFREG, 0755, 0, NULL, px, px_len, err)) < 0))
 		goto out;
 	if (archive_write_close(w.a) != ARCHIVE_OK) {
 		ret = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot finish the rootfs tar: %s",
