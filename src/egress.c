@@ -584,15 +584,42 @@ static void *ns_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * /proc/PID of the container's init, opened as a directory (so a reused PID
+ * cannot swap the process under us: reads through the fd fail once it is
+ * gone), and only when its cgroup names the container ID: the engine's PID
+ * is meaningless in another PID namespace. -1 when it is not ours to read.
+ */
+static int pidfd_dir(long long pid, const char *id)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%lld", pid);
+	int d = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -1;
+	char buf[4096];
+	ssize_t n = -1;
+	int c = openat(d, "cgroup", O_RDONLY | O_CLOEXEC);
+	if (c >= 0) {
+		n = read(c, buf, sizeof(buf) - 1);
+		close(c);
+	}
+	if (n <= 0 || (buf[n] = '\0', !strstr(buf, id))) {
+		close(d);
+		return -1;
+	}
+	return d;
+}
+
 /* 1 IPv6 provably off in the guest, 0 provably on, -1 unknown (why says so). */
 static int guest_ipv6_off(struct mafsbx_backend *b, json_t *insp, char *why, size_t whysz)
 {
 	json_int_t pid = json_integer_value(json_object_get(json_object_get(insp, "State"), "Pid"));
 	const char *id = json_string_value(json_object_get(insp, "Id"));
-	if (pid > 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%lld/ns/net", (long long)pid);
-		struct ns_probe p = { .nsfd = open(path, O_RDONLY | O_CLOEXEC), .disable_ipv6 = -1 };
+	int pfd = -1;
+	if (pid > 0 && id && strlen(id) == 64 && (pfd = pidfd_dir(pid, id)) >= 0) {
+		struct ns_probe p = { .nsfd = openat(pfd, "ns/net", O_RDONLY | O_CLOEXEC), .disable_ipv6 = -1 };
+		close(pfd);
 		pthread_t t;
 		if (p.nsfd >= 0 && pthread_create(&t, NULL, ns_thread, &p) == 0) {
 			pthread_join(t, NULL);
@@ -611,7 +638,7 @@ static int guest_ipv6_off(struct mafsbx_backend *b, json_t *insp, char *why, siz
 	/* not on this host's PID namespace, or no privilege: ask the guest */
 	static const char *const argv[] = { "cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6", NULL };
 	struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = b->cfg.probe_timeout_ms, .max_output = 64 };
-	struct mafsbx_exec_result res;
+	struct mafsbx_exec_result res = { .exit_code = -1 };
 	struct mafsbx_error e;
 	int r = -1;
 	if (id && sbx_exec(b, id, &rq, &res, &e) == 0 && res.exit_code == 0 && res.out)
