@@ -256,9 +256,18 @@ static void *client_thread(void *arg)
 	return NULL;
 }
 
+/* As PID 1 of its container a signal without a handler is ignored: `docker stop` would wait 10 s. */
+static void on_term(int sig)
+{
+	(void)sig;
+	_exit(0);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, on_term);
+	signal(SIGINT, on_term);
 	const char *port_env = getenv("MAF_SANDBOX_PROXY_PORT");
 	unsigned long port = PROXY_DEFAULT_PORT;
 	if (port_env && *port_env) {
