@@ -421,8 +421,8 @@ static bool proxy_ready(struct mafsbx_backend *b, const char *proxy, bool *runni
 	return ok;
 }
 
-static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
-			const char *proxy, const char *net, struct mafsbx_error *err)
+static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *proxy,
+			const char *net, struct mafsbx_error *err)
 {
 	const char *image = mafsbx_egress_proxy_image(b);
 	char *allow = NULL;
@@ -457,7 +457,26 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 		goto out;
 	}
 	char id[65];
-	if ((r = mafsbx_container_create(b->engine, proxy, cfg, id, err)) < 0) {
+	struct mafsbx_error ce;
+	mafsbx_error_clear(&ce);
+	bool running = false;
+	char why[300] = "";
+	if ((r = mafsbx_container_create(b->engine, proxy, cfg, id, &ce)) < 0 && ce.kind == MAFSBX_EK_CONFLICT) {
+		/* another process (a second mount, the Python backend) is building the same proxy: use it when ready */
+		for (int i = 0; i < READY_TRIES; i++) {
+			if (proxy_ready(b, proxy, &running, why, sizeof(why))) {
+				r = 0;
+				goto out;
+			}
+			usleep(READY_SLEEP_US);
+		}
+		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s: made by another process, and not ready (%s)",
+				     proxy, why);
+		goto out;
+	}
+	if (r < 0) {
+		if (err)
+			*err = ce;
 		mafsbx_error_prefix(err, "egress proxy %s could not be created from %s", proxy, image);
 		goto out;
 	}
@@ -470,8 +489,6 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 		mafsbx_error_prefix(err, "egress proxy %s did not start", proxy);
 		goto out;
 	}
-	bool running = false;
-	char why[300] = "";
 	for (int i = 0; i < READY_TRIES; i++) {
 		if (proxy_ready(b, id, &running, why, sizeof(why))) {
 			r = 0;
@@ -481,7 +498,6 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 	}
 	r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s never reported listening (%s)", proxy, why);
 out:
-	(void)name;
 	free(allow);
 	free(attribution);
 	json_decref(labels);
@@ -514,7 +530,7 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 	if (proxy_ready(b, proxy, &running, NULL, 0))
 		return 0;
 	remove_container(b, proxy);
-	if ((r = create_proxy(b, spec, name, proxy, net, err)) < 0 && fresh) {
+	if ((r = create_proxy(b, spec, proxy, net, err)) < 0 && fresh) {
 		remove_container(b, proxy);
 		remove_network(b, net);
 		mafsbx_error_prefix(err, "sandbox %s (its proxy and network were removed)", name);

@@ -78,8 +78,6 @@ const char *mafsbx_egress_proxy_image(const struct mafsbx_backend *b);
 /* TESTS ONLY: called with the network create body before it is sent. */
 extern void (*sbx_test_egress_network)(json_t *config);
 
-/* The proxy of `name` and its network exist and are usable: 0; else a reason in why. */
-struct mafsbx_acquire_spec;
 /*
  * Before the reuse decision (upstream §7.4): when the existing sandbox's
  * network is unusable (not proven isolated) or gone, remove the workload,
