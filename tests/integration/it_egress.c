@@ -19,6 +19,9 @@
  *    network reaches the same host, so each failure means something);
  *  - the proof refuses a network with an address (created without
  *    inhibit_ipv4 on purpose) and removes workload, proxy and network;
+ *  - a reuse is proven again: an address added to the bridge by hand makes
+ *    the next acquire rebuild; a second network on the workload makes it
+ *    refuse and remove everything;
  *  - dispose and reap remove workload, proxy and network; a crash between
  *    the proxy and the workload leaves what the next acquire or a reap
  *    cleans.
@@ -550,6 +553,38 @@ static void test_proof_refuses_addressed_bridge(void **state)
 	assert_all_gone(name);
 }
 
+/* Every reuse is proven again: an address put on the bridge by hand, or a second network on the workload. */
+static void test_reuse_is_proven_again(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_acquire_result r, w;
+	struct mafsbx_error e;
+	acquire_ok(eb, scope, "a", "\"x.example\"", &r);
+	char net[MAFSBX_NAME_LEN + 8], ifname[IF_NAMESIZE], cmd[160];
+	snprintf(net, sizeof(net), "%s-net", r.name);
+	assert_int_equal(bridge_addresses(net, ifname), 0);
+	/* the host's bridge gains an address: the warm acquire discards the sandbox and rebuilds a clean one */
+	snprintf(cmd, sizeof(cmd), "ip addr add 192.0.2.77/32 dev %s", ifname);
+	assert_int_equal(system(cmd), 0);
+	acquire_ok(eb, scope, "a", "\"x.example\"", &w);
+	assert_int_equal(w.state, MAFSBX_ACQ_CREATED);
+	assert_string_not_equal(w.id, r.id);
+	assert_false(sbxt_exists(r.id));
+	char ifname2[IF_NAMESIZE];
+	assert_int_equal(bridge_addresses(net, ifname2), 0);
+	assert_string_not_equal(ifname2, ifname);   /* a new network, so a new bridge */
+
+	/* the workload is put on a second network by hand: the reuse is refused and everything removed */
+	harness_check(mafsbx_network_connect(harness_engine(), outnet, w.id, &e), &e, "connect by hand");
+	assert_int_equal(acquire(eb, scope, "a", "\"x.example\"", &r, &e), -EOPNOTSUPP);
+	if (!strstr(e.message, "is not on") || !strstr(e.message, "were removed"))
+		fail_msg("unexpected refusal: %s", e.message);
+	assert_all_gone(w.name);
+	assert_int_equal(sbxt_dispose_scope(scope), 0);
+}
+
 static void test_dispose_reap_and_crash(void **state)
 {
 	(void)state;
@@ -621,6 +656,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_egress_probes),
 		cmocka_unit_test(test_no_direct_reach),
 		cmocka_unit_test(test_proof_refuses_addressed_bridge),
+		cmocka_unit_test(test_reuse_is_proven_again),
 		cmocka_unit_test(test_dispose_reap_and_crash),
 	};
 	int r = cmocka_run_group_tests(tests, setup, teardown);
