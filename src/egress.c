@@ -401,9 +401,22 @@ static bool proxy_ready(struct mafsbx_backend *b, const char *proxy, bool *runni
 	const char *role = json_string_value(json_object_get(labels, MAFSBX_LABEL_ROLE));
 	bool is_proxy = role && strcmp(role, "proxy") == 0;
 	*running = json_is_true(json_object_get(json_object_get(p, "State"), "Running"));
+	/* a proxy made with the tests' non-global flag is never kept by a backend without it */
+	bool nonglobal = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(json_object_get(p, "Config"), "Env"), i, v) {
+		const char *s = json_string_value(v);
+		if (s && strncmp(s, "MAFSBX_PROXY_ALLOW_NONGLOBAL=", 29) == 0 && strcmp(s + 29, "1") == 0)
+			nonglobal = true;
+	}
 	json_decref(p);
 	if (!is_proxy) {
 		snprintf(why, whysz, "it has no %s=proxy label", MAFSBX_LABEL_ROLE);
+		return false;
+	}
+	if (nonglobal != b->cfg.egress_allow_nonglobal) {
+		snprintf(why, whysz, "its non-global setting is not this backend's");
 		return false;
 	}
 	if (!*running) {

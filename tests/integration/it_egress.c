@@ -363,6 +363,24 @@ static void test_egress_probes(void **state)
 	assert_false(lg.truncated);
 	mafsbx_egress_log_free(&lg);
 
+	/* the same sandbox acquired by a backend without the test flag: its proxy is not kept */
+	char proxy[MAFSBX_NAME_LEN + 8];
+	snprintf(proxy, sizeof(proxy), "%s-proxy", r.name);
+	json_t *pi = sbxt_inspect(proxy);
+	char pid1[65];
+	snprintf(pid1, sizeof(pid1), "%s", json_string_value(json_object_get(pi, "Id")));
+	json_decref(pi);
+	struct mafsbx_acquire_result r2;
+	acquire_ok(strict, scope, "a", hosts, &r2);
+	assert_int_equal(r2.state, MAFSBX_ACQ_REUSED);
+	pi = sbxt_inspect(proxy);
+	assert_string_not_equal(json_string_value(json_object_get(pi, "Id")), pid1);
+	json_decref(pi);
+	snprintf(req, sizeof(req), "CONNECT %s:443 HTTP/1.1\\r\\n\\r\\n", responder);
+	o = through_proxy(r.name, req);
+	assert_non_null(strstr(o, "HTTP/1.1 403 Forbidden"));
+	free(o);
+
 	/* without the test flag the responder's private address is refused */
 	struct mafsbx_acquire_result s;
 	acquire_ok(strict, scope, "b", hosts, &s);
