@@ -23,6 +23,7 @@
 #include "sbx_internal.h"
 
 void (*sbx_test_egress_network)(json_t *config);
+bool sbx_test_egress_hide_bridge;
 
 #define OPT_INHIBIT_IPV4 "com.docker.network.bridge.inhibit_ipv4"
 #define OPT_GW_MODE_V4 "com.docker.network.bridge.gateway_mode_ipv4"
@@ -255,7 +256,7 @@ enum bridge_state { BR_CLEAN, BR_LINK_LOCAL_ONLY, BR_ADDRESSED, BR_UNSEEN };
  */
 static enum bridge_state read_bridge(const char *ifname, char *why, size_t whysz)
 {
-	if (if_nametoindex(ifname) == 0) {
+	if (sbx_test_egress_hide_bridge || if_nametoindex(ifname) == 0) {
 		snprintf(why, whysz, "its host-side bridge %s is not visible from this host (a remote engine?), so its "
 			 "isolation cannot be proven", ifname);
 		return BR_UNSEEN;
@@ -331,9 +332,10 @@ int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool
 	} else if (network_shape(n, why, sizeof(why))) {
 		char ifname[IF_NAMESIZE];
 		bridge_ifname(n, ifname);
-		/* a link-local-only bridge is judged with the guest's IPv6 in sbx_egress_prove */
+		/* a link-local-only bridge is judged with the guest's IPv6, an unseen one from inside, in
+		 * sbx_egress_prove */
 		enum bridge_state st = read_bridge(ifname, why, sizeof(why));
-		if (st == BR_CLEAN || st == BR_LINK_LOCAL_ONLY)
+		if (st != BR_ADDRESSED)
 			why[0] = '\0';
 	}
 	json_decref(n);
@@ -680,6 +682,72 @@ static int guest_ipv6_off(struct mafsbx_backend *b, json_t *insp, char *why, siz
 	return r;
 }
 
+/* The first host address of an IPv4 subnet "a.b.c.d/n" (where an engine puts the gateway), into out. */
+static bool first_host(const char *subnet, char out[INET_ADDRSTRLEN])
+{
+	char a[INET_ADDRSTRLEN];
+	const char *slash = subnet ? strchr(subnet, '/') : NULL;
+	if (!slash || (size_t)(slash - subnet) >= sizeof(a))
+		return false;
+	memcpy(a, subnet, (size_t)(slash - subnet));
+	a[slash - subnet] = '\0';
+	struct in_addr x;
+	if (inet_pton(AF_INET, a, &x) != 1)
+		return false;
+	x.s_addr = htonl(ntohl(x.s_addr) + 1);
+	return inet_ntop(AF_INET, &x, out, INET_ADDRSTRLEN) != NULL;
+}
+
+/*
+ * The proof from inside, for a bridge this host cannot see (a remote
+ * engine): from the proxy's leg on NAME-net, a TCP connect to each IPv4
+ * gateway the engine reports (else the subnet's first address) must fail
+ * with "No route to host": no ARP answer, so no host address on the bridge.
+ * "Connection refused" or a connection means the host holds that address;
+ * anything else (a timeout behind a firewall, an image without busybox nc)
+ * proves nothing. IPv6 is judged in the guest (its namespace has it off).
+ * 1 proven, 0 not (why says so).
+ */
+static int prove_from_inside(struct mafsbx_backend *b, const char *proxy, json_t *ninsp, char *why, size_t whysz)
+{
+	size_t i;
+	json_t *c;
+	unsigned probed = 0;
+	json_array_foreach(json_object_get(json_object_get(ninsp, "IPAM"), "Config"), i, c) {
+		const char *gw = json_string_value(json_object_get(c, "Gateway"));
+		char addr[INET_ADDRSTRLEN];
+		struct in_addr x;
+		if (gw && *gw && inet_pton(AF_INET, gw, &x) == 1)
+			snprintf(addr, sizeof(addr), "%s", gw);
+		else if (!first_host(json_string_value(json_object_get(c, "Subnet")), addr))
+			continue;
+		const char *const argv[] = { "nc", "-w", "5", addr, "1", NULL };
+		struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = 15000, .max_output = 4096 };
+		struct mafsbx_exec_result res = { .exit_code = -1 };
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		int r = mafsbx_exec_run(b->engine, proxy, &rq, &res, &e);
+		bool unreachable = r == 0 && res.exit_code != 0 && res.err && strstr((char *)res.err, "No route to host");
+		bool answered = r == 0 && (res.exit_code == 0 || (res.err && strstr((char *)res.err, "refused")));
+		mafsbx_exec_result_free(&res);
+		if (answered) {
+			snprintf(why, whysz, "its bridge answers for the gateway address %s from inside the network", addr);
+			return 0;
+		}
+		if (!unreachable) {
+			snprintf(why, whysz, "its bridge is not visible from this host and the probe from inside (nc to %s in "
+				 "the proxy) was inconclusive%s%s", addr, r < 0 ? ": " : "", r < 0 ? e.message : "");
+			return 0;
+		}
+		probed++;
+	}
+	if (!probed) {
+		snprintf(why, whysz, "its bridge is not visible from this host and the network has no IPv4 subnet to probe");
+		return 0;
+	}
+	return 1;
+}
+
 int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err)
 {
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8], why[300] = "";
@@ -700,8 +768,11 @@ int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, s
 		bridge_ifname(n, ifname);
 		char bwhy[150] = "", gwhy[150] = "";
 		enum bridge_state st = read_bridge(ifname, bwhy, sizeof(bwhy));
-		if (st == BR_ADDRESSED || st == BR_UNSEEN)
+		if (st == BR_ADDRESSED)
 			snprintf(why, sizeof(why), "%s", bwhy);
+		else if (st == BR_UNSEEN && prove_from_inside(b, proxy, n, why, sizeof(why)) != 1) {
+			/* why says what the probe found */
+		}
 		else if (guest_ipv6_off(b, insp, gwhy, sizeof(gwhy)) != 1)
 			snprintf(why, sizeof(why), "%s%s%s", gwhy, st == BR_LINK_LOCAL_ONLY ? " and " : "",
 				 st == BR_LINK_LOCAL_ONLY ? bwhy : "");

@@ -20,7 +20,10 @@
  * has IPv6 off); the workload's namespace must have IPv6 disabled (read in
  * that namespace through setns, else through an exec of cat); the proxy
  * must run and have said "listening". A bridge this host cannot see (a
- * remote engine) cannot be proven and is refused.
+ * remote engine) is proven from inside: from the proxy's leg on NAME-net a
+ * TCP connect to the gateway address must fail with "No route to host" (no
+ * ARP answer); a refused or accepted connection, or an inconclusive probe,
+ * is a refusal.
  */
 #ifndef MAFSBX_EGRESS_H
 #define MAFSBX_EGRESS_H
@@ -77,6 +80,8 @@ const char *mafsbx_egress_proxy_image(const struct mafsbx_backend *b);
 
 /* TESTS ONLY: called with the network create body before it is sent. */
 extern void (*sbx_test_egress_network)(json_t *config);
+/* TESTS ONLY: act as if the bridge were not visible from this host (a remote engine). */
+extern bool sbx_test_egress_hide_bridge;
 
 /*
  * Before the reuse decision (upstream §7.4): when the existing sandbox's

@@ -19,6 +19,9 @@
  *    network reaches the same host, so each failure means something);
  *  - the proof refuses a network with an address (created without
  *    inhibit_ipv4 on purpose) and removes workload, proxy and network;
+ *  - a bridge this host "cannot see" (a test switch, as with a remote
+ *    engine) is proven from inside the network and refused when its gateway
+ *    address answers there;
  *  - a reuse is proven again: an address added to the bridge by hand makes
  *    the next acquire rebuild; a second network on the workload makes it
  *    refuse and remove everything;
@@ -571,6 +574,40 @@ static void test_proof_refuses_addressed_bridge(void **state)
 	assert_all_gone(name);
 }
 
+/* A bridge this host cannot see (as with a remote engine) is proven from inside, and refused when it answers. */
+static void test_proof_from_inside(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_acquire_result r;
+	struct mafsbx_error e;
+	sbx_test_egress_hide_bridge = true;
+	int rc = acquire(eb, scope, "a", "\"x.example\"", &r, &e);
+	if (rc < 0) {
+		sbx_test_egress_hide_bridge = false;
+		fail_msg("an isolated network proven from inside was refused: %s", e.message);
+	}
+	assert_int_equal(r.state, MAFSBX_ACQ_CREATED);
+	/* the warm path proves it from inside again */
+	assert_int_equal(acquire(eb, scope, "a", "\"x.example\"", &r, &e), 0);
+	assert_int_equal(r.state, MAFSBX_ACQ_REUSED);
+	/* an addressed bridge answers from inside: refused, everything removed */
+	sbx_test_egress_network = no_inhibit;
+	rc = acquire(eb, scope, "b", "\"x.example\"", &r, &e);
+	sbx_test_egress_network = NULL;
+	sbx_test_egress_hide_bridge = false;
+	assert_int_equal(rc, -EOPNOTSUPP);
+	if (!strstr(e.message, "answers for the gateway address") || !strstr(e.message, "were removed"))
+		fail_msg("unexpected refusal: %s", e.message);
+	struct mafsbx_acquire_spec *s = allow_spec(scope, "b", "\"x.example\"");
+	char name[MAFSBX_NAME_LEN + 1];
+	mafsbx_container_name(&s->key, "k", "allow:x.example", name);
+	mafsbx_acquire_spec_free(s);
+	assert_all_gone(name);
+	assert_int_equal(sbxt_dispose_scope(scope), 1);
+}
+
 /* Every reuse is proven again: an address put on the bridge by hand, or a second network on the workload. */
 static void test_reuse_is_proven_again(void **state)
 {
@@ -675,6 +712,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_no_direct_reach),
 		cmocka_unit_test(test_proof_refuses_addressed_bridge),
 		cmocka_unit_test(test_reuse_is_proven_again),
+		cmocka_unit_test(test_proof_from_inside),
 		cmocka_unit_test(test_dispose_reap_and_crash),
 	};
 	int r = cmocka_run_group_tests(tests, setup, teardown);
