@@ -20,6 +20,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "egress.h"
 #include "engine.h"
 #include "freeze.h"
 #include "log.h"
@@ -136,7 +137,14 @@ int main(int argc, char *argv[])
 	sc.cap_drop_all = fs.opt.cap_drop_all;
 	sc.memory_bytes = fs.opt.memory;
 	sc.cpus = fs.opt.cpus;
+	/* allowlist egress: the configured proxy image, else ours when `mafsbx mkimage --egress-proxy` built it */
+	json_t *pimg = NULL;
+	struct mafsbx_error perr;
+	if (!fs.opt.egress_proxy_image && mafsbx_image_inspect(fs.engine, MAFSBX_DEFAULT_PROXY_IMAGE, &pimg, &perr) == 0)
+		fs.opt.egress_proxy_image = strdup(MAFSBX_DEFAULT_PROXY_IMAGE);
+	json_decref(pimg);
 	sc.egress_proxy_image = fs.opt.egress_proxy_image;
+	sc.egress_outbound_network = fs.opt.egress_outbound_network;
 	sc.exec_timeout_max_s = fs.opt.exec_timeout;
 	sc.max_read_bytes = fs.opt.max_read;
 	sc.max_write_bytes = fs.opt.max_write;

@@ -71,7 +71,8 @@ struct mfs_options {
 	bool cap_drop_all;
 	int64_t memory;              /* bytes, 0 = off */
 	double cpus;                 /* 0 = off */
-	char *egress_proxy_image;    /* NULL or "" = none */
+	char *egress_proxy_image;    /* NULL or "" = none (main.c: the default image when it exists) */
+	char *egress_outbound_network; /* NULL = bridge */
 	unsigned max_threads;        /* FUSE worker ceiling */
 	enum mafsbx_plane_mode plane; /* -o plane= */
 	bool frozen_reads;
@@ -194,6 +195,7 @@ enum mfs_node_type {
 	MFS_N_BYSCOPE_LINK,          /* by-scope/S/T/A/KIND[@CALL] */
 	MFS_N_SBX_DIR,               /* NAME */
 	MFS_N_SBX_STATUS,            /* NAME/status */
+	MFS_N_SBX_EGRESS,            /* NAME/egress: the egress proxy's decisions */
 	MFS_N_WORK,                  /* NAME/work[/REL]: rel "" for work/ itself */
 	MFS_N_ROOTFS,                /* NAME/root[/REL]: the guest's `/`, read-only; rel "" for root/ itself */
 };
@@ -269,6 +271,8 @@ void mfs_strv_free(char **v);
 
 /* Text of NAME/status, .ctl/declarations, .ctl/engine (malloc'd, ends in "\n"). */
 int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err);
+/* Text of NAME/egress: the proxy's decision lines (empty for a closed sandbox), "# truncated" first when cut. */
+int mfs_egress_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err);
 int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
 int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
 

@@ -153,6 +153,7 @@ static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_in
 		base_stat(st, S_IFDIR | 0555);
 		return mfs_byscope_getattr(fs, &n, st);
 	case MFS_N_SBX_DIR:
+	case MFS_N_SBX_EGRESS:  /* egress: NAME/egress, read-only like status */
 	case MFS_N_SBX_STATUS: {
 		time_t created = 0;
 		if (h && h->type == MFS_H_BLOB) {
@@ -327,7 +328,8 @@ static int mfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file
 
 static bool is_ro_virtual(enum mfs_node_type t)
 {
-	return t == MFS_N_CTL_DECLARATIONS || t == MFS_N_CTL_ENGINE || t == MFS_N_SBX_STATUS;
+	return t == MFS_N_CTL_DECLARATIONS || t == MFS_N_CTL_ENGINE || t == MFS_N_SBX_STATUS ||
+	       t == MFS_N_SBX_EGRESS;  /* egress */
 }
 
 static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
@@ -388,6 +390,8 @@ static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		r = mfs_declarations_text(fs, &text, &len, &e);
 	else if (n->type == MFS_N_CTL_ENGINE)
 		r = mfs_engine_text(fs, &text, &len, &e);
+	else if (n->type == MFS_N_SBX_EGRESS)  /* egress */
+		r = mfs_egress_text(fs, n->name, &text, &len, &e);
 	else
 		r = mfs_status_text(fs, n->name, &text, &len, &e);
 	if (r < 0) {
@@ -440,6 +444,7 @@ static int open_node(const char *path, struct fuse_file_info *fi)
 	case MFS_N_CTL_DECLARATIONS:
 	case MFS_N_CTL_ENGINE:
 	case MFS_N_SBX_STATUS:
+	case MFS_N_SBX_EGRESS:  /* egress */
 		if (acc != O_RDONLY || (fi->flags & O_TRUNC))
 			return -EACCES;
 		return open_blob(fs, &n, fi);
@@ -631,6 +636,7 @@ static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, o
 		fill(buf, filler, ".", S_IFDIR);
 		fill(buf, filler, "..", S_IFDIR);
 		fill(buf, filler, "status", S_IFREG);
+		fill(buf, filler, "egress", S_IFREG);  /* egress */
 		fill(buf, filler, "work", S_IFDIR);
 		fill(buf, filler, "root", S_IFDIR);
 		return 0;

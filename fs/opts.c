@@ -21,11 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "egress.h"
+
 /* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
 struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
-	char *memory, *cpus, *egress_proxy_image;
+	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
 	char *plane, *uid, *gid, *umask;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
@@ -63,6 +65,7 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("uid=%s", uid),
 	RAW("gid=%s", gid),
 	RAW("umask=%s", umask),
+	RAW("egress_outbound_network=%s", egress_outbound_network),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -124,7 +127,7 @@ static void raw_free(struct raw_opts *r)
 {
 	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
-			 &r->egress_proxy_image, &r->plane, &r->uid, &r->gid, &r->umask };
+			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -343,6 +346,7 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 		free(o->egress_proxy_image);
 		o->egress_proxy_image = NULL;
 	}
+	o->egress_outbound_network = take(&r.egress_outbound_network);
 out:
 	raw_free(&r);
 	if (ret < 0)
@@ -357,7 +361,8 @@ void mfs_options_free(struct mfs_options *o)
 	free(o->image);
 	free(o->scope);
 	free(o->egress_proxy_image);
-	o->host = o->context = o->image = o->scope = o->egress_proxy_image = NULL;
+	free(o->egress_outbound_network);
+	o->host = o->context = o->image = o->scope = o->egress_proxy_image = o->egress_outbound_network = NULL;
 }
 
 void mfs_options_usage(FILE *out, const char *prog)
@@ -382,7 +387,10 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o memory=BYTES        memory limit of new sandboxes (at least 6M)\n"
 		"    -o cpus=N              CPU limit of new sandboxes\n"
 		"    -o egress_proxy_image=IMAGE\n"
-		"                           enables allowlist egress through that proxy\n"
+		"                           enables allowlist egress through that proxy (default\n"
+		"                           " MAFSBX_DEFAULT_PROXY_IMAGE " when it exists)\n"
+		"    -o egress_outbound_network=NET\n"
+		"                           the egress proxies' outbound network (default bridge)\n"
 		"    -o plane=auto|local|engine\n"
 		"                           how sandbox files are reached (default auto: local\n"
 		"                           where the engine runs on this host)\n"

@@ -5,6 +5,8 @@
  *                       work_dir, outputs, capabilities, egress, plane (and plane_reason)
  *   .ctl/declarations   the backend's declarations (sandbox.h)
  *   .ctl/engine         endpoint, server version, API version, os
+ *   NAME/egress         (text) the egress proxy's decision lines, read from
+ *                       NAME-proxy's log on open (empty for a closed sandbox)
  *
  * Each is generated when the file is opened (one consistent snapshot per
  * open, served by offset from the handle, as lxcfs does for /proc files).
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "egress.h"
 #include "engine.h"
 #include "names.h"
 #include "sandbox.h"
@@ -128,6 +131,39 @@ out:
 	json_decref(decl);
 	mafsbx_sandbox_info_clear(&info);
 	return r;
+}
+
+int mfs_egress_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err)
+{
+	struct mafsbx_sandbox_info info;
+	memset(&info, 0, sizeof(info));
+	int r = mafsbx_sandbox_lookup(fs->backend, name, &info, err);
+	if (r < 0)
+		return r;
+	bool in = mfs_in_scope(fs, &info);
+	mafsbx_sandbox_info_clear(&info);
+	if (!in)
+		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named '%s' in scope '%s'", name,
+					fs->opt.scope);
+	struct mafsbx_egress_log lg;
+	if ((r = mafsbx_sandbox_egress_log(fs->backend, name, &lg, err)) < 0)
+		return r;
+	static const char flag[] = "# truncated: only the last decisions are shown\n";
+	char *t = malloc(lg.len + sizeof(flag));
+	if (!t) {
+		mafsbx_egress_log_free(&lg);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	size_t o = 0;
+	if (lg.truncated) {
+		memcpy(t, flag, sizeof(flag) - 1);
+		o = sizeof(flag) - 1;
+	}
+	memcpy(t + o, lg.text, lg.len + 1);
+	*text = t;
+	*len = o + lg.len;
+	mafsbx_egress_log_free(&lg);
+	return 0;
 }
 
 int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err)

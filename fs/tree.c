@@ -4,7 +4,7 @@
  *   /                          root
  *   /.ctl, /.ctl/{acquire,dispose,exec,declarations,engine}
  *   /by-scope[/S[/T[/A[/KIND]]]]
- *   /NAME, /NAME/status, /NAME/work[/REL], /NAME/root[/REL]
+ *   /NAME, /NAME/status, /NAME/egress, /NAME/work[/REL], /NAME/root[/REL]
  *
  * Pure text work: whether NAME exists, or REL exists in the guest, is
  * decided by the callers. A component over 255 bytes is ENAMETOOLONG and a
@@ -114,6 +114,10 @@ int mfs_classify(const char *path, struct mfs_node *n)
 	}
 	if (!strcmp(rest, "status")) {
 		n->type = MFS_N_SBX_STATUS;
+		return 0;
+	}
+	if (!strcmp(rest, "egress")) {
+		n->type = MFS_N_SBX_EGRESS;
 		return 0;
 	}
 	if (!strncmp(rest, "work", 4) && (rest[4] == '\0' || rest[4] == '/')) {

@@ -5,7 +5,8 @@
  * re-ask the engine's OS on cold paths, then reuse a running container,
  * start a stopped one (a failed start: remove and recreate), or create a
  * missing one (pulling an absent image first; a name conflict with another
- * process is adopted). A container we create is hardened (no network,
+ * process is adopted). A container we create is hardened (no network, or
+ * for an allowlist its own internal network built and proven by egress.c,
  * no-new-privileges, a pids limit, opt-in cap-drop/memory/cpus, no mounts
  * of any kind, `sleep infinity` as keep-alive) and read back with inspect,
  * because the engine silently drops fields it does not know. Then the
@@ -19,6 +20,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "files.h"
 #include "log.h"
 #include "sbx_internal.h"
@@ -67,7 +69,8 @@ static int64_t nano_cpus(double cpus)
 }
 
 /* The create body. */
-static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image)
+static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			     const char *egress_name)
 {
 	json_t *labels = mafsbx_workload_labels(&spec->key, spec->kind, spec->labels, spec->work_dir);
 	char *attribution = mafsbx_key_attribution(&spec->key);
@@ -99,6 +102,11 @@ static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acqui
 			"OpenStdin", 0, "HostConfig", hc);
 	if (cfg && spec->env && spec->n_env)
 		json_object_set_new(cfg, "Env", str_array(spec->env, spec->n_env));
+	/* allowlist: on NAME-net only, the proxy variables after the caller's, IPv6 off */
+	if (cfg && egress_name && sbx_egress_workload_config(egress_name, cfg) < 0) {
+		json_decref(cfg);
+		cfg = NULL;
+	}
 out:
 	json_decref(labels);
 	free(attribution);
@@ -108,15 +116,26 @@ out:
 }
 
 /* The hardening of a container we created, as the engine recorded it. "" when all took. */
-static void check_hardening(struct mafsbx_backend *b, json_t *insp, char *why, size_t whysz)
+static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *egress_name, char *why, size_t whysz)
 {
 	json_t *hc = json_object_get(insp, "HostConfig");
 	const char *nm = json_string_value(json_object_get(hc, "NetworkMode"));
+	char want_net[MAFSBX_NAME_LEN + 8] = "none";
+	if (egress_name)
+		snprintf(want_net, sizeof(want_net), "%s-net", egress_name);
+	const char *v6 = json_string_value(
+		json_object_get(json_object_get(hc, "Sysctls"), "net.ipv6.conf.all.disable_ipv6"));
+	const char *dns = json_string_value(json_array_get(json_object_get(hc, "Dns"), 0));
 	why[0] = '\0';
 	if (!hc)
 		snprintf(why, whysz, "no HostConfig");
-	else if (!nm || strcmp(nm, "none") != 0)
-		snprintf(why, whysz, "NetworkMode is %s, not none", nm ? nm : "unset");
+	else if (!nm || strcmp(nm, want_net) != 0)
+		snprintf(why, whysz, "NetworkMode is %s, not %s", nm ? nm : "unset", want_net);
+	else if (egress_name && (!v6 || strcmp(v6, "1") != 0))
+		snprintf(why, whysz, "the sysctl net.ipv6.conf.all.disable_ipv6 is not 1");
+	else if (egress_name && (json_array_size(json_object_get(hc, "Dns")) != 1 || !dns ||
+				 strcmp(dns, MAFSBX_EGRESS_DNS_SINK) != 0))
+		snprintf(why, whysz, "the DNS server is not %s", MAFSBX_EGRESS_DNS_SINK);
 	else if (!array_has(json_object_get(hc, "SecurityOpt"), "no-new-privileges", true))
 		snprintf(why, whysz, "SecurityOpt lacks no-new-privileges");
 	else if (b->cfg.pids_limit > 0 &&
@@ -194,12 +213,12 @@ static int inspect_into(struct mafsbx_backend *b, const char *ref, struct acq *a
 
 /* Create (or adopt on a name conflict). On success a->insp/a->id/a->state are set. */
 static int create_container(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
-			    const char *name, struct acq *a, struct mafsbx_error *err)
+			    const char *name, bool allowlist, struct acq *a, struct mafsbx_error *err)
 {
 	int r = ensure_image(b, image, err);
 	if (r < 0)
 		return r;
-	json_t *cfg = create_config(b, spec, image);
+	json_t *cfg = create_config(b, spec, image, allowlist ? name : NULL);
 	if (!cfg)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	sbx_facts_drop(b, name, NULL);
@@ -252,7 +271,7 @@ static int create_container(struct mafsbx_backend *b, const struct mafsbx_acquir
 		return r;
 	}
 	char why[200];
-	check_hardening(b, a->insp, why, sizeof(why));
+	check_hardening(b, a->insp, allowlist ? name : NULL, why, sizeof(why));
 	if (why[0]) {
 		remove_quietly(b, id);
 		return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
@@ -299,7 +318,7 @@ static int os_refusal(struct mafsbx_error *err, const char *fmt, ...)
 }
 
 static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
-			  const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
+			  const char *name, bool allowlist, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
 {
 	struct acq a = { .id = "", .state = 0, .insp = NULL };
 	struct mafsbx_error e;
@@ -343,6 +362,15 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 		running = json_is_true(json_object_get(st, "Running"));
 	}
 
+	/* 2b. allowlist: a sandbox whose network is gone or not isolated is removed and rebuilt (§7.4) */
+	if (allowlist && present) {
+		bool discarded = false;
+		if ((r = sbx_egress_discard_unusable(b, name, &discarded, err)) < 0)
+			goto out;
+		if (discarded)
+			present = running = false;
+	}
+
 	/* 3. cold path: ask the engine's OS again before creating or restarting anything */
 	if (!running) {
 		bool linux = true;
@@ -354,6 +382,10 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 			goto out;
 		}
 	}
+
+	/* 3b. allowlist: the network and the proxy, before the workload joins them */
+	if (allowlist && (r = sbx_egress_ensure(b, spec, name, !present, err)) < 0)
+		goto out;
 
 	/* 4. reuse, start, or create */
 	if (running) {
@@ -368,7 +400,14 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 			present = false;
 		}
 	}
-	if (!a.state && (r = create_container(b, spec, image, name, &a, err)) < 0)
+	if (!a.state && (r = create_container(b, spec, image, name, allowlist, &a, err)) < 0) {
+		if (allowlist && !present)
+			sbx_egress_teardown(b, name, NULL);
+		goto out;
+	}
+
+	/* 4b. allowlist: prove the isolation on this host, as the running workload sees it */
+	if (allowlist && ((r = inspect_into(b, a.id, &a, err)) < 0 || (r = sbx_egress_prove(b, name, a.insp, err)) < 0))
 		goto out;
 
 	/* 5. the instance, and its storage base strictly */
@@ -447,20 +486,19 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 	if (spec->caps & ~MAFSBX_CAP_ALL)
 		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED, "acquire: unknown capability bits");
 
-	/* Egress: closed is --network none. An allowlist needs a proxy AND proven isolation
-	 * (engine-api.md §6: Engine 20.10 silently ignores gateway_mode=isolated); the proven
-	 * path is not built, so an allowlist with hosts is refused. An empty allowlist allows
-	 * nothing: with a proxy configured it is served closed, as upstream. */
+	/* Egress: closed is --network none. An allowlist needs a proxy image; with hosts it is
+	 * served on its own network whose isolation is proven on this host (egress.c; Engine
+	 * 20.10 silently ignores gateway_mode=isolated). An empty allowlist allows nothing: it
+	 * is served closed under the closed name, as upstream. */
+	bool allowlist = false;
 	if (spec->egress == MAFSBX_EGRESS_ALLOWLIST) {
-		if (!b->cfg.egress_proxy_image)
+		if (!mafsbx_egress_proxy_image(b))
 			return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
-						     "egress 'allowlist' needs -o egress_proxy_image; this mount serves "
-						     "only 'closed'");
-		if (spec->n_egress_allow)
-			return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
-						     "egress 'allowlist' needs a network isolation proven on this "
-						     "engine (gateway_mode=isolated is silently ignored before Engine "
-						     "28), and this backend does not build one: only 'closed' is served");
+						     "egress 'allowlist' needs an egress proxy image (-o "
+						     "egress_proxy_image, or build %s with `mafsbx mkimage "
+						     "--egress-proxy`); this mount serves only 'closed'",
+						     MAFSBX_DEFAULT_PROXY_IMAGE);
+		allowlist = spec->n_egress_allow > 0;
 	}
 	if (spec->requires_os_family == MAFSBX_OS_WINDOWS)
 		return os_refusal(err, "%s", "the docker backend declares no windows OS family");
@@ -483,11 +521,16 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 	}
 
 	char name[MAFSBX_NAME_LEN + 1];
-	mafsbx_container_name(&spec->key, spec->kind, "", name);
+	char *egress_id = allowlist ? mafsbx_egress_id((const char *const *)spec->egress_allow, spec->n_egress_allow)
+				    : NULL;
+	if (allowlist && !egress_id)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	mafsbx_container_name(&spec->key, spec->kind, egress_id ? egress_id : "", name);
+	free(egress_id);
 	struct sbx_keylock *l = sbx_lock_name(b, name);
 	if (!l)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	int r = acquire_locked(b, spec, image, name, res, err);
+	int r = acquire_locked(b, spec, image, name, allowlist, res, err);
 	sbx_unlock_name(b, l);
 	return r;
 }

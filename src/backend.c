@@ -44,7 +44,10 @@ struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx
 		mafsbx_sandbox_config_defaults(&b->cfg);
 	b->cfg.default_image = NULL;
 	b->cfg.egress_proxy_image = NULL;
-	if ((cfg && cfg->default_image && *cfg->default_image && !(b->cfg.default_image = strdup(cfg->default_image))) ||
+	b->cfg.egress_outbound_network = NULL;
+	if ((cfg && cfg->egress_outbound_network && *cfg->egress_outbound_network &&
+	     !(b->cfg.egress_outbound_network = strdup(cfg->egress_outbound_network))) ||
+	    (cfg && cfg->default_image && *cfg->default_image && !(b->cfg.default_image = strdup(cfg->default_image))) ||
 	    (cfg && cfg->egress_proxy_image && *cfg->egress_proxy_image &&
 	     !(b->cfg.egress_proxy_image = strdup(cfg->egress_proxy_image)))) {
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -89,6 +92,7 @@ void mafsbx_backend_free(struct mafsbx_backend *b)
 	}
 	free((char *)b->cfg.default_image);
 	free((char *)b->cfg.egress_proxy_image);
+	free((char *)b->cfg.egress_outbound_network);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
 }

@@ -2,14 +2,15 @@
  * declarations.c: the backend declarations shown in .ctl/declarations
  * (INTERFACE.md §2, upstream §1.5): isolation is "container" whatever the
  * hardening options; the capabilities a request may ask for; the egress
- * modes actually served (only "closed": an allowlist needs a proven network
- * isolation this backend does not build, see acquire.c); both isolation
+ * modes actually served ("closed", and "allowlist" when an egress proxy image
+ * is configured: egress.c builds and proves its network); both isolation
  * scopes; the transfer ceilings and the mount's read/write caps; and the OS
  * family, "posix" only when the engine reports linux.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "egress.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -46,8 +47,10 @@ json_t *mafsbx_sandbox_declarations(struct mafsbx_backend *b, struct mafsbx_erro
 				   transfer(MAFSBX_CEIL_BYTES_PER_FILE, MAFSBX_CEIL_TOTAL_BYTES, MAFSBX_CEIL_FILES),
 				   "max_read_bytes", (json_int_t)b->cfg.max_read_bytes, "max_write_bytes",
 				   (json_int_t)b->cfg.max_write_bytes);
-	json_t *d = json_pack("{s:s, s:o, s:[s], s:[s,s], s:o, s:o}", "isolation", "container", "capabilities", caps,
-			      "egress_modes", "closed", "isolation_scopes", "conversation", "call", "limits", limits,
+	json_t *modes = mafsbx_egress_proxy_image(b) ? json_pack("[s,s]", "closed", "allowlist")
+						     : json_pack("[s]", "closed");
+	json_t *d = json_pack("{s:s, s:o, s:o, s:[s,s], s:o, s:o}", "isolation", "container", "capabilities", caps,
+			      "egress_modes", modes, "isolation_scopes", "conversation", "call", "limits", limits,
 			      "os_families", linux ? json_pack("[s]", "posix") : json_array());
 	if (!d)
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");

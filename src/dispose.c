@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "egress.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -190,9 +191,12 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	if (fallback && *fallback)
 		names_add(&workloads, fallback);
 
-	/* proxies first (a network with a live endpoint cannot go), then workloads */
-	for (size_t i = 0; i < proxies.n; i++)
+	/* proxies first (a network with a live endpoint cannot go), then workloads; each proxy's
+	 * decisions are drained to the log first (NAME/egress goes with it) */
+	for (size_t i = 0; i < proxies.n; i++) {
+		sbx_egress_drain(b, proxies.v[i]);
 		remove_container(b, proxies.v[i], false, res);
+	}
 	for (size_t i = 0; i < workloads.n; i++) {
 		if (remove_container(b, workloads.v[i], true, res) == 1) {
 			res->disposed++;
@@ -202,8 +206,10 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	char buf[MAFSBX_NAME_LEN + 16];
 	for (size_t i = 0; i < workloads.n; i++) {
 		snprintf(buf, sizeof(buf), "%s-proxy", workloads.v[i]);
-		if (!names_has(&proxies, buf))
+		if (!names_has(&proxies, buf)) {
+			sbx_egress_drain(b, buf);
 			remove_container(b, buf, false, res);
+		}
 	}
 	/* networks of every listed proxy and every workload, regardless of this mount's egress */
 	struct names nets = { 0 };
@@ -287,6 +293,7 @@ int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, stru
 					MAFSBX_NAME_PREFIX);
 	char buf[MAFSBX_NAME_LEN + 16];
 	snprintf(buf, sizeof(buf), "%s-proxy", name);
+	sbx_egress_drain(b, buf);
 	remove_container(b, buf, false, res);
 	if (remove_container(b, name, true, res) == 1) {
 		res->disposed++;

@@ -794,6 +794,73 @@ int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool
 	return do_call(e, &c, err);
 }
 
+static int demux_sink(const void *data, size_t len, void *ctx);
+
+/* The log stream stops at the cap instead of being drained: a log can be as long as the container lived. */
+struct logs_ctx {
+	struct mafsbx_demux dm;
+	bool stop;
+};
+
+static int logs_sink(const void *data, size_t len, void *ctx)
+{
+	struct logs_ctx *lc = ctx;
+	int r = demux_sink(data, len, &lc->dm);
+	if (r == 0 && lc->dm.res->truncated) {
+		lc->stop = true;
+		return -ECANCELED;
+	}
+	return r;
+}
+
+int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsigned tail, size_t max_bytes,
+			  struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "container logs: no result");
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	if (!e)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "container logs: no engine");
+	char what[320];
+	snprintf(what, sizeof(what), "read the log of %s", container ? container : "");
+	int r = check_ref(container, what, err);
+	if (r < 0)
+		return r;
+	__do_free char *ec = mafsbx_query_escape(container);
+	if (!ec)
+		return nomem(err);
+	char tl[16] = "all";
+	if (tail)
+		snprintf(tl, sizeof(tl), "%u", tail);
+	__do_free char *t = target(e, err, &r, "/containers/%s/logs?stdout=1&stderr=1&tail=%s", ec, tl);
+	if (!t)
+		return r;
+	struct logs_ctx lc = { .stop = false };
+	mafsbx_demux_init(&lc.dm, res, max_bytes);
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = {
+		.method = "GET", .target = t, .timeout_ms = e->to.request_ms, .stall_s = e->to.stream_stall_s,
+		.sink = logs_sink, .sink_ctx = &lc,
+	};
+	r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0 && lc.stop) {
+		/* we cut the stream at the cap: what we kept is the answer */
+		r = 0;
+		resp.status = 200;
+		if (err)
+			mafsbx_error_clear(err);
+	}
+	if (r < 0)
+		mafsbx_error_prefix(err, "%s", what);
+	else if (resp.status != 200)
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
+	else if ((!lc.stop && mafsbx_demux_finish(&lc.dm) < 0) || lc.dm.error)
+		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: the log stream is not framed (a TTY container?)", what);
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
 /* ---- archive ------------------------------------------------------------- */
 
 static char *archive_target(struct mafsbx_engine *e, const char *container, const char *path, const char *extra,

@@ -52,6 +52,8 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 
 /* ---- containers --------------------------------------------------------- */
 
+struct mafsbx_exec_result;   /* below, with exec */
+
 /*
  * Filters for list calls: a JSON object {"label": ["k=v", "k"], "name": ["^re$"]},
  * built with these helpers (the object is owned by the caller).
@@ -84,6 +86,14 @@ int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool
  * unpause of a running container (500 "is not paused") -> EK_ENGINE with that message. */
 int mafsbx_container_pause(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err);
 int mafsbx_container_unpause(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err);
+
+/*
+ * GET /containers/C/logs?stdout=1&stderr=1&tail=N (N 0: all): the log,
+ * demultiplexed into res->out / res->err, each stream capped at `max_bytes`
+ * (res->truncated when more came: the stream is then cut, not drained). Free res with mafsbx_exec_result_free().
+ */
+int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsigned tail, size_t max_bytes,
+			  struct mafsbx_exec_result *res, struct mafsbx_error *err);
 
 /* ---- archive (the tar plane) ------------------------------------------- */
 

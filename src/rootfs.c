@@ -38,6 +38,10 @@
 
 static int missing(const char *path, int e, struct mafsbx_error *err)
 {
+	if (e == ENOENT && strstr(path, "egress-proxy"))
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, ENOENT, NULL,
+					     "%s not found: it is built and installed with mafsbxfs (tools/egress-proxy)",
+					     path);
 	if (e == ENOENT)
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, ENOENT, NULL,
 					     "%s not found: install Debian's busybox-static", path);
@@ -405,8 +409,8 @@ out:
 	return ret;
 }
 
-int mafsbx_rootfs_build(const char *busybox, void **tar, size_t *tar_len, size_t *applets,
-			struct mafsbx_error *err)
+static int build(const char *busybox, const char *proxy, void **tar, size_t *tar_len, size_t *applets,
+		 struct mafsbx_error *err)
 {
 	struct writer w = { .out = MAFSBX_BUF_INIT };
 	char **names = NULL;
@@ -423,6 +427,12 @@ int mafsbx_rootfs_build(const char *busybox, void **tar, size_t *tar_len, size_t
 		return ret;
 	if ((ret = mafsbx_rootfs_applets(busybox, &names, &count, err)) < 0)
 		return ret;
+	__do_free char *px = NULL;
+	size_t px_len = 0;
+	time_t px_mtime;
+	if (proxy && ((ret = mafsbx_rootfs_check_static(proxy, err)) < 0 ||
+		      (ret = slurp(proxy, &px, &px_len, &px_mtime, err)) < 0))
+		goto out;
 
 	w.a = archive_write_new();
 	w.e = archive_entry_new();
@@ -462,6 +472,10 @@ int mafsbx_rootfs_build(const char *busybox, void **tar, size_t *tar_len, size_t
 	    (ret = add(&w, "sys/", AE_IFDIR, 0555, 0, NULL, NULL, 0, err)) < 0 ||
 	    (ret = add(&w, "tmp/", AE_IFDIR, 01777, 0, NULL, NULL, 0, err)) < 0)
 		goto out;
+	if (px && ((ret = add(&w, "usr/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
+		   (ret = add(&w, "usr/bin/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
+		   (ret = add(&w, &MAFSBX_ROOTFS_PROXY_IN_IMAGE[1], AE_IFREG, 0755, 0, NULL, px, px_len, err)) < 0))
+		goto out;
 	if (archive_write_close(w.a) != ARCHIVE_OK) {
 		ret = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot finish the rootfs tar: %s",
 				       archive_error_string(w.a) ? archive_error_string(w.a) : "unknown error");
@@ -483,4 +497,18 @@ out:
 	mafsbx_buf_free(&w.out);
 	mafsbx_rootfs_free_names(names);
 	return ret;
+}
+
+int mafsbx_rootfs_build(const char *busybox, void **tar, size_t *tar_len, size_t *applets,
+			struct mafsbx_error *err)
+{
+	return build(busybox, NULL, tar, tar_len, applets, err);
+}
+
+int mafsbx_rootfs_build_proxy(const char *busybox, const char *proxy, void **tar, size_t *tar_len,
+			      struct mafsbx_error *err)
+{
+	if (!proxy)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "no egress proxy program given");
+	return build(busybox, proxy, tar, tar_len, NULL, err);
 }

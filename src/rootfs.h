@@ -46,4 +46,13 @@ void mafsbx_rootfs_free_names(char **names);
 int mafsbx_rootfs_build(const char *busybox, void **tar, size_t *tar_len, size_t *applets,
 			struct mafsbx_error *err);
 
+/*
+ * The egress proxy image's rootfs: the same busybox tree plus the static
+ * proxy program (tools/egress-proxy, refused when dynamically linked) at
+ * MAFSBX_ROOTFS_PROXY_IN_IMAGE.
+ */
+#define MAFSBX_ROOTFS_PROXY_IN_IMAGE "/usr/bin/mafsbx-egress-proxy"
+int mafsbx_rootfs_build_proxy(const char *busybox, const char *proxy, void **tar, size_t *tar_len,
+			      struct mafsbx_error *err);
+
 #endif

@@ -42,6 +42,8 @@ struct mafsbx_sandbox_config {
 	int64_t memory_bytes;           /* 0 = off; MemorySwap is set equal */
 	double cpus;                    /* 0 = off; NanoCpus = cpus * 1e9 */
 	const char *egress_proxy_image; /* NULL or "" = none (copied) */
+	const char *egress_outbound_network; /* the proxy's second leg; NULL or "" = "bridge" (copied) */
+	bool egress_allow_nonglobal;    /* TESTS ONLY: the proxy lets private peers through */
 	long exec_timeout_max_s;        /* 300: default and ceiling of exec timeouts */
 	long pull_timeout_ms;           /* 600000: an image pull. The pull runs on the engine handle, which
 					   bounds it with its own timeouts.pull_ms: open the engine with the

@@ -460,6 +460,9 @@ static int check_allow_pattern(const char *s, const char *field, struct mafsbx_e
 {
 	if (!*s)
 		return bad(err, field, "must not be empty");
+	/* a DNS name is at most 253 bytes; the proxy refuses longer hosts anyway */
+	if (strlen(s) > MAFSBX_EGRESS_PATTERN_MAX)
+		return bad(err, field, "a host pattern is at most 255 bytes");
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
 		if (*p <= 0x20 || *p == 0x7f || *p == ',')
 			return bad(err, field, "must be a host pattern without spaces, commas or control characters");

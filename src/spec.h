@@ -60,6 +60,7 @@ const char *mafsbx_cap_name(unsigned cap);
 unsigned mafsbx_cap_from_name(const char *name);
 
 enum mafsbx_egress { MAFSBX_EGRESS_CLOSED = 0, MAFSBX_EGRESS_ALLOWLIST = 1 };
+#define MAFSBX_EGRESS_PATTERN_MAX 255   /* bytes per egress_allow entry */
 const char *mafsbx_egress_name(enum mafsbx_egress e);
 
 enum mafsbx_isolation_scope { MAFSBX_SCOPE_CONVERSATION = 0, MAFSBX_SCOPE_CALL = 1 };

@@ -3,7 +3,9 @@
  * registry is reachable, so the image is a rootfs made from the host's
  * busybox-static (src/rootfs.c) imported through the Engine API, the way
  * `docker import` does it, with CMD ["/bin/sleep","infinity"]. Prints the
- * new image's ID.
+ * new image's ID. With --egress-proxy it builds the allowlist egress proxy
+ * image instead: the same tree plus the static mafsbx-egress-proxy, run as
+ * CMD (INTERFACE.md §6).
  */
 #include <ctype.h>
 #include <getopt.h>
@@ -13,14 +15,20 @@
 #include <string.h>
 
 #include "mafsbx.h"
+#include "egress.h"
 #include "rootfs.h"
 
 #define DEFAULT_TAG "mafsbx/busybox:latest"
+#define DEFAULT_PROXY_TAG MAFSBX_DEFAULT_PROXY_IMAGE
+#ifndef MAFSBX_PROXY_PROGRAM
+#define MAFSBX_PROXY_PROGRAM "/usr/local/libexec/mafsbx/mafsbx-egress-proxy"
+#endif
 
 static void mkimage_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " mkimage [--tag NAME] [--busybox PATH] [-H URL | --context NAME]\n"
+		"Usage: " PROGRAM " mkimage [--egress-proxy [--proxy-program PATH]] [--tag NAME] [--busybox PATH]\n"
+		"                      [-H URL | --context NAME]\n"
 		"\n"
 		"Build the offline test image from the host's static busybox (Debian's\n"
 		"busybox-static): /bin/busybox with a link in /bin for every applet,\n"
@@ -29,8 +37,16 @@ static void mkimage_usage(FILE *out)
 		"CMD [\"/bin/sleep\",\"infinity\"]. It is imported through the Engine API\n"
 		"(no registry needed) and its ID is printed.\n"
 		"\n"
+		"With --egress-proxy, build the allowlist egress proxy image instead: the\n"
+		"same tree plus the static proxy program at " MAFSBX_ROOTFS_PROXY_IN_IMAGE ",\n"
+		"which is its CMD (port 3128). mafsbxfs uses it for egress 'allowlist'.\n"
+		"\n"
 		"Options:\n"
-		"  -t, --tag NAME       image name (default " DEFAULT_TAG ")\n"
+		"  -t, --tag NAME       image name (default " DEFAULT_TAG ",\n"
+		"                       with --egress-proxy " DEFAULT_PROXY_TAG ")\n"
+		"      --egress-proxy   build the egress proxy image\n"
+		"      --proxy-program PATH\n"
+		"                       the static proxy to copy (default " MAFSBX_PROXY_PROGRAM ")\n"
 		"      --busybox PATH   static busybox to copy (default " MAFSBX_ROOTFS_BUSYBOX ")\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
 		"\n"
@@ -97,16 +113,19 @@ static int split_reference(const char *ref, char *repo, size_t repo_sz, char *ta
 
 int cmd_mkimage(int argc, char **argv)
 {
-	enum { OPT_CONTEXT = 256, OPT_BUSYBOX };
+	enum { OPT_CONTEXT = 256, OPT_BUSYBOX, OPT_EGRESS_PROXY, OPT_PROXY_PROGRAM };
 	static const struct option longopts[] = {
 		{ "tag", required_argument, NULL, 't' },
 		{ "host", required_argument, NULL, 'H' },
 		{ "context", required_argument, NULL, OPT_CONTEXT },
 		{ "busybox", required_argument, NULL, OPT_BUSYBOX },
+		{ "egress-proxy", no_argument, NULL, OPT_EGRESS_PROXY },
+		{ "proxy-program", required_argument, NULL, OPT_PROXY_PROGRAM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *ref = DEFAULT_TAG, *host = NULL, *context = NULL, *busybox = NULL;
+	const char *ref = NULL, *host = NULL, *context = NULL, *busybox = NULL, *proxy = NULL;
+	bool egress_proxy = false;
 	int c;
 	while ((c = getopt_long(argc, argv, ":t:H:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -122,6 +141,12 @@ int cmd_mkimage(int argc, char **argv)
 		case OPT_BUSYBOX:
 			busybox = optarg;
 			break;
+		case OPT_EGRESS_PROXY:
+			egress_proxy = true;
+			break;
+		case OPT_PROXY_PROGRAM:
+			proxy = optarg;
+			break;
 		case 'h':
 			mkimage_usage(stdout);
 			return MAFSBX_EXIT_OK;
@@ -131,6 +156,10 @@ int cmd_mkimage(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("mkimage", "unexpected argument '%s'", argv[optind]);
+	if (proxy && !egress_proxy)
+		return cli_usage_error("mkimage", "--proxy-program needs --egress-proxy");
+	if (!ref)
+		ref = egress_proxy ? DEFAULT_PROXY_TAG : DEFAULT_TAG;
 
 	char repo[256], tag[160];
 	int rc = split_reference(ref, repo, sizeof(repo), tag, sizeof(tag));
@@ -149,7 +178,8 @@ int cmd_mkimage(int argc, char **argv)
 	struct mafsbx_engine *e = NULL;
 
 	/* Build before connecting: a missing or dynamic busybox is reported without touching the engine. */
-	if (mafsbx_rootfs_build(busybox, &tar, &tar_len, &applets, &err) < 0) {
+	if ((egress_proxy ? mafsbx_rootfs_build_proxy(busybox, proxy ? proxy : MAFSBX_PROXY_PROGRAM, &tar, &tar_len, &err)
+			  : mafsbx_rootfs_build(busybox, &tar, &tar_len, &applets, &err)) < 0) {
 		cli_error("%s", err.message);
 		goto out;
 	}
@@ -159,7 +189,9 @@ int cmd_mkimage(int argc, char **argv)
 	rc = MAFSBX_EXIT_FAILURE;
 
 	static const char *const changes[] = { "CMD [\"/bin/sleep\",\"infinity\"]", NULL };
-	if (mafsbx_image_import(e, tar, tar_len, repo, tag, changes, &err) < 0) {
+	static const char *const proxy_changes[] = { "CMD [\"" MAFSBX_ROOTFS_PROXY_IN_IMAGE "\"]", "EXPOSE 3128",
+						     NULL };
+	if (mafsbx_image_import(e, tar, tar_len, repo, tag, egress_proxy ? proxy_changes : changes, &err) < 0) {
 		cli_error("importing %s:%s: %s", repo, tag, err.message);
 		goto out;
 	}

@@ -558,7 +558,7 @@ static void test_refusals_before_any_engine_call(void **state)
 	assert_non_null(strstr(e.message, "egress_proxy_image"));
 	assert_int_equal(sbxt_acquire_fails(scope, "a", "k", "\"requires_os_family\":\"windows\"", &e), -EOPNOTSUPP);
 	assert_string_equal(e.type, "SandboxOsFamilyNotSupported");
-	/* with a proxy configured, a non-empty allowlist still needs proven isolation */
+	/* with a proxy image that does not exist, the allowlist fails before anything is made */
 	struct mafsbx_sandbox_config cfg;
 	mafsbx_sandbox_config_defaults(&cfg);
 	cfg.default_image = harness_image();
@@ -568,8 +568,8 @@ static void test_refusals_before_any_engine_call(void **state)
 						  "\"egress\":\"allowlist\",\"egress_allow\":[\"x.com\"]}",
 						  scope);
 	struct mafsbx_acquire_result r;
-	assert_int_equal(sbxt_acquire_on(pb, s, &r, &e), -EOPNOTSUPP);
-	assert_non_null(strstr(e.message, "proven"));
+	assert_int_equal(sbxt_acquire_on(pb, s, &r, &e), -ENOENT);
+	assert_non_null(strstr(e.message, "mkimage --egress-proxy"));
 	mafsbx_acquire_spec_free(s);
 	mafsbx_backend_free(pb);
 	/* nothing was created */

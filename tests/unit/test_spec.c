@@ -52,6 +52,8 @@ static const struct bad_row bad_rows[] = {
 	{ ACQ, "{" K ",\"image\":\"i\",\"egress\":\"open\"}", EINVAL, "field 'egress': unknown egress mode" },
 	{ ACQ, "{" K ",\"image\":\"i\",\"egress_allow\":[\"x.com\"]}", EINVAL, "field 'egress_allow': non-empty list requires" },
 	{ ACQ, "{" K ",\"image\":\"i\",\"egress\":\"allowlist\",\"egress_allow\":[\"a,b\"]}", EINVAL, "field 'egress_allow[0]'" },
+	{ ACQ, "{" K ",\"image\":\"i\",\"egress\":\"allowlist\",\"egress_allow\":[\"x.com\",\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]}", EINVAL,
+	  "field 'egress_allow[1]': a host pattern is at most 255 bytes" },
 	{ ACQ, "{" K ",\"image\":\"i\",\"egress\":\"allowlist\",\"egress_allow\":[\"\"]}", EINVAL, "field 'egress_allow[0]'" },
 	/* isolation scope */
 	{ ACQ, "{" K ",\"image\":\"i\",\"isolation_scope\":\"call\"}", EINVAL, "field 'call': isolation_scope 'call' requires" },
