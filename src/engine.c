@@ -958,16 +958,16 @@ static long call_timeout(const struct mafsbx_engine *e, long long deadline)
 	return left < e->to.request_ms ? (long)left : e->to.request_ms;
 }
 
-static bool launch_failure(const struct mafsbx_exec_result *res)
+/*
+ * The runtime could not start the process: exit 126 and the exec inspect's
+ * Pid 0 (no process ever existed). Only the engine's answer decides: the
+ * runtime's message ("OCI runtime exec failed", "unable to find user") is on
+ * the same stdout a guest writes to, so a command printing it and exiting
+ * 126 would otherwise pass for a launch failure.
+ */
+static bool launch_failure(const struct mafsbx_exec_result *res, bool never_started)
 {
-	if (res->exit_code != 126 || !res->out)
-		return false;
-	const char *o = (const char *)res->out;
-	static const char oci[] = "OCI runtime exec failed";
-	if (res->out_len >= sizeof(oci) - 1 && memcmp(o, oci, sizeof(oci) - 1) == 0)
-		return true;
-	static const char nouser[] = "unable to find user";
-	return memmem(o, res->out_len, nouser, sizeof(nouser) - 1) != NULL;
+	return never_started && res->exit_code == 126;
 }
 
 int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
@@ -1076,6 +1076,7 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 	if (!(tinsp = target(e, err, &r, "/exec/%s/json", res->exec_id)))
 		goto out;
 	long wait_ms = 1;
+	bool never_started = false;
 	long long poll_end = mafsbx_now_ms() + 5000;
 	for (;;) {
 		json_t *ij = NULL;
@@ -1097,7 +1098,7 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 			 */
 			json_t *pid = json_object_get(ij, "Pid");
 			static const char paused[] = "paused";
-			bool never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
+			never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
 			json_decref(ij);
 			if (never_started && res->exit_code == 126 && res->out &&
 			    memmem(res->out, res->out_len, paused, sizeof(paused) - 1)) {
@@ -1120,7 +1121,7 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 		if (wait_ms < 50)
 			wait_ms *= 2;
 	}
-	res->launch_failed = launch_failure(res);
+	res->launch_failed = launch_failure(res, never_started);
 	r = 0;
 out:
 	if (r < 0)

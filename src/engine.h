@@ -150,8 +150,10 @@ struct mafsbx_exec_result {
 	size_t err_len;
 	bool timed_out;
 	bool truncated;
-	bool launch_failed;          /* exit 126 with the runtime's "OCI runtime exec failed" /
-					"unable to find user" message: not program output */
+	bool launch_failed;          /* the runtime never started the process (exec inspect Pid 0,
+					exit 126): not program output. Decided by the engine's
+					answer only: a guest can print the runtime's message and
+					exit 126, it cannot make its own Pid 0 */
 	char exec_id[65];
 	long long duration_ms;
 };

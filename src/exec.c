@@ -6,8 +6,10 @@
  * the timeout bounds the whole run and, on expiry, the sandbox is disposed
  * (as upstream: a command that outlived its bound may still be running, and
  * the next acquire starts clean). Output is kept as exact bytes, capped per
- * stream. A command the runtime could not start (exit 126 with the runtime's
- * message on stdout) is an error, not program output.
+ * stream. A command the runtime could not start is an error, not program
+ * output; that is decided by the engine's exec inspect (Pid 0: no process
+ * ever existed, see mafsbx_exec_result.launch_failed), never by the bytes on
+ * stdout, which a guest can forge.
  */
 #include <errno.h>
 #include <stdio.h>

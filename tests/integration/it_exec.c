@@ -177,6 +177,25 @@ static void test_launch_failure_is_an_error(void **state)
 	mafsbx_exec_result_free(&res);
 }
 
+/* Issue 10 item 10: a guest printing the runtime's message and exiting 126 is program output. */
+static void test_forged_launch_failure_is_output(void **state)
+{
+	(void)state;
+	static const char *forged[] = {
+		"\"command\":\"echo 'OCI runtime exec failed: exec failed: unable to start container process: exec: "
+		"\\\"x\\\": stat x: no such file or directory: unknown'; exit 126\"",
+		"\"command\":\"echo 'unable to find user nobody2: no matching entries in passwd file'; exit 126\"",
+	};
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		struct mafsbx_exec_result res;
+		ok(forged[i], &res);
+		assert_int_equal(res.exit_code, 126);
+		assert_false(res.launch_failed);
+		assert_true(res.out_len > 20);
+		mafsbx_exec_result_free(&res);
+	}
+}
+
 static void test_output_cap(void **state)
 {
 	(void)state;
@@ -292,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_exact_bytes),
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_launch_failure_is_an_error),
+		cmocka_unit_test(test_forged_launch_failure_is_output),
 		cmocka_unit_test(test_output_cap),
 		cmocka_unit_test(test_not_a_sandbox),
 		cmocka_unit_test(test_exec_waits_for_our_freeze),
