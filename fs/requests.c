@@ -11,7 +11,9 @@
  *
  * With -o scope=S the mount serves only scope S: a request naming another
  * scope is refused (EACCES), and a sandbox of another scope is not there
- * (ENOENT for exec; dispose by name treats it as not ours: EACCES).
+ * (ENOENT for exec; dispose by name treats it as not ours: EACCES). A scope
+ * that cannot be checked (the engine did not answer) refuses the disposal;
+ * a container that merely has a sandbox's name is never removed (EACCES).
  *
  * Long requests (an exec up to exec_timeout, an acquire that pulls an image)
  * each hold a FUSE worker thread; at most fs->execs_max of them run at once,
@@ -126,36 +128,44 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 		return r;
 	char id[65] = "";
 	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
-		if (fs->opt.scope) {
-			struct mafsbx_sandbox_info info;
-			struct mafsbx_error e2;
-			memset(&info, 0, sizeof(info));
-			mafsbx_error_clear(&e2);
-			if (mafsbx_sandbox_lookup(fs->backend, spec->name, &info, &e2) == 0) {
-				bool ours = mfs_in_scope(fs, &info);
-				mafsbx_sandbox_info_clear(&info);
-				if (!ours) {
-					r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
-								  "sandbox '%s' is not in this mount's scope '%s'",
-								  spec->name, fs->opt.scope);
-					goto out;
-				}
+		/*
+		 * Resolve the name first and fail closed: a scope that cannot be
+		 * checked refuses the request, and what is removed is the instance
+		 * checked (by ID), never whatever holds the name later.
+		 */
+		struct mafsbx_sandbox_info info;
+		struct mafsbx_error e2;
+		memset(&info, 0, sizeof(info));
+		mafsbx_error_clear(&e2);
+		if (mafsbx_sandbox_lookup(fs->backend, spec->name, &info, &e2) == 0) {
+			bool ours = mfs_in_scope(fs, &info);
+			snprintf(id, sizeof(id), "%s", info.id);
+			mafsbx_sandbox_info_clear(&info);
+			if (!ours) {
+				r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
+							  "sandbox '%s' is not in this mount's scope '%s'",
+							  spec->name, fs->opt.scope);
+				goto out;
 			}
+		} else if (e2.kind != MAFSBX_EK_NO_CONTAINER) {
+			if (err)
+				*err = e2;
+			mafsbx_error_prefix(err, "dispose %s: cannot check what it is, so nothing was removed",
+					    spec->name);
+			r = -(e2.err > 0 ? e2.err : EIO);
+			goto out;
 		}
-		const struct mafsbx_sandbox_info *i = NULL;
-		struct mafsbx_error e3;
-		mafsbx_error_clear(&e3);
-		struct mfs_snapshot *s = mfs_snapshot_get(fs, 60000, &e3);
-		if (s && (i = mfs_snapshot_find(s, spec->name)))
-			snprintf(id, sizeof(id), "%s", i->id);
-		mfs_snapshot_put(s);
+		/* absent or not a sandbox: dispose by name removes only what carries the identity labels */
 	} else {
 		r = scope_refused(fs, spec->key.scope, err);
 		if (r < 0)
 			goto out;
 		invalidate_matching(fs, spec);
 	}
-	r = mafsbx_sandbox_dispose(fs->backend, spec, &res, err);
+	if (id[0])
+		r = mafsbx_sandbox_dispose_id(fs->backend, spec->name, id, &res, err);
+	else
+		r = mafsbx_sandbox_dispose(fs->backend, spec, &res, err);
 	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
 		if (id[0])
 			mfs_extra_drop(fs, id);

@@ -18,6 +18,9 @@
 #include "log.h"
 #include "sbx_internal.h"
 
+void (*sbx_test_exec_timed_out)(const char *name, void *ctx);
+void *sbx_test_exec_timed_out_ctx;
+
 static void launch_message(const struct mafsbx_exec_result *res, char *out, size_t outsz)
 {
 	const unsigned char *p = res->out_len ? res->out : res->err;
@@ -86,8 +89,11 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
 	if (res->timed_out || (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0])) {
 		res->timed_out = true;
 		struct mafsbx_dispose_result dr;
-		mafsbx_sandbox_dispose_name(b, name, &dr, NULL);
-		bool gone = dr.n_failures == 0;
+		if (sbx_test_exec_timed_out)
+			sbx_test_exec_timed_out(name, sbx_test_exec_timed_out_ctx);
+		/* by the ID run in: a sandbox re-created under the name meanwhile is not ours to remove */
+		int dr_r = mafsbx_sandbox_dispose_id(b, name, id, &dr, NULL);
+		bool gone = dr_r == 0 && dr.n_failures == 0;
 		mafsbx_dispose_result_free(&dr);
 		log_info("exec in %s timed out after %ld ms: sandbox %s", name, spec->timeout_ms,
 			 gone ? "disposed" : "NOT disposed");

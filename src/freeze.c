@@ -55,6 +55,7 @@
  */
 #include "freeze.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1126,6 +1127,104 @@ out:
 	entry_maybe_free(f, e);
 	pthread_mutex_unlock(&f->mu);
 	return r;
+}
+
+/* ---- collecting the lock files of containers that are gone --------------- */
+
+static const char *const lock_suffixes[] = { "hold", "exec", "xwant", "fwant" };
+
+/*
+ * Remove the lock files of full ID `container` when nobody (this process or
+ * another) uses them: under its gate, none of the other four held. With
+ * `ask_engine`, the engine must also say the container does not exist.
+ * Container IDs are never reused, so a process that still opens these files
+ * later can only be failing on a container that is gone. 1 removed, 0 left.
+ */
+static int forget_key(struct mafsbx_freezer *f, const char *container, bool ask_engine)
+{
+	if (!is_full_id(container))
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	bool used = entry_get(f, container, false) != NULL;
+	pthread_mutex_unlock(&f->mu);
+	if (used)
+		return 0;
+	char p[PATH_MAX];
+	lock_path(f, container, "gate", p, sizeof(p));
+	__do_close int gate = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (gate < 0 && errno != ENOENT)
+		return 0;
+	if (gate >= 0 && flock(gate, LOCK_EX | LOCK_NB) < 0)
+		return 0;
+	int fds[MAFSBX_ARRAY_SIZE(lock_suffixes)];
+	bool busy = false;
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(lock_suffixes); i++) {
+		lock_path(f, container, lock_suffixes[i], p, sizeof(p));
+		fds[i] = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fds[i] >= 0 && !lock_free(fds[i]))
+			busy = true;
+	}
+	if (!busy && ask_engine) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		json_t *insp = NULL;
+		if (mafsbx_container_inspect(f->engine, container, &insp, &e) == 0 || e.kind != MAFSBX_EK_NO_CONTAINER)
+			busy = true;
+		json_decref(insp);
+	}
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(lock_suffixes); i++) {
+		if (!busy && fds[i] >= 0) {
+			lock_path(f, container, lock_suffixes[i], p, sizeof(p));
+			unlink(p);
+		}
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	if (busy)
+		return 0;
+	/* the gate last, still held: whoever opened it before sees a file no longer linked */
+	lock_path(f, container, "gate", p, sizeof(p));
+	if (gate >= 0)
+		unlink(p);
+	return 1;
+}
+
+void mafsbx_freeze_forget(struct mafsbx_freezer *f, const char *container)
+{
+	if (f && container && forget_key(f, container, false))
+		log_debug("freeze: removed the lock files of %s (container gone)", container);
+}
+
+int mafsbx_freezer_collect(struct mafsbx_freezer *f, const char *const *live, size_t n_live, unsigned *removed,
+			   struct mafsbx_error *err)
+{
+	if (removed)
+		*removed = 0;
+	if (!f)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "collect: no freezer");
+	DIR *d = opendir(f->rundir);
+	if (!d)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot read %s: %s", f->rundir,
+					     strerror(errno));
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		/* every key has a gate; one entry per key */
+		const char *dot = strchr(de->d_name, '.');
+		if (!dot || dot - de->d_name != 64 || strcmp(dot, ".gate") != 0)
+			continue;
+		char id[65];
+		memcpy(id, de->d_name, 64);
+		id[64] = '\0';
+		if (!is_full_id(id))
+			continue;
+		bool alive = false;
+		for (size_t i = 0; i < n_live && !alive; i++)
+			alive = live[i] && strcmp(live[i], id) == 0;
+		if (!alive && forget_key(f, id, true) && removed)
+			(*removed)++;
+	}
+	closedir(d);
+	return 0;
 }
 
 void mafsbx_freezer_stats(struct mafsbx_freezer *f, struct mafsbx_freeze_stats *out)

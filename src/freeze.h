@@ -143,6 +143,19 @@ int mafsbx_freeze_wait_idle(struct mafsbx_freezer *f, const char *container, lon
 int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool include_foreign,
 			  bool *unpaused, long long deadline_ms, struct mafsbx_error *err);
 
+/*
+ * Lock files only grow with the containers a host ever froze or ran execs
+ * in; these collect them once the container is gone (IDs are never reused).
+ * forget(): `container` (a full ID) was just removed; its files go if nobody
+ * uses them. collect(): every full-ID key in the runtime directory that is
+ * not in `live` (full IDs, e.g. an `all` listing taken just before) and that
+ * the engine confirms absent, with nobody using its files. *removed counts
+ * the keys collected. Errors: EK_SYSTEM reading the directory.
+ */
+void mafsbx_freeze_forget(struct mafsbx_freezer *f, const char *container);
+int mafsbx_freezer_collect(struct mafsbx_freezer *f, const char *const *live, size_t n_live, unsigned *removed,
+			   struct mafsbx_error *err);
+
 struct mafsbx_freeze_stats {
 	uint64_t enters;           /* successful enter() calls */
 	uint64_t pauses;           /* successful pause calls */

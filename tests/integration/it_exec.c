@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "sbx_testlib.h"
+#include "sbx_internal.h"
 
 static char g_scope[HARNESS_NAME_MAX];
 static struct mafsbx_acquire_result g_sbx;
@@ -278,6 +279,44 @@ static void test_exec_waits_for_our_freeze(void **state)
 	pthread_barrier_destroy(&bar);
 }
 
+/*
+ * Issue 10 item 8: the disposal after a timeout removes the instance that
+ * ran, by ID; a sandbox re-created under the same name meanwhile survives.
+ */
+static void recreate_hook(const char *name, void *ctx)
+{
+	struct mafsbx_acquire_result *again = ctx;
+	assert_false(sbxt_exists(name)); /* the instance that timed out is gone already */
+	sbxt_acquire_ok(g_scope, "re", "exec", NULL, again);
+	assert_string_equal(again->name, name);
+}
+
+static void test_timeout_spares_a_recreated_sandbox(void **state)
+{
+	(void)state;
+	struct mafsbx_acquire_result first, again;
+	memset(&again, 0, sizeof(again));
+	sbxt_acquire_ok(g_scope, "re", "exec", NULL, &first);
+	sbx_test_exec_timed_out = recreate_hook;
+	sbx_test_exec_timed_out_ctx = &again;
+	struct mafsbx_exec_spec s = { .sandbox = first.name, .argv = (char *[]){ "sleep", "30", NULL }, .argc = 2,
+				      .cwd = ".", .timeout_ms = 1000 };
+	struct mafsbx_exec_result res;
+	struct mafsbx_error e;
+	int r = mafsbx_sandbox_exec(sbxt_g.b, &s, &res, &e);
+	sbx_test_exec_timed_out = NULL;
+	mafsbx_exec_result_free(&res);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_true(again.id[0]);
+	assert_string_not_equal(again.id, first.id);
+	assert_false(sbxt_exists(first.id));
+	assert_true(sbxt_exists(again.id));
+	struct mafsbx_dispose_result dr;
+	assert_int_equal(mafsbx_sandbox_dispose_id(sbxt_g.b, again.name, again.id, &dr, &e), 0);
+	assert_int_equal(dr.disposed, 1);
+	mafsbx_dispose_result_free(&dr);
+}
+
 /* Last: the timeout discards the sandbox. */
 static void test_timeout_raises_and_disposes(void **state)
 {
@@ -315,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_output_cap),
 		cmocka_unit_test(test_not_a_sandbox),
 		cmocka_unit_test(test_exec_waits_for_our_freeze),
+		cmocka_unit_test(test_timeout_spares_a_recreated_sandbox),
 		cmocka_unit_test(test_timeout_raises_and_disposes),
 	};
 	int r = cmocka_run_group_tests(tests, setup, NULL);
