@@ -149,7 +149,7 @@ struct mfs {
 	atomic_bool janitor_stop;
 	pthread_mutex_t janitor_lock;
 	pthread_cond_t janitor_cv;
-	uint64_t janitor_seen;       /* the freezer's unpause failures already handled */
+	bool janitor_wake;           /* an unpause failed: recover now (under janitor_lock) */
 
 	pthread_mutex_t handles_lock; /* open handles (ops.c) */
 	struct mfs_handle *handles;

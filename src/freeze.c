@@ -96,6 +96,8 @@ struct mafsbx_freezer {
 	struct fentry *entries;
 	unsigned long long gen;  /* bumped (with a broadcast) on every change waiters care about */
 	struct mafsbx_freeze_stats stats;
+	void (*on_unpause_failure)(void *ctx, const char *container);
+	void *on_unpause_failure_ctx;
 };
 
 struct mafsbx_freeze {
@@ -264,6 +266,18 @@ static void stat_add(struct mafsbx_freezer *f, uint64_t *field)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* A freeze of ours could not be lifted: count it and tell whoever retries (the mount's janitor). */
+static void unpause_failed(struct mafsbx_freezer *f, const char *container)
+{
+	pthread_mutex_lock(&f->mu);
+	f->stats.unpause_failures++;
+	void (*fn)(void *, const char *) = f->on_unpause_failure;
+	void *ctx = f->on_unpause_failure_ctx;
+	pthread_mutex_unlock(&f->mu);
+	if (fn)
+		fn(ctx, container);
+}
+
 /* Mutex held: wake every waiter and tell pollers something changed. */
 static void bump(struct mafsbx_freezer *f)
 {
@@ -362,8 +376,9 @@ static enum thaw_result thaw_owned(struct mafsbx_freezer *f, const char *contain
 			return NOT_PAUSED;
 		sleep_ms(backoff_ms[i]);
 	}
-	stat_add(f, &f->stats.unpause_failures);
-	log_warn("could not unpause %s (%s): %s; the next acquire or mount start lifts it", container, why, e.message);
+	log_warn("could not unpause %s (%s): %s; retried in the background (or by `mafsbx thaw`)", container, why,
+		 e.message);
+	unpause_failed(f, container);
 	return THAW_FAILED;
 }
 
@@ -557,7 +572,7 @@ static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
 	if (gate < 0 || flock_until(gate, LOCK_EX, mafsbx_now_ms() + 60000, e->container, &err) < 0) {
 		/* cannot coordinate: leave without thawing; the marker lets recover() lift it */
 		log_warn("freeze: leaving %s without unpausing: %s", e->container, err.message);
-		stat_add(f, &f->stats.unpause_failures);
+		unpause_failed(f, e->container);
 		if (gate >= 0)
 			close(gate);
 		mark_frozen(f, e, false);
@@ -1225,6 +1240,15 @@ int mafsbx_freezer_collect(struct mafsbx_freezer *f, const char *const *live, si
 	}
 	closedir(d);
 	return 0;
+}
+
+void mafsbx_freezer_on_unpause_failure(struct mafsbx_freezer *f, void (*fn)(void *ctx, const char *container),
+				       void *ctx)
+{
+	pthread_mutex_lock(&f->mu);
+	f->on_unpause_failure = fn;
+	f->on_unpause_failure_ctx = ctx;
+	pthread_mutex_unlock(&f->mu);
 }
 
 void mafsbx_freezer_stats(struct mafsbx_freezer *f, struct mafsbx_freeze_stats *out)

@@ -39,7 +39,8 @@
  *  - An "is not paused" answer to the unpause of our own freeze is retried
  *    (bounded, about 1 s) before it is believed.
  *  - A failed unpause is logged, counted and never raised; the marker stays,
- *    so recover() lifts it later.
+ *    so recover() lifts it later, and the failure callback (if set) is told
+ *    at once so that its owner retries until the engine answers.
  *  - Every wait is bounded by the caller's deadline.
  *  - Never call exec on a container while this process holds a freeze of it
  *    (the daemon refuses exec while paused, and see above): wrap every exec
@@ -155,6 +156,14 @@ int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool 
 void mafsbx_freeze_forget(struct mafsbx_freezer *f, const char *container);
 int mafsbx_freezer_collect(struct mafsbx_freezer *f, const char *const *live, size_t n_live, unsigned *removed,
 			   struct mafsbx_error *err);
+
+/*
+ * `fn(ctx, container)` is called after every failed unpause of a freeze of
+ * this process (from the thread that saw it, with no freezer lock held; it
+ * must not call back into the freezer synchronously). NULL clears it.
+ */
+void mafsbx_freezer_on_unpause_failure(struct mafsbx_freezer *f, void (*fn)(void *ctx, const char *container),
+				       void *ctx);
 
 struct mafsbx_freeze_stats {
 	uint64_t enters;           /* successful enter() calls */

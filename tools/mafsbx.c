@@ -25,6 +25,7 @@ static const struct subcommand subcommands[] = {
 	{ "mkimage", cmd_mkimage, "build the offline busybox test image (docker import)" },
 	{ "reap", cmd_reap, "remove sandboxes older than a cutoff (for cron)" },
 	{ "ls", cmd_ls, "list the sandboxes on the engine" },
+	{ "thaw", cmd_thaw, "lift every freeze whose holder is gone (for cron)" },
 };
 
 static void usage(FILE *out)
