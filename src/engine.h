@@ -129,6 +129,20 @@ int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const cha
 int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const char *dir,
 		       const void *tar, size_t tar_len, struct mafsbx_error *err);
 
+/* ---- events --------------------------------------------------------------- */
+
+/*
+ * GET /events?since=..&until=..&filters=..: the engine's events after
+ * `since_ns` (exclusive) up to `until_ns`, both in the ENGINE's clock (ns
+ * since the epoch), oldest first, as a new array (*out). The engine answers
+ * from its ring of recent events (256 on dockerd 20.10); an `until` in its
+ * future makes it wait until then, so pass its present (mafsbx_engine_time).
+ */
+int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
+			  json_t **out, struct mafsbx_error *err);
+/* The engine's clock now (GET /info SystemTime), ns since the epoch. */
+int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err);
+
 /* ---- exec --------------------------------------------------------------- */
 
 struct mafsbx_exec_request {

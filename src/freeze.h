@@ -107,6 +107,20 @@ const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f);
  */
 int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
 			struct mafsbx_freeze **out, struct mafsbx_error *err);
+/*
+ * Prove that the freeze `h` held from its pause until now: the engine's
+ * event log still holds the pause that started it and shows no pause,
+ * unpause or die of the container since. Call it after a transfer, before
+ * leave(): on failure the transfer's result must be discarded (a read) or
+ * reported as failed (a write). Errors (errno EIO): EK_CONFLICT when someone
+ * else unpaused or stopped the container meanwhile; EK_ENGINE when the proof
+ * cannot be read (no pause record, the log moved on, the engine's error).
+ */
+int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err);
+/* Test-only (NULL otherwise): called at the start of every verify, inside the freeze. */
+extern void (*mafsbx_freeze_test_before_verify)(const char *container, void *ctx);
+extern void *mafsbx_freeze_test_before_verify_ctx;
+
 /* Leave; the last one out unpauses. Never fails (a failed unpause is logged). NULL is a no-op. */
 void mafsbx_freeze_leave(struct mafsbx_freeze *h);
 const char *mafsbx_freeze_container(const struct mafsbx_freeze *h);
@@ -179,6 +193,8 @@ struct mafsbx_freeze_stats {
 	uint64_t exec_waits;       /* exec_begin() calls that waited for a freeze to end */
 	uint64_t exec_deferrals;   /* enters that found an exec in flight or waiting and waited */
 	uint64_t exec_refusals;    /* enters refused (EBUSY) after waiting for execs until the deadline */
+	uint64_t broken_freezes;   /* verify() found the freeze lifted by someone else during a transfer */
+	uint64_t freeze_echoes;    /* verify() saw only dockerd's late echo of an earlier unpause (accepted) */
 	/*
 	 * Debug check, must stay 0: pauses issued (or freezes joined) while an
 	 * exec of this process was registered, plus execs registered inside a
