@@ -263,7 +263,7 @@ static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct ma
 	snprintf(id, sizeof(id), "%s", info->id);
 	mfs_snapshot_put(s);
 	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
-	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed;
+	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed || res.exit_code >= 0;
 	if (res.timed_out)
 		mfs_invalidate_sandbox(fs, spec->sandbox);  /* a timed-out sandbox is disposed */
 	if (fields) {

@@ -1225,6 +1225,27 @@ out:
 	return r;
 }
 
+int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
+			struct mafsbx_error *err)
+{
+	if (!e || !exec_id || strlen(exec_id) != 64 || strspn(exec_id, "0123456789abcdef") != 64)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
+	int r;
+	__do_free char *t = target(e, err, &r, "/exec/%s/json", exec_id);
+	if (!t)
+		return r;
+	json_t *j = NULL;
+	struct call c = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms, .what = "inspect exec",
+			  .ok = { 200 }, .out = &j };
+	if ((r = do_call(e, &c, err)) < 0)
+		return r;
+	*running = json_is_true(json_object_get(j, "Running"));
+	json_t *code = json_object_get(j, "ExitCode");
+	*exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+	json_decref(j);
+	return 0;
+}
+
 /* ---- images -------------------------------------------------------------- */
 
 /* Image references keep '/', ':' and '@' (the router takes the rest of the path). */

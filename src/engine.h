@@ -182,6 +182,9 @@ struct mafsbx_exec_result {
 int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
 		    struct mafsbx_exec_result *res, struct mafsbx_error *err);
 void mafsbx_exec_result_free(struct mafsbx_exec_result *res);
+/* GET /exec/ID/json: is the exec's process still running, and its exit code (-1 while unknown). */
+int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
+			struct mafsbx_error *err);
 
 /* Frame demultiplexer for the raw exec stream, exposed for unit tests. */
 struct mafsbx_demux {

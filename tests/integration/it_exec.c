@@ -197,6 +197,35 @@ static void test_forged_launch_failure_is_output(void **state)
 	}
 }
 
+/*
+ * Issue 10 item 2: can a guest end its exec's output stream before the exec
+ * process exits (which would release the exec's freezer registration while
+ * it can still exit into a pause)? Closing its own stdout/stderr does not:
+ * the engine ends the stream when the process exits. A double fork whose
+ * grandchild closes what it inherited leaves an exec process that has
+ * exited already (the grandchild is an ordinary guest process). Only the
+ * engine connection being cut ends it early: tests/mount/thaw.sh part 4.
+ */
+static void test_guest_cannot_end_the_stream_early(void **state)
+{
+	(void)state;
+	struct mafsbx_exec_result res;
+	ok("\"command\":\"echo first; exec >&- 2>&- <&-; sleep 2; exit 3\",\"timeout\":30", &res);
+	assert_int_equal(res.exit_code, 3);
+	assert_string_equal((char *)res.out, "first\n");
+	assert_true(res.duration_ms >= 1900);
+	mafsbx_exec_result_free(&res);
+	ok("\"command\":\"(sh -c 'exec >&- 2>&- <&-; sleep 3' &); echo parent\",\"timeout\":30", &res);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal((char *)res.out, "parent\n");
+	mafsbx_exec_result_free(&res);
+	/* a grandchild that keeps the streams open keeps the call open too: it returns when they close */
+	ok("\"command\":\"(sleep 2; echo late) & echo parent\",\"timeout\":30", &res);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal((char *)res.out, "parent\nlate\n");
+	mafsbx_exec_result_free(&res);
+}
+
 static void test_output_cap(void **state)
 {
 	(void)state;
@@ -351,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_launch_failure_is_an_error),
 		cmocka_unit_test(test_forged_launch_failure_is_output),
+		cmocka_unit_test(test_guest_cannot_end_the_stream_early),
 		cmocka_unit_test(test_output_cap),
 		cmocka_unit_test(test_not_a_sandbox),
 		cmocka_unit_test(test_exec_waits_for_our_freeze),

@@ -52,7 +52,7 @@ mkdir -p "$R1"
 start_relay
 M=$T/mnt
 MAFSBX_RUNDIR=$R1 MAFSBX_TEST_FREEZE_HOLD_MS=2500 MAFSBX_TEST_JANITOR_GC_MS=1000 \
-	mount_fs "$M" -o "host=unix://$SOCK"
+	mount_fs "$M" -o "host=unix://$SOCK,scope=$SCOPE"
 PID=$DAEMON_PID
 acquire "$M" t a one ', "outputs": ["out.txt"]'
 N=$SBX
@@ -100,13 +100,14 @@ log "ok: lock files and file lists are collected"
 R2=$T/run2
 mkdir -p "$R2"
 M2=$T/mnt2
-MAFSBX_RUNDIR=$R2 mount_fs "$M2"
+MAFSBX_RUNDIR=$R2 mount_fs "$M2" -o scope="$SCOPE"
 acquire "$M2" t a three ', "outputs": ["out.txt"]'
 N3=$SBX
+ID3=$(jget "$CTL_REPLY" id)
 run_exec "$M2" "$N3" "echo hi > out.txt"
 umount_fs "$M2" "$DAEMON_PID"
 # the same runtime directory, now with a mount whose file calls hold their freeze for a minute
-MAFSBX_RUNDIR=$R2 MAFSBX_TEST_FREEZE_HOLD_MS=60000 mount_fs "$M2"
+MAFSBX_RUNDIR=$R2 MAFSBX_TEST_FREEZE_HOLD_MS=60000 mount_fs "$M2" -o scope="$SCOPE"
 PID2=$DAEMON_PID
 (timeout 90 cat "$M2/$N3/work/out.txt" >/dev/null 2>&1) &
 READER=$!
@@ -126,7 +127,46 @@ expect_eq "$(jget "$out" thawed)" 0 "a second thaw has nothing to do"
 "$MFS_TOOL" rm-scope "$SCOPE"
 out=$("$MAFSBX_CLI" thaw --rundir "$R2" --json) || fail "thaw after removal: exit $? ($out)"
 [ "$(jget "$out" lock_files_collected)" -ge 1 ] || fail "thaw collected no lock files: $out"
-[ -z "$(ls "$R2" | grep '\.gate$')" ] || fail "lock files left in $R2: $(ls "$R2")"
+expect_eq "$(locks_of "$R2" "$ID3")" 0 "lock files of $N3 after its removal"
 "$MAFSBX_CLI" thaw --bogus >/dev/null 2>&1
 expect_eq "$?" 2 "thaw usage error"
 log "ok: mafsbx thaw"
+
+# --- 4. an exec whose output stream is cut stays registered until it ends -------
+# (issue 10 item 2) Cutting the engine connection mid-exec ends the stream while
+# the command still runs; the exec call must keep the command registered with
+# the freezer (no file call may pause the container while it can exit) until
+# the engine says it ended, and then report its exit code, not a bare EIO.
+R4=$T/run4
+mkdir -p "$R4"
+M4=$T/mnt4
+MAFSBX_RUNDIR=$R4 mount_fs "$M4" -o "host=unix://$SOCK,scope=$SCOPE"
+PID4=$DAEMON_PID
+acquire "$M4" t a four ', "outputs": ["out.txt"]'
+N4=$SBX
+run_exec "$M4" "$N4" "echo before > out.txt"
+expect_eq "$CTL_STATUS" OK "exec before the cut"
+t0=$(date +%s%N)
+"$MFS_TOOL" ctl "$M4/.ctl/exec" "{\"sandbox\": \"$N4\", \"command\": \"sleep 6; echo done > /tmp/ended\", \"timeout\": 60}" >"$T/cut.out" &
+EXEC=$!
+sleep 1.5
+stop_relay      # the exec's stream is cut with the command still sleeping
+start_relay
+# a file call now must not freeze the container before the command has ended
+(timeout 120 cat "$M4/$N4/work/out.txt" >"$T/cut.read" 2>&1; date +%s%N >"$T/cut.read.t") &
+READ=$!
+wait "$EXEC"
+t1=$(date +%s%N)
+wait "$READ"
+status=$(head -n 1 "$T/cut.out")
+reply=$(tail -n +2 "$T/cut.out")
+log "cut exec: $status after $(((t1 - t0) / 1000000)) ms: $reply"
+[ $(((t1 - t0) / 1000000)) -ge 5500 ] || fail "the exec call returned before its command ended"
+expect_eq "$status" EIO "a cut stream is an error"
+expect_eq "$(jget "$reply" exit_code)" 0 "the exit code of the command that ran to its end"
+expect_contains "$(jget "$reply" error.message)" "ran to its end" "the cut exec's message"
+expect_eq "$(cat "$T/cut.read")" before "the read after the cut"
+[ "$(cat "$T/cut.read.t")" -ge "$t1" ] || [ "$(cat "$T/cut.read.t")" -ge $((t0 + 6000000000)) ] ||
+	fail "the read finished before the command ended (it froze a container with an exec running)"
+umount_fs "$M4" "$PID4"
+log "ok: a cut exec stream keeps the exec registered until the command ends"
