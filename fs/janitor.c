@@ -1,14 +1,26 @@
 /*
- * janitor.c: lifts freezes that were left behind, in the background.
+ * janitor.c: the mount's background housekeeping: lifting freezes that were
+ * left behind, and collecting what only grows with containers that are gone.
  *
- * At start-up a dead mafsbx process may have left sandboxes paused; and a
- * running mount may fail to unpause (the engine did not answer in time):
- * the freezer then logs it, counts it and keeps its marker, so a later
- * recovery can lift it. This thread does that recovery: once at start-up
- * (after mounting, so a slow engine or another process's long freeze never
- * delays the mount), and again whenever the freezer counts a new failed
- * unpause. Only freezes marked as ours with no live holder are lifted
- * (mafsbx_freeze_recover without include_foreign); every wait is bounded.
+ * Freezes. At start-up a dead mafsbx process may have left sandboxes paused;
+ * and a running mount may fail to unpause (the engine did not answer in
+ * time): the freezer then logs it, keeps its marker and calls us at once
+ * (mafsbx_freezer_on_unpause_failure), so no polling. A recovery pass lifts
+ * every freeze marked as ours with no live holder (mafsbx_freeze_recover
+ * without include_foreign; every wait bounded). A pass that could not lift
+ * everything (the engine still away) is retried with backoff, 0.5 s doubling
+ * to 30 s, until one succeeds: a guest is never left frozen because the
+ * engine was slow once.
+ *
+ * Garbage. The freezer's lock files (five per container ID under the
+ * runtime directory) and the mount's per-sandbox lists of declared outputs
+ * and files written (fs->extras) are dropped when the mount disposes of a
+ * sandbox, but a container removed by someone else (`mafsbx reap`, the
+ * Python host, `docker rm`) would leave them for ever. A collection pass at
+ * start-up and every JANITOR_GC_MS (MAFSBX_TEST_JANITOR_GC_MS in tests)
+ * lists every container once and drops what belongs to IDs that are gone,
+ * each absence confirmed by an inspect (an acquire that completed after the
+ * listing is not mistaken for a removal).
  */
 #include "mfs.h"
 
@@ -17,74 +29,215 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine.h"
 #include "freeze.h"
 #include "log.h"
 #include "sandbox.h"
 
-#define JANITOR_TICK_MS 2000
 #define JANITOR_RECOVER_MS 5000   /* bound on one container's recovery */
+#define JANITOR_RETRY_MIN_MS 500
+#define JANITOR_RETRY_MAX_MS 30000
+#define JANITOR_GC_MS (10 * 60 * 1000)
+#define JANITOR_GC_ENV "MAFSBX_TEST_JANITOR_GC_MS"
 
-static void recover_pass(struct mfs *fs)
+/* One recovery pass: 0 when nothing is left to lift, -1 when a retry is needed. */
+static int recover_pass(struct mfs *fs)
 {
 	struct mafsbx_sandbox_info *a = NULL;
 	size_t n = 0;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	if (mafsbx_sandbox_list(fs->backend, fs->opt.scope, &a, &n, &e) < 0) {
-		log_warn("looking for freezes left behind: %s", e.message);
-		return;
+		log_warn("looking for freezes left behind: %s (will retry)", e.message);
+		return -1;
 	}
+	int r = 0;
 	for (size_t i = 0; i < n && !atomic_load(&fs->janitor_stop); i++) {
 		if (!a[i].paused)
 			continue;
 		bool unpaused = false;
 		mafsbx_error_clear(&e);
 		if (mafsbx_freeze_recover(fs->fz, a[i].id, false, &unpaused, mafsbx_now_ms() + JANITOR_RECOVER_MS,
-					  &e) < 0)
-			log_warn("%s: cannot lift a freeze left behind: %s", a[i].name, e.message);
-		else if (unpaused)
+					  &e) < 0) {
+			log_warn("%s: cannot lift a freeze left behind: %s (will retry)", a[i].name, e.message);
+			r = -1;
+		} else if (unpaused) {
 			log_warn("%s: lifted a freeze left behind", a[i].name);
+		}
 	}
 	mafsbx_sandbox_info_free_array(a, n);
+	return r;
+}
+
+static bool id_listed(json_t *list, const char *id)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(list, i, c) {
+		const char *x = json_string_value(json_object_get(c, "Id"));
+		if (x && strcmp(x, id) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Drop the file lists of sandboxes whose container is gone; how many were dropped. */
+static unsigned collect_extras(struct mfs *fs, json_t *list)
+{
+	char (*gone)[65] = NULL;
+	size_t n = 0, cap = 0;
+	pthread_mutex_lock(&fs->lock);
+	for (struct mfs_sbx_extra *x = fs->extras; x; x = x->next) {
+		if (id_listed(list, x->id))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char (*g)[65] = realloc(gone, nc * sizeof(*g));
+			if (!g)
+				break;
+			gone = g;
+			cap = nc;
+		}
+		snprintf(gone[n++], 65, "%s", x->id);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	unsigned dropped = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *insp = NULL;
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		if (mafsbx_container_inspect(fs->engine, gone[i], &insp, &e) < 0 && e.kind == MAFSBX_EK_NO_CONTAINER) {
+			mfs_extra_drop(fs, gone[i]);
+			dropped++;
+		}
+		json_decref(insp);
+	}
+	free(gone);
+	return dropped;
+}
+
+static void gc_pass(struct mfs *fs)
+{
+	json_t *list = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_container_list(fs->engine, NULL, true, &list, &e) < 0) {
+		log_debug("collecting leftovers of removed containers: %s", e.message);
+		return;
+	}
+	size_t n = json_array_size(list);
+	const char **ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids) {
+		json_decref(list);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		ids[i] = json_string_value(json_object_get(json_array_get(list, i), "Id"));
+	unsigned locks = 0;
+	mafsbx_error_clear(&e);
+	if (mafsbx_freezer_collect(fs->fz, ids, n, &locks, &e) < 0)
+		log_warn("collecting freeze lock files: %s", e.message);
+	unsigned lists = collect_extras(fs, list);
+	/* warn level: rare (containers removed behind the mount's back), and what tests look for */
+	if (locks || lists)
+		log_warn("janitor: collected the freeze lock files of %u and the file lists of %u removed containers",
+			 locks, lists);
+	free(ids);
+	json_decref(list);
+}
+
+/* The freezer's failure callback: wake the janitor now. */
+static void on_unpause_failure(void *ctx, const char *container)
+{
+	struct mfs *fs = ctx;
+	(void)container;
+	pthread_mutex_lock(&fs->janitor_lock);
+	fs->janitor_wake = true;
+	pthread_cond_broadcast(&fs->janitor_cv);
+	pthread_mutex_unlock(&fs->janitor_lock);
+}
+
+static long gc_interval_ms(void)
+{
+	const char *v = getenv(JANITOR_GC_ENV);
+	long ms = v && *v ? strtol(v, NULL, 10) : 0;
+	return ms > 0 ? ms : JANITOR_GC_MS;
 }
 
 static void *janitor_main(void *arg)
 {
 	struct mfs *fs = arg;
-	struct mafsbx_freeze_stats st;
-	mafsbx_freezer_stats(fs->fz, &st);
-	fs->janitor_seen = st.unpause_failures;
-	bool first = true;
+	long gc_ms = gc_interval_ms(), backoff = JANITOR_RETRY_MIN_MS;
+	long long now = mafsbx_now_ms(), retry_at = 0, gc_at = now;
+	bool pending = true; /* the start-up pass */
 	pthread_mutex_lock(&fs->janitor_lock);
 	while (!fs->janitor_stop) {
-		if (!first) {
+		now = mafsbx_now_ms();
+		bool recover = fs->janitor_wake || (pending && now >= retry_at);
+		bool gc = now >= gc_at;
+		if (!recover && !gc) {
+			long long until = gc_at;
+			if (pending && retry_at < until)
+				until = retry_at;
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += JANITOR_TICK_MS / 1000;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			long long add = until - now;
+			ts.tv_sec += add / 1000;
+			ts.tv_nsec += (add % 1000) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
 			pthread_cond_timedwait(&fs->janitor_cv, &fs->janitor_lock, &ts);
-			if (fs->janitor_stop)
-				break;
-		}
-		mafsbx_freezer_stats(fs->fz, &st);
-		if (!first && st.unpause_failures == fs->janitor_seen)
 			continue;
-		fs->janitor_seen = st.unpause_failures;
-		first = false;
+		}
+		if (recover && fs->janitor_wake) {
+			/* a fresh failure: start the backoff over */
+			fs->janitor_wake = false;
+			backoff = JANITOR_RETRY_MIN_MS;
+		}
 		pthread_mutex_unlock(&fs->janitor_lock);
-		recover_pass(fs);
+		if (recover) {
+			if (recover_pass(fs) == 0) {
+				pending = false;
+				backoff = JANITOR_RETRY_MIN_MS;
+			} else {
+				pending = true;
+				retry_at = mafsbx_now_ms() + backoff;
+				backoff = backoff * 2 > JANITOR_RETRY_MAX_MS ? JANITOR_RETRY_MAX_MS : backoff * 2;
+			}
+		}
+		if (gc && !atomic_load(&fs->janitor_stop)) {
+			gc_pass(fs);
+			gc_at = mafsbx_now_ms() + gc_ms;
+		}
 		pthread_mutex_lock(&fs->janitor_lock);
 	}
+	/* An unpause that failed in the last moments of the mount, or one still pending. */
+	bool last = fs->janitor_wake || pending;
 	pthread_mutex_unlock(&fs->janitor_lock);
+	if (last) {
+		atomic_store(&fs->janitor_stop, false);
+		recover_pass(fs);
+		atomic_store(&fs->janitor_stop, true);
+	}
 	return NULL;
 }
 
 int mfs_janitor_start(struct mfs *fs)
 {
 	pthread_mutex_init(&fs->janitor_lock, NULL);
-	pthread_cond_init(&fs->janitor_cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->janitor_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	atomic_store(&fs->janitor_stop, false);
+	fs->janitor_wake = false;
+	mafsbx_freezer_on_unpause_failure(fs->fz, on_unpause_failure, fs);
 	int r = pthread_create(&fs->janitor, NULL, janitor_main, fs);
 	if (r != 0) {
+		mafsbx_freezer_on_unpause_failure(fs->fz, NULL, NULL);
 		pthread_cond_destroy(&fs->janitor_cv);
 		pthread_mutex_destroy(&fs->janitor_lock);
 		return -r;
@@ -102,13 +255,7 @@ void mfs_janitor_stop(struct mfs *fs)
 	pthread_cond_broadcast(&fs->janitor_cv);
 	pthread_mutex_unlock(&fs->janitor_lock);
 	pthread_join(fs->janitor, NULL);
-	/* An unpause that failed in the last moments of the mount. */
-	struct mafsbx_freeze_stats st;
-	mafsbx_freezer_stats(fs->fz, &st);
-	if (st.unpause_failures != fs->janitor_seen) {
-		atomic_store(&fs->janitor_stop, false);
-		recover_pass(fs);
-	}
+	mafsbx_freezer_on_unpause_failure(fs->fz, NULL, NULL);
 	pthread_cond_destroy(&fs->janitor_cv);
 	pthread_mutex_destroy(&fs->janitor_lock);
 	fs->janitor_running = false;

@@ -152,6 +152,7 @@ struct mfs {
 	struct mfs_snapshot *snap;
 	struct mfs_sbx_extra *extras;
 
+	atomic_size_t reply_bytes;   /* reply.c: exec reply bytes being built now */
 	atomic_int execs_running;
 	int execs_max;               /* execs may use at most this many worker threads */
 
@@ -160,7 +161,7 @@ struct mfs {
 	atomic_bool janitor_stop;
 	pthread_mutex_t janitor_lock;
 	pthread_cond_t janitor_cv;
-	uint64_t janitor_seen;       /* the freezer's unpause failures already handled */
+	bool janitor_wake;           /* an unpause failed: recover now (under janitor_lock) */
 
 	pthread_mutex_t handles_lock; /* open handles (ops.c) */
 	struct mfs_handle *handles;
@@ -326,6 +327,26 @@ char *mfs_reply_dump(const json_t *reply, size_t *len);
  * subsequence replaced by U+FFFD (as Python's errors="replace"). NUL kept.
  */
 char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len);
+/*
+ * The same view, cut (at a character boundary, *cut set) where its JSON
+ * spelling would pass `max_json` bytes (a control byte costs 6: "\u0001").
+ */
+char *mfs_utf8_view(const unsigned char *data, size_t len, size_t max_json, size_t *out_len, bool *cut);
+
+/*
+ * The mount-wide reply budget (reply.c): the bytes exec replies being built
+ * may hold at once. take() reserves `bytes` or fails with ENOMEM naming the
+ * request; put() gives them back. Default MFS_REPLY_BUDGET_DEFAULT,
+ * $MAFSBX_REPLY_BUDGET_MB overrides.
+ */
+#define MFS_REPLY_BUDGET_DEFAULT ((size_t)256 * 1024 * 1024)
+#define MFS_REPLY_BUDGET_ENV "MAFSBX_REPLY_BUDGET_MB"
+int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct mafsbx_error *err);
+void mfs_reply_budget_put(struct mfs *fs, size_t bytes);
+/* Keep `bytes` taken until this thread's next mfs_reply_dump() (then put back). */
+void mfs_reply_budget_hold_until_dump(struct mfs *fs, size_t bytes);
+/* Put back what this thread holds for a dump that never came. */
+void mfs_reply_budget_release_held(void);
 
 /* ---- work/ and root/ (work.c): a sandbox's files through its plane ------- */
 

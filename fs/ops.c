@@ -262,7 +262,7 @@ static int mfs_op_rmdir(const char *path)
 	struct mafsbx_dispose_result res;
 	memset(&res, 0, sizeof(res));
 	mafsbx_error_clear(&e);
-	r = mafsbx_sandbox_dispose_name(fs->backend, n.name, &res, &e);
+	r = mafsbx_sandbox_dispose_id(fs->backend, n.name, id, &res, &e); /* the instance shown, by ID */
 	if (r == 0)
 		r = dispose_errno(&res);
 	else

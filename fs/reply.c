@@ -2,11 +2,21 @@
  * reply.c: the shape of .ctl replies (INTERFACE.md §4): one JSON object and
  * a newline, `{"ok": true, ...}` or
  * `{"ok": false, "error": {"errno": "E...", "type": "...", "message": "..."}}`.
+ *
+ * Also the mount-wide reply budget: an exec reply holds the guest's output
+ * several times over while it is built (the result, its base64, the text
+ * views, the JSON), and up to execs_max requests build at once, so their sum
+ * is bounded; a request that would pass it is refused with ENOMEM (and a
+ * message saying what to do) rather than letting guests run the daemon out
+ * of memory.
  */
 #include "mfs.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+static char *reply_dump(const json_t *reply, size_t *len);
 
 json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra)
 {
@@ -48,7 +58,41 @@ fail:
 	return NULL;
 }
 
+/*
+ * A reservation made while building a reply stays until that reply is
+ * dumped (ctl.c dumps it in the same thread right after the request
+ * returns), so the peak of the dump is covered too. One per thread; a
+ * reservation whose dump never came is given back by the next request.
+ */
+static _Thread_local struct {
+	struct mfs *fs;
+	size_t bytes;
+} until_dump;
+
+void mfs_reply_budget_release_held(void)
+{
+	if (until_dump.bytes) {
+		mfs_reply_budget_put(until_dump.fs, until_dump.bytes);
+		until_dump.bytes = 0;
+		until_dump.fs = NULL;
+	}
+}
+
+void mfs_reply_budget_hold_until_dump(struct mfs *fs, size_t bytes)
+{
+	mfs_reply_budget_release_held();
+	until_dump.fs = fs;
+	until_dump.bytes = bytes;
+}
+
 char *mfs_reply_dump(const json_t *reply, size_t *len)
+{
+	char *out = reply_dump(reply, len);
+	mfs_reply_budget_release_held();
+	return out;
+}
+
+static char *reply_dump(const json_t *reply, size_t *len)
 {
 	/* jansson's default separators give `{"ok": true, "name": "x"}`, the
 	 * spelling of INTERFACE.md; one line, so a shell can read it with `read`. */
@@ -66,4 +110,34 @@ char *mfs_reply_dump(const json_t *reply, size_t *len)
 	if (len)
 		*len = n + 1;
 	return out;
+}
+
+static size_t budget_of(void)
+{
+	const char *v = getenv(MFS_REPLY_BUDGET_ENV);
+	char *end = NULL;
+	unsigned long long mb = v && *v ? strtoull(v, &end, 10) : 0;
+	if (!mb || (end && *end) || mb > SIZE_MAX / (1024 * 1024))
+		return MFS_REPLY_BUDGET_DEFAULT;
+	return (size_t)mb * 1024 * 1024;
+}
+
+int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct mafsbx_error *err)
+{
+	size_t budget = budget_of();
+	size_t have = atomic_load(&fs->reply_bytes);
+	for (;;) {
+		if (bytes > budget || have > budget - bytes)
+			return mafsbx_error_set_full(err, MAFSBX_EK_NOMEM, ENOMEM, "MemoryError",
+						     "%s: its reply needs %zu KiB and replies being built hold %zu of the "
+						     "mount's %zu KiB; retry when fewer run at once",
+						     what, bytes / 1024, have / 1024, budget / 1024);
+		if (atomic_compare_exchange_weak(&fs->reply_bytes, &have, have + bytes))
+			return 0;
+	}
+}
+
+void mfs_reply_budget_put(struct mfs *fs, size_t bytes)
+{
+	atomic_fetch_sub(&fs->reply_bytes, bytes);
 }

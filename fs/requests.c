@@ -11,7 +11,9 @@
  *
  * With -o scope=S the mount serves only scope S: a request naming another
  * scope is refused (EACCES), and a sandbox of another scope is not there
- * (ENOENT for exec; dispose by name treats it as not ours: EACCES).
+ * (ENOENT for exec; dispose by name treats it as not ours: EACCES). A scope
+ * that cannot be checked (the engine did not answer) refuses the disposal;
+ * a container that merely has a sandbox's name is never removed (EACCES).
  *
  * Long requests (an exec up to exec_timeout, an acquire that pulls an image)
  * each hold a FUSE worker thread; at most fs->execs_max of them run at once,
@@ -127,21 +129,32 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 		return r;
 	char id[65] = "";
 	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
-		if (fs->opt.scope) {
-			struct mafsbx_sandbox_info info;
-			struct mafsbx_error e2;
-			memset(&info, 0, sizeof(info));
-			mafsbx_error_clear(&e2);
-			if (mafsbx_sandbox_lookup(fs->backend, spec->name, &info, &e2) == 0) {
-				bool ours = mfs_in_scope(fs, &info);
-				mafsbx_sandbox_info_clear(&info);
-				if (!ours) {
-					r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
-								  "sandbox '%s' is not in this mount's scope '%s'",
-								  spec->name, fs->opt.scope);
-					goto out;
-				}
+		/*
+		 * Resolve the name first and fail closed: a scope that cannot be
+		 * checked refuses the request, and what is removed is the instance
+		 * checked (by ID), never whatever holds the name later.
+		 */
+		struct mafsbx_sandbox_info info;
+		struct mafsbx_error e2;
+		memset(&info, 0, sizeof(info));
+		mafsbx_error_clear(&e2);
+		if (mafsbx_sandbox_lookup(fs->backend, spec->name, &info, &e2) == 0) {
+			bool ours = mfs_in_scope(fs, &info);
+			snprintf(id, sizeof(id), "%s", info.id);
+			mafsbx_sandbox_info_clear(&info);
+			if (!ours) {
+				r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
+							  "sandbox '%s' is not in this mount's scope '%s'",
+							  spec->name, fs->opt.scope);
+				goto out;
 			}
+		} else if (e2.kind != MAFSBX_EK_NO_CONTAINER) {
+			if (err)
+				*err = e2;
+			mafsbx_error_prefix(err, "dispose %s: cannot check what it is, so nothing was removed",
+					    spec->name);
+			r = -(e2.err > 0 ? e2.err : EIO);
+			goto out;
 		}
 		if (spec->reclaim) {   /* {"name", "reclaim": DIR}: remove DIR, keep the sandbox (reclaim.h) */
 			struct mafsbx_reclaim_result done;
@@ -155,20 +168,17 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 			mfs_invalidate_sandbox(fs, spec->name);
 			goto out;
 		}
-		const struct mafsbx_sandbox_info *i = NULL;
-		struct mafsbx_error e3;
-		mafsbx_error_clear(&e3);
-		struct mfs_snapshot *s = mfs_snapshot_get(fs, 60000, &e3);
-		if (s && (i = mfs_snapshot_find(s, spec->name)))
-			snprintf(id, sizeof(id), "%s", i->id);
-		mfs_snapshot_put(s);
+		/* absent or not a sandbox: dispose by name removes only what carries the identity labels */
 	} else {
 		r = scope_refused(fs, spec->key.scope, err);
 		if (r < 0)
 			goto out;
 		invalidate_matching(fs, spec);
 	}
-	r = mafsbx_sandbox_dispose(fs->backend, spec, &res, err);
+	if (id[0])
+		r = mafsbx_sandbox_dispose_id(fs->backend, spec->name, id, &res, err);
+	else
+		r = mafsbx_sandbox_dispose(fs->backend, spec, &res, err);
 	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
 		if (id[0])
 			mfs_extra_drop(fs, id);
@@ -192,28 +202,56 @@ out:
 	return r;
 }
 
+/*
+ * The text views when the exact bytes travel as _b64 anyway: each capped at
+ * this many bytes of JSON (a control byte costs 6), so a reply is at most
+ * about 4/3 of the output plus 2 MiB, never ~6x it.
+ */
+#define MFS_TEXT_VIEW_MAX ((size_t)1024 * 1024)
+
+static size_t b64_len(size_t n)
+{
+	return (n + 2) / 3 * 4;
+}
+
+/*
+ * What building an exec reply holds at its peak, beside the result itself:
+ * each base64 string and text view twice (our copy, jansson's copy) and the
+ * dumped line (about their sum) with slack.
+ */
+static size_t exec_reply_cost(const struct mafsbx_exec_result *res)
+{
+	size_t views = (res->out_len < MFS_TEXT_VIEW_MAX ? res->out_len * 3 : MFS_TEXT_VIEW_MAX) +
+		       (res->err_len < MFS_TEXT_VIEW_MAX ? res->err_len * 3 : MFS_TEXT_VIEW_MAX);
+	size_t b64 = b64_len(res->out_len) + b64_len(res->err_len);
+	return 3 * (views + b64) + 4096;
+}
+
 static json_t *exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 {
 	json_t *o = json_object();
 	if (with_ok)
 		json_object_set_new(o, "ok", json_true());
 	size_t ol = 0, el = 0;
-	char *out = mfs_utf8_replace(res->out, res->out_len, &ol);
-	char *errt = mfs_utf8_replace(res->err, res->err_len, &el);
+	bool ocut = false, ecut = false;
+	char *out = mfs_utf8_view(res->out, res->out_len, MFS_TEXT_VIEW_MAX, &ol, &ocut);
+	char *errt = mfs_utf8_view(res->err, res->err_len, MFS_TEXT_VIEW_MAX, &el, &ecut);
 	char *out64 = mafsbx_base64_encode(res->out, res->out_len, MAFSBX_B64_STD);
 	char *err64 = mafsbx_base64_encode(res->err, res->err_len, MAFSBX_B64_STD);
 	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
 	json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : json_string(""));
 	json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : json_string(""));
-	json_object_set_new(o, "stdout_b64", json_string(out64 ? out64 : ""));
-	json_object_set_new(o, "stderr_b64", json_string(err64 ? err64 : ""));
-	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
-	json_object_set_new(o, "truncated", json_boolean(res->truncated));
-	json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
 	free(out);
 	free(errt);
+	json_object_set_new(o, "stdout_b64", json_string(out64 ? out64 : ""));
+	json_object_set_new(o, "stderr_b64", json_string(err64 ? err64 : ""));
 	free(out64);
 	free(err64);
+	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	json_object_set_new(o, "truncated", json_boolean(res->truncated));
+	/* the views were cut to bound the reply; the _b64 members hold every byte */
+	json_object_set_new(o, "text_truncated", json_boolean(ocut || ecut));
+	json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
 	return o;
 }
 
@@ -238,14 +276,32 @@ static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct ma
 	snprintf(id, sizeof(id), "%s", info->id);
 	mfs_snapshot_put(s);
 	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
-	if (r < 0) {
-		if (res.timed_out || res.out_len || res.err_len || res.launch_failed)
-			*reply = exec_fields(&res, false);
-		if (res.timed_out)
-			mfs_invalidate_sandbox(fs, spec->sandbox);  /* a timed-out sandbox is disposed */
-		goto out;
+	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed || res.exit_code >= 0;
+	if (res.timed_out)
+		mfs_invalidate_sandbox(fs, spec->sandbox);  /* a timed-out sandbox is disposed */
+	if (fields) {
+		size_t cost = exec_reply_cost(&res);
+		char what[160];
+		snprintf(what, sizeof(what), "exec in %s (%zu bytes of output)", spec->sandbox, res.out_len + res.err_len);
+		struct mafsbx_error be;
+		mafsbx_error_clear(&be);
+		if (mfs_reply_budget_take(fs, cost, what, &be) < 0) {
+			/* the command ran; only its reply is refused: say so, with the exit code */
+			if (r == 0) {
+				json_t *o = json_pack("{s:i, s:b, s:b}", "exit_code", res.exit_code, "timed_out",
+						      (int)res.timed_out, "truncated", (int)res.truncated);
+				*reply = o;
+			}
+			if (err)
+				*err = be;
+			mafsbx_error_prefix(err, "the command ran%s but its output cannot be returned",
+					    r == 0 ? "" : " (and failed)");
+			r = -ENOMEM;
+			goto out;
+		}
+		*reply = exec_fields(&res, r == 0);
+		mfs_reply_budget_hold_until_dump(fs, cost);
 	}
-	*reply = exec_fields(&res, true);
 out:
 	mafsbx_exec_result_free(&res);
 	mafsbx_exec_spec_free(spec);
@@ -255,6 +311,7 @@ out:
 int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
 		    struct mafsbx_error *err)
 {
+	mfs_reply_budget_release_held();
 	int running = atomic_fetch_add(&fs->execs_running, 1);
 	int r;
 	if (running >= fs->execs_max) {

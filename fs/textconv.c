@@ -8,6 +8,12 @@
  * ExecResult.stdout_text gives (reference/upstream-docker-backend.md §1.6).
  * Surrogates (ED A0..BF) and overlongs (C0, C1, E0 80..9F, F0 80..8F) are
  * invalid; so is anything above U+10FFFF.
+ *
+ * A view is bounded by what it costs in the reply, not by its length: a
+ * control byte costs 6 bytes of JSON ("\u0001"), so 8 MiB of them would make
+ * a 48 MiB string. mfs_utf8_view() stops at a budget of escaped JSON bytes
+ * (at a character boundary) and says so; the exact bytes stay in the _b64
+ * members.
  */
 #include "mfs.h"
 
@@ -52,6 +58,52 @@ static size_t seq_len(const unsigned char *p, size_t left, size_t *valid_prefix)
 	}
 	*valid_prefix = i;
 	return i == need ? need : 0;
+}
+
+/* What jansson writes for one byte of a valid string (JSON_ESCAPE_SLASH off). */
+static size_t json_cost(unsigned char c)
+{
+	if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
+		return 2;
+	return c < 0x20 ? 6 : 1;
+}
+
+char *mfs_utf8_view(const unsigned char *data, size_t len, size_t max_json, size_t *out_len, bool *cut)
+{
+	*cut = false;
+	/* the input bytes the budget covers, at most: each costs at least one */
+	size_t take = len < max_json ? len : max_json;
+	if (take > (SIZE_MAX - 1) / 3)
+		return NULL;
+	char *out = malloc(take * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0, i = 0, cost = 0;
+	while (i < len) {
+		size_t prefix;
+		size_t n = seq_len(data + i, len - i, &prefix);
+		/* a multibyte sequence is written as is; U+FFFD is 3 bytes */
+		size_t c = n == 0 ? 3 : n == 1 ? json_cost(data[i]) : n;
+		if (cost + c > max_json) {
+			*cut = true;
+			break;
+		}
+		cost += c;
+		if (n) {
+			memcpy(out + o, data + i, n);
+			o += n;
+			i += n;
+		} else {
+			out[o++] = (char)0xEF;
+			out[o++] = (char)0xBF;
+			out[o++] = (char)0xBD;
+			i += prefix;
+		}
+	}
+	out[o] = '\0';
+	if (out_len)
+		*out_len = o;
+	return out;
 }
 
 char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len)

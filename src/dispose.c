@@ -9,6 +9,12 @@
  * that could not be removed is reported as a failure with a code
  * (unreachable, timeout, refused, unlisted); a proxy or network left behind
  * is logged only. What is already gone counts as nothing, not as an error.
+ *
+ * Only what carries our identity labels is ever removed (a container that
+ * merely has a sandbox-shaped name is left alone: EACCES for a disposal by
+ * name), and always by the ID that was checked or listed, never by a name
+ * resolved earlier: a sandbox re-created under the same name in between is
+ * not the one deleted. A removed container's freeze lock files go with it.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -73,13 +79,19 @@ static enum mafsbx_disposal_code code_of(const struct mafsbx_error *e)
 static int remove_container(struct mafsbx_backend *b, const char *target, bool report,
 			    struct mafsbx_dispose_result *res)
 {
-	sbx_facts_drop(b, target, NULL);
+	sbx_facts_drop(b, NULL, target);
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	if (mafsbx_container_delete(b->engine, target, true, &e) == 0)
+	if (mafsbx_container_delete(b->engine, target, true, &e) == 0) {
+		if (b->fz)
+			mafsbx_freeze_forget(b->fz, target);
 		return 1;
-	if (e.kind == MAFSBX_EK_NO_CONTAINER)
+	}
+	if (e.kind == MAFSBX_EK_NO_CONTAINER) {
+		if (b->fz)
+			mafsbx_freeze_forget(b->fz, target);
 		return 0;
+	}
 	if (report)
 		sbx_result_fail(res, code_of(&e), "%s: %s", target, e.message);
 	else
@@ -87,15 +99,90 @@ static int remove_container(struct mafsbx_backend *b, const char *target, bool r
 	return -1;
 }
 
+enum checked { CHK_OURS, CHK_ABSENT, CHK_FOREIGN, CHK_FAILED };
+
+/*
+ * Inspect container `ref` (a name or an ID) and say whether it is ours: the
+ * four identity labels, and the role label exactly `role` (NULL: none, a
+ * workload). With `want_name`, its name must be that too (a lookup by ID).
+ * Its ID goes to id[]. CHK_FAILED leaves the engine's error in *e.
+ */
+static enum checked check_container(struct mafsbx_backend *b, const char *ref, const char *want_name,
+				    const char *role, char id[65], struct mafsbx_error *e)
+{
+	json_t *insp = NULL;
+	mafsbx_error_clear(e);
+	id[0] = '\0';
+	if (mafsbx_container_inspect(b->engine, ref, &insp, e) < 0)
+		return e->kind == MAFSBX_EK_NO_CONTAINER ? CHK_ABSENT : CHK_FAILED;
+	const char *jid = json_string_value(json_object_get(insp, "Id"));
+	const char *nm = json_string_value(json_object_get(insp, "Name"));
+	json_t *labels = sbx_labels_of(insp);
+	const char *have_role = sbx_label(labels, MAFSBX_LABEL_ROLE);
+	if (nm && *nm == '/')
+		nm++;
+	bool ours = jid && strlen(jid) == 64 && sbx_has_identity_labels(labels) &&
+		    (role ? have_role && strcmp(have_role, role) == 0 : have_role == NULL) &&
+		    (!want_name || (nm && strcmp(nm, want_name) == 0));
+	if (jid)
+		snprintf(id, 65, "%s", jid);
+	json_decref(insp);
+	return ours ? CHK_OURS : CHK_FOREIGN;
+}
+
+/* Remove the proxy of workload `name` when it is ours (role proxy); by the ID checked. */
+static void remove_proxy_checked(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res)
+{
+	char buf[MAFSBX_NAME_LEN + 16], id[65];
+	struct mafsbx_error e;
+	snprintf(buf, sizeof(buf), "%s-proxy", name);
+	switch (check_container(b, buf, NULL, "proxy", id, &e)) {
+	case CHK_OURS:
+		sbx_egress_drain(b, buf);   /* its decisions go to the log first */
+		remove_container(b, id, false, res);
+		break;
+	case CHK_FOREIGN:
+		log_warn("%s is not a sandbox proxy (it lacks the identity labels): left alone", buf);
+		break;
+	case CHK_FAILED:
+		log_warn("could not remove %s: %s", buf, e.message);
+		break;
+	case CHK_ABSENT:
+		break;
+	}
+}
+
+/*
+ * Remove network `net` when it carries our identity labels (by the ID the
+ * check read). Failures are logged: a network left behind is not a failure
+ * of the disposal (upstream §8.3).
+ */
 static void remove_network(struct mafsbx_backend *b, const char *net)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	if (mafsbx_network_delete(b->engine, net, &e) == 0) {
+	json_t *insp = NULL;
+	if (mafsbx_network_inspect(b->engine, net, &insp, &e) < 0) {
+		/* the absent wording for networks is "not found" (upstream #309) */
+		if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
+			return;
+		log_warn("could not remove network %s: %s", net, e.message);
+		return;
+	}
+	char id[65];
+	const char *jid = json_string_value(json_object_get(insp, "Id"));
+	bool ours = jid && sbx_has_identity_labels(json_object_get(insp, "Labels"));
+	snprintf(id, sizeof(id), "%s", jid ? jid : "");
+	json_decref(insp);
+	if (!ours) {
+		log_warn("network %s is not a sandbox network (it lacks the identity labels): left alone", net);
+		return;
+	}
+	mafsbx_error_clear(&e);
+	if (mafsbx_network_delete(b->engine, id, &e) == 0) {
 		log_debug("network %s removed", net);
 		return;
 	}
-	/* the absent wording for networks is "not found" (upstream #309) */
 	if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
 		return;
 	log_warn("could not remove network %s: %s", net, e.message);
@@ -103,6 +190,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 
 struct names {
 	char **v;
+	char **ids;              /* the container ID listed with each name ("" when not listed) */
 	size_t n;
 };
 
@@ -114,7 +202,7 @@ static bool names_has(const struct names *s, const char *x)
 	return false;
 }
 
-static int names_add(struct names *s, const char *x)
+static int names_add_id(struct names *s, const char *x, const char *id)
 {
 	if (names_has(s, x))
 		return 0;
@@ -122,18 +210,34 @@ static int names_add(struct names *s, const char *x)
 	if (!v)
 		return -ENOMEM;
 	s->v = v;
+	char **ids = realloc(s->ids, (s->n + 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	s->ids = ids;
 	if (!(v[s->n] = strdup(x)))
 		return -ENOMEM;
+	if (!(ids[s->n] = strdup(id ? id : ""))) {
+		free(v[s->n]);
+		return -ENOMEM;
+	}
 	s->n++;
 	return 0;
 }
 
+static int names_add(struct names *s, const char *x)
+{
+	return names_add_id(s, x, NULL);
+}
+
 static void names_free(struct names *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		free(s->v[i]);
+		free(s->ids[i]);
+	}
 	free(s->v);
-	s->v = NULL;
+	free(s->ids);
+	s->v = s->ids = NULL;
 	s->n = 0;
 }
 
@@ -178,40 +282,61 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 		json_t *c;
 		json_array_foreach(list, i, c) {
 			const char *n = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
-			if (!n)
+			const char *id = json_string_value(json_object_get(c, "Id"));
+			json_t *l = sbx_labels_of(c);
+			const char *role = sbx_label(l, MAFSBX_LABEL_ROLE);
+			if (!n || !id || strlen(id) != 64 || !sbx_has_identity_labels(l))
 				continue;
 			if (*n == '/')
 				n++;
-			if (mafsbx_is_workload_name(n))
-				names_add(&workloads, n);
-			else if (is_proxy_name(n))
-				names_add(&proxies, n);
+			if (mafsbx_is_workload_name(n) && !role)
+				names_add_id(&workloads, n, id);
+			else if (is_proxy_name(n) && role && strcmp(role, "proxy") == 0)
+				names_add_id(&proxies, n, id);
 		}
 	}
-	if (fallback && *fallback)
-		names_add(&workloads, fallback);
+	/* the key's own name, even when the listing failed: removed only if it carries our labels */
+	if (fallback && *fallback && !names_has(&workloads, fallback)) {
+		char id[65];
+		switch (check_container(b, fallback, NULL, NULL, id, &e)) {
+		case CHK_OURS:
+			names_add_id(&workloads, fallback, id);
+			break;
+		case CHK_FOREIGN:
+			sbx_result_fail(res, MAFSBX_DISPOSAL_REFUSED,
+					"%s: not a sandbox (it lacks the identity labels): left alone", fallback);
+			break;
+		case CHK_FAILED:
+			sbx_result_fail(res, code_of(&e), "%s: %s", fallback, e.message);
+			break;
+		case CHK_ABSENT:
+			break;
+		}
+	}
 
-	/* proxies first (a network with a live endpoint cannot go), then workloads; each proxy's
-	 * decisions are drained to the log first (NAME/egress goes with it) */
+	/*
+	 * Proxies first (a network with a live endpoint cannot go), then
+	 * workloads; each by the ID listed, so a container re-created under the
+	 * name since the listing is not the one removed.
+	 */
 	for (size_t i = 0; i < proxies.n; i++) {
-		sbx_egress_drain(b, proxies.v[i]);
-		remove_container(b, proxies.v[i], false, res);
+		sbx_egress_drain(b, proxies.v[i]);   /* its decisions go to the log first */
+		remove_container(b, proxies.ids[i], false, res);
 	}
 	for (size_t i = 0; i < workloads.n; i++) {
-		if (remove_container(b, workloads.v[i], true, res) == 1) {
+		if (remove_container(b, workloads.ids[i], true, res) == 1) {
 			res->disposed++;
 			log_info("sandbox released %s", workloads.v[i]);
 		}
 	}
-	char buf[MAFSBX_NAME_LEN + 16];
 	for (size_t i = 0; i < workloads.n; i++) {
-		snprintf(buf, sizeof(buf), "%s-proxy", workloads.v[i]);
-		if (!names_has(&proxies, buf)) {
-			sbx_egress_drain(b, buf);
-			remove_container(b, buf, false, res);
-		}
+		char pn[MAFSBX_NAME_LEN + 16];
+		snprintf(pn, sizeof(pn), "%s-proxy", workloads.v[i]);
+		if (!names_has(&proxies, pn))
+			remove_proxy_checked(b, workloads.v[i], res);
 	}
 	/* networks of every listed proxy and every workload, regardless of this mount's egress */
+	char buf[MAFSBX_NAME_LEN + 16];
 	struct names nets = { 0 };
 	for (size_t i = 0; i < proxies.n; i++) {
 		snprintf(buf, sizeof(buf), "%.*s-net", MAFSBX_NAME_LEN, proxies.v[i]);
@@ -282,6 +407,49 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
 	return 0;
 }
 
+/*
+ * One sandbox: `ref` is its name, or (want_name set) the ID it was resolved
+ * to. Only a container that carries the identity labels is removed, by the
+ * ID just checked; its proxy and network go with it (each checked the same
+ * way) unless the name now belongs to another container.
+ */
+static int dispose_one(struct mafsbx_backend *b, const char *name, const char *id_or_null,
+		       struct mafsbx_dispose_result *res, struct mafsbx_error *err)
+{
+	char id[65];
+	struct mafsbx_error e;
+	enum checked c = check_container(b, id_or_null ? id_or_null : name, id_or_null ? name : NULL, NULL, id, &e);
+	switch (c) {
+	case CHK_FAILED:
+		/* fail closed: nothing is removed on a guess */
+		sbx_result_fail(res, code_of(&e), "%s: %s", name, e.message);
+		return 0;
+	case CHK_FOREIGN:
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
+					     "%s is not a sandbox (it lacks the identity labels); it is left alone", name);
+	case CHK_ABSENT:
+		if (id_or_null) {
+			/* our instance is gone; the name may now be someone else's: leave its proxy/network then */
+			char now[65];
+			struct mafsbx_error e2;
+			if (check_container(b, name, NULL, NULL, now, &e2) != CHK_ABSENT)
+				return 0;
+		}
+		break;
+	case CHK_OURS:
+		break;
+	}
+	remove_proxy_checked(b, name, res);
+	if (c == CHK_OURS && remove_container(b, id, true, res) == 1) {
+		res->disposed++;
+		log_info("sandbox released %s", name);
+	}
+	char buf[MAFSBX_NAME_LEN + 16];
+	snprintf(buf, sizeof(buf), "%s-net", name);
+	remove_network(b, buf);
+	return 0;
+}
+
 int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
 				struct mafsbx_error *err)
 {
@@ -291,17 +459,22 @@ int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, stru
 	if (!b || !mafsbx_is_workload_name(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
 					MAFSBX_NAME_PREFIX);
-	char buf[MAFSBX_NAME_LEN + 16];
-	snprintf(buf, sizeof(buf), "%s-proxy", name);
-	sbx_egress_drain(b, buf);
-	remove_container(b, buf, false, res);
-	if (remove_container(b, name, true, res) == 1) {
-		res->disposed++;
-		log_info("sandbox released %s", name);
-	}
-	snprintf(buf, sizeof(buf), "%s-net", name);
-	remove_network(b, buf);
-	return 0;
+	return dispose_one(b, name, NULL, res, err);
+}
+
+int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const char *id,
+			      struct mafsbx_dispose_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
+	memset(res, 0, sizeof(*res));
+	if (!b || !mafsbx_is_workload_name(name))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
+					MAFSBX_NAME_PREFIX);
+	if (!id || strlen(id) != 64)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: '%s' is not a full container ID",
+					id ? id : "");
+	return dispose_one(b, name, id, res, err);
 }
 
 int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose_spec *spec,

@@ -775,6 +775,98 @@ int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool a
 	return list_call(e, "/containers/json", filters, all, "list containers", out, err);
 }
 
+/* ---- events and the engine's clock (the proof that a freeze held) -------- */
+
+static void ns_text(long long ns, char out[32])
+{
+	snprintf(out, 32, "%lld.%09lld", ns / 1000000000LL, ns % 1000000000LL);
+}
+
+int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
+			  json_t **out, struct mafsbx_error *err)
+{
+	*out = NULL;
+	if (!e || since_ns < 0 || until_ns <= since_ns || (filters && !json_is_object(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "events: bad arguments");
+	char since[32], until[32];
+	ns_text(since_ns, since);
+	ns_text(until_ns, until);
+	__do_free char *fj = filters ? dump_json(filters) : NULL;
+	__do_free char *fe = fj ? mafsbx_query_escape(fj) : NULL;
+	if (filters && !fe)
+		return nomem(err);
+	int r;
+	__do_free char *t = target(e, err, &r, "/events?since=%s&until=%s%s%s", since, until, fe ? "&filters=" : "",
+				   fe ? fe : "");
+	if (!t)
+		return r;
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms };
+	if ((r = mafsbx_http_request(e->http, &rq, &resp, err)) < 0) {
+		mafsbx_error_prefix(err, "read the engine's events");
+		goto out;
+	}
+	if (resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's events",
+					     NULL);
+		goto out;
+	}
+	/* a stream of JSON objects, one after the other */
+	json_t *a = json_array();
+	if (!a) {
+		r = nomem(err);
+		goto out;
+	}
+	const char *p = resp.body.data ? resp.body.data : "";
+	size_t left = resp.body.len;
+	while (left) {
+		while (left && (*p == '\n' || *p == '\r' || *p == ' '))
+			p++, left--;
+		if (!left)
+			break;
+		json_error_t je;
+		json_t *ev = json_loadb(p, left, JSON_DISABLE_EOF_CHECK, &je);
+		if (!ev || je.position <= 0 || (size_t)je.position > left) {
+			json_decref(ev);
+			json_decref(a);
+			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's events are not JSON: %s", je.text);
+			goto out;
+		}
+		json_array_append_new(a, ev);
+		p += je.position;
+		left -= (size_t)je.position;
+	}
+	*out = a;
+	r = 0;
+out:
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err)
+{
+	if (!e || !ns)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine time: bad arguments");
+	int r;
+	__do_free char *t = target(e, err, &r, "/info");
+	if (!t)
+		return r;
+	json_t *j = NULL;
+	struct call c = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms, .what = "read the engine's clock",
+			  .ok = { 200 }, .out = &j };
+	if ((r = do_call(e, &c, err)) < 0)
+		return r;
+	const char *st = json_string_value(json_object_get(j, "SystemTime"));
+	struct timespec ts;
+	if (!st || parse_rfc3339(st, &ts) < 0) {
+		json_decref(j);
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's /info has no readable SystemTime");
+	}
+	json_decref(j);
+	*ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return 0;
+}
+
 int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool force, struct mafsbx_error *err)
 {
 	if (!e)
@@ -1025,16 +1117,16 @@ static long call_timeout(const struct mafsbx_engine *e, long long deadline)
 	return left < e->to.request_ms ? (long)left : e->to.request_ms;
 }
 
-static bool launch_failure(const struct mafsbx_exec_result *res)
+/*
+ * The runtime could not start the process: exit 126 and the exec inspect's
+ * Pid 0 (no process ever existed). Only the engine's answer decides: the
+ * runtime's message ("OCI runtime exec failed", "unable to find user") is on
+ * the same stdout a guest writes to, so a command printing it and exiting
+ * 126 would otherwise pass for a launch failure.
+ */
+static bool launch_failure(const struct mafsbx_exec_result *res, bool never_started)
 {
-	if (res->exit_code != 126 || !res->out)
-		return false;
-	const char *o = (const char *)res->out;
-	static const char oci[] = "OCI runtime exec failed";
-	if (res->out_len >= sizeof(oci) - 1 && memcmp(o, oci, sizeof(oci) - 1) == 0)
-		return true;
-	static const char nouser[] = "unable to find user";
-	return memmem(o, res->out_len, nouser, sizeof(nouser) - 1) != NULL;
+	return never_started && res->exit_code == 126;
 }
 
 int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
@@ -1143,6 +1235,7 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 	if (!(tinsp = target(e, err, &r, "/exec/%s/json", res->exec_id)))
 		goto out;
 	long wait_ms = 1;
+	bool never_started = false;
 	long long poll_end = mafsbx_now_ms() + 5000;
 	for (;;) {
 		json_t *ij = NULL;
@@ -1164,7 +1257,7 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 			 */
 			json_t *pid = json_object_get(ij, "Pid");
 			static const char paused[] = "paused";
-			bool never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
+			never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
 			json_decref(ij);
 			if (never_started && res->exit_code == 126 && res->out &&
 			    memmem(res->out, res->out_len, paused, sizeof(paused) - 1)) {
@@ -1187,7 +1280,7 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 		if (wait_ms < 50)
 			wait_ms *= 2;
 	}
-	res->launch_failed = launch_failure(res);
+	res->launch_failed = launch_failure(res, never_started);
 	r = 0;
 out:
 	if (r < 0)
@@ -1197,6 +1290,27 @@ out:
 	json_decref(env);
 	json_decref(cfg);
 	return r;
+}
+
+int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
+			struct mafsbx_error *err)
+{
+	if (!e || !exec_id || strlen(exec_id) != 64 || strspn(exec_id, "0123456789abcdef") != 64)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
+	int r;
+	__do_free char *t = target(e, err, &r, "/exec/%s/json", exec_id);
+	if (!t)
+		return r;
+	json_t *j = NULL;
+	struct call c = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms, .what = "inspect exec",
+			  .ok = { 200 }, .out = &j };
+	if ((r = do_call(e, &c, err)) < 0)
+		return r;
+	*running = json_is_true(json_object_get(j, "Running"));
+	json_t *code = json_object_get(j, "ExitCode");
+	*exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+	json_decref(j);
+	return 0;
 }
 
 /* ---- images -------------------------------------------------------------- */

@@ -139,6 +139,20 @@ int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const cha
 int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const char *dir,
 		       const void *tar, size_t tar_len, struct mafsbx_error *err);
 
+/* ---- events --------------------------------------------------------------- */
+
+/*
+ * GET /events?since=..&until=..&filters=..: the engine's events after
+ * `since_ns` (exclusive) up to `until_ns`, both in the ENGINE's clock (ns
+ * since the epoch), oldest first, as a new array (*out). The engine answers
+ * from its ring of recent events (256 on dockerd 20.10); an `until` in its
+ * future makes it wait until then, so pass its present (mafsbx_engine_time).
+ */
+int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
+			  json_t **out, struct mafsbx_error *err);
+/* The engine's clock now (GET /info SystemTime), ns since the epoch. */
+int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err);
+
 /* ---- exec --------------------------------------------------------------- */
 
 struct mafsbx_exec_request {
@@ -160,8 +174,10 @@ struct mafsbx_exec_result {
 	size_t err_len;
 	bool timed_out;
 	bool truncated;
-	bool launch_failed;          /* exit 126 with the runtime's "OCI runtime exec failed" /
-					"unable to find user" message: not program output */
+	bool launch_failed;          /* the runtime never started the process (exec inspect Pid 0,
+					exit 126): not program output. Decided by the engine's
+					answer only: a guest can print the runtime's message and
+					exit 126, it cannot make its own Pid 0 */
 	char exec_id[65];
 	long long duration_ms;
 };
@@ -176,6 +192,9 @@ struct mafsbx_exec_result {
 int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
 		    struct mafsbx_exec_result *res, struct mafsbx_error *err);
 void mafsbx_exec_result_free(struct mafsbx_exec_result *res);
+/* GET /exec/ID/json: is the exec's process still running, and its exit code (-1 while unknown). */
+int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
+			struct mafsbx_error *err);
 
 /* Frame demultiplexer for the raw exec stream, exposed for unit tests. */
 struct mafsbx_demux {

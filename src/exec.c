@@ -6,8 +6,10 @@
  * the timeout bounds the whole run and, on expiry, the sandbox is disposed
  * (as upstream: a command that outlived its bound may still be running, and
  * the next acquire starts clean). Output is kept as exact bytes, capped per
- * stream. A command the runtime could not start (exit 126 with the runtime's
- * message on stdout) is an error, not program output.
+ * stream. A command the runtime could not start is an error, not program
+ * output; that is decided by the engine's exec inspect (Pid 0: no process
+ * ever existed, see mafsbx_exec_result.launch_failed), never by the bytes on
+ * stdout, which a guest can forge.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +17,9 @@
 
 #include "log.h"
 #include "sbx_internal.h"
+
+void (*sbx_test_exec_timed_out)(const char *name, void *ctx);
+void *sbx_test_exec_timed_out_ctx;
 
 static void launch_message(const struct mafsbx_exec_result *res, char *out, size_t outsz)
 {
@@ -84,8 +89,11 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
 	if (res->timed_out || (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0])) {
 		res->timed_out = true;
 		struct mafsbx_dispose_result dr;
-		mafsbx_sandbox_dispose_name(b, name, &dr, NULL);
-		bool gone = dr.n_failures == 0;
+		if (sbx_test_exec_timed_out)
+			sbx_test_exec_timed_out(name, sbx_test_exec_timed_out_ctx);
+		/* by the ID run in: a sandbox re-created under the name meanwhile is not ours to remove */
+		int dr_r = mafsbx_sandbox_dispose_id(b, name, id, &dr, NULL);
+		bool gone = dr_r == 0 && dr.n_failures == 0;
 		mafsbx_dispose_result_free(&dr);
 		log_info("exec in %s timed out after %ld ms: sandbox %s", name, spec->timeout_ms,
 			 gone ? "disposed" : "NOT disposed");

@@ -32,6 +32,55 @@
 #include "log.h"
 #include "sbx_internal.h"
 
+/*
+ * The exec started but its call failed before the process was known to have
+ * exited (the output stream was cut: a dropped connection, an engine
+ * restart, a proxy). The process may still run, and its exit must not meet a
+ * pause (freeze.h), so the registration is kept (the caller still holds it)
+ * until the engine's exec inspect says it is not running, bounded by the
+ * deadline. Past the deadline it is the timeout rule: EK_TIMEOUT (the caller
+ * removes the container while still registered). Ended in time: the call
+ * fails (EIO) with the exit code in res, the output being incomplete.
+ */
+static int stream_ended_early(struct mafsbx_backend *b, struct mafsbx_exec_result *res, long long deadline, int r,
+			      struct mafsbx_error *e)
+{
+	char first[sizeof(e->message)];
+	snprintf(first, sizeof(first), "%s", e->message);
+	long wait_ms = 10;
+	for (;;) {
+		bool running = true;
+		int code = -1;
+		struct mafsbx_error ie;
+		mafsbx_error_clear(&ie);
+		if (mafsbx_exec_inspect(b->engine, res->exec_id, &running, &code, &ie) == 0 && !running) {
+			res->exit_code = code;
+			res->truncated = true;
+			log_warn("exec %.12s: %s; the command has ended (exit code %d), its output is incomplete",
+				 res->exec_id, first, code);
+			mafsbx_error_set_full(e, MAFSBX_EK_PROTOCOL, EIO, NULL,
+					      "%s; the command ran to its end (exit code %d) but its output is incomplete",
+					      first, code);
+			return -EIO;
+		}
+		if (ie.kind == MAFSBX_EK_NO_OBJECT || ie.kind == MAFSBX_EK_NO_CONTAINER) {
+			/* the exec (or its container) is gone: no process left to exit */
+			return r;
+		}
+		long long now = mafsbx_now_ms();
+		if (now >= deadline) {
+			res->timed_out = true;
+			mafsbx_error_set(e, MAFSBX_EK_TIMEOUT,
+					 "%s; the command was still running when its timeout came", first);
+			return -ETIMEDOUT;
+		}
+		long long left = deadline - now;
+		usleep((useconds_t)(left < wait_ms ? left : wait_ms) * 1000);
+		if (wait_ms < 500)
+			wait_ms *= 2;
+	}
+}
+
 int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
 	     struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
@@ -50,6 +99,8 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
 		long long left = deadline - mafsbx_now_ms();
 		q.timeout_ms = left < 1 ? 1 : (long)left;
 		r = mafsbx_exec_run(b->engine, id, &q, res, &e);
+		if (r < 0 && res->exec_id[0] && e.kind != MAFSBX_EK_TIMEOUT && e.kind != MAFSBX_EK_PAUSED)
+			r = stream_ended_early(b, res, deadline, r, &e);
 		if (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0]) {
 			/*
 			 * The abandoned process may still be running, or exiting: a

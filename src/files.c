@@ -346,6 +346,9 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 	r = mafsbx_tar_reader_finish(rd, &entry, err);
 	if (r < 0)
 		goto out;
+	/* issue 10 item 4: the bytes count only if the freeze provably held throughout */
+	if ((r = mafsbx_freeze_verify(fr, err)) < 0)
+		goto out;
 	if (info) {
 		info->size = entry.size;
 		info->mode = entry.mode;
@@ -469,6 +472,8 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
 		goto out;
 	r = mafsbx_archive_put(eng, t->container, "/", body, body_len, err);
+	if (r == 0)
+		r = mafsbx_freeze_verify(fr, err); /* issue 10 item 4: unproven, the write is reported failed */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not write %.300s", resolved);
 out:
@@ -564,6 +569,8 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 	if ((r = check_deadline(deadline_ms, nb, err)) < 0)
 		goto out;
 	r = mafsbx_archive_put(eng, container, "/", body, body_len, err);
+	if (r == 0)
+		r = mafsbx_freeze_verify(fr, err); /* issue 10 item 4 */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not create the working directory %.200s", nb);
 	else if (created)

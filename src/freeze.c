@@ -55,6 +55,7 @@
  */
 #include "freeze.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -83,6 +84,7 @@ struct fentry {
 	bool frozen;             /* this process is inside a freeze (its pause issued, or joined) */
 	bool poller;             /* a freeze enter is polling for the container's execs to end */
 	int busy_why;            /* the poller's last reason (enum busy) */
+	long long anchor_ns;     /* the engine's time of the pause that started the freeze held (0: unknown) */
 };
 
 struct mafsbx_freezer {
@@ -95,12 +97,20 @@ struct mafsbx_freezer {
 	struct fentry *entries;
 	unsigned long long gen;  /* bumped (with a broadcast) on every change waiters care about */
 	struct mafsbx_freeze_stats stats;
+	void (*on_unpause_failure)(void *ctx, const char *container);
+	void *on_unpause_failure_ctx;
+	/* the engine's clock: engine = local + skew, known to within margin (set by engine_now_ns) */
+	long long skew_ns, margin_ns, skew_at_ms;
 };
 
 struct mafsbx_freeze {
 	struct mafsbx_freezer *f;
 	struct fentry *e;
+	long long anchor_ns;     /* copied at enter: the pause this freeze rests on */
 };
+
+void (*mafsbx_freeze_test_before_verify)(const char *container, void *ctx);
+void *mafsbx_freeze_test_before_verify_ctx;
 
 struct mafsbx_freeze_exec {
 	struct mafsbx_freezer *f;
@@ -263,6 +273,18 @@ static void stat_add(struct mafsbx_freezer *f, uint64_t *field)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* A freeze of ours could not be lifted: count it and tell whoever retries (the mount's janitor). */
+static void unpause_failed(struct mafsbx_freezer *f, const char *container)
+{
+	pthread_mutex_lock(&f->mu);
+	f->stats.unpause_failures++;
+	void (*fn)(void *, const char *) = f->on_unpause_failure;
+	void *ctx = f->on_unpause_failure_ctx;
+	pthread_mutex_unlock(&f->mu);
+	if (fn)
+		fn(ctx, container);
+}
+
 /* Mutex held: wake every waiter and tell pollers something changed. */
 static void bump(struct mafsbx_freezer *f)
 {
@@ -361,8 +383,9 @@ static enum thaw_result thaw_owned(struct mafsbx_freezer *f, const char *contain
 			return NOT_PAUSED;
 		sleep_ms(backoff_ms[i]);
 	}
-	stat_add(f, &f->stats.unpause_failures);
-	log_warn("could not unpause %s (%s): %s; the next acquire or mount start lifts it", container, why, e.message);
+	log_warn("could not unpause %s (%s): %s; retried in the background (or by `mafsbx thaw`)", container, why,
+		 e.message);
+	unpause_failed(f, container);
 	return THAW_FAILED;
 }
 
@@ -395,6 +418,109 @@ static enum pause_result pause_once(struct mafsbx_freezer *f, struct fentry *e, 
 	}
 }
 
+/* ---- the proof that a freeze held ---------------------------------------- */
+
+/*
+ * Another process (another mount, another runtime directory, the Python
+ * host, `docker unpause`) can lift a freeze without going through our
+ * locks. A container's paused flag seen after a transfer proves nothing (it
+ * may have been unpaused and paused again meanwhile), so the proof is the
+ * engine's own event log: the pause that started the freeze (its timeNano,
+ * the "anchor", found once right after the 204 and written into the marker
+ * for cross-process joiners), and no pause, unpause or die event of the
+ * container after it up to the end of the transfer. The anchor itself must
+ * still be in the engine's ring of recent events, which proves the log is
+ * complete since then. The events are read by time in the engine's clock,
+ * so the freezer keeps the engine's offset from ours (GET /info).
+ */
+#define CLOCK_REFRESH_MS 60000
+#define ANCHOR_LOOKBACK_NS (30LL * 1000000000LL)
+#define PRIOR_WINDOW_NS (2LL * 1000000000LL)   /* an unpause this close before our pause may still echo */
+#define ECHO_WINDOW_NS (1LL * 1000000000LL)    /* and its echo comes within this after our pause */
+
+static long long local_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The engine's present, at least: local time + skew + the skew's uncertainty. */
+static int engine_now_ns(struct mafsbx_freezer *f, long long *out, struct mafsbx_error *err)
+{
+	pthread_mutex_lock(&f->mu);
+	bool fresh = f->skew_at_ms && mafsbx_now_ms() - f->skew_at_ms < CLOCK_REFRESH_MS;
+	long long skew = f->skew_ns, margin = f->margin_ns;
+	pthread_mutex_unlock(&f->mu);
+	if (!fresh) {
+		long long t0 = local_ns(), eng = 0;
+		int r = mafsbx_engine_time(f->engine, &eng, err);
+		long long t1 = local_ns();
+		if (r < 0)
+			return r;
+		skew = eng - (t0 + t1) / 2;
+		margin = (t1 - t0) / 2 + 2000000LL; /* half the round trip, plus 2 ms */
+		pthread_mutex_lock(&f->mu);
+		f->skew_ns = skew;
+		f->margin_ns = margin;
+		f->skew_at_ms = mafsbx_now_ms();
+		pthread_mutex_unlock(&f->mu);
+	}
+	*out = local_ns() + skew + margin;
+	return 0;
+}
+
+static json_t *freeze_event_filter(const char *container)
+{
+	return json_pack("{s:[s], s:[s], s:[s,s,s]}", "container", container, "type", "container", "event", "pause",
+			 "unpause", "die");
+}
+
+/* Right after our pause's 204: the engine's time of that pause (0 when it cannot be read). */
+static long long find_anchor(struct mafsbx_freezer *f, const char *container)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	long long until = 0;
+	json_t *flt = freeze_event_filter(container), *evs = NULL;
+	long long anchor = 0;
+	if (flt && engine_now_ns(f, &until, &e) == 0 &&
+	    mafsbx_events_between(f->engine, until - ANCHOR_LOOKBACK_NS, until, flt, &evs, &e) == 0) {
+		/*
+		 * The last pause: ours (a late echo of an earlier unpause may come
+		 * after it, see verify). Were it an older one, verify would find
+		 * our own pause after it and refuse: wrong anchors fail closed.
+		 */
+		for (size_t i = json_array_size(evs); i-- > 0 && !anchor;) {
+			json_t *ev = json_array_get(evs, i);
+			const char *st = json_string_value(json_object_get(ev, "status"));
+			json_t *tn = json_object_get(ev, "timeNano");
+			if (st && strcmp(st, "pause") == 0 && json_is_integer(tn))
+				anchor = (long long)json_integer_value(tn);
+		}
+	}
+	if (!anchor)
+		log_warn("freeze: cannot find the engine's record of the pause of %s (%s); transfers under it will "
+			 "be refused", container, e.message[0] ? e.message : "no pause event");
+	json_decref(flt);
+	json_decref(evs);
+	return anchor;
+}
+
+static long long marker_anchor(const char *marker)
+{
+	const char *t = strstr(marker, " t=");
+	return t ? strtoll(t + 3, NULL, 10) : 0;
+}
+
+static void write_frozen_marker(int fd, long long anchor)
+{
+	char buf[96];
+	int n = snprintf(buf, sizeof(buf), "frozen pid %ld t=%lld\n", (long)getpid(), anchor);
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		log_warn("freeze: cannot write the freeze marker: %s", strerror(errno));
+}
+
 /* ---- the cross-process protocol ----------------------------------------- */
 
 /*
@@ -417,7 +543,8 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 			ours = true; /* an uncertain pause of ours may be what the daemon reports now */
 		switch (pr) {
 		case PAUSED_BY_US:
-			write_marker(gate, "frozen");
+			e->anchor_ns = find_anchor(f, container);
+			write_frozen_marker(gate, e->anchor_ns);
 			return 0;
 		case PAUSE_REFUSED:
 			write_marker(gate, NULL);
@@ -512,6 +639,9 @@ static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long dea
 			flock(gate, LOCK_UN);
 			return r;
 		}
+		char m[96];
+		read_marker(gate, m, sizeof(m));
+		e->anchor_ns = marker_anchor(m);
 		stat_add(f, &f->stats.xjoins);
 		mark_frozen(f, e, true);
 		e->hold_fd = hold;
@@ -556,7 +686,7 @@ static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
 	if (gate < 0 || flock_until(gate, LOCK_EX, mafsbx_now_ms() + 60000, e->container, &err) < 0) {
 		/* cannot coordinate: leave without thawing; the marker lets recover() lift it */
 		log_warn("freeze: leaving %s without unpausing: %s", e->container, err.message);
-		stat_add(f, &f->stats.unpause_failures);
+		unpause_failed(f, e->container);
 		if (gate >= 0)
 			close(gate);
 		mark_frozen(f, e, false);
@@ -889,11 +1019,109 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 		free(h);
 		return r;
 	}
+	h->anchor_ns = e->anchor_ns;
 	pthread_mutex_unlock(&f->mu);
 	h->e = e;
 	*out = h;
 	hold_hook(f);
 	return 0;
+}
+
+/* Does event `ev` have this status (and, with tn >= 0, this timeNano)? */
+static bool ev_is(json_t *ev, const char *status, long long tn)
+{
+	const char *st = json_string_value(json_object_get(ev, "status"));
+	json_t *t = json_object_get(ev, "timeNano");
+	return st && strcmp(st, status) == 0 && json_is_integer(t) && (tn < 0 || json_integer_value(t) == tn);
+}
+
+static long long ev_time(json_t *ev)
+{
+	return (long long)json_integer_value(json_object_get(ev, "timeNano"));
+}
+
+int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err)
+{
+	if (!h)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "freeze verify: no freeze");
+	struct mafsbx_freezer *f = h->f;
+	const char *container = h->e->container;
+	if (mafsbx_freeze_test_before_verify)
+		mafsbx_freeze_test_before_verify(container, mafsbx_freeze_test_before_verify_ctx);
+	long long anchor = h->anchor_ns;
+	if (!anchor)
+		return mafsbx_error_set_full(err, MAFSBX_EK_ENGINE, EIO, NULL,
+					     "cannot prove that the freeze of %s held (the engine's record of its pause "
+					     "was not found); the transfer is discarded",
+					     container);
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	long long until = 0;
+	json_t *flt = freeze_event_filter(container), *evs = NULL;
+	int r = flt ? engine_now_ns(f, &until, &e) : mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
+	if (r == 0 && until <= anchor)
+		until = anchor + 1;
+	if (r == 0)
+		r = mafsbx_events_between(f->engine, anchor - PRIOR_WINDOW_NS, until, flt, &evs, &e);
+	json_decref(flt);
+	if (r < 0) {
+		json_decref(evs);
+		if (err)
+			*err = e;
+		mafsbx_error_prefix(err, "cannot prove that the freeze of %s held; the transfer is discarded", container);
+		return -EIO;
+	}
+	/* the anchor must still be in the engine's ring: then the log is complete since */
+	size_t n = json_array_size(evs), at = n;
+	bool prior_unpause = false;
+	for (size_t i = 0; i < n && at == n; i++) {
+		json_t *ev = json_array_get(evs, i);
+		if (ev_is(ev, "pause", anchor))
+			at = i;
+		else if (ev_is(ev, "unpause", -1))
+			prior_unpause = true;
+	}
+	if (at == n) {
+		json_decref(evs);
+		return mafsbx_error_set_full(err, MAFSBX_EK_ENGINE, EIO, NULL,
+					     "cannot prove that the freeze of %s held (the engine's event log no longer "
+					     "reaches back to its pause); the transfer is discarded",
+					     container);
+	}
+	size_t after = n - at - 1;
+	bool held = after == 0;
+	if (!held && prior_unpause && after == 2) {
+		/*
+		 * dockerd 20.10 logs pause/unpause twice: at the API call, and
+		 * again from containerd's late event when its flag disagrees. An
+		 * unpause just before our pause can thus log a late "unpause"
+		 * then our pause's late "pause" after the anchor, while the guest
+		 * stayed frozen. Only that shape, soon after the anchor, and only
+		 * when such an unpause precedes it, is taken as those echoes.
+		 */
+		json_t *a1 = json_array_get(evs, at + 1), *a2 = json_array_get(evs, at + 2);
+		held = ev_is(a1, "unpause", -1) && ev_is(a2, "pause", -1) && ev_time(a1) - anchor < ECHO_WINDOW_NS;
+		if (held) {
+			pthread_mutex_lock(&f->mu);
+			f->stats.freeze_echoes++;
+			pthread_mutex_unlock(&f->mu);
+		}
+	}
+	if (held) {
+		json_decref(evs);
+		return 0;
+	}
+	const char *st2 = json_string_value(json_object_get(json_array_get(evs, at + 1), "status"));
+	const char *what = !st2 ? "changed" : !strcmp(st2, "die") ? "stopped" : "unpaused";
+	json_decref(evs);
+	pthread_mutex_lock(&f->mu);
+	f->stats.broken_freezes++;
+	pthread_mutex_unlock(&f->mu);
+	log_warn("freeze: the freeze of %s was broken by someone else (%s) during a transfer", container, what);
+	return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EIO, NULL,
+				     "the freeze of %s did not hold: it was %s by someone else (another mount, host or "
+				     "`docker unpause`) during the transfer, so the transfer is discarded",
+				     container, what);
 }
 
 void mafsbx_freeze_leave(struct mafsbx_freeze *h)
@@ -1126,6 +1354,113 @@ out:
 	entry_maybe_free(f, e);
 	pthread_mutex_unlock(&f->mu);
 	return r;
+}
+
+/* ---- collecting the lock files of containers that are gone --------------- */
+
+static const char *const lock_suffixes[] = { "hold", "exec", "xwant", "fwant" };
+
+/*
+ * Remove the lock files of full ID `container` when nobody (this process or
+ * another) uses them: under its gate, none of the other four held. With
+ * `ask_engine`, the engine must also say the container does not exist.
+ * Container IDs are never reused, so a process that still opens these files
+ * later can only be failing on a container that is gone. 1 removed, 0 left.
+ */
+static int forget_key(struct mafsbx_freezer *f, const char *container, bool ask_engine)
+{
+	if (!is_full_id(container))
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	bool used = entry_get(f, container, false) != NULL;
+	pthread_mutex_unlock(&f->mu);
+	if (used)
+		return 0;
+	char p[PATH_MAX];
+	lock_path(f, container, "gate", p, sizeof(p));
+	__do_close int gate = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (gate < 0 && errno != ENOENT)
+		return 0;
+	if (gate >= 0 && flock(gate, LOCK_EX | LOCK_NB) < 0)
+		return 0;
+	int fds[MAFSBX_ARRAY_SIZE(lock_suffixes)];
+	bool busy = false;
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(lock_suffixes); i++) {
+		lock_path(f, container, lock_suffixes[i], p, sizeof(p));
+		fds[i] = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fds[i] >= 0 && !lock_free(fds[i]))
+			busy = true;
+	}
+	if (!busy && ask_engine) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		json_t *insp = NULL;
+		if (mafsbx_container_inspect(f->engine, container, &insp, &e) == 0 || e.kind != MAFSBX_EK_NO_CONTAINER)
+			busy = true;
+		json_decref(insp);
+	}
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(lock_suffixes); i++) {
+		if (!busy && fds[i] >= 0) {
+			lock_path(f, container, lock_suffixes[i], p, sizeof(p));
+			unlink(p);
+		}
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	if (busy)
+		return 0;
+	/* the gate last, still held: whoever opened it before sees a file no longer linked */
+	lock_path(f, container, "gate", p, sizeof(p));
+	if (gate >= 0)
+		unlink(p);
+	return 1;
+}
+
+void mafsbx_freeze_forget(struct mafsbx_freezer *f, const char *container)
+{
+	if (f && container && forget_key(f, container, false))
+		log_debug("freeze: removed the lock files of %s (container gone)", container);
+}
+
+int mafsbx_freezer_collect(struct mafsbx_freezer *f, const char *const *live, size_t n_live, unsigned *removed,
+			   struct mafsbx_error *err)
+{
+	if (removed)
+		*removed = 0;
+	if (!f)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "collect: no freezer");
+	DIR *d = opendir(f->rundir);
+	if (!d)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot read %s: %s", f->rundir,
+					     strerror(errno));
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		/* every key has a gate; one entry per key */
+		const char *dot = strchr(de->d_name, '.');
+		if (!dot || dot - de->d_name != 64 || strcmp(dot, ".gate") != 0)
+			continue;
+		char id[65];
+		memcpy(id, de->d_name, 64);
+		id[64] = '\0';
+		if (!is_full_id(id))
+			continue;
+		bool alive = false;
+		for (size_t i = 0; i < n_live && !alive; i++)
+			alive = live[i] && strcmp(live[i], id) == 0;
+		if (!alive && forget_key(f, id, true) && removed)
+			(*removed)++;
+	}
+	closedir(d);
+	return 0;
+}
+
+void mafsbx_freezer_on_unpause_failure(struct mafsbx_freezer *f, void (*fn)(void *ctx, const char *container),
+				       void *ctx)
+{
+	pthread_mutex_lock(&f->mu);
+	f->on_unpause_failure = fn;
+	f->on_unpause_failure_ctx = ctx;
+	pthread_mutex_unlock(&f->mu);
 }
 
 void mafsbx_freezer_stats(struct mafsbx_freezer *f, struct mafsbx_freeze_stats *out)

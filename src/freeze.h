@@ -39,7 +39,8 @@
  *  - An "is not paused" answer to the unpause of our own freeze is retried
  *    (bounded, about 1 s) before it is believed.
  *  - A failed unpause is logged, counted and never raised; the marker stays,
- *    so recover() lifts it later.
+ *    so recover() lifts it later, and the failure callback (if set) is told
+ *    at once so that its owner retries until the engine answers.
  *  - Every wait is bounded by the caller's deadline.
  *  - Never call exec on a container while this process holds a freeze of it
  *    (the daemon refuses exec while paused, and see above): wrap every exec
@@ -106,6 +107,20 @@ const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f);
  */
 int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
 			struct mafsbx_freeze **out, struct mafsbx_error *err);
+/*
+ * Prove that the freeze `h` held from its pause until now: the engine's
+ * event log still holds the pause that started it and shows no pause,
+ * unpause or die of the container since. Call it after a transfer, before
+ * leave(): on failure the transfer's result must be discarded (a read) or
+ * reported as failed (a write). Errors (errno EIO): EK_CONFLICT when someone
+ * else unpaused or stopped the container meanwhile; EK_ENGINE when the proof
+ * cannot be read (no pause record, the log moved on, the engine's error).
+ */
+int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err);
+/* Test-only (NULL otherwise): called at the start of every verify, inside the freeze. */
+extern void (*mafsbx_freeze_test_before_verify)(const char *container, void *ctx);
+extern void *mafsbx_freeze_test_before_verify_ctx;
+
 /* Leave; the last one out unpauses. Never fails (a failed unpause is logged). NULL is a no-op. */
 void mafsbx_freeze_leave(struct mafsbx_freeze *h);
 const char *mafsbx_freeze_container(const struct mafsbx_freeze *h);
@@ -143,6 +158,27 @@ int mafsbx_freeze_wait_idle(struct mafsbx_freezer *f, const char *container, lon
 int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool include_foreign,
 			  bool *unpaused, long long deadline_ms, struct mafsbx_error *err);
 
+/*
+ * Lock files only grow with the containers a host ever froze or ran execs
+ * in; these collect them once the container is gone (IDs are never reused).
+ * forget(): `container` (a full ID) was just removed; its files go if nobody
+ * uses them. collect(): every full-ID key in the runtime directory that is
+ * not in `live` (full IDs, e.g. an `all` listing taken just before) and that
+ * the engine confirms absent, with nobody using its files. *removed counts
+ * the keys collected. Errors: EK_SYSTEM reading the directory.
+ */
+void mafsbx_freeze_forget(struct mafsbx_freezer *f, const char *container);
+int mafsbx_freezer_collect(struct mafsbx_freezer *f, const char *const *live, size_t n_live, unsigned *removed,
+			   struct mafsbx_error *err);
+
+/*
+ * `fn(ctx, container)` is called after every failed unpause of a freeze of
+ * this process (from the thread that saw it, with no freezer lock held; it
+ * must not call back into the freezer synchronously). NULL clears it.
+ */
+void mafsbx_freezer_on_unpause_failure(struct mafsbx_freezer *f, void (*fn)(void *ctx, const char *container),
+				       void *ctx);
+
 struct mafsbx_freeze_stats {
 	uint64_t enters;           /* successful enter() calls */
 	uint64_t pauses;           /* successful pause calls */
@@ -157,6 +193,8 @@ struct mafsbx_freeze_stats {
 	uint64_t exec_waits;       /* exec_begin() calls that waited for a freeze to end */
 	uint64_t exec_deferrals;   /* enters that found an exec in flight or waiting and waited */
 	uint64_t exec_refusals;    /* enters refused (EBUSY) after waiting for execs until the deadline */
+	uint64_t broken_freezes;   /* verify() found the freeze lifted by someone else during a transfer */
+	uint64_t freeze_echoes;    /* verify() saw only dockerd's late echo of an earlier unpause (accepted) */
 	/*
 	 * Debug check, must stay 0: pauses issued (or freezes joined) while an
 	 * exec of this process was registered, plus execs registered inside a

@@ -134,8 +134,19 @@ json_t *mafsbx_dispose_result_json(const struct mafsbx_dispose_result *r);
  */
 int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose_spec *spec,
 			   struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+/*
+ * By name: only a container that carries the identity labels is removed (by
+ * the ID that check read); another container of that name is refused with
+ * EACCES "... is not a sandbox" and left alone.
+ */
 int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name,
 				struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+/*
+ * By the ID `name` was resolved to earlier: removes that container only,
+ * never one re-created under the name since (nor, then, its proxy/network).
+ */
+int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const char *id,
+			      struct mafsbx_dispose_result *res, struct mafsbx_error *err);
 /* kind NULL: every kind of the key. A non-empty key->call adds the call filter. */
 int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
 			       struct mafsbx_dispose_result *res, struct mafsbx_error *err);

@@ -83,6 +83,13 @@ int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err)
  */
 extern void (*sbx_test_before_create)(const char *name, void *ctx);
 extern void *sbx_test_before_create_ctx;
+/*
+ * Test hook (integration tests only; NULL otherwise): called when an exec
+ * timed out, after its instance was removed and before the disposal that
+ * follows, so a test can re-create the sandbox under the same name.
+ */
+extern void (*sbx_test_exec_timed_out)(const char *name, void *ctx);
+extern void *sbx_test_exec_timed_out_ctx;
 
 /* ---- facts.c ------------------------------------------------------------ */
 /*

@@ -26,6 +26,7 @@ static const struct subcommand subcommands[] = {
 	{ "reap", cmd_reap, "remove sandboxes older than a cutoff (for cron)" },
 	{ "ls", cmd_ls, "list the sandboxes on the engine" },
 	{ "fingerprint", cmd_fingerprint, "measure a sandbox; --diff: did a call leave anything behind" },
+	{ "thaw", cmd_thaw, "lift every freeze whose holder is gone (for cron)" },
 };
 
 static void usage(FILE *out)

@@ -30,6 +30,7 @@ int cmd_mkimage(int argc, char **argv);
 int cmd_reap(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_fingerprint(int argc, char **argv);
+int cmd_thaw(int argc, char **argv);
 
 /* "mafsbx: message" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -174,6 +174,95 @@ static void test_foreign_names_are_left_alone(void **state)
 	assert_true(sbxt_exists(foreign));
 }
 
+/* A plain container (no identity labels) under a sandbox's name; registered for removal. */
+static void plain_named(const char *name, const char *net_mode, char id[65])
+{
+	json_t *cfg = json_pack("{s:s, s:[s,s], s:{s:s}, s:{s:s}}", "Image", harness_image(), "Cmd", "sleep", "infinity",
+				"HostConfig", "NetworkMode", net_mode, "Labels", "mafsbxtest", "1");
+	struct mafsbx_error e;
+	harness_register_container(name);
+	harness_check(mafsbx_container_create(harness_engine(), name, cfg, id, &e), &e, "create");
+	json_decref(cfg);
+	harness_check(mafsbx_container_start(harness_engine(), id, &e), &e, "start");
+}
+
+/*
+ * Issue 10 item 7: dispose by name removes only what carries the identity
+ * labels: a plain container named maf-sandbox-docker-<12 hex> (and its
+ * "-proxy" / "-net" namesakes) is refused and left alone, by name and as
+ * the name a key maps to.
+ */
+static void test_plain_container_under_a_sandbox_name(void **state)
+{
+	(void)state;
+	char rnd[HARNESS_NAME_MAX], name[MAFSBX_NAME_LEN + 1], proxy[MAFSBX_NAME_LEN + 8], net[MAFSBX_NAME_LEN + 8];
+	char id[65], pid[65], nid[65];
+	harness_unique_name("x", rnd);
+	snprintf(name, sizeof(name), "%s%s", MAFSBX_NAME_PREFIX, rnd + strlen(rnd) - 12);
+	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	snprintf(net, sizeof(net), "%s-net", name);
+	struct mafsbx_error e;
+	json_t *ncfg = json_pack("{s:s, s:s, s:b}", "Name", net, "Driver", "bridge", "Internal", 1);
+	harness_register_network(net);
+	harness_check(mafsbx_network_create(harness_engine(), ncfg, nid, &e), &e, "network create");
+	json_decref(ncfg);
+	plain_named(name, "none", id);
+	plain_named(proxy, net, pid);
+
+	struct mafsbx_dispose_result dr;
+	assert_int_equal(mafsbx_sandbox_dispose_name(sbxt_g.b, name, &dr, &e), -EACCES);
+	assert_non_null(strstr(e.message, "not a sandbox"));
+	assert_int_equal(dr.disposed, 0);
+	mafsbx_dispose_result_free(&dr);
+	assert_true(sbxt_exists(id));
+	assert_true(sbxt_exists(pid));
+	json_t *n = NULL;
+	assert_int_equal(mafsbx_network_inspect(harness_engine(), net, &n, &e), 0);
+	json_decref(n);
+
+	/* the name a key and kind map to, swept even when the listing fails: still checked */
+	char scope[HARNESS_NAME_MAX], kname[MAFSBX_NAME_LEN + 1], kid[65];
+	sbxt_scope(scope);
+	struct mafsbx_key k = { scope, SBXT_THREAD, "a", "" };
+	mafsbx_container_name(&k, "k", "", kname);
+	plain_named(kname, "none", kid);
+	assert_int_equal(mafsbx_sandbox_dispose_key(sbxt_g.b, &k, "k", &dr, &e), 0);
+	assert_int_equal(dr.disposed, 0);
+	assert_int_equal(dr.n_failures, 1);
+	assert_non_null(strstr(dr.failures[0].detail, "not a sandbox"));
+	mafsbx_dispose_result_free(&dr);
+	assert_true(sbxt_exists(kid));
+}
+
+/*
+ * Issue 10 item 8: disposing the instance a name was resolved to never
+ * removes a sandbox re-created under that name since.
+ */
+static void test_dispose_by_id_spares_a_recreated_sandbox(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_acquire_result a, again;
+	sbxt_acquire_ok(scope, "a", "k", "\"capabilities\":[]", &a);
+	struct mafsbx_error e;
+	harness_check(mafsbx_container_delete(harness_engine(), a.id, true, &e), &e, "delete");
+	sbxt_acquire_ok(scope, "a", "k", "\"capabilities\":[]", &again);
+	assert_string_equal(again.name, a.name);
+	assert_string_not_equal(again.id, a.id);
+	struct mafsbx_dispose_result dr;
+	assert_int_equal(mafsbx_sandbox_dispose_id(sbxt_g.b, a.name, a.id, &dr, &e), 0);
+	assert_int_equal(dr.disposed, 0);
+	mafsbx_dispose_result_free(&dr);
+	assert_true(sbxt_exists(again.id));
+	/* by its own ID it goes */
+	assert_int_equal(mafsbx_sandbox_dispose_id(sbxt_g.b, again.name, again.id, &dr, &e), 0);
+	assert_int_equal(dr.disposed, 1);
+	mafsbx_dispose_result_free(&dr);
+	assert_false(sbxt_exists(again.id));
+	assert_int_equal(mafsbx_sandbox_dispose_id(sbxt_g.b, a.name, "abc", &dr, &e), -EINVAL);
+}
+
 static void test_result_json_and_bad_input(void **state)
 {
 	(void)state;
@@ -206,6 +295,8 @@ int main(void)
 		cmocka_unit_test(test_dispose_conversation),
 		cmocka_unit_test(test_proxy_and_network_go_too),
 		cmocka_unit_test(test_foreign_names_are_left_alone),
+		cmocka_unit_test(test_plain_container_under_a_sandbox_name),
+		cmocka_unit_test(test_dispose_by_id_spares_a_recreated_sandbox),
 		cmocka_unit_test(test_result_json_and_bad_input),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "sbx_testlib.h"
+#include "sbx_internal.h"
 
 static char g_scope[HARNESS_NAME_MAX];
 static struct mafsbx_acquire_result g_sbx;
@@ -179,6 +180,54 @@ static void test_launch_failure_is_an_error(void **state)
 	mafsbx_exec_result_free(&res);
 }
 
+/* Issue 10 item 10: a guest printing the runtime's message and exiting 126 is program output. */
+static void test_forged_launch_failure_is_output(void **state)
+{
+	(void)state;
+	static const char *forged[] = {
+		"\"command\":\"echo 'OCI runtime exec failed: exec failed: unable to start container process: exec: "
+		"\\\"x\\\": stat x: no such file or directory: unknown'; exit 126\"",
+		"\"command\":\"echo 'unable to find user nobody2: no matching entries in passwd file'; exit 126\"",
+	};
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		struct mafsbx_exec_result res;
+		ok(forged[i], &res);
+		assert_int_equal(res.exit_code, 126);
+		assert_false(res.launch_failed);
+		assert_true(res.out_len > 20);
+		mafsbx_exec_result_free(&res);
+	}
+}
+
+/*
+ * Issue 10 item 2: can a guest end its exec's output stream before the exec
+ * process exits (which would release the exec's freezer registration while
+ * it can still exit into a pause)? Closing its own stdout/stderr does not:
+ * the engine ends the stream when the process exits. A double fork whose
+ * grandchild closes what it inherited leaves an exec process that has
+ * exited already (the grandchild is an ordinary guest process). Only the
+ * engine connection being cut ends it early: tests/mount/thaw.sh part 4.
+ */
+static void test_guest_cannot_end_the_stream_early(void **state)
+{
+	(void)state;
+	struct mafsbx_exec_result res;
+	ok("\"command\":\"echo first; exec >&- 2>&- <&-; sleep 2; exit 3\",\"timeout\":30", &res);
+	assert_int_equal(res.exit_code, 3);
+	assert_string_equal((char *)res.out, "first\n");
+	assert_true(res.duration_ms >= 1900);
+	mafsbx_exec_result_free(&res);
+	ok("\"command\":\"(sh -c 'exec >&- 2>&- <&-; sleep 3' &); echo parent\",\"timeout\":30", &res);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal((char *)res.out, "parent\n");
+	mafsbx_exec_result_free(&res);
+	/* a grandchild that keeps the streams open keeps the call open too: it returns when they close */
+	ok("\"command\":\"(sleep 2; echo late) & echo parent\",\"timeout\":30", &res);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal((char *)res.out, "parent\nlate\n");
+	mafsbx_exec_result_free(&res);
+}
+
 static void test_output_cap(void **state)
 {
 	(void)state;
@@ -261,6 +310,44 @@ static void test_exec_waits_for_our_freeze(void **state)
 	pthread_barrier_destroy(&bar);
 }
 
+/*
+ * Issue 10 item 8: the disposal after a timeout removes the instance that
+ * ran, by ID; a sandbox re-created under the same name meanwhile survives.
+ */
+static void recreate_hook(const char *name, void *ctx)
+{
+	struct mafsbx_acquire_result *again = ctx;
+	assert_false(sbxt_exists(name)); /* the instance that timed out is gone already */
+	sbxt_acquire_ok(g_scope, "re", "exec", NULL, again);
+	assert_string_equal(again->name, name);
+}
+
+static void test_timeout_spares_a_recreated_sandbox(void **state)
+{
+	(void)state;
+	struct mafsbx_acquire_result first, again;
+	memset(&again, 0, sizeof(again));
+	sbxt_acquire_ok(g_scope, "re", "exec", NULL, &first);
+	sbx_test_exec_timed_out = recreate_hook;
+	sbx_test_exec_timed_out_ctx = &again;
+	struct mafsbx_exec_spec s = { .sandbox = first.name, .argv = (char *[]){ "sleep", "30", NULL }, .argc = 2,
+				      .cwd = ".", .timeout_ms = 1000 };
+	struct mafsbx_exec_result res;
+	struct mafsbx_error e;
+	int r = mafsbx_sandbox_exec(sbxt_g.b, &s, &res, &e);
+	sbx_test_exec_timed_out = NULL;
+	mafsbx_exec_result_free(&res);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_true(again.id[0]);
+	assert_string_not_equal(again.id, first.id);
+	assert_false(sbxt_exists(first.id));
+	assert_true(sbxt_exists(again.id));
+	struct mafsbx_dispose_result dr;
+	assert_int_equal(mafsbx_sandbox_dispose_id(sbxt_g.b, again.name, again.id, &dr, &e), 0);
+	assert_int_equal(dr.disposed, 1);
+	mafsbx_dispose_result_free(&dr);
+}
+
 /* Last: the timeout discards the sandbox. */
 static void test_timeout_raises_and_disposes(void **state)
 {
@@ -294,9 +381,12 @@ int main(void)
 		cmocka_unit_test(test_exact_bytes),
 		cmocka_unit_test(test_env),
 		cmocka_unit_test(test_launch_failure_is_an_error),
+		cmocka_unit_test(test_forged_launch_failure_is_output),
+		cmocka_unit_test(test_guest_cannot_end_the_stream_early),
 		cmocka_unit_test(test_output_cap),
 		cmocka_unit_test(test_not_a_sandbox),
 		cmocka_unit_test(test_exec_waits_for_our_freeze),
+		cmocka_unit_test(test_timeout_spares_a_recreated_sandbox),
 		cmocka_unit_test(test_timeout_raises_and_disposes),
 	};
 	int r = cmocka_run_group_tests(tests, setup, NULL);

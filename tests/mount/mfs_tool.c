@@ -18,7 +18,9 @@
  *   mfs_tool handmade SCOPE THREAD AGENT KIND [CALL]
  *                                      create + start a sandbox by hand with the
  *                                      upstream name and labels; prints the name
- *                                      (MFS_HANDMADE_PROXY=1: its proxy instead)
+ *                                      (MFS_HANDMADE_PROXY=1: its proxy instead;
+ *                                      MFS_HANDMADE_PLAIN=1: a plain container
+ *                                      under that name, scope label only)
  *   mfs_tool rm-scope SCOPE            force-remove every container and network
  *                                      labelled with that scope (test cleanup)
  *   mfs_tool fwd LISTEN TARGET         relay a unix socket to another (a stand-in
@@ -343,6 +345,14 @@ static int cmd_handmade(int argc, char **argv)
 		strcat(name, "-proxy");
 		json_object_del(labels, MAFSBX_LABEL_WORK_DIR_V1);
 		json_object_set_new(labels, MAFSBX_LABEL_ROLE, json_string("proxy"));
+	}
+	/* MFS_HANDMADE_PLAIN=1: a plain container under that name (the scope label only, for rm-scope) */
+	const char *plain = getenv("MFS_HANDMADE_PLAIN");
+	if (plain && !strcmp(plain, "1")) {
+		char lv[MAFSBX_LABEL_VALUE_MAX + 1];
+		mafsbx_label_value(argv[0], lv);
+		json_decref(labels);
+		labels = json_pack("{s:s}", MAFSBX_LABEL_SCOPE, lv);
 	}
 	const char *image = getenv("MAFSBX_TEST_IMAGE") ? getenv("MAFSBX_TEST_IMAGE") : "mafsbx/busybox:latest";
 	json_t *cfg = json_pack("{s:s, s:[s,s], s:o, s:{s:s}}", "Image", image, "Cmd", "sleep", "infinity", "Labels",

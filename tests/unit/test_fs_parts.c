@@ -281,6 +281,47 @@ static void test_utf8_replace(void **state)
 	V("\r\n\t", "\r\n\t");
 }
 
+/* The capped view: cut where its JSON spelling (as jansson writes it) would pass the budget. */
+static void test_utf8_view_budget(void **state)
+{
+	(void)state;
+	size_t n = 0;
+	bool cut = true;
+	char *out = mfs_utf8_view((const unsigned char *)"abc", 3, 3, &n, &cut);
+	assert_false(cut);
+	assert_int_equal(n, 3);
+	free(out);
+	/* a control byte costs 6: 2 of them fit in 12, the third does not */
+	out = mfs_utf8_view((const unsigned char *)"\x01\x01\x01", 3, 12, &n, &cut);
+	assert_true(cut);
+	assert_int_equal(n, 2);
+	free(out);
+	/* a multibyte character is never split; U+FFFD costs 3 */
+	out = mfs_utf8_view((const unsigned char *)"a\xe2\x82\xac", 4, 3, &n, &cut);
+	assert_true(cut);
+	assert_int_equal(n, 1);
+	free(out);
+	out = mfs_utf8_view((const unsigned char *)"\xff\xff", 2, 6, &n, &cut);
+	assert_false(cut);
+	assert_int_equal(n, 6);
+	free(out);
+	/* 1 MiB of \x01 against a 64 KiB budget: the JSON string stays within it */
+	size_t big = 1u << 20;
+	unsigned char *ones = malloc(big);
+	assert_non_null(ones);
+	memset(ones, 1, big);
+	out = mfs_utf8_view(ones, big, 65536, &n, &cut);
+	assert_true(cut);
+	json_t *j = json_stringn(out, n);
+	char *dumped = json_dumps(j, JSON_ENCODE_ANY);
+	assert_true(strlen(dumped) <= 65536 + 2);
+	assert_true(strlen(dumped) > 65536 - 8);
+	free(dumped);
+	json_decref(j);
+	free(out);
+	free(ones);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_parse_bytes),
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_utf8_replace),
+		cmocka_unit_test(test_utf8_view_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
