@@ -61,6 +61,15 @@ static void write_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* Leave nothing in /tmp (libFuzzer ends with exit()). */
+static void remove_dir(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 static void setup_once(void)
 {
 	if (dir[0])
@@ -68,6 +77,7 @@ static void setup_once(void)
 	snprintf(dir, sizeof(dir), "/tmp/mafsbx-fuzz-endpoint-XXXXXX");
 	if (!mkdtemp(dir))
 		abort();
+	atexit(remove_dir);
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	if (EVP_Digest("fz", 2, md, &mdlen, EVP_sha256(), NULL) != 1)

@@ -105,6 +105,11 @@ static void *server(void *arg)
 	return NULL;
 }
 
+static void remove_socket(void)
+{
+	unlink(sock_path);
+}
+
 static void setup_once(void)
 {
 	if (listen_fd >= 0)
@@ -116,6 +121,7 @@ static void setup_once(void)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
 	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(listen_fd, 16) < 0)
 		abort();
+	atexit(remove_socket);
 	pthread_t t;
 	if (pthread_create(&t, NULL, server, NULL) != 0)
 		abort();
