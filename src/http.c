@@ -15,7 +15,29 @@
  *  - the hijacked exec stream: CURLOPT_CONNECT_ONLY gives a connected
  *    (possibly TLS) socket, on which the request is written by hand, stdin
  *    is sent and half-closed, and the raw frames are read with poll() until
- *    the engine closes the stream.
+ *    the engine closes the stream;
+ *  - ssh:// transports, as the Docker CLI's connhelper does them: every
+ *    connection is a unix stream whose other end is the stdin and stdout of
+ *    `ssh ... host docker system dial-stdio`. libcurl 7.88 cannot take a
+ *    socket that is already connected (CURL_SOCKOPT_ALREADY_CONNECTED is
+ *    broken there: curl issue #10626, it calls connect() anyway and fails on
+ *    EISCONN), so the open-socket callback makes a one-shot listener on a
+ *    private abstract address and lets libcurl connect to it; before the
+ *    first byte is sent (the pre-request callback, or right after the
+ *    connect of a hijack) the connection is accepted, checked to be the one
+ *    libcurl made (its peer address is our socket's own autobound name, so
+ *    another local process that races to connect is turned away), and
+ *    handed to a new ssh. The close callback closes our end and reaps the
+ *    process (no zombie, no leaked fd), keeping ssh's stderr when it ended
+ *    by itself so a failure names its reason ("Permission denied
+ *    (publickey)", "docker: not found").
+ *
+ * Half-closing stdin over TLS: the write side is shut at the TCP layer
+ * (shutdown(SHUT_WR)) without a TLS close_notify, exactly what the Docker
+ * client does (docker/client hijack.go, tlsClientCon.CloseWrite closes the
+ * raw connection's write side). The engine's TLS reader takes the clean EOF
+ * at a record boundary as the end of stdin and goes on writing the output;
+ * OpenSSL on our side only reads from then on, which needs no write.
  */
 #include "http.h"
 
@@ -25,17 +47,39 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stddef.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #define POOL_MAX 32
 #define HIJACK_HEAD_MAX (64 * 1024)
+/* ssh: how much of its stderr a failure message carries (the tail). */
+#define SSH_DIAG_MAX 512
+/* ssh: how long a closed transport may take to end by itself before SIGTERM, then SIGKILL. */
+#define SSH_EXIT_GRACE_MS 20
+#define SSH_TERM_GRACE_MS 2000
+/* ssh: the abstract address of a handle's one-shot listener ("" prefix byte added by the kernel form). */
+#define SSH_LISTEN_NAME_MAX 64
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned long request_count;
+
+unsigned long mafsbx_http_request_count(void)
+{
+	return request_count;
+}
 static CURLcode global_rc = CURLE_FAILED_INIT;
 
 static void global_init(void)
@@ -56,6 +100,11 @@ struct pconn {
 	CURL *c;
 	struct mafsbx_http *h;
 	curl_socket_t fds[PCONN_FDS];
+	pid_t ssh_pid[PCONN_FDS];    /* ssh: the process behind fds[i], 0 when none */
+	int ssh_err[PCONN_FDS];      /* ssh: read end of its stderr pipe, -1 when none */
+	int ssh_listen[PCONN_FDS];   /* ssh: the listener fds[i] connects to, until accepted; -1 */
+	char ssh_name[SSH_LISTEN_NAME_MAX]; /* ssh: this handle's listener address (abstract) */
+	char ssh_diag[SSH_DIAG_MAX + 64]; /* ssh: how the last transport ended by itself, "" if not */
 };
 
 /* One streamed transfer under watch. Lives on the requesting thread's stack. */
@@ -191,9 +240,338 @@ static bool watch_touch(struct mafsbx_http *h, struct watch *w)
 	return fired;
 }
 
+/* ---- ssh transport ------------------------------------------------------- */
+
+/* A descriptor number >= 3, close-on-exec, so posix_spawn's dup2 onto 0..2 cannot clobber it. */
+static int fd_above_stdio(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n;
+}
+
+/*
+ * Start `ssh -o BatchMode=yes -o ConnectTimeout=N -T [-l USER] [-p PORT] --
+ * HOST docker system dial-stdio` (the Docker CLI's arguments plus BatchMode,
+ * so a missing key fails at once instead of prompting) with `conn` as its
+ * stdin and stdout and a pipe as its stderr. ssh runs in its own process
+ * group, so a terminal's ^C for the daemon does not cut the engine
+ * connections under a clean unmount. Takes `conn` (closed in every case).
+ */
+static int ssh_spawn(const struct mafsbx_http *h, int conn, pid_t *pid, int *errfd, char *diag, size_t diagsz)
+{
+	const struct mafsbx_endpoint *ep = &h->ep;
+	int sv[2] = { fd_above_stdio(conn), -1 }, ev[2] = { -1, -1 };
+	int r = -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	bool fa_init = false, at_init = false;
+
+	if (sv[0] < 0 || pipe2(ev, O_CLOEXEC) < 0) {
+		snprintf(diag, diagsz, "cannot make the ssh pipe: %s", strerror(errno));
+		goto out;
+	}
+	sv[1] = sv[0];
+	sv[0] = -1;
+	for (int i = 0; i < 2; i++)
+		ev[i] = fd_above_stdio(ev[i]);
+	if (ev[0] < 0 || ev[1] < 0) {
+		snprintf(diag, diagsz, "cannot make the ssh pipe: %s", strerror(errno));
+		goto out;
+	}
+	(void)fcntl(ev[0], F_SETFL, O_NONBLOCK);
+
+	char timeout[64], port[16];
+	long secs = (h->connect_ms + 999) / 1000;
+	snprintf(timeout, sizeof(timeout), "ConnectTimeout=%ld", secs > 0 ? secs : 1);
+	snprintf(port, sizeof(port), "%d", ep->port);
+	char *argv[16];
+	int n = 0;
+	argv[n++] = "ssh";
+	argv[n++] = "-o";
+	argv[n++] = "BatchMode=yes";
+	argv[n++] = "-o";
+	argv[n++] = timeout;
+	argv[n++] = "-T";
+	if (ep->user[0]) {
+		argv[n++] = "-l";
+		argv[n++] = (char *)ep->user;
+	}
+	if (ep->port > 0) {
+		argv[n++] = "-p";
+		argv[n++] = port;
+	}
+	argv[n++] = "--";
+	argv[n++] = (char *)ep->host;
+	argv[n++] = "docker";
+	argv[n++] = "system";
+	argv[n++] = "dial-stdio";
+	argv[n] = NULL;
+
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	int e;
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+		goto spawn_failed;
+	fa_init = true;
+	if ((e = posix_spawnattr_init(&at)) != 0)
+		goto spawn_failed;
+	at_init = true;
+	if ((e = posix_spawn_file_actions_adddup2(&fa, sv[1], 0)) != 0 ||
+	    (e = posix_spawn_file_actions_adddup2(&fa, sv[1], 1)) != 0 ||
+	    (e = posix_spawn_file_actions_adddup2(&fa, ev[1], 2)) != 0 ||
+	    (e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+						       POSIX_SPAWN_SETPGROUP)) != 0 ||
+	    (e = posix_spawnattr_setsigmask(&at, &none)) != 0 || (e = posix_spawnattr_setsigdefault(&at, &all)) != 0 ||
+	    (e = posix_spawnattr_setpgroup(&at, 0)) != 0)
+		goto spawn_failed;
+	if ((e = posix_spawnp(pid, "ssh", &fa, &at, argv, environ)) != 0)
+		goto spawn_failed;
+	*errfd = ev[0];
+	ev[0] = -1;
+	r = 0;
+	goto out;
+spawn_failed:
+	snprintf(diag, diagsz, "cannot run ssh: %s", strerror(e));
+out:
+	if (fa_init)
+		posix_spawn_file_actions_destroy(&fa);
+	if (at_init)
+		posix_spawnattr_destroy(&at);
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] >= 0)
+			close(sv[i]);
+		if (ev[i] >= 0)
+			close(ev[i]);
+	}
+	return r;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* waitpid(WNOHANG) for up to ms: the pid when reaped, 0 when still running. */
+static pid_t wait_child(pid_t pid, int *status, long ms)
+{
+	long long until = mafsbx_now_ms() + ms;
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			return w < 0 ? -1 : w;
+		if (mafsbx_now_ms() >= until)
+			return 0;
+		sleep_ms(2);
+	}
+}
+
+/*
+ * End and reap one ssh transport whose socket was just closed. An ssh that
+ * ends by itself at once (it failed: that is why the connection closed) has
+ * its exit status and the tail of its stderr kept in pc->ssh_diag for the
+ * error message; one still running (a healthy connection being retired) is
+ * sent SIGTERM, and SIGKILL if that is not enough. Always reaped.
+ */
+static void ssh_reap(struct pconn *pc, pid_t pid, int errfd)
+{
+	int status = 0;
+	bool by_itself = true;
+	pid_t w = wait_child(pid, &status, SSH_EXIT_GRACE_MS);
+	if (w == 0) {
+		by_itself = false;
+		(void)kill(pid, SIGTERM);
+		w = wait_child(pid, &status, SSH_TERM_GRACE_MS);
+		if (w == 0) {
+			(void)kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+	char tail[SSH_DIAG_MAX + 1];
+	size_t tl = 0;
+	for (;;) {
+		char buf[1024];
+		ssize_t n = read(errfd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		/* Keep the last SSH_DIAG_MAX bytes: the final line is the reason. */
+		for (ssize_t i = 0; i < n; i++) {
+			if (tl == SSH_DIAG_MAX) {
+				memmove(tail, tail + 1, SSH_DIAG_MAX - 1);
+				tl--;
+			}
+			char c = buf[i];
+			tail[tl++] = (c == '\n' || c == '\r' || c == '\t') ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : c;
+		}
+	}
+	close(errfd);
+	while (tl && tail[tl - 1] == ' ')
+		tl--;
+	tail[tl] = '\0';
+	if (!by_itself)
+		return;
+	char how[48];
+	if (WIFEXITED(status))
+		snprintf(how, sizeof(how), "ssh exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "ssh was killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(how, sizeof(how), "ssh ended");
+	snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "%s%s%s", how, tl ? ": " : "", tail);
+}
+
+static socklen_t abstract_addr(struct sockaddr_un *sa, const char *name)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	size_t n = strlen(name);
+	memcpy(sa->sun_path + 1, name, n);  /* sun_path[0] == '\0': the abstract namespace */
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+/*
+ * libcurl opens the connection's socket: make the one-shot listener it will
+ * connect to (at this handle's private abstract address, backlog 1) and a
+ * socket autobound to a kernel-chosen unique abstract name, by which the
+ * accept recognises it. ssh is started when the connection is accepted.
+ */
+static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct pconn *pc = clientp;
+	(void)purpose;
+	(void)addr;
+	struct sockaddr_un sa;
+	socklen_t len = abstract_addr(&sa, pc->ssh_name);
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sa_family_t fam = AF_UNIX;
+	if (l < 0 || fd < 0 || bind(l, (struct sockaddr *)&sa, len) < 0 || listen(l, 1) < 0 ||
+	    bind(fd, (struct sockaddr *)&fam, sizeof(fam)) < 0) {
+		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "cannot make the local end of the ssh transport: %s",
+			 strerror(errno));
+		goto fail;
+	}
+	pthread_mutex_lock(&pc->h->wd_mu);
+	int slot = -1;
+	for (int i = 0; i < PCONN_FDS && slot < 0; i++)
+		if (pc->fds[i] == CURL_SOCKET_BAD)
+			slot = i;
+	if (slot >= 0) {
+		pc->fds[slot] = fd;
+		pc->ssh_listen[slot] = l;
+	}
+	pthread_mutex_unlock(&pc->h->wd_mu);
+	if (slot < 0) {
+		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "too many connection attempts at once");
+		goto fail;
+	}
+	return fd;
+fail:
+	if (l >= 0)
+		close(l);
+	if (fd >= 0)
+		close(fd);
+	return CURL_SOCKET_BAD;
+}
+
+/*
+ * The connection libcurl just made (or a reused one: nothing to do): accept
+ * it on the one-shot listener, make sure it is ours, and start ssh on it.
+ * Runs before the first byte of a request is sent. 0, or -1 with
+ * pc->ssh_diag saying why.
+ */
+static int ssh_attach(struct pconn *pc)
+{
+	struct mafsbx_http *h = pc->h;
+	int l = -1, slot = -1;
+	curl_socket_t fd = CURL_SOCKET_BAD;
+	pthread_mutex_lock(&h->wd_mu);
+	for (int i = 0; i < PCONN_FDS && slot < 0; i++) {
+		if (pc->fds[i] != CURL_SOCKET_BAD && pc->ssh_listen[i] >= 0) {
+			slot = i;
+			l = pc->ssh_listen[i];
+			fd = pc->fds[i];
+			pc->ssh_listen[i] = -1;
+		}
+	}
+	pthread_mutex_unlock(&h->wd_mu);
+	if (slot < 0)
+		return 0;
+
+	struct sockaddr_un mine;
+	socklen_t mlen = sizeof(mine);
+	int r = -1;
+	if (getsockname(fd, (struct sockaddr *)&mine, &mlen) < 0) {
+		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "getsockname: %s", strerror(errno));
+		goto out;
+	}
+	/* libcurl's connect to a unix listener completes at once: the connection is queued. */
+	long long until = mafsbx_now_ms() + h->connect_ms;
+	for (;;) {
+		struct sockaddr_un peer;
+		socklen_t plen = sizeof(peer);
+		int a = accept4(l, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
+		if (a >= 0) {
+			if (plen == mlen && memcmp(&peer, &mine, mlen) == 0) {
+				pid_t pid = 0;
+				int errfd = -1;
+				if (ssh_spawn(h, a, &pid, &errfd, pc->ssh_diag, sizeof(pc->ssh_diag)) < 0)
+					goto out;
+				pthread_mutex_lock(&h->wd_mu);
+				pc->ssh_pid[slot] = pid;
+				pc->ssh_err[slot] = errfd;
+				pthread_mutex_unlock(&h->wd_mu);
+				r = 0;
+				goto out;
+			}
+			close(a);  /* another process raced to our address: never give it the engine */
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "accept: %s", strerror(errno));
+			goto out;
+		}
+		long long left = until - mafsbx_now_ms();
+		if (left <= 0) {
+			snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "the local end of the ssh transport never connected");
+			goto out;
+		}
+		struct pollfd pfd = { .fd = l, .events = POLLIN };
+		(void)poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
+	}
+out:
+	close(l);
+	return r;
+}
+
+static int on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+		     int conn_local_port)
+{
+	(void)conn_primary_ip;
+	(void)conn_local_ip;
+	(void)conn_primary_port;
+	(void)conn_local_port;
+	return ssh_attach(clientp) == 0 ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
+}
+
 static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
 {
 	struct pconn *pc = clientp;
+	/* The ssh socket was recorded when it was made. */
+	if (pc->h->ep.scheme == MAFSBX_EP_SSH)
+		return CURL_SOCKOPT_OK;
 	pthread_mutex_lock(&pc->h->wd_mu);
 	for (int i = 0; i < PCONN_FDS; i++) {
 		if (pc->fds[i] == CURL_SOCKET_BAD) {
@@ -213,12 +591,26 @@ static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
 static int on_close_socket(void *clientp, curl_socket_t fd)
 {
 	struct pconn *pc = clientp;
+	pid_t pid = 0;
+	int errfd = -1;
 	pthread_mutex_lock(&pc->h->wd_mu);
-	for (int i = 0; i < PCONN_FDS; i++)
-		if (pc->fds[i] == fd)
+	for (int i = 0; i < PCONN_FDS; i++) {
+		if (pc->fds[i] == fd) {
 			pc->fds[i] = CURL_SOCKET_BAD;
+			pid = pc->ssh_pid[i];
+			errfd = pc->ssh_err[i];
+			if (pc->ssh_listen[i] >= 0)
+				close(pc->ssh_listen[i]);
+			pc->ssh_pid[i] = 0;
+			pc->ssh_err[i] = -1;
+			pc->ssh_listen[i] = -1;
+		}
+	}
 	int r = close(fd);
 	pthread_mutex_unlock(&pc->h->wd_mu);
+	/* Outside the lock: ending ssh may take a moment, the watchdog must not wait for it. */
+	if (pid > 0)
+		ssh_reap(pc, pid, errfd);
 	return r;
 }
 
@@ -228,8 +620,19 @@ static struct pconn *pconn_new(struct mafsbx_http *h)
 	if (!pc)
 		return NULL;
 	pc->h = h;
-	for (int i = 0; i < PCONN_FDS; i++)
+	for (int i = 0; i < PCONN_FDS; i++) {
 		pc->fds[i] = CURL_SOCKET_BAD;
+		pc->ssh_err[i] = -1;
+		pc->ssh_listen[i] = -1;
+	}
+	if (h->ep.scheme == MAFSBX_EP_SSH) {
+		/* Unique per handle and unguessable; the accept checks the peer anyway. */
+		static _Atomic unsigned long seq;
+		unsigned long rnd = 0;
+		if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			rnd = (unsigned long)mafsbx_now_ms() ^ (unsigned long)(uintptr_t)pc;
+		snprintf(pc->ssh_name, sizeof(pc->ssh_name), "mafsbx-ssh-%ld-%lu-%016lx", (long)getpid(), ++seq, rnd);
+	}
 	pc->c = curl_easy_init();
 	if (!pc->c) {
 		free(pc);
@@ -257,7 +660,7 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 				 curl_easy_strerror(global_rc));
 		return NULL;
 	}
-	if (!ep || (ep->scheme != MAFSBX_EP_UNIX && ep->scheme != MAFSBX_EP_TCP)) {
+	if (!ep || (ep->scheme != MAFSBX_EP_UNIX && ep->scheme != MAFSBX_EP_TCP && ep->scheme != MAFSBX_EP_SSH)) {
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint: unknown scheme");
 		return NULL;
 	}
@@ -269,6 +672,11 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint %s: no host or port", ep->url);
 		return NULL;
 	}
+	if (ep->scheme == MAFSBX_EP_SSH && (!ep->host[0] || ep->host[0] == '-' || ep->user[0] == '-' ||
+					    ep->port < 0 || ep->port > 65535)) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint %s: bad host, user or port", ep->url);
+		return NULL;
+	}
 	struct mafsbx_http *h = calloc(1, sizeof(*h));
 	if (!h) {
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -277,7 +685,7 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 	h->ep = *ep;
 	h->connect_ms = connect_ms > 0 ? connect_ms : 5000;
 	h->timeout_ms = default_timeout_ms > 0 ? default_timeout_ms : 60000;
-	if (ep->scheme == MAFSBX_EP_UNIX)
+	if (ep->scheme == MAFSBX_EP_UNIX || ep->scheme == MAFSBX_EP_SSH)
 		snprintf(h->base, sizeof(h->base), "http://localhost");
 	else if (strchr(ep->host, ':'))
 		snprintf(h->base, sizeof(h->base), "%s://[%s]:%d", ep->tls ? "https" : "http", ep->host, ep->port);
@@ -331,6 +739,8 @@ static struct pconn *pool_get(struct mafsbx_http *h)
 		curl_easy_reset(pc->c);  /* keeps the live connection */
 	else
 		pc = pconn_new(h);
+	if (pc)
+		pc->ssh_diag[0] = '\0';  /* a diagnosis belongs to the request that saw it */
 	return pc;
 }
 
@@ -368,6 +778,14 @@ static int setup_common(struct mafsbx_http *h, struct pconn *pc, char *errbuf)
 	SET(CURLOPT_USERAGENT, "mafsbxfs/" MAFSBX_VERSION);
 	if (h->ep.scheme == MAFSBX_EP_UNIX)
 		SET(CURLOPT_UNIX_SOCKET_PATH, h->ep.socket_path);
+	if (h->ep.scheme == MAFSBX_EP_SSH) {
+		/* One address, so one socket per connection: no happy-eyeballs pair of ssh processes. */
+		SET(CURLOPT_ABSTRACT_UNIX_SOCKET, pc->ssh_name);
+		SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+		SET(CURLOPT_OPENSOCKETDATA, pc);
+		SET(CURLOPT_PREREQFUNCTION, on_prereq);
+		SET(CURLOPT_PREREQDATA, pc);
+	}
 	if (h->ep.tls) {
 		SET(CURLOPT_SSL_VERIFYPEER, h->ep.tls_verify ? 1L : 0L);
 		SET(CURLOPT_SSL_VERIFYHOST, h->ep.tls_verify ? 2L : 0L);
@@ -499,11 +917,30 @@ static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult,
 	return fired ? 1 : 0;
 }
 
-static int map_curl_error(struct mafsbx_http *h, CURL *c, CURLcode rc, const char *errbuf, const char *method,
-			  const char *target, struct mafsbx_error *err)
+static int map_curl_error(struct mafsbx_http *h, struct pconn *pc, CURLcode rc, const char *errbuf,
+			  const char *method, const char *target, struct mafsbx_error *err)
 {
+	CURL *c = pc->c;
 	const char *detail = errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc);
 	long os_errno = 0;
+	/*
+	 * ssh: a transport that ended by itself explains the failure better than
+	 * libcurl's "Empty reply from server" does; the engine is unreachable.
+	 */
+	if (h->ep.scheme == MAFSBX_EP_SSH && pc->ssh_diag[0] && rc != CURLE_OPERATION_TIMEDOUT &&
+	    rc != CURLE_OUT_OF_MEMORY)
+		return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s cannot be reached: %s (%s)", h->ep.url,
+					pc->ssh_diag, detail);
+	/*
+	 * TLS 1.3 finishes the handshake before the server has checked our
+	 * certificate: its refusal (no client certificate, an expired or
+	 * unknown one) arrives as an alert on the first read. It is still the
+	 * TLS set-up that failed, so it is reported as such.
+	 */
+	if (h->ep.tls && (rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) &&
+	    (strstr(detail, "SSL") || strstr(detail, "alert")))
+		return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s: TLS failed (the engine refused "
+					"this client's certificate?): %s", h->ep.url, detail);
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -571,6 +1008,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	int r = 0;
 	bool reusable = false;
 
+	request_count++;
 	struct pconn *pc = pool_get(h);
 	if (!pc)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
@@ -646,7 +1084,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	else if (x.probe_aborted)
 		r = 0;
 	else if (rc != CURLE_OK)
-		r = map_curl_error(h, c, rc, errbuf, rq->method, rq->target, err);
+		r = map_curl_error(h, pc, rc, errbuf, rq->method, rq->target, err);
 	else if (resp->status < 100)
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: no HTTP status from the engine", rq->method,
 				     rq->target);
@@ -730,9 +1168,6 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 {
 	if (!h || !method || !target || target[0] != '/' || !resp || !on_data)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http hijack: bad arguments");
-	if (in && h->ep.tls)
-		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
-					"exec with stdin over TLS is not supported (the stream cannot be half-closed)");
 	resp->status = 0;
 	resp->body_bytes = 0;
 	mafsbx_buf_reset(&resp->body);
@@ -742,6 +1177,7 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 	char buf[16384];
 	struct mafsbx_buf head = MAFSBX_BUF_INIT;
 	int r = 0;
+	request_count++;
 	struct pconn *pc = pconn_new(h);
 	if (!pc)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
@@ -752,8 +1188,10 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 		goto out;
 	}
 	CURLcode rc = curl_easy_perform(c);
+	if (rc == CURLE_OK && h->ep.scheme == MAFSBX_EP_SSH && ssh_attach(pc) < 0)
+		rc = CURLE_ABORTED_BY_CALLBACK;
 	if (rc != CURLE_OK) {
-		r = map_curl_error(h, c, rc, errbuf, method, target, err);
+		r = map_curl_error(h, pc, rc, errbuf, method, target, err);
 		goto out;
 	}
 	curl_socket_t fd = CURL_SOCKET_BAD;
