@@ -67,6 +67,14 @@ extern char **environ;
 #define HIJACK_HEAD_MAX (64 * 1024)
 /* ssh: how much of its stderr a failure message carries (the tail). */
 #define SSH_DIAG_MAX 512
+/*
+ * ssh: transports multiplexed over the master at most; more connect on their
+ * own. sshd's default MaxSessions is 10 per connection, and a refused
+ * session would fail the request, so stay below it.
+ */
+#define SSH_MUX_MAX 8
+/* ssh: a master that died is started again at most this often. */
+#define SSH_MASTER_RETRY_MS 5000
 /* ssh: how long a closed transport may take to end by itself before SIGTERM, then SIGKILL. */
 #define SSH_EXIT_GRACE_MS 20
 #define SSH_TERM_GRACE_MS 2000
@@ -101,6 +109,7 @@ struct pconn {
 	struct mafsbx_http *h;
 	curl_socket_t fds[PCONN_FDS];
 	pid_t ssh_pid[PCONN_FDS];    /* ssh: the process behind fds[i], 0 when none */
+	bool ssh_mux[PCONN_FDS];     /* ssh: it runs over the master (counted in h->ssh_muxed) */
 	int ssh_err[PCONN_FDS];      /* ssh: read end of its stderr pipe, -1 when none */
 	int ssh_listen[PCONN_FDS];   /* ssh: the listener fds[i] connects to, until accepted; -1 */
 	char ssh_name[SSH_LISTEN_NAME_MAX]; /* ssh: this handle's listener address (abstract) */
@@ -134,6 +143,14 @@ struct mafsbx_http {
 	bool wd_stop;
 	struct watch *watches;
 	int dead_fd;             /* an unconnected socket: dup3'd over a cut connection */
+
+	/* ssh: one master connection that the transports multiplex over (see ssh_master_path). */
+	pthread_mutex_t ssh_mu;
+	pid_t ssh_master;        /* 0: none running */
+	long long ssh_master_at; /* when it was last started (respawns are spaced) */
+	char ssh_dir[64];        /* private 0700 directory of its control socket, "" until made */
+	char ssh_ctl[96];        /* the control socket */
+	unsigned ssh_muxed;      /* transports running over the master now */
 };
 
 void mafsbx_http_resp_free(struct mafsbx_http_resp *r)
@@ -258,38 +275,47 @@ static int fd_above_stdio(int fd)
  * Start `ssh -o BatchMode=yes -o ConnectTimeout=N -T [-l USER] [-p PORT] --
  * HOST docker system dial-stdio` (the Docker CLI's arguments plus BatchMode,
  * so a missing key fails at once instead of prompting) with `conn` as its
- * stdin and stdout and a pipe as its stderr. ssh runs in its own process
- * group, so a terminal's ^C for the daemon does not cut the engine
+ * stdin and stdout and a pipe as its stderr; with `ctl`, over that master's
+ * control socket (-S CTL -o ControlMaster=no: a session on the master's
+ * connection, no handshake of its own; ssh connects by itself when the
+ * socket is not there). `conn` < 0 starts the master instead: -M -N -S CTL,
+ * stdin, stdout and stderr on /dev/null, `errfd` unused. ssh runs in its own
+ * process group, so a terminal's ^C for the daemon does not cut the engine
  * connections under a clean unmount. Takes `conn` (closed in every case).
  */
-static int ssh_spawn(const struct mafsbx_http *h, int conn, pid_t *pid, int *errfd, char *diag, size_t diagsz)
+static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid_t *pid, int *errfd, char *diag,
+		     size_t diagsz)
 {
 	const struct mafsbx_endpoint *ep = &h->ep;
-	int sv[2] = { fd_above_stdio(conn), -1 }, ev[2] = { -1, -1 };
+	bool master = conn < 0;
+	int sv[2] = { -1, -1 }, ev[2] = { -1, -1 };
 	int r = -1;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	bool fa_init = false, at_init = false;
 
-	if (sv[0] < 0 || pipe2(ev, O_CLOEXEC) < 0) {
+	if (master) {
+		sv[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
+		ev[1] = sv[1] >= 0 ? fcntl(sv[1], F_DUPFD_CLOEXEC, 3) : -1;
+		sv[1] = fd_above_stdio(sv[1]);
+	} else {
+		sv[1] = fd_above_stdio(conn);
+		if (sv[1] >= 0 && pipe2(ev, O_CLOEXEC) == 0)
+			for (int i = 0; i < 2; i++)
+				ev[i] = fd_above_stdio(ev[i]);
+	}
+	if (sv[1] < 0 || ev[1] < 0 || (!master && ev[0] < 0)) {
 		snprintf(diag, diagsz, "cannot make the ssh pipe: %s", strerror(errno));
 		goto out;
 	}
-	sv[1] = sv[0];
-	sv[0] = -1;
-	for (int i = 0; i < 2; i++)
-		ev[i] = fd_above_stdio(ev[i]);
-	if (ev[0] < 0 || ev[1] < 0) {
-		snprintf(diag, diagsz, "cannot make the ssh pipe: %s", strerror(errno));
-		goto out;
-	}
-	(void)fcntl(ev[0], F_SETFL, O_NONBLOCK);
+	if (!master)
+		(void)fcntl(ev[0], F_SETFL, O_NONBLOCK);
 
 	char timeout[64], port[16];
 	long secs = (h->connect_ms + 999) / 1000;
 	snprintf(timeout, sizeof(timeout), "ConnectTimeout=%ld", secs > 0 ? secs : 1);
 	snprintf(port, sizeof(port), "%d", ep->port);
-	char *argv[16];
+	char *argv[24];
 	int n = 0;
 	argv[n++] = "ssh";
 	argv[n++] = "-o";
@@ -297,6 +323,19 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, pid_t *pid, int *err
 	argv[n++] = "-o";
 	argv[n++] = timeout;
 	argv[n++] = "-T";
+	if (master) {
+		argv[n++] = "-M";
+		argv[n++] = "-N";
+		argv[n++] = "-o";
+		argv[n++] = "ControlPersist=no";
+	} else if (ctl) {
+		argv[n++] = "-o";
+		argv[n++] = "ControlMaster=no";
+	}
+	if (master || ctl) {
+		argv[n++] = "-S";
+		argv[n++] = (char *)ctl;
+	}
 	if (ep->user[0]) {
 		argv[n++] = "-l";
 		argv[n++] = (char *)ep->user;
@@ -307,9 +346,11 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, pid_t *pid, int *err
 	}
 	argv[n++] = "--";
 	argv[n++] = (char *)ep->host;
-	argv[n++] = "docker";
-	argv[n++] = "system";
-	argv[n++] = "dial-stdio";
+	if (!master) {
+		argv[n++] = "docker";
+		argv[n++] = "system";
+		argv[n++] = "dial-stdio";
+	}
 	argv[n] = NULL;
 
 	sigset_t none, all;
@@ -332,8 +373,10 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, pid_t *pid, int *err
 		goto spawn_failed;
 	if ((e = posix_spawnp(pid, "ssh", &fa, &at, argv, environ)) != 0)
 		goto spawn_failed;
-	*errfd = ev[0];
-	ev[0] = -1;
+	if (!master) {
+		*errfd = ev[0];
+		ev[0] = -1;
+	}
 	r = 0;
 	goto out;
 spawn_failed:
@@ -428,6 +471,76 @@ static void ssh_reap(struct pconn *pc, pid_t pid, int errfd)
 	else
 		snprintf(how, sizeof(how), "ssh ended");
 	snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "%s%s%s", how, tl ? ": " : "", tail);
+}
+
+/*
+ * The control socket of this client's ssh master, starting the master when
+ * none runs (and its last start is SSH_MASTER_RETRY_MS ago), or NULL: no
+ * master to use, or SSH_MUX_MAX sessions on it already. The master
+ * (`ssh -M -N`) holds one authenticated connection; each transport is then a
+ * session on it, which costs a channel open instead of a key exchange and an
+ * authentication. A transport started before the master's socket exists
+ * connects on its own (ssh does so when the socket is missing), so nothing
+ * waits for the master. Counted in h->ssh_muxed when it returns a path.
+ */
+static const char *ssh_master_path(struct mafsbx_http *h)
+{
+	const char *ctl = NULL;
+	pthread_mutex_lock(&h->ssh_mu);
+	if (h->ssh_master > 0) {
+		int st;
+		if (waitpid(h->ssh_master, &st, WNOHANG) == h->ssh_master) {
+			h->ssh_master = 0;  /* it died: its socket is gone or stale */
+			(void)unlink(h->ssh_ctl);
+		}
+	}
+	if (h->ssh_master <= 0 && mafsbx_now_ms() - h->ssh_master_at >= SSH_MASTER_RETRY_MS) {
+		h->ssh_master_at = mafsbx_now_ms();
+		if (!h->ssh_dir[0]) {
+			char dir[] = "/tmp/mafsbx-ssh-XXXXXX";
+			if (mkdtemp(dir)) {
+				snprintf(h->ssh_dir, sizeof(h->ssh_dir), "%s", dir);
+				snprintf(h->ssh_ctl, sizeof(h->ssh_ctl), "%s/master", dir);
+			}
+		}
+		char diag[128];
+		pid_t pid = 0;
+		if (h->ssh_dir[0] && ssh_spawn(h, -1, h->ssh_ctl, &pid, NULL, diag, sizeof(diag)) == 0)
+			h->ssh_master = pid;
+	}
+	if (h->ssh_master > 0 && h->ssh_muxed < SSH_MUX_MAX) {
+		h->ssh_muxed++;
+		ctl = h->ssh_ctl;
+	}
+	pthread_mutex_unlock(&h->ssh_mu);
+	return ctl;
+}
+
+static void ssh_mux_done(struct mafsbx_http *h)
+{
+	pthread_mutex_lock(&h->ssh_mu);
+	if (h->ssh_muxed)
+		h->ssh_muxed--;
+	pthread_mutex_unlock(&h->ssh_mu);
+}
+
+static void ssh_master_stop(struct mafsbx_http *h)
+{
+	if (h->ssh_master > 0) {
+		int st;
+		(void)kill(h->ssh_master, SIGTERM);
+		if (wait_child(h->ssh_master, &st, SSH_TERM_GRACE_MS) == 0) {
+			(void)kill(h->ssh_master, SIGKILL);
+			while (waitpid(h->ssh_master, &st, 0) < 0 && errno == EINTR)
+				;
+		}
+		h->ssh_master = 0;
+	}
+	if (h->ssh_dir[0]) {
+		(void)unlink(h->ssh_ctl);
+		(void)rmdir(h->ssh_dir);
+		h->ssh_dir[0] = '\0';
+	}
 }
 
 static socklen_t abstract_addr(struct sockaddr_un *sa, const char *name)
@@ -525,11 +638,16 @@ static int ssh_attach(struct pconn *pc)
 			if (plen == mlen && memcmp(&peer, &mine, mlen) == 0) {
 				pid_t pid = 0;
 				int errfd = -1;
-				if (ssh_spawn(h, a, &pid, &errfd, pc->ssh_diag, sizeof(pc->ssh_diag)) < 0)
+				const char *ctl = ssh_master_path(h);
+				if (ssh_spawn(h, a, ctl, &pid, &errfd, pc->ssh_diag, sizeof(pc->ssh_diag)) < 0) {
+					if (ctl)
+						ssh_mux_done(h);
 					goto out;
+				}
 				pthread_mutex_lock(&h->wd_mu);
 				pc->ssh_pid[slot] = pid;
 				pc->ssh_err[slot] = errfd;
+				pc->ssh_mux[slot] = ctl != NULL;
 				pthread_mutex_unlock(&h->wd_mu);
 				r = 0;
 				goto out;
@@ -593,10 +711,13 @@ static int on_close_socket(void *clientp, curl_socket_t fd)
 	struct pconn *pc = clientp;
 	pid_t pid = 0;
 	int errfd = -1;
+	bool mux = false;
 	pthread_mutex_lock(&pc->h->wd_mu);
 	for (int i = 0; i < PCONN_FDS; i++) {
 		if (pc->fds[i] == fd) {
 			pc->fds[i] = CURL_SOCKET_BAD;
+			mux = pc->ssh_mux[i];
+			pc->ssh_mux[i] = false;
 			pid = pc->ssh_pid[i];
 			errfd = pc->ssh_err[i];
 			if (pc->ssh_listen[i] >= 0)
@@ -611,6 +732,8 @@ static int on_close_socket(void *clientp, curl_socket_t fd)
 	/* Outside the lock: ending ssh may take a moment, the watchdog must not wait for it. */
 	if (pid > 0)
 		ssh_reap(pc, pid, errfd);
+	if (mux)
+		ssh_mux_done(pc->h);
 	return r;
 }
 
@@ -705,6 +828,8 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&h->wd_mu, NULL);
 	pthread_mutex_init(&h->pool_mu, NULL);
+	pthread_mutex_init(&h->ssh_mu, NULL);
+	h->ssh_master_at = mafsbx_now_ms() - SSH_MASTER_RETRY_MS;
 	return h;
 }
 
@@ -721,6 +846,9 @@ void mafsbx_http_close(struct mafsbx_http *h)
 		pthread_join(h->wd_thread, NULL);
 	for (size_t i = 0; i < h->n_idle; i++)
 		pconn_free(h->idle[i]);
+	/* After every transport: a session still on the master would die with it. */
+	ssh_master_stop(h);
+	pthread_mutex_destroy(&h->ssh_mu);
 	close(h->dead_fd);
 	pthread_cond_destroy(&h->wd_cv);
 	pthread_mutex_destroy(&h->wd_mu);

@@ -221,7 +221,7 @@ expect_mount_refused() {
 remote_subset() {
 	local url=$1 kind=$2
 	local M=$T/mnt-$kind
-	mount_fs "$M" -o "host=$url" -o attr_timeout=0
+	mount_fs "$M" -o "host=$url"
 	local pid=$DAEMON_PID
 
 	local eng
@@ -265,6 +265,8 @@ remote_subset() {
 	local out
 	sleep 1.1
 	out=$("$MAFSBX_CLI" reap -H "$url" --older-than 1s --scope "$SCOPE" --json 2>&1) || fail "reap over $kind: $out"
-	expect_contains "$out" "$N2" "reap over $kind removes the sandbox left"
+	expect_contains "$out" '"disposed":1' "reap over $kind removes the sandbox left"
+	out=$("$MAFSBX_CLI" ls -H "$url" 2>&1) || fail "mafsbx ls over $kind: $out"
+	case "$out" in *"$N2"*) fail "$N2 is still listed after reap over $kind" ;; esac
 	log "subset over $kind ($url): ok"
 }
