@@ -21,8 +21,11 @@
  *    `ssh ... host docker system dial-stdio`. libcurl 7.88 cannot take a
  *    socket that is already connected (CURL_SOCKOPT_ALREADY_CONNECTED is
  *    broken there: curl issue #10626, it calls connect() anyway and fails on
- *    EISCONN), so the open-socket callback makes a one-shot listener on a
- *    private abstract address and lets libcurl connect to it; before the
+ *    EISCONN), so the open-socket callback makes a one-shot listener in a
+ *    private 0700 directory and lets libcurl connect to it (a filesystem
+ *    path: with an abstract address libcurl 7.88 never reuses the
+ *    connection, it takes the empty peer name for a connection still
+ *    resolving); before the
  *    first byte is sent (the pre-request callback, or right after the
  *    connect of a hijack) the connection is accepted, checked to be the one
  *    libcurl made (its peer address is our socket's own autobound name, so
@@ -54,8 +57,8 @@
 #include <string.h>
 #include <strings.h>
 #include <stddef.h>
-#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -78,7 +81,7 @@ extern char **environ;
 /* ssh: how long a closed transport may take to end by itself before SIGTERM, then SIGKILL. */
 #define SSH_EXIT_GRACE_MS 20
 #define SSH_TERM_GRACE_MS 2000
-/* ssh: the abstract address of a handle's one-shot listener ("" prefix byte added by the kernel form). */
+/* ssh: the path of a handle's one-shot listener, in the client's private directory. */
 #define SSH_LISTEN_NAME_MAX 64
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -112,7 +115,7 @@ struct pconn {
 	bool ssh_mux[PCONN_FDS];     /* ssh: it runs over the master (counted in h->ssh_muxed) */
 	int ssh_err[PCONN_FDS];      /* ssh: read end of its stderr pipe, -1 when none */
 	int ssh_listen[PCONN_FDS];   /* ssh: the listener fds[i] connects to, until accepted; -1 */
-	char ssh_name[SSH_LISTEN_NAME_MAX]; /* ssh: this handle's listener address (abstract) */
+	char ssh_name[SSH_LISTEN_NAME_MAX]; /* ssh: this handle's listener path */
 	char ssh_diag[SSH_DIAG_MAX + 64]; /* ssh: how the last transport ended by itself, "" if not */
 };
 
@@ -496,17 +499,30 @@ static const char *ssh_master_path(struct mafsbx_http *h)
 	}
 	if (h->ssh_master <= 0 && mafsbx_now_ms() - h->ssh_master_at >= SSH_MASTER_RETRY_MS) {
 		h->ssh_master_at = mafsbx_now_ms();
-		if (!h->ssh_dir[0]) {
-			char dir[] = "/tmp/mafsbx-ssh-XXXXXX";
-			if (mkdtemp(dir)) {
-				snprintf(h->ssh_dir, sizeof(h->ssh_dir), "%s", dir);
-				snprintf(h->ssh_ctl, sizeof(h->ssh_ctl), "%s/master", dir);
-			}
-		}
 		char diag[128];
 		pid_t pid = 0;
-		if (h->ssh_dir[0] && ssh_spawn(h, -1, h->ssh_ctl, &pid, NULL, diag, sizeof(diag)) == 0)
+		if (h->ssh_dir[0] && ssh_spawn(h, -1, h->ssh_ctl, &pid, NULL, diag, sizeof(diag)) == 0) {
 			h->ssh_master = pid;
+			/*
+			 * Wait (bounded by the connect timeout) for its control socket:
+			 * the transports asking meanwhile would each do a handshake of
+			 * their own, which is what the master is there to save. A master
+			 * that fails (a refused key, no route) exits, and the transport
+			 * then connects by itself and reports ssh's own reason.
+			 */
+			long long until = mafsbx_now_ms() + h->connect_ms;
+			struct stat st;
+			int wst;
+			while (stat(h->ssh_ctl, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+				if (waitpid(pid, &wst, WNOHANG) == pid) {
+					h->ssh_master = 0;
+					break;
+				}
+				if (mafsbx_now_ms() >= until)
+					break;
+				sleep_ms(5);
+			}
+		}
 	}
 	if (h->ssh_master > 0 && h->ssh_muxed < SSH_MUX_MAX) {
 		h->ssh_muxed++;
@@ -543,20 +559,20 @@ static void ssh_master_stop(struct mafsbx_http *h)
 	}
 }
 
-static socklen_t abstract_addr(struct sockaddr_un *sa, const char *name)
+static socklen_t path_addr(struct sockaddr_un *sa, const char *path)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	size_t n = strlen(name);
-	memcpy(sa->sun_path + 1, name, n);  /* sun_path[0] == '\0': the abstract namespace */
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "%s", path);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa->sun_path) + 1);
 }
 
 /*
  * libcurl opens the connection's socket: make the one-shot listener it will
- * connect to (at this handle's private abstract address, backlog 1) and a
- * socket autobound to a kernel-chosen unique abstract name, by which the
- * accept recognises it. ssh is started when the connection is accepted.
+ * connect to (this handle's path in the client's private directory, backlog
+ * 1) and a socket autobound to a kernel-chosen unique abstract name, by
+ * which the accept recognises it. ssh is started when the connection is
+ * accepted.
  */
 static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
@@ -564,7 +580,10 @@ static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct 
 	(void)purpose;
 	(void)addr;
 	struct sockaddr_un sa;
-	socklen_t len = abstract_addr(&sa, pc->ssh_name);
+	socklen_t len = path_addr(&sa, pc->ssh_name);
+	(void)unlink(pc->ssh_name);  /* a listener of an earlier connection that never connected */
+	/* A /tmp cleaner may have taken our directory: make it again (0700); if that fails the bind says why. */
+	(void)mkdir(pc->h->ssh_dir, 0700);
 	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sa_family_t fam = AF_UNIX;
@@ -671,6 +690,7 @@ static int ssh_attach(struct pconn *pc)
 	}
 out:
 	close(l);
+	(void)unlink(pc->ssh_name);
 	return r;
 }
 
@@ -720,8 +740,10 @@ static int on_close_socket(void *clientp, curl_socket_t fd)
 			pc->ssh_mux[i] = false;
 			pid = pc->ssh_pid[i];
 			errfd = pc->ssh_err[i];
-			if (pc->ssh_listen[i] >= 0)
+			if (pc->ssh_listen[i] >= 0) {
 				close(pc->ssh_listen[i]);
+				(void)unlink(pc->ssh_name);
+			}
 			pc->ssh_pid[i] = 0;
 			pc->ssh_err[i] = -1;
 			pc->ssh_listen[i] = -1;
@@ -749,12 +771,9 @@ static struct pconn *pconn_new(struct mafsbx_http *h)
 		pc->ssh_listen[i] = -1;
 	}
 	if (h->ep.scheme == MAFSBX_EP_SSH) {
-		/* Unique per handle and unguessable; the accept checks the peer anyway. */
+		/* Unique per handle, in a directory only we can enter; the accept checks the peer anyway. */
 		static _Atomic unsigned long seq;
-		unsigned long rnd = 0;
-		if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-			rnd = (unsigned long)mafsbx_now_ms() ^ (unsigned long)(uintptr_t)pc;
-		snprintf(pc->ssh_name, sizeof(pc->ssh_name), "mafsbx-ssh-%ld-%lu-%016lx", (long)getpid(), ++seq, rnd);
+		snprintf(pc->ssh_name, sizeof(pc->ssh_name), "%s/c%lu", h->ssh_dir, ++seq);
 	}
 	pc->c = curl_easy_init();
 	if (!pc->c) {
@@ -814,9 +833,24 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 		snprintf(h->base, sizeof(h->base), "%s://[%s]:%d", ep->tls ? "https" : "http", ep->host, ep->port);
 	else
 		snprintf(h->base, sizeof(h->base), "%s://%s:%d", ep->tls ? "https" : "http", ep->host, ep->port);
+	if (ep->scheme == MAFSBX_EP_SSH) {
+		/* The transports' listeners and the master's control socket: ours alone (0700). */
+		char dir[] = "/tmp/mafsbx-ssh-XXXXXX";
+		if (!mkdtemp(dir)) {
+			int e = errno;
+			free(h);
+			mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot make a directory for the ssh "
+					      "transport: %s", strerror(e));
+			return NULL;
+		}
+		snprintf(h->ssh_dir, sizeof(h->ssh_dir), "%s", dir);
+		snprintf(h->ssh_ctl, sizeof(h->ssh_ctl), "%s/master", dir);
+	}
 	h->dead_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (h->dead_fd < 0) {
 		int e = errno;
+		if (h->ssh_dir[0])
+			(void)rmdir(h->ssh_dir);
 		free(h);
 		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "socket: %s", strerror(e));
 		return NULL;
@@ -908,7 +942,7 @@ static int setup_common(struct mafsbx_http *h, struct pconn *pc, char *errbuf)
 		SET(CURLOPT_UNIX_SOCKET_PATH, h->ep.socket_path);
 	if (h->ep.scheme == MAFSBX_EP_SSH) {
 		/* One address, so one socket per connection: no happy-eyeballs pair of ssh processes. */
-		SET(CURLOPT_ABSTRACT_UNIX_SOCKET, pc->ssh_name);
+		SET(CURLOPT_UNIX_SOCKET_PATH, pc->ssh_name);
 		SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
 		SET(CURLOPT_OPENSOCKETDATA, pc);
 		SET(CURLOPT_PREREQFUNCTION, on_prereq);

@@ -23,7 +23,8 @@
  * --host URL (repeatable, up to 4): the whole table once per endpoint, in one
  * run, e.g. unix://, tcp:// with TLS and ssh://. Each run has DOCKER_HOST set
  * to URL, so the mount, the engine floor and the docker CLI column all use
- * it (TLS material from DOCKER_TLS_VERIFY / DOCKER_CERT_PATH as usual).
+ * it (TLS material from DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, which are
+ * applied to the tcp:// hosts only).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -503,6 +504,27 @@ static void run_bench(const char *host)
 	mnt[0] = '\0';
 	if (host && setenv("DOCKER_HOST", host, 1) != 0)
 		die("setenv: %s", strerror(errno));
+	/*
+	 * The TLS variables belong to the tcp:// hosts only: the docker CLI of
+	 * the comparison column would try TLS on a unix socket or over ssh too.
+	 */
+	static char *tls_verify, *cert_path;
+	static bool saved;
+	if (!saved) {
+		saved = true;
+		tls_verify = getenv("DOCKER_TLS_VERIFY") ? strdup(getenv("DOCKER_TLS_VERIFY")) : NULL;
+		cert_path = getenv("DOCKER_CERT_PATH") ? strdup(getenv("DOCKER_CERT_PATH")) : NULL;
+	}
+	bool tcp = host && (strncmp(host, "tcp://", 6) == 0 || strncmp(host, "https://", 8) == 0);
+	if (host && !tcp) {
+		unsetenv("DOCKER_TLS_VERIFY");
+		unsetenv("DOCKER_CERT_PATH");
+	} else if (host) {
+		if (tls_verify)
+			setenv("DOCKER_TLS_VERIFY", tls_verify, 1);
+		if (cert_path)
+			setenv("DOCKER_CERT_PATH", cert_path, 1);
+	}
 	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
 		die("%s", err.message);
 	eng = mafsbx_engine_open(&ep, NULL, &err);
