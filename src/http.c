@@ -75,7 +75,7 @@ extern char **environ;
  * own. sshd's default MaxSessions is 10 per connection, and a refused
  * session would fail the request, so stay below it.
  */
-#define SSH_MUX_MAX 8
+#define SSH_MUX_MAX 8  /* plus the master's own session: 9 */
 /* ssh: a master that died is started again at most this often. */
 #define SSH_MASTER_RETRY_MS 5000
 /* ssh: how long a closed transport may take to end by itself before SIGTERM, then SIGKILL. */
@@ -150,6 +150,7 @@ struct mafsbx_http {
 	/* ssh: one master connection that the transports multiplex over (see ssh_master_path). */
 	pthread_mutex_t ssh_mu;
 	pid_t ssh_master;        /* 0: none running */
+	int ssh_master_in;       /* write end of the master's stdin, -1 when none */
 	long long ssh_master_at; /* when it was last started (respawns are spaced) */
 	char ssh_dir[64];        /* private 0700 directory of its control socket, "" until made */
 	char ssh_ctl[96];        /* the control socket */
@@ -281,8 +282,11 @@ static int fd_above_stdio(int fd)
  * stdin and stdout and a pipe as its stderr; with `ctl`, over that master's
  * control socket (-S CTL -o ControlMaster=no: a session on the master's
  * connection, no handshake of its own; ssh connects by itself when the
- * socket is not there). `conn` < 0 starts the master instead: -M -N -S CTL,
- * stdin, stdout and stderr on /dev/null, `errfd` unused. ssh runs in its own
+ * socket is not there). `conn` < 0 starts the master instead: -M -S CTL
+ * running `docker system dial-stdio` too (a session that lasts as long as
+ * its stdin: the read end of a pipe whose write end we hold, so the master
+ * ends with this process even when it dies without a clean close), stdin
+ * from `*errfd` (taken), stdout and stderr on /dev/null. ssh runs in its own
  * process group, so a terminal's ^C for the daemon does not cut the engine
  * connections under a clean unmount. Takes `conn` (closed in every case).
  */
@@ -297,10 +301,15 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid
 	posix_spawnattr_t at;
 	bool fa_init = false, at_init = false;
 
+	int in = -1;
 	if (master) {
+		in = fd_above_stdio(*errfd);
+		*errfd = -1;
 		sv[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
 		ev[1] = sv[1] >= 0 ? fcntl(sv[1], F_DUPFD_CLOEXEC, 3) : -1;
 		sv[1] = fd_above_stdio(sv[1]);
+		if (in < 0)
+			sv[1] = -1;
 	} else {
 		sv[1] = fd_above_stdio(conn);
 		if (sv[1] >= 0 && pipe2(ev, O_CLOEXEC) == 0)
@@ -328,7 +337,6 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid
 	argv[n++] = "-T";
 	if (master) {
 		argv[n++] = "-M";
-		argv[n++] = "-N";
 		argv[n++] = "-o";
 		argv[n++] = "ControlPersist=no";
 	} else if (ctl) {
@@ -349,11 +357,9 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid
 	}
 	argv[n++] = "--";
 	argv[n++] = (char *)ep->host;
-	if (!master) {
-		argv[n++] = "docker";
-		argv[n++] = "system";
-		argv[n++] = "dial-stdio";
-	}
+	argv[n++] = "docker";
+	argv[n++] = "system";
+	argv[n++] = "dial-stdio";
 	argv[n] = NULL;
 
 	sigset_t none, all;
@@ -366,7 +372,7 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid
 	if ((e = posix_spawnattr_init(&at)) != 0)
 		goto spawn_failed;
 	at_init = true;
-	if ((e = posix_spawn_file_actions_adddup2(&fa, sv[1], 0)) != 0 ||
+	if ((e = posix_spawn_file_actions_adddup2(&fa, master ? in : sv[1], 0)) != 0 ||
 	    (e = posix_spawn_file_actions_adddup2(&fa, sv[1], 1)) != 0 ||
 	    (e = posix_spawn_file_actions_adddup2(&fa, ev[1], 2)) != 0 ||
 	    (e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
@@ -395,6 +401,8 @@ out:
 		if (ev[i] >= 0)
 			close(ev[i]);
 	}
+	if (in >= 0)
+		close(in);
 	return r;
 }
 
@@ -495,14 +503,22 @@ static const char *ssh_master_path(struct mafsbx_http *h)
 		if (waitpid(h->ssh_master, &st, WNOHANG) == h->ssh_master) {
 			h->ssh_master = 0;  /* it died: its socket is gone or stale */
 			(void)unlink(h->ssh_ctl);
+			close(h->ssh_master_in);
+			h->ssh_master_in = -1;
 		}
 	}
 	if (h->ssh_master <= 0 && mafsbx_now_ms() - h->ssh_master_at >= SSH_MASTER_RETRY_MS) {
 		h->ssh_master_at = mafsbx_now_ms();
 		char diag[128];
 		pid_t pid = 0;
-		if (h->ssh_dir[0] && ssh_spawn(h, -1, h->ssh_ctl, &pid, NULL, diag, sizeof(diag)) == 0) {
+		int pp[2];
+		if (pipe2(pp, O_CLOEXEC) < 0)
+			pp[0] = pp[1] = -1;
+		int rd = pp[0];
+		if (pp[0] >= 0 && ssh_spawn(h, -1, h->ssh_ctl, &pid, &rd, diag, sizeof(diag)) == 0) {
 			h->ssh_master = pid;
+			h->ssh_master_in = pp[1];
+			pp[1] = -1;
 			/*
 			 * Wait (bounded by the connect timeout) for its control socket:
 			 * the transports asking meanwhile would each do a handshake of
@@ -523,6 +539,8 @@ static const char *ssh_master_path(struct mafsbx_http *h)
 				sleep_ms(5);
 			}
 		}
+		if (pp[1] >= 0)
+			close(pp[1]);
 	}
 	if (h->ssh_master > 0 && h->ssh_muxed < SSH_MUX_MAX) {
 		h->ssh_muxed++;
@@ -542,6 +560,10 @@ static void ssh_mux_done(struct mafsbx_http *h)
 
 static void ssh_master_stop(struct mafsbx_http *h)
 {
+	if (h->ssh_master_in >= 0) {
+		close(h->ssh_master_in);  /* EOF to its session: what ends it when we cannot */
+		h->ssh_master_in = -1;
+	}
 	if (h->ssh_master > 0) {
 		int st;
 		(void)kill(h->ssh_master, SIGTERM);
@@ -864,6 +886,7 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 	pthread_mutex_init(&h->pool_mu, NULL);
 	pthread_mutex_init(&h->ssh_mu, NULL);
 	h->ssh_master_at = mafsbx_now_ms() - SSH_MASTER_RETRY_MS;
+	h->ssh_master_in = -1;
 	return h;
 }
 
