@@ -1,6 +1,7 @@
 #!/bin/bash
 # tls.sh: a real engine over TLS (issue 12). A private dockerd with
 # --tlsverify on 127.0.0.1 (tests/remote/lib.sh), then:
+#  - .ctl/engine of a mount on the local socket: kind unix, plane local;
 #  - the subset through a mount and the CLI: .ctl/engine (kind tls, plane
 #    engine), acquire, write/stat/read on the engine plane, exec with stdin,
 #    dispose, reap (remote_subset);
@@ -13,6 +14,14 @@
 require_env
 command -v dockerd >/dev/null || skip_or_fail "dockerd is missing"
 command -v openssl >/dev/null || skip_or_fail "openssl is missing"
+
+# The local socket, for contrast: kind unix, the local plane.
+M0=$T/mnt-local
+mount_fs "$M0"
+eng=$(cat "$M0/.ctl/engine") || fail ".ctl/engine unreadable on the local socket"
+expect_eq "$(jget "$eng" kind)" unix ".ctl/engine kind on the local socket"
+expect_eq "$(jget "$eng" plane)" local ".ctl/engine plane on the local socket"
+umount_fs "$M0" "$DAEMON_PID"
 
 tls_engine_start
 export DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=$TLS_CERTS
