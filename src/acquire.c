@@ -14,7 +14,10 @@
  * The warm path (a running sandbox whose identity and probes are cached)
  * costs the one inspect of step 1 and nothing else on an engine of this
  * host: the work directory, prepared on every acquire (upstream §4.8), is
- * checked from the container's root without a freeze (warm_base_present).
+ * checked from the container's root without a freeze (warm_base_present);
+ * on a remote engine by one HEAD per component, still without a freeze
+ * (warm_base_heads). Only a base that is missing or wrong takes the frozen
+ * path, which makes it or refuses.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -372,6 +375,34 @@ out:
 	return ok;
 }
 
+/*
+ * The same warm check through the engine, for an engine elsewhere (or a
+ * local one whose /proc we may not read): one HEAD per component of the base
+ * from the top, each an lstat of that component (the engine resolves the
+ * parents, which the HEADs before have shown to be directories), and no
+ * freeze, for the reason given above. True when every component is a
+ * directory; anything else (an error included) is for the frozen path.
+ */
+static bool warm_base_heads(struct mafsbx_backend *b, const char *id, const char *base)
+{
+	char *nb = mafsbx_gp_normalise(base, NULL);
+	if (!nb)
+		return false;
+	struct mafsbx_gp_chain chain = { 0 };
+	bool ok = strcmp(nb, "/") == 0;
+	if (!ok && mafsbx_gp_ancestors(nb, nb, true, &chain, NULL) == 0) {
+		ok = chain.n > 0;
+		for (size_t i = 0; ok && i < chain.n; i++) {
+			struct mafsbx_path_stat st;
+			struct mafsbx_error e;
+			ok = mafsbx_archive_head(b->engine, id, chain.paths[i], &st, &e) == 0 && S_ISDIR(st.mode);
+		}
+		mafsbx_gp_chain_free(&chain);
+	}
+	free(nb);
+	return ok;
+}
+
 static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
 			  const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
 {
@@ -475,7 +506,7 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	if ((r = sbx_probes(b, a.id, name, image, spec->caps, err)) < 0)
 		goto out;
 	if ((spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) && a.state == MAFSBX_ACQ_REUSED &&
-	    warm_base_present(b, a.insp, a.id, spec->work_dir)) {
+	    (warm_base_present(b, a.insp, a.id, spec->work_dir) || warm_base_heads(b, a.id, spec->work_dir))) {
 		log_debug("sandbox %s: work dir %s present (warm check)", name, spec->work_dir);
 	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
 		if (!b->fz) {

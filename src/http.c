@@ -488,11 +488,12 @@ static void ssh_reap(struct pconn *pc, pid_t pid, int errfd)
  * The control socket of this client's ssh master, starting the master when
  * none runs (and its last start is SSH_MASTER_RETRY_MS ago), or NULL: no
  * master to use, or SSH_MUX_MAX sessions on it already. The master
- * (`ssh -M -N`) holds one authenticated connection; each transport is then a
- * session on it, which costs a channel open instead of a key exchange and an
- * authentication. A transport started before the master's socket exists
- * connects on its own (ssh does so when the socket is missing), so nothing
- * waits for the master. Counted in h->ssh_muxed when it returns a path.
+ * (`ssh -M`, see ssh_spawn) holds one authenticated connection; each
+ * transport is then a session on it, which costs a channel open instead of a
+ * key exchange and an authentication. The first caller waits for the new
+ * master's socket (bounded by the connect timeout); a transport that finds
+ * no socket connects on its own (ssh does so when the socket is missing).
+ * Counted in h->ssh_muxed when it returns a path.
  */
 static const char *ssh_master_path(struct mafsbx_http *h)
 {
@@ -532,6 +533,8 @@ static const char *ssh_master_path(struct mafsbx_http *h)
 			while (stat(h->ssh_ctl, &st) != 0 || !S_ISSOCK(st.st_mode)) {
 				if (waitpid(pid, &wst, WNOHANG) == pid) {
 					h->ssh_master = 0;
+					close(h->ssh_master_in);
+					h->ssh_master_in = -1;
 					break;
 				}
 				if (mafsbx_now_ms() >= until)

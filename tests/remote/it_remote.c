@@ -8,7 +8,9 @@
  *    its output after the EOF still arrives), a command that exits without
  *    reading its stdin, and an exec without stdin;
  *  - several execs with stdin at once (one connection each);
- *  - acquire (created, reused) and dispose through the backend;
+ *  - acquire (created; reused with at most an inspect and the work dir's
+ *    HEADs, no freeze; a work dir the guest removed made again) and dispose
+ *    through the backend;
  *  - files on the engine plane: write, stat, read back under a freeze.
  * Every container lives under this run's random scope or the harness's
  * unique names, and is removed at the end.
@@ -17,6 +19,7 @@
 #include <sys/random.h>
 
 #include "files.h"
+#include "http.h"
 #include "sbx_internal.h"
 #include "sbx_testlib.h"
 
@@ -136,9 +139,26 @@ static void test_acquire_files_dispose(void **state)
 	struct mafsbx_acquire_result a, b;
 	sbxt_acquire_ok(scope, "a", "python", NULL, &a);
 	assert_int_equal(a.state, MAFSBX_ACQ_CREATED);
+	/*
+	 * Warm: one inspect, plus on a remote engine one HEAD per component of
+	 * the work dir (/maf-sandbox, /maf-sandbox/work) and no freeze; the
+	 * frozen path would add a pause, an unpause and its inspect.
+	 */
+	unsigned long before = mafsbx_http_request_count();
 	sbxt_acquire_ok(scope, "a", "python", NULL, &b);
+	unsigned long warm = mafsbx_http_request_count() - before;
+	printf("# warm acquire: %lu engine calls\n", warm);
 	assert_int_equal(b.state, MAFSBX_ACQ_REUSED);
 	assert_string_equal(a.id, b.id);
+	assert_true(warm >= 1 && warm <= 3);
+	/* the guest removes its work dir: the next acquire makes it again */
+	char *gone = sbxt_sh_out(a.name, "rm -rf /maf-sandbox/work && echo gone");
+	assert_string_equal(gone, "gone");
+	free(gone);
+	sbxt_acquire_ok(scope, "a", "python", NULL, &b);
+	gone = sbxt_sh_out(a.name, "test -d /maf-sandbox/work && echo back");
+	assert_string_equal(gone, "back");
+	free(gone);
 
 	struct mafsbx_files_target t = { .container = a.id, .work_dir = a.work_dir, .uid = a.uid, .gid = a.gid };
 	struct mafsbx_error e;
