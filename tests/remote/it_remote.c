@@ -11,10 +11,14 @@
  *  - acquire (created; reused with at most an inspect and the work dir's
  *    HEADs, no freeze; a work dir the guest removed made again) and dispose
  *    through the backend;
- *  - files on the engine plane: write, stat, read back under a freeze.
+ *  - files on the engine plane: write, stat, read back under a freeze;
+ *  - a client closed after pings and execs leaves no descriptor and no
+ *    child (ssh processes reaped, no zombie).
  * Every container lives under this run's random scope or the harness's
  * unique names, and is removed at the end.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <sys/random.h>
 
@@ -182,6 +186,76 @@ static void test_acquire_files_dispose(void **state)
 	assert_false(sbxt_exists(a.id));
 }
 
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;  /* the directory's own descriptor */
+}
+
+/* Our children, zombies included (a process not yet reaped is still one). */
+static int count_children(void)
+{
+	DIR *d = opendir("/proc");
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[got] = '\0';
+		const char *rp = strrchr(buf, ')');
+		char state;
+		int ppid;
+		if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid())
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * A client of its own: pings, execs with stdin, several at once, then
+ * closed. Afterwards this process has exactly the descriptors and children
+ * it had before: every connection (and, over ssh, every ssh process and the
+ * master) is closed and reaped, none left as a zombie.
+ */
+static void test_teardown_leaves_nothing(void **state)
+{
+	(void)state;
+	char c[HARNESS_NAME_MAX];
+	harness_container("remote-teardown", c);
+	int fds0 = count_fds(), kids0 = count_children();
+	struct mafsbx_engine *e = harness_engine_with(NULL);
+	struct mafsbx_error err;
+	for (int i = 0; i < 3; i++)
+		harness_check(mafsbx_engine_ping(e, &err), &err, "ping");
+	const char *argv[] = { "cat", NULL };
+	for (int i = 0; i < 3; i++) {
+		struct mafsbx_exec_request rq = { .argv = argv, .stdin_data = "x", .stdin_len = 1, .timeout_ms = 60000 };
+		struct mafsbx_exec_result r;
+		memset(&r, 0, sizeof(r));
+		harness_check(mafsbx_exec_run(e, c, &rq, &r, &err), &err, "exec");
+		assert_int_equal(r.out_len, 1);
+		mafsbx_exec_result_free(&r);
+	}
+	mafsbx_engine_close(e);
+	assert_int_equal(count_fds(), fds0);
+	assert_int_equal(count_children(), kids0);
+}
+
 int main(void)
 {
 	sbxt_open();
@@ -189,6 +263,7 @@ int main(void)
 		cmocka_unit_test(test_exec_stdin),
 		cmocka_unit_test(test_exec_stdin_parallel),
 		cmocka_unit_test(test_acquire_files_dispose),
+		cmocka_unit_test(test_teardown_leaves_nothing),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	sbxt_close();
