@@ -20,6 +20,8 @@ packages=(
 	libfuse3-dev libarchive-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev libssl-dev
 	# run and test
 	fuse3 docker.io busybox-static iptables docker-registry curl
+	# remote-engine tests (tests/remote): a private sshd for ssh:// endpoints
+	openssh-server
 	# man pages (tests/packaging renders them)
 	man-db groff-base
 	# a mount story under memcheck (suite valgrind)

@@ -373,7 +373,7 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"Shows the maf-sandbox Docker sandboxes of one engine as files.\n"
 		"\n"
 		"mafsbxfs options:\n"
-		"    -o host=URL, -H URL    engine endpoint (unix:// or tcp://)\n"
+		"    -o host=URL, -H URL    engine endpoint (unix://, tcp:// or ssh://)\n"
 		"    -o context=NAME, --context NAME\n"
 		"                           Docker context to take the endpoint from\n"
 		"    -o image=IMAGE         image for acquire requests that name none\n"

@@ -4,7 +4,8 @@
  *   NAME/status         name, id, state, paused, created, image, key, kind,
  *                       work_dir, outputs, capabilities, egress, plane (and plane_reason)
  *   .ctl/declarations   the backend's declarations (sandbox.h)
- *   .ctl/engine         endpoint, server version, API version, os
+ *   .ctl/engine         endpoint, its kind (unix/tcp/tls/ssh) and implied plane,
+ *                       server version, API version, os
  *   NAME/egress         (text) the egress proxy's decision lines, read from
  *                       NAME-proxy's log on open (empty for a closed sandbox)
  *
@@ -186,6 +187,10 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	json_t *o = json_object();
 	json_object_set_new(o, "endpoint", jstr(fs->ep.url));
 	json_object_set_new(o, "context", fs->ep.context[0] ? jstr(fs->ep.context) : json_null());
+	/* How the engine is reached, and the file plane that implies (INTERFACE.md section 3). */
+	json_object_set_new(o, "kind", json_string(mafsbx_endpoint_kind(&fs->ep)));
+	json_object_set_new(o, "plane", json_string(fs->opt.plane == MAFSBX_PLANE_ENGINE ? "engine"
+									   : mafsbx_endpoint_plane(&fs->ep)));
 	json_object_set_new(o, "server_version", jstr(v.version));
 	json_object_set_new(o, "api_version", jstr(v.api_version));
 	json_object_set_new(o, "min_api_version", jstr(v.min_api_version));

@@ -11,17 +11,30 @@
  * of any kind, `sleep infinity` as keep-alive) and read back with inspect,
  * because the engine silently drops fields it does not know. Then the
  * guest identity, the capability probes and the work directory.
+ *
+ * The warm path (a running sandbox whose identity and probes are cached)
+ * costs the one inspect of step 1 and nothing else on an engine of this
+ * host: the work directory, prepared on every acquire (upstream §4.8), is
+ * checked from the container's root without a freeze (warm_base_present);
+ * on a remote engine by one HEAD per component, still without a freeze
+ * (warm_base_heads). Only a base that is missing or wrong takes the frozen
+ * path, which makes it or refuses.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "egress.h"
 #include "files.h"
+#include "guestpath.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -317,6 +330,98 @@ static int os_refusal(struct mafsbx_error *err, const char *fmt, ...)
 	return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxOsFamilyNotSupported", "%s", msg);
 }
 
+/*
+ * Warm check of the work dir (upstream §4.8 prepares it on every acquire):
+ * true when the whole base is there as directories, seen from the
+ * container's root, with no engine call and no freeze. Only for an engine on
+ * this host (a unix socket) whose container init we can prove is this
+ * container's: /proc/PID/cgroup must name its full ID, read AFTER the root
+ * handle was taken (a PID recycled before the open then shows another
+ * cgroup). The walk resolves no link, no magic link and no other mount.
+ * A check that finds everything present changes nothing, so it needs no
+ * freeze: a guest that swaps a component right after is no different from
+ * one that does so after a frozen check. False for anything else (missing,
+ * a link, not a directory, no access, a remote engine): the caller then takes
+ * the frozen engine path, which makes what is missing or refuses.
+ */
+static bool warm_base_present(struct mafsbx_backend *b, json_t *insp, const char *id, const char *base)
+{
+	const struct mafsbx_endpoint *ep = mafsbx_engine_endpoint(b->engine);
+	json_int_t pid = json_integer_value(json_object_get(json_object_get(insp, "State"), "Pid"));
+	if (!ep || ep->scheme != MAFSBX_EP_UNIX || pid <= 1 || strlen(id) != 64)
+		return false;
+	char *nb = mafsbx_gp_normalise(base, NULL);
+	if (!nb)
+		return false;
+	bool ok = false;
+	int root = -1, cg = -1;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%lld/root", (long long)pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		goto out;
+	snprintf(path, sizeof(path), "/proc/%lld/cgroup", (long long)pid);
+	cg = open(path, O_RDONLY | O_CLOEXEC);
+	if (cg < 0)
+		goto out;
+	char text[4096];
+	ssize_t n = read(cg, text, sizeof(text) - 1);
+	if (n <= 0)
+		goto out;
+	text[n] = '\0';
+	if (!strstr(text, id))
+		goto out;
+	if (strcmp(nb, "/") == 0) {
+		ok = true;
+		goto out;
+	}
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	int fd = (int)syscall(SYS_openat2, root, nb + 1, &how, sizeof(how));
+	if (fd < 0)
+		goto out;
+	struct stat st;
+	ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+	close(fd);
+out:
+	if (cg >= 0)
+		close(cg);
+	if (root >= 0)
+		close(root);
+	free(nb);
+	return ok;
+}
+
+/*
+ * The same warm check through the engine, for an engine elsewhere (or a
+ * local one whose /proc we may not read): one HEAD per component of the base
+ * from the top, each an lstat of that component (the engine resolves the
+ * parents, which the HEADs before have shown to be directories), and no
+ * freeze, for the reason given above. True when every component is a
+ * directory; anything else (an error included) is for the frozen path.
+ */
+static bool warm_base_heads(struct mafsbx_backend *b, const char *id, const char *base)
+{
+	char *nb = mafsbx_gp_normalise(base, NULL);
+	if (!nb)
+		return false;
+	struct mafsbx_gp_chain chain = { 0 };
+	bool ok = strcmp(nb, "/") == 0;
+	if (!ok && mafsbx_gp_ancestors(nb, nb, true, &chain, NULL) == 0) {
+		ok = chain.n > 0;
+		for (size_t i = 0; ok && i < chain.n; i++) {
+			struct mafsbx_path_stat st;
+			struct mafsbx_error e;
+			ok = mafsbx_archive_head(b->engine, id, chain.paths[i], &st, &e) == 0 && S_ISDIR(st.mode);
+		}
+		mafsbx_gp_chain_free(&chain);
+	}
+	free(nb);
+	return ok;
+}
+
 static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
 			  const char *name, bool allowlist, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
 {
@@ -439,7 +544,10 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	}
 	if ((r = sbx_probes(b, a.id, name, image, spec->caps, err)) < 0)
 		goto out;
-	if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
+	if ((spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) && a.state == MAFSBX_ACQ_REUSED &&
+	    (warm_base_present(b, a.insp, a.id, spec->work_dir) || warm_base_heads(b, a.id, spec->work_dir))) {
+		log_debug("sandbox %s: work dir %s present (warm check)", name, spec->work_dir);
+	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
 		if (!b->fz) {
 			r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir", name);
 			goto out;

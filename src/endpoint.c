@@ -31,6 +31,10 @@
  *    SkipTLSVerify; verification is on unless SkipTLSVerify is true.
  *  - A URL without "://" ("host:2375") is tcp, as in the CLI; one starting
  *    with "/" is refused with a hint to write unix://.
+ *  - ssh://[user@]host[:port] as the CLI's connhelper/ssh parses it: no
+ *    password, no path; no port means ssh's own default. TLS settings do not
+ *    apply to it. A user or host starting with '-' is refused (it would read
+ *    as an ssh option; http.c also passes them after -l and "--").
  */
 #include "endpoint.h"
 
@@ -227,16 +231,12 @@ static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_gi
 		size_t sl = (size_t)(sep - url);
 		if (sl == 0 || sl >= sizeof(scheme))
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-						"unsupported scheme in engine endpoint '%s'; use unix:// or tcp://", url);
+						"unsupported scheme in engine endpoint '%s'; use unix://, tcp:// or ssh://", url);
 		for (size_t i = 0; i < sl; i++)
 			scheme[i] = (char)tolower((unsigned char)url[i]);
 		scheme[sl] = '\0';
 		rest = sep + 3;
 	}
-
-	if (strcmp(scheme, "ssh") == 0)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-					"ssh:// endpoints are not supported; use unix:// or tcp:// ('%s')", url);
 
 	if (strcmp(scheme, "unix") == 0) {
 		out->scheme = MAFSBX_EP_UNIX;
@@ -258,16 +258,18 @@ static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_gi
 		return 0;
 	}
 
-	bool tls;
+	bool tls = false, ssh = false;
 	if (strcmp(scheme, "tcp") == 0 || strcmp(scheme, "http") == 0)
 		tls = false;
 	else if (strcmp(scheme, "https") == 0)
 		tls = true;
+	else if (strcmp(scheme, "ssh") == 0)
+		ssh = true;
 	else
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-					"unsupported scheme '%s://' in engine endpoint '%s'; use unix:// or tcp://",
+					"unsupported scheme '%s://' in engine endpoint '%s'; use unix://, tcp:// or ssh://",
 					scheme, url);
-	out->scheme = MAFSBX_EP_TCP;
+	out->scheme = ssh ? MAFSBX_EP_SSH : MAFSBX_EP_TCP;
 	out->tls = tls;
 	out->tls_verify = tls;
 
@@ -279,9 +281,37 @@ static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_gi
 					"engine endpoint '%s' has a path or query ('%s'); only scheme://host[:port] is "
 					"supported",
 					url, tail);
-	if (memchr(rest, '@', alen))
+	const char *at = memchr(rest, '@', alen);
+	if (at && !ssh)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' must not carry user information",
 					url);
+	if (at) {
+		/* ssh://user@host: the login goes to ssh as -l USER, never as an option. */
+		size_t ulen = (size_t)(at - rest);
+		if (memchr(at + 1, '@', alen - ulen - 1))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has more than one '@'", url);
+		if (memchr(rest, ':', ulen))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"engine endpoint '%s' carries a password; ssh:// takes only a user name "
+						"(use keys or an agent)",
+						url);
+		if (ulen == 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has an empty user name", url);
+		if (ulen >= sizeof(out->user))
+			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "user name in engine endpoint '%s' is too long",
+						url);
+		if (rest[0] == '-')
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"user name in engine endpoint '%s' must not start with '-'", url);
+		for (const char *p = rest; p < at; p++)
+			if (!valid_host_char((unsigned char)*p))
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+							"malformed user name in engine endpoint '%s'", url);
+		memcpy(out->user, rest, ulen);
+		out->user[ulen] = '\0';
+		alen -= ulen + 1;
+		rest = at + 1;
+	}
 
 	const char *host = rest, *hend, *portp = NULL;
 	if (alen && rest[0] == '[') {
@@ -316,6 +346,9 @@ static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_gi
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' names no host", url);
 	if (hlen >= sizeof(out->host))
 		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "host in engine endpoint '%s' is too long", url);
+	if (host[0] == '-')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "host in engine endpoint '%s' must not start with '-'",
+					url);
 	memcpy(out->host, host, hlen);
 	out->host[hlen] = '\0';
 
@@ -336,7 +369,8 @@ static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_gi
 		out->port = (int)port;
 		*port_given = true;
 	} else {
-		out->port = tls ? PORT_TLS : PORT_PLAIN;
+		/* ssh: no port means ssh's own choice (22 or ~/.ssh/config), as in the CLI. */
+		out->port = ssh ? 0 : tls ? PORT_TLS : PORT_PLAIN;
 	}
 	return 0;
 }
@@ -347,6 +381,34 @@ static void format_tcp_url(struct mafsbx_endpoint *ep)
 	snprintf(ep->url, sizeof(ep->url), "tcp://%s%s%s:%d", v6 ? "[" : "", ep->host, v6 ? "]" : "", ep->port);
 }
 
+static void format_ssh_url(struct mafsbx_endpoint *ep)
+{
+	bool v6 = strchr(ep->host, ':') != NULL;
+	char port[16] = "";
+	if (ep->port)
+		snprintf(port, sizeof(port), ":%d", ep->port);
+	snprintf(ep->url, sizeof(ep->url), "ssh://%s%s%s%s%s%s", ep->user, ep->user[0] ? "@" : "", v6 ? "[" : "",
+		 ep->host, v6 ? "]" : "", port);
+}
+
+const char *mafsbx_endpoint_kind(const struct mafsbx_endpoint *ep)
+{
+	switch (ep->scheme) {
+	case MAFSBX_EP_UNIX:
+		return "unix";
+	case MAFSBX_EP_TCP:
+		return ep->tls ? "tls" : "tcp";
+	case MAFSBX_EP_SSH:
+		return "ssh";
+	}
+	return "unknown";
+}
+
+const char *mafsbx_endpoint_plane(const struct mafsbx_endpoint *ep)
+{
+	return ep->scheme == MAFSBX_EP_UNIX ? "local" : "engine";
+}
+
 int mafsbx_endpoint_parse_url(const char *url, struct mafsbx_endpoint *out, struct mafsbx_error *err)
 {
 	bool port_given;
@@ -355,6 +417,8 @@ int mafsbx_endpoint_parse_url(const char *url, struct mafsbx_endpoint *out, stru
 		return r;
 	if (out->scheme == MAFSBX_EP_TCP)
 		format_tcp_url(out);
+	else if (out->scheme == MAFSBX_EP_SSH)
+		format_ssh_url(out);
 	return 0;
 }
 
@@ -396,6 +460,8 @@ static void finish_tcp(struct mafsbx_endpoint *ep, bool port_given)
 static int apply_env_tls(const struct resolver *r, struct mafsbx_endpoint *ep, bool port_given,
 			 struct mafsbx_error *err)
 {
+	if (ep->scheme == MAFSBX_EP_SSH)
+		format_ssh_url(ep);
 	if (ep->scheme != MAFSBX_EP_TCP)
 		return 0;
 	const char *verify = env_get(r, "DOCKER_TLS_VERIFY");
@@ -537,6 +603,8 @@ static int resolve_context(const struct resolver *r, const char *name, const cha
 		if (ep->tls)
 			ep->tls_verify = !skip;
 		finish_tcp(ep, port_given);
+	} else if (ep->scheme == MAFSBX_EP_SSH) {
+		format_ssh_url(ep);
 	}
 	ret = 0;
 done:

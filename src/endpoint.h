@@ -13,14 +13,16 @@
 
 #include "error.h"
 
-enum mafsbx_endpoint_scheme { MAFSBX_EP_UNIX = 1, MAFSBX_EP_TCP = 2 };
+enum mafsbx_endpoint_scheme { MAFSBX_EP_UNIX = 1, MAFSBX_EP_TCP = 2, MAFSBX_EP_SSH = 3 };
 
 struct mafsbx_endpoint {
 	enum mafsbx_endpoint_scheme scheme;
-	char url[1024];          /* as resolved: "unix:///var/run/docker.sock", "tcp://h:2376" */
+	char url[1024];          /* as resolved: "unix:///var/run/docker.sock", "tcp://h:2376", "ssh://u@h:22" */
 	char socket_path[PATH_MAX]; /* unix: the socket */
-	char host[256];          /* tcp: host name or address (IPv6 without brackets) */
-	int port;                /* tcp: port (2375, or 2376 with TLS, when the URL has none) */
+	char host[256];          /* tcp, ssh: host name or address (IPv6 without brackets) */
+	int port;                /* tcp: port (2375, or 2376 with TLS, when the URL has none);
+				    ssh: port, 0 when the URL has none (ssh's own default/config) */
+	char user[256];          /* ssh: login name, "" when the URL has none */
 	bool tls;                /* tcp: speak TLS */
 	bool tls_verify;         /* tcp+tls: verify the server against ca */
 	char ca[PATH_MAX];       /* "" when unset */
@@ -44,13 +46,23 @@ typedef const char *(*mafsbx_getenv_fn)(const char *name, void *ctx);
  * DOCKER_HOST, DOCKER_CONTEXT, currentContext of $DOCKER_CONFIG/config.json
  * (default ~/.docker/config.json), then unix:///var/run/docker.sock.
  * A context named "default" means the default endpoint. A named context that
- * does not exist, an ssh:// or unknown scheme, or malformed files are refused
- * with EK_INVALID and a message naming the problem; never a silent fallback.
+ * does not exist, an unknown scheme, or malformed files are refused with
+ * EK_INVALID and a message naming the problem; never a silent fallback.
  */
 int mafsbx_endpoint_resolve(const struct mafsbx_endpoint_options *opts, mafsbx_getenv_fn env, void *env_ctx,
 			    struct mafsbx_endpoint *out, struct mafsbx_error *err);
 
-/* Parse one URL (unix://, tcp://, http://, https://) into `out` (no TLS material). */
+/* Parse one URL (unix://, tcp://, http://, https://, ssh://) into `out` (no TLS material). */
 int mafsbx_endpoint_parse_url(const char *url, struct mafsbx_endpoint *out, struct mafsbx_error *err);
+
+/* "unix", "tcp", "tls" (tcp with TLS) or "ssh": how the engine is reached. */
+const char *mafsbx_endpoint_kind(const struct mafsbx_endpoint *ep);
+
+/*
+ * The file plane the endpoint implies (INTERFACE.md section 3): "local" for a
+ * unix socket, which is on this host so the engine's processes are too;
+ * "engine" for anything reached over a network (tcp, TLS, ssh).
+ */
+const char *mafsbx_endpoint_plane(const struct mafsbx_endpoint *ep);
 
 #endif

@@ -15,7 +15,32 @@
  *  - the hijacked exec stream: CURLOPT_CONNECT_ONLY gives a connected
  *    (possibly TLS) socket, on which the request is written by hand, stdin
  *    is sent and half-closed, and the raw frames are read with poll() until
- *    the engine closes the stream.
+ *    the engine closes the stream;
+ *  - ssh:// transports, as the Docker CLI's connhelper does them: every
+ *    connection is a unix stream whose other end is the stdin and stdout of
+ *    `ssh ... host docker system dial-stdio`. libcurl 7.88 cannot take a
+ *    socket that is already connected (CURL_SOCKOPT_ALREADY_CONNECTED is
+ *    broken there: curl issue #10626, it calls connect() anyway and fails on
+ *    EISCONN), so the open-socket callback makes a one-shot listener in a
+ *    private 0700 directory and lets libcurl connect to it (a filesystem
+ *    path: with an abstract address libcurl 7.88 never reuses the
+ *    connection, it takes the empty peer name for a connection still
+ *    resolving); before the
+ *    first byte is sent (the pre-request callback, or right after the
+ *    connect of a hijack) the connection is accepted, checked to be the one
+ *    libcurl made (its peer address is our socket's own autobound name, so
+ *    another local process that races to connect is turned away), and
+ *    handed to a new ssh. The close callback closes our end and reaps the
+ *    process (no zombie, no leaked fd), keeping ssh's stderr when it ended
+ *    by itself so a failure names its reason ("Permission denied
+ *    (publickey)", "docker: not found").
+ *
+ * Half-closing stdin over TLS: the write side is shut at the TCP layer
+ * (shutdown(SHUT_WR)) without a TLS close_notify, exactly what the Docker
+ * client does (docker/client hijack.go, tlsClientCon.CloseWrite closes the
+ * raw connection's write side). The engine's TLS reader takes the clean EOF
+ * at a record boundary as the end of stdin and goes on writing the output;
+ * OpenSSL on our side only reads from then on, which needs no write.
  */
 #include "http.h"
 
@@ -25,17 +50,47 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #define POOL_MAX 32
 #define HIJACK_HEAD_MAX (64 * 1024)
+/* ssh: how much of its stderr a failure message carries (the tail). */
+#define SSH_DIAG_MAX 512
+/*
+ * ssh: transports multiplexed over the master at most; more connect on their
+ * own. sshd's default MaxSessions is 10 per connection, and a refused
+ * session would fail the request, so stay below it.
+ */
+#define SSH_MUX_MAX 8  /* plus the master's own session: 9 */
+/* ssh: a master that died is started again at most this often. */
+#define SSH_MASTER_RETRY_MS 5000
+/* ssh: how long a closed transport may take to end by itself before SIGTERM, then SIGKILL. */
+#define SSH_EXIT_GRACE_MS 20
+#define SSH_TERM_GRACE_MS 2000
+/* ssh: the path of a handle's one-shot listener, in the client's private directory. */
+#define SSH_LISTEN_NAME_MAX 64
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned long request_count;
+
+unsigned long mafsbx_http_request_count(void)
+{
+	return request_count;
+}
 static CURLcode global_rc = CURLE_FAILED_INIT;
 
 static void global_init(void)
@@ -56,6 +111,12 @@ struct pconn {
 	CURL *c;
 	struct mafsbx_http *h;
 	curl_socket_t fds[PCONN_FDS];
+	pid_t ssh_pid[PCONN_FDS];    /* ssh: the process behind fds[i], 0 when none */
+	bool ssh_mux[PCONN_FDS];     /* ssh: it runs over the master (counted in h->ssh_muxed) */
+	int ssh_err[PCONN_FDS];      /* ssh: read end of its stderr pipe, -1 when none */
+	int ssh_listen[PCONN_FDS];   /* ssh: the listener fds[i] connects to, until accepted; -1 */
+	char ssh_name[SSH_LISTEN_NAME_MAX]; /* ssh: this handle's listener path */
+	char ssh_diag[SSH_DIAG_MAX + 64]; /* ssh: how the last transport ended by itself, "" if not */
 };
 
 /* One streamed transfer under watch. Lives on the requesting thread's stack. */
@@ -85,6 +146,15 @@ struct mafsbx_http {
 	bool wd_stop;
 	struct watch *watches;
 	int dead_fd;             /* an unconnected socket: dup3'd over a cut connection */
+
+	/* ssh: one master connection that the transports multiplex over (see ssh_master_path). */
+	pthread_mutex_t ssh_mu;
+	pid_t ssh_master;        /* 0: none running */
+	int ssh_master_in;       /* write end of the master's stdin, -1 when none */
+	long long ssh_master_at; /* when it was last started (respawns are spaced) */
+	char ssh_dir[64];        /* private 0700 directory of its control socket, "" until made */
+	char ssh_ctl[96];        /* the control socket */
+	unsigned ssh_muxed;      /* transports running over the master now */
 };
 
 void mafsbx_http_resp_free(struct mafsbx_http_resp *r)
@@ -191,9 +261,480 @@ static bool watch_touch(struct mafsbx_http *h, struct watch *w)
 	return fired;
 }
 
+/* ---- ssh transport ------------------------------------------------------- */
+
+/* A descriptor number >= 3, close-on-exec, so posix_spawn's dup2 onto 0..2 cannot clobber it. */
+static int fd_above_stdio(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n;
+}
+
+/*
+ * Start `ssh -o BatchMode=yes -o ConnectTimeout=N -T [-l USER] [-p PORT] --
+ * HOST docker system dial-stdio` (the Docker CLI's arguments plus BatchMode,
+ * so a missing key fails at once instead of prompting) with `conn` as its
+ * stdin and stdout and a pipe as its stderr; with `ctl`, over that master's
+ * control socket (-S CTL -o ControlMaster=no: a session on the master's
+ * connection, no handshake of its own; ssh connects by itself when the
+ * socket is not there). `conn` < 0 starts the master instead: -M -S CTL
+ * running `docker system dial-stdio` too (a session that lasts as long as
+ * its stdin: the read end of a pipe whose write end we hold, so the master
+ * ends with this process even when it dies without a clean close), stdin
+ * from `*errfd` (taken), stdout and stderr on /dev/null. ssh runs in its own
+ * process group, so a terminal's ^C for the daemon does not cut the engine
+ * connections under a clean unmount. Takes `conn` (closed in every case).
+ */
+static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid_t *pid, int *errfd, char *diag,
+		     size_t diagsz)
+{
+	const struct mafsbx_endpoint *ep = &h->ep;
+	bool master = conn < 0;
+	int sv[2] = { -1, -1 }, ev[2] = { -1, -1 };
+	int r = -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	bool fa_init = false, at_init = false;
+
+	int in = -1;
+	if (master) {
+		in = fd_above_stdio(*errfd);
+		*errfd = -1;
+		sv[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
+		ev[1] = sv[1] >= 0 ? fcntl(sv[1], F_DUPFD_CLOEXEC, 3) : -1;
+		sv[1] = fd_above_stdio(sv[1]);
+		if (in < 0)
+			sv[1] = -1;
+	} else {
+		sv[1] = fd_above_stdio(conn);
+		if (sv[1] >= 0 && pipe2(ev, O_CLOEXEC) == 0)
+			for (int i = 0; i < 2; i++)
+				ev[i] = fd_above_stdio(ev[i]);
+	}
+	if (sv[1] < 0 || ev[1] < 0 || (!master && ev[0] < 0)) {
+		snprintf(diag, diagsz, "cannot make the ssh pipe: %s", strerror(errno));
+		goto out;
+	}
+	if (!master)
+		(void)fcntl(ev[0], F_SETFL, O_NONBLOCK);
+
+	char timeout[64], port[16];
+	long secs = (h->connect_ms + 999) / 1000;
+	snprintf(timeout, sizeof(timeout), "ConnectTimeout=%ld", secs > 0 ? secs : 1);
+	snprintf(port, sizeof(port), "%d", ep->port);
+	char *argv[24];
+	int n = 0;
+	argv[n++] = "ssh";
+	argv[n++] = "-o";
+	argv[n++] = "BatchMode=yes";
+	argv[n++] = "-o";
+	argv[n++] = timeout;
+	argv[n++] = "-T";
+	if (master) {
+		argv[n++] = "-M";
+		argv[n++] = "-o";
+		argv[n++] = "ControlPersist=no";
+	} else if (ctl) {
+		argv[n++] = "-o";
+		argv[n++] = "ControlMaster=no";
+	}
+	if (master || ctl) {
+		argv[n++] = "-S";
+		argv[n++] = (char *)ctl;
+	}
+	if (ep->user[0]) {
+		argv[n++] = "-l";
+		argv[n++] = (char *)ep->user;
+	}
+	if (ep->port > 0) {
+		argv[n++] = "-p";
+		argv[n++] = port;
+	}
+	argv[n++] = "--";
+	argv[n++] = (char *)ep->host;
+	argv[n++] = "docker";
+	argv[n++] = "system";
+	argv[n++] = "dial-stdio";
+	argv[n] = NULL;
+
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	int e;
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+		goto spawn_failed;
+	fa_init = true;
+	if ((e = posix_spawnattr_init(&at)) != 0)
+		goto spawn_failed;
+	at_init = true;
+	if ((e = posix_spawn_file_actions_adddup2(&fa, master ? in : sv[1], 0)) != 0 ||
+	    (e = posix_spawn_file_actions_adddup2(&fa, sv[1], 1)) != 0 ||
+	    (e = posix_spawn_file_actions_adddup2(&fa, ev[1], 2)) != 0 ||
+	    (e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+						       POSIX_SPAWN_SETPGROUP)) != 0 ||
+	    (e = posix_spawnattr_setsigmask(&at, &none)) != 0 || (e = posix_spawnattr_setsigdefault(&at, &all)) != 0 ||
+	    (e = posix_spawnattr_setpgroup(&at, 0)) != 0)
+		goto spawn_failed;
+	if ((e = posix_spawnp(pid, "ssh", &fa, &at, argv, environ)) != 0)
+		goto spawn_failed;
+	if (!master) {
+		*errfd = ev[0];
+		ev[0] = -1;
+	}
+	r = 0;
+	goto out;
+spawn_failed:
+	snprintf(diag, diagsz, "cannot run ssh: %s", strerror(e));
+out:
+	if (fa_init)
+		posix_spawn_file_actions_destroy(&fa);
+	if (at_init)
+		posix_spawnattr_destroy(&at);
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] >= 0)
+			close(sv[i]);
+		if (ev[i] >= 0)
+			close(ev[i]);
+	}
+	if (in >= 0)
+		close(in);
+	return r;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* waitpid(WNOHANG) for up to ms: the pid when reaped, 0 when still running. */
+static pid_t wait_child(pid_t pid, int *status, long ms)
+{
+	long long until = mafsbx_now_ms() + ms;
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			return w < 0 ? -1 : w;
+		if (mafsbx_now_ms() >= until)
+			return 0;
+		sleep_ms(2);
+	}
+}
+
+/*
+ * End and reap one ssh transport whose socket was just closed. An ssh that
+ * ends by itself at once (it failed: that is why the connection closed) has
+ * its exit status and the tail of its stderr kept in pc->ssh_diag for the
+ * error message; one still running (a healthy connection being retired) is
+ * sent SIGTERM, and SIGKILL if that is not enough. Always reaped.
+ */
+static void ssh_reap(struct pconn *pc, pid_t pid, int errfd)
+{
+	int status = 0;
+	bool by_itself = true;
+	pid_t w = wait_child(pid, &status, SSH_EXIT_GRACE_MS);
+	if (w == 0) {
+		by_itself = false;
+		(void)kill(pid, SIGTERM);
+		w = wait_child(pid, &status, SSH_TERM_GRACE_MS);
+		if (w == 0) {
+			(void)kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+	char tail[SSH_DIAG_MAX + 1];
+	size_t tl = 0;
+	for (;;) {
+		char buf[1024];
+		ssize_t n = read(errfd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		/* Keep the last SSH_DIAG_MAX bytes: the final line is the reason. */
+		for (ssize_t i = 0; i < n; i++) {
+			if (tl == SSH_DIAG_MAX) {
+				memmove(tail, tail + 1, SSH_DIAG_MAX - 1);
+				tl--;
+			}
+			char c = buf[i];
+			tail[tl++] = (c == '\n' || c == '\r' || c == '\t') ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : c;
+		}
+	}
+	close(errfd);
+	while (tl && tail[tl - 1] == ' ')
+		tl--;
+	tail[tl] = '\0';
+	if (!by_itself)
+		return;
+	char how[48];
+	if (WIFEXITED(status))
+		snprintf(how, sizeof(how), "ssh exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "ssh was killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(how, sizeof(how), "ssh ended");
+	snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "%s%s%s", how, tl ? ": " : "", tail);
+}
+
+/*
+ * The control socket of this client's ssh master, starting the master when
+ * none runs (and its last start is SSH_MASTER_RETRY_MS ago), or NULL: no
+ * master to use, or SSH_MUX_MAX sessions on it already. The master
+ * (`ssh -M`, see ssh_spawn) holds one authenticated connection; each
+ * transport is then a session on it, which costs a channel open instead of a
+ * key exchange and an authentication. The first caller waits for the new
+ * master's socket (bounded by the connect timeout); a transport that finds
+ * no socket connects on its own (ssh does so when the socket is missing).
+ * Counted in h->ssh_muxed when it returns a path.
+ */
+static const char *ssh_master_path(struct mafsbx_http *h)
+{
+	const char *ctl = NULL;
+	pthread_mutex_lock(&h->ssh_mu);
+	if (h->ssh_master > 0) {
+		int st;
+		if (waitpid(h->ssh_master, &st, WNOHANG) == h->ssh_master) {
+			h->ssh_master = 0;  /* it died: its socket is gone or stale */
+			(void)unlink(h->ssh_ctl);
+			close(h->ssh_master_in);
+			h->ssh_master_in = -1;
+		}
+	}
+	if (h->ssh_master <= 0 && mafsbx_now_ms() - h->ssh_master_at >= SSH_MASTER_RETRY_MS) {
+		h->ssh_master_at = mafsbx_now_ms();
+		char diag[128];
+		pid_t pid = 0;
+		int pp[2];
+		if (pipe2(pp, O_CLOEXEC) < 0)
+			pp[0] = pp[1] = -1;
+		int rd = pp[0];
+		if (pp[0] >= 0 && ssh_spawn(h, -1, h->ssh_ctl, &pid, &rd, diag, sizeof(diag)) == 0) {
+			h->ssh_master = pid;
+			h->ssh_master_in = pp[1];
+			pp[1] = -1;
+			/*
+			 * Wait (bounded by the connect timeout) for its control socket:
+			 * the transports asking meanwhile would each do a handshake of
+			 * their own, which is what the master is there to save. A master
+			 * that fails (a refused key, no route) exits, and the transport
+			 * then connects by itself and reports ssh's own reason.
+			 */
+			long long until = mafsbx_now_ms() + h->connect_ms;
+			struct stat st;
+			int wst;
+			while (stat(h->ssh_ctl, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+				if (waitpid(pid, &wst, WNOHANG) == pid) {
+					h->ssh_master = 0;
+					close(h->ssh_master_in);
+					h->ssh_master_in = -1;
+					break;
+				}
+				if (mafsbx_now_ms() >= until)
+					break;
+				sleep_ms(5);
+			}
+		}
+		if (pp[1] >= 0)
+			close(pp[1]);
+	}
+	if (h->ssh_master > 0 && h->ssh_muxed < SSH_MUX_MAX) {
+		h->ssh_muxed++;
+		ctl = h->ssh_ctl;
+	}
+	pthread_mutex_unlock(&h->ssh_mu);
+	return ctl;
+}
+
+static void ssh_mux_done(struct mafsbx_http *h)
+{
+	pthread_mutex_lock(&h->ssh_mu);
+	if (h->ssh_muxed)
+		h->ssh_muxed--;
+	pthread_mutex_unlock(&h->ssh_mu);
+}
+
+static void ssh_master_stop(struct mafsbx_http *h)
+{
+	if (h->ssh_master_in >= 0) {
+		close(h->ssh_master_in);  /* EOF to its session: what ends it when we cannot */
+		h->ssh_master_in = -1;
+	}
+	if (h->ssh_master > 0) {
+		int st;
+		(void)kill(h->ssh_master, SIGTERM);
+		if (wait_child(h->ssh_master, &st, SSH_TERM_GRACE_MS) == 0) {
+			(void)kill(h->ssh_master, SIGKILL);
+			while (waitpid(h->ssh_master, &st, 0) < 0 && errno == EINTR)
+				;
+		}
+		h->ssh_master = 0;
+	}
+	if (h->ssh_dir[0]) {
+		(void)unlink(h->ssh_ctl);
+		(void)rmdir(h->ssh_dir);
+		h->ssh_dir[0] = '\0';
+	}
+}
+
+static socklen_t path_addr(struct sockaddr_un *sa, const char *path)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "%s", path);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa->sun_path) + 1);
+}
+
+/*
+ * libcurl opens the connection's socket: make the one-shot listener it will
+ * connect to (this handle's path in the client's private directory, backlog
+ * 1) and a socket autobound to a kernel-chosen unique abstract name, by
+ * which the accept recognises it. ssh is started when the connection is
+ * accepted.
+ */
+static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct pconn *pc = clientp;
+	(void)purpose;
+	(void)addr;
+	struct sockaddr_un sa;
+	socklen_t len = path_addr(&sa, pc->ssh_name);
+	(void)unlink(pc->ssh_name);  /* a listener of an earlier connection that never connected */
+	/* A /tmp cleaner may have taken our directory: make it again (0700); if that fails the bind says why. */
+	(void)mkdir(pc->h->ssh_dir, 0700);
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sa_family_t fam = AF_UNIX;
+	if (l < 0 || fd < 0 || bind(l, (struct sockaddr *)&sa, len) < 0 || listen(l, 1) < 0 ||
+	    bind(fd, (struct sockaddr *)&fam, sizeof(fam)) < 0) {
+		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "cannot make the local end of the ssh transport: %s",
+			 strerror(errno));
+		goto fail;
+	}
+	pthread_mutex_lock(&pc->h->wd_mu);
+	int slot = -1;
+	for (int i = 0; i < PCONN_FDS && slot < 0; i++)
+		if (pc->fds[i] == CURL_SOCKET_BAD)
+			slot = i;
+	if (slot >= 0) {
+		pc->fds[slot] = fd;
+		pc->ssh_listen[slot] = l;
+	}
+	pthread_mutex_unlock(&pc->h->wd_mu);
+	if (slot < 0) {
+		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "too many connection attempts at once");
+		goto fail;
+	}
+	return fd;
+fail:
+	if (l >= 0)
+		close(l);
+	if (fd >= 0)
+		close(fd);
+	return CURL_SOCKET_BAD;
+}
+
+/*
+ * The connection libcurl just made (or a reused one: nothing to do): accept
+ * it on the one-shot listener, make sure it is ours, and start ssh on it.
+ * Runs before the first byte of a request is sent. 0, or -1 with
+ * pc->ssh_diag saying why.
+ */
+static int ssh_attach(struct pconn *pc)
+{
+	struct mafsbx_http *h = pc->h;
+	int l = -1, slot = -1;
+	curl_socket_t fd = CURL_SOCKET_BAD;
+	pthread_mutex_lock(&h->wd_mu);
+	for (int i = 0; i < PCONN_FDS && slot < 0; i++) {
+		if (pc->fds[i] != CURL_SOCKET_BAD && pc->ssh_listen[i] >= 0) {
+			slot = i;
+			l = pc->ssh_listen[i];
+			fd = pc->fds[i];
+			pc->ssh_listen[i] = -1;
+		}
+	}
+	pthread_mutex_unlock(&h->wd_mu);
+	if (slot < 0)
+		return 0;
+
+	struct sockaddr_un mine;
+	socklen_t mlen = sizeof(mine);
+	int r = -1;
+	if (getsockname(fd, (struct sockaddr *)&mine, &mlen) < 0) {
+		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "getsockname: %s", strerror(errno));
+		goto out;
+	}
+	/* libcurl's connect to a unix listener completes at once: the connection is queued. */
+	long long until = mafsbx_now_ms() + h->connect_ms;
+	for (;;) {
+		struct sockaddr_un peer;
+		socklen_t plen = sizeof(peer);
+		int a = accept4(l, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
+		if (a >= 0) {
+			if (plen == mlen && memcmp(&peer, &mine, mlen) == 0) {
+				pid_t pid = 0;
+				int errfd = -1;
+				const char *ctl = ssh_master_path(h);
+				if (ssh_spawn(h, a, ctl, &pid, &errfd, pc->ssh_diag, sizeof(pc->ssh_diag)) < 0) {
+					if (ctl)
+						ssh_mux_done(h);
+					goto out;
+				}
+				pthread_mutex_lock(&h->wd_mu);
+				pc->ssh_pid[slot] = pid;
+				pc->ssh_err[slot] = errfd;
+				pc->ssh_mux[slot] = ctl != NULL;
+				pthread_mutex_unlock(&h->wd_mu);
+				r = 0;
+				goto out;
+			}
+			close(a);  /* another process raced to our address: never give it the engine */
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "accept: %s", strerror(errno));
+			goto out;
+		}
+		long long left = until - mafsbx_now_ms();
+		if (left <= 0) {
+			snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "the local end of the ssh transport never connected");
+			goto out;
+		}
+		struct pollfd pfd = { .fd = l, .events = POLLIN };
+		(void)poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
+	}
+out:
+	close(l);
+	(void)unlink(pc->ssh_name);
+	return r;
+}
+
+static int on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+		     int conn_local_port)
+{
+	(void)conn_primary_ip;
+	(void)conn_local_ip;
+	(void)conn_primary_port;
+	(void)conn_local_port;
+	return ssh_attach(clientp) == 0 ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
+}
+
 static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
 {
 	struct pconn *pc = clientp;
+	/* The ssh socket was recorded when it was made. */
+	if (pc->h->ep.scheme == MAFSBX_EP_SSH)
+		return CURL_SOCKOPT_OK;
 	pthread_mutex_lock(&pc->h->wd_mu);
 	for (int i = 0; i < PCONN_FDS; i++) {
 		if (pc->fds[i] == CURL_SOCKET_BAD) {
@@ -213,12 +754,33 @@ static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
 static int on_close_socket(void *clientp, curl_socket_t fd)
 {
 	struct pconn *pc = clientp;
+	pid_t pid = 0;
+	int errfd = -1;
+	bool mux = false;
 	pthread_mutex_lock(&pc->h->wd_mu);
-	for (int i = 0; i < PCONN_FDS; i++)
-		if (pc->fds[i] == fd)
+	for (int i = 0; i < PCONN_FDS; i++) {
+		if (pc->fds[i] == fd) {
 			pc->fds[i] = CURL_SOCKET_BAD;
+			mux = pc->ssh_mux[i];
+			pc->ssh_mux[i] = false;
+			pid = pc->ssh_pid[i];
+			errfd = pc->ssh_err[i];
+			if (pc->ssh_listen[i] >= 0) {
+				close(pc->ssh_listen[i]);
+				(void)unlink(pc->ssh_name);
+			}
+			pc->ssh_pid[i] = 0;
+			pc->ssh_err[i] = -1;
+			pc->ssh_listen[i] = -1;
+		}
+	}
 	int r = close(fd);
 	pthread_mutex_unlock(&pc->h->wd_mu);
+	/* Outside the lock: ending ssh may take a moment, the watchdog must not wait for it. */
+	if (pid > 0)
+		ssh_reap(pc, pid, errfd);
+	if (mux)
+		ssh_mux_done(pc->h);
 	return r;
 }
 
@@ -228,8 +790,16 @@ static struct pconn *pconn_new(struct mafsbx_http *h)
 	if (!pc)
 		return NULL;
 	pc->h = h;
-	for (int i = 0; i < PCONN_FDS; i++)
+	for (int i = 0; i < PCONN_FDS; i++) {
 		pc->fds[i] = CURL_SOCKET_BAD;
+		pc->ssh_err[i] = -1;
+		pc->ssh_listen[i] = -1;
+	}
+	if (h->ep.scheme == MAFSBX_EP_SSH) {
+		/* Unique per handle, in a directory only we can enter; the accept checks the peer anyway. */
+		static _Atomic unsigned long seq;
+		snprintf(pc->ssh_name, sizeof(pc->ssh_name), "%s/c%lu", h->ssh_dir, ++seq);
+	}
 	pc->c = curl_easy_init();
 	if (!pc->c) {
 		free(pc);
@@ -257,7 +827,7 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 				 curl_easy_strerror(global_rc));
 		return NULL;
 	}
-	if (!ep || (ep->scheme != MAFSBX_EP_UNIX && ep->scheme != MAFSBX_EP_TCP)) {
+	if (!ep || (ep->scheme != MAFSBX_EP_UNIX && ep->scheme != MAFSBX_EP_TCP && ep->scheme != MAFSBX_EP_SSH)) {
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint: unknown scheme");
 		return NULL;
 	}
@@ -269,6 +839,11 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint %s: no host or port", ep->url);
 		return NULL;
 	}
+	if (ep->scheme == MAFSBX_EP_SSH && (!ep->host[0] || ep->host[0] == '-' || ep->user[0] == '-' ||
+					    ep->port < 0 || ep->port > 65535)) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint %s: bad host, user or port", ep->url);
+		return NULL;
+	}
 	struct mafsbx_http *h = calloc(1, sizeof(*h));
 	if (!h) {
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -277,15 +852,30 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 	h->ep = *ep;
 	h->connect_ms = connect_ms > 0 ? connect_ms : 5000;
 	h->timeout_ms = default_timeout_ms > 0 ? default_timeout_ms : 60000;
-	if (ep->scheme == MAFSBX_EP_UNIX)
+	if (ep->scheme == MAFSBX_EP_UNIX || ep->scheme == MAFSBX_EP_SSH)
 		snprintf(h->base, sizeof(h->base), "http://localhost");
 	else if (strchr(ep->host, ':'))
 		snprintf(h->base, sizeof(h->base), "%s://[%s]:%d", ep->tls ? "https" : "http", ep->host, ep->port);
 	else
 		snprintf(h->base, sizeof(h->base), "%s://%s:%d", ep->tls ? "https" : "http", ep->host, ep->port);
+	if (ep->scheme == MAFSBX_EP_SSH) {
+		/* The transports' listeners and the master's control socket: ours alone (0700). */
+		char dir[] = "/tmp/mafsbx-ssh-XXXXXX";
+		if (!mkdtemp(dir)) {
+			int e = errno;
+			free(h);
+			mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot make a directory for the ssh "
+					      "transport: %s", strerror(e));
+			return NULL;
+		}
+		snprintf(h->ssh_dir, sizeof(h->ssh_dir), "%s", dir);
+		snprintf(h->ssh_ctl, sizeof(h->ssh_ctl), "%s/master", dir);
+	}
 	h->dead_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (h->dead_fd < 0) {
 		int e = errno;
+		if (h->ssh_dir[0])
+			(void)rmdir(h->ssh_dir);
 		free(h);
 		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "socket: %s", strerror(e));
 		return NULL;
@@ -297,6 +887,9 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&h->wd_mu, NULL);
 	pthread_mutex_init(&h->pool_mu, NULL);
+	pthread_mutex_init(&h->ssh_mu, NULL);
+	h->ssh_master_at = mafsbx_now_ms() - SSH_MASTER_RETRY_MS;
+	h->ssh_master_in = -1;
 	return h;
 }
 
@@ -313,6 +906,9 @@ void mafsbx_http_close(struct mafsbx_http *h)
 		pthread_join(h->wd_thread, NULL);
 	for (size_t i = 0; i < h->n_idle; i++)
 		pconn_free(h->idle[i]);
+	/* After every transport: a session still on the master would die with it. */
+	ssh_master_stop(h);
+	pthread_mutex_destroy(&h->ssh_mu);
 	close(h->dead_fd);
 	pthread_cond_destroy(&h->wd_cv);
 	pthread_mutex_destroy(&h->wd_mu);
@@ -331,6 +927,8 @@ static struct pconn *pool_get(struct mafsbx_http *h)
 		curl_easy_reset(pc->c);  /* keeps the live connection */
 	else
 		pc = pconn_new(h);
+	if (pc)
+		pc->ssh_diag[0] = '\0';  /* a diagnosis belongs to the request that saw it */
 	return pc;
 }
 
@@ -368,6 +966,14 @@ static int setup_common(struct mafsbx_http *h, struct pconn *pc, char *errbuf)
 	SET(CURLOPT_USERAGENT, "mafsbxfs/" MAFSBX_VERSION);
 	if (h->ep.scheme == MAFSBX_EP_UNIX)
 		SET(CURLOPT_UNIX_SOCKET_PATH, h->ep.socket_path);
+	if (h->ep.scheme == MAFSBX_EP_SSH) {
+		/* One address, so one socket per connection: no happy-eyeballs pair of ssh processes. */
+		SET(CURLOPT_UNIX_SOCKET_PATH, pc->ssh_name);
+		SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+		SET(CURLOPT_OPENSOCKETDATA, pc);
+		SET(CURLOPT_PREREQFUNCTION, on_prereq);
+		SET(CURLOPT_PREREQDATA, pc);
+	}
 	if (h->ep.tls) {
 		SET(CURLOPT_SSL_VERIFYPEER, h->ep.tls_verify ? 1L : 0L);
 		SET(CURLOPT_SSL_VERIFYHOST, h->ep.tls_verify ? 2L : 0L);
@@ -499,11 +1105,30 @@ static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult,
 	return fired ? 1 : 0;
 }
 
-static int map_curl_error(struct mafsbx_http *h, CURL *c, CURLcode rc, const char *errbuf, const char *method,
-			  const char *target, struct mafsbx_error *err)
+static int map_curl_error(struct mafsbx_http *h, struct pconn *pc, CURLcode rc, const char *errbuf,
+			  const char *method, const char *target, struct mafsbx_error *err)
 {
+	CURL *c = pc->c;
 	const char *detail = errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc);
 	long os_errno = 0;
+	/*
+	 * ssh: a transport that ended by itself explains the failure better than
+	 * libcurl's "Empty reply from server" does; the engine is unreachable.
+	 */
+	if (h->ep.scheme == MAFSBX_EP_SSH && pc->ssh_diag[0] && rc != CURLE_OPERATION_TIMEDOUT &&
+	    rc != CURLE_OUT_OF_MEMORY)
+		return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s cannot be reached: %s (%s)", h->ep.url,
+					pc->ssh_diag, detail);
+	/*
+	 * TLS 1.3 finishes the handshake before the server has checked our
+	 * certificate: its refusal (no client certificate, an expired or
+	 * unknown one) arrives as an alert on the first read. It is still the
+	 * TLS set-up that failed, so it is reported as such.
+	 */
+	if (h->ep.tls && (rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) &&
+	    (strstr(detail, "SSL") || strstr(detail, "alert")))
+		return mafsbx_error_set(err, MAFSBX_EK_UNREACHABLE, "engine at %s: TLS failed (the engine refused "
+					"this client's certificate?): %s", h->ep.url, detail);
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -571,6 +1196,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	int r = 0;
 	bool reusable = false;
 
+	request_count++;
 	struct pconn *pc = pool_get(h);
 	if (!pc)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
@@ -646,7 +1272,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	else if (x.probe_aborted)
 		r = 0;
 	else if (rc != CURLE_OK)
-		r = map_curl_error(h, c, rc, errbuf, rq->method, rq->target, err);
+		r = map_curl_error(h, pc, rc, errbuf, rq->method, rq->target, err);
 	else if (resp->status < 100)
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: no HTTP status from the engine", rq->method,
 				     rq->target);
@@ -730,9 +1356,6 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 {
 	if (!h || !method || !target || target[0] != '/' || !resp || !on_data)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http hijack: bad arguments");
-	if (in && h->ep.tls)
-		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
-					"exec with stdin over TLS is not supported (the stream cannot be half-closed)");
 	resp->status = 0;
 	resp->body_bytes = 0;
 	mafsbx_buf_reset(&resp->body);
@@ -742,6 +1365,7 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 	char buf[16384];
 	struct mafsbx_buf head = MAFSBX_BUF_INIT;
 	int r = 0;
+	request_count++;
 	struct pconn *pc = pconn_new(h);
 	if (!pc)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
@@ -752,8 +1376,10 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 		goto out;
 	}
 	CURLcode rc = curl_easy_perform(c);
+	if (rc == CURLE_OK && h->ep.scheme == MAFSBX_EP_SSH && ssh_attach(pc) < 0)
+		rc = CURLE_ABORTED_BY_CALLBACK;
 	if (rc != CURLE_OK) {
-		r = map_curl_error(h, c, rc, errbuf, method, target, err);
+		r = map_curl_error(h, pc, rc, errbuf, method, target, err);
 		goto out;
 	}
 	curl_socket_t fd = CURL_SOCKET_BAD;

@@ -1,6 +1,6 @@
 /*
  * http.h: the libcurl transport under engine.c. It owns the sockets: a pool
- * of kept-alive connections to one endpoint (unix://, tcp://, TLS), the
+ * of kept-alive connections to one endpoint (unix://, tcp://, TLS, ssh://), the
  * timeouts on every request, the stall watchdog that cuts a stalled stream,
  * and the raw full-duplex stream of an exec start. It knows nothing of the
  * Engine API's URLs or JSON; engine.c builds those.
@@ -91,12 +91,19 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
  * body is left in resp->body and 0 is returned. `deadline_ms` is an absolute
  * mafsbx_now_ms() time (0: none for the stream, while the answer's headers
  * are still bounded by the default request timeout); when it passes the
- * stream is closed and EK_TIMEOUT returned. With `in` over TLS: EK_UNSUPPORTED (libcurl cannot
- * half-close a TLS stream).
+ * stream is closed and EK_TIMEOUT returned. The half-close works on every
+ * transport: TCP (also under TLS, as the Docker client does it), unix
+ * sockets and ssh pipes.
  */
 int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *target, const char *content_type,
 		       const void *body, size_t body_len, const void *in, size_t in_len, long long deadline_ms,
 		       mafsbx_http_sink_fn on_data, void *ctx, struct mafsbx_http_resp *resp,
 		       struct mafsbx_error *err);
+
+/*
+ * Requests this process has sent to any engine (plain and hijacked), since
+ * start. Tests count the engine calls of an operation with it.
+ */
+unsigned long mafsbx_http_request_count(void);
 
 #endif

@@ -59,7 +59,7 @@ struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int
 
 /* The usage lines for the engine options, shared by every subcommand's --help. */
 #define CLI_ENGINE_OPTIONS_HELP \
-	"  -H, --host URL       engine endpoint (unix:///path or tcp://host:port)\n" \
+	"  -H, --host URL       engine endpoint (unix://, tcp:// or ssh://)\n" \
 	"      --context NAME   Docker context to use\n"
 
 #endif

@@ -16,8 +16,15 @@
  * and the daemon's RSS (idle, during the 256 MiB read, with N sandboxes).
  *
  * Usage: bench_mount [--mafsbxfs PATH] [--runs N] [--sandboxes N] [--image IMG]
+ *                    [--host URL]...
  * Needs root, /dev/fuse, a running dockerd and the test image. Prints a
  * markdown table. It removes everything it created (dispose by scope).
+ *
+ * --host URL (repeatable, up to 4): the whole table once per endpoint, in one
+ * run, e.g. unix://, tcp:// with TLS and ssh://. Each run has DOCKER_HOST set
+ * to URL, so the mount, the engine floor and the docker CLI column all use
+ * it (TLS material from DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, which are
+ * applied to the tcp:// hosts only).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -272,10 +279,11 @@ static char thaw_list[4][64];
 /* A container the CLI or floor columns made outside the mount: force-removed at cleanup. */
 static char loose_container[64];
 
+static int cleanup_done;
+
 static void cleanup(void)
 {
-	static int done;
-	if (done++)
+	if (cleanup_done++)
 		return;
 	for (size_t i = 0; eng && i < 4; i++) {
 		struct mafsbx_error e;
@@ -304,6 +312,7 @@ static void cleanup(void)
 		kill(daemon_pid, SIGKILL);
 		waitpid(daemon_pid, NULL, 0);
 		rmdir(mnt);
+		daemon_pid = -1;
 	}
 }
 
@@ -408,6 +417,8 @@ static void *rss_sampler(void *arg)
 	return NULL;
 }
 
+static void run_bench(const char *host);
+
 static void *stop_watcher(void *arg)
 {
 	(void)arg;
@@ -430,18 +441,29 @@ int main(int argc, char **argv)
 		{ "runs", required_argument, NULL, 'r' },
 		{ "sandboxes", required_argument, NULL, 's' },
 		{ "image", required_argument, NULL, 'i' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "m:r:s:i:h", longopts, NULL)) != -1) {
+	const char *hosts[4];
+	int nhosts = 0;
+	while ((c = getopt_long(argc, argv, "m:r:s:i:H:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': opt_mafsbxfs = optarg; break;
 		case 'r': opt_runs = atoi(optarg); break;
 		case 's': opt_sandboxes = atoi(optarg); break;
 		case 'i': opt_image = optarg; break;
+		case 'H':
+			if (nhosts == 4) {
+				fprintf(stderr, "bench_mount: at most 4 --host\n");
+				return 2;
+			}
+			hosts[nhosts++] = optarg;
+			break;
 		default:
-			printf("usage: bench_mount [--mafsbxfs PATH] [--runs N] [--sandboxes N] [--image IMG]\n");
+			printf("usage: bench_mount [--mafsbxfs PATH] [--runs N] [--sandboxes N] [--image IMG] "
+			       "[--host URL]...\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -461,8 +483,48 @@ int main(int argc, char **argv)
 	pthread_t watcher;
 	pthread_create(&watcher, NULL, stop_watcher, NULL);
 
+	if (!nhosts)
+		run_bench(NULL);
+	for (int i = 0; i < nhosts; i++)
+		run_bench(hosts[i]);
+	return 0;
+}
+
+/* The whole table over one endpoint: `host`, or the default one when NULL. */
+static void run_bench(const char *host)
+{
 	struct mafsbx_error err;
 	struct mafsbx_endpoint ep;
+	/* One run after another: a fresh mount, scope and table each time. */
+	cleanup_done = 0;
+	nrows = 0;
+	rss_peak = 0;
+	memset(thaw_list, 0, sizeof(thaw_list));
+	loose_container[0] = '\0';
+	mnt[0] = '\0';
+	if (host && setenv("DOCKER_HOST", host, 1) != 0)
+		die("setenv: %s", strerror(errno));
+	/*
+	 * The TLS variables belong to the tcp:// hosts only: the docker CLI of
+	 * the comparison column would try TLS on a unix socket or over ssh too.
+	 */
+	static char *tls_verify, *cert_path;
+	static bool saved;
+	if (!saved) {
+		saved = true;
+		tls_verify = getenv("DOCKER_TLS_VERIFY") ? strdup(getenv("DOCKER_TLS_VERIFY")) : NULL;
+		cert_path = getenv("DOCKER_CERT_PATH") ? strdup(getenv("DOCKER_CERT_PATH")) : NULL;
+	}
+	bool tcp = host && (strncmp(host, "tcp://", 6) == 0 || strncmp(host, "https://", 8) == 0);
+	if (host && !tcp) {
+		unsetenv("DOCKER_TLS_VERIFY");
+		unsetenv("DOCKER_CERT_PATH");
+	} else if (host) {
+		if (tls_verify)
+			setenv("DOCKER_TLS_VERIFY", tls_verify, 1);
+		if (cert_path)
+			setenv("DOCKER_CERT_PATH", cert_path, 1);
+	}
 	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
 		die("%s", err.message);
 	eng = mafsbx_engine_open(&ep, NULL, &err);
@@ -794,6 +856,7 @@ int main(int argc, char **argv)
 	}
 
 	printf("\n## mafsbxfs end-to-end benchmark (%d runs; medians; attr_timeout=0)\n\n", opt_runs);
+	printf("Endpoint: %s (%s; the %s plane).\n\n", ep.url, mafsbx_endpoint_kind(&ep), mafsbx_endpoint_plane(&ep));
 	print_table();
 	printf("\n| throughput, 256 MiB file | MB/s |\n|---|---:|\n");
 	printf("| `cat` through mafsbxfs (one frozen GET, spooled) | %.0f |\n", mbps_fs);
@@ -807,5 +870,6 @@ int main(int argc, char **argv)
 
 	cleanup();
 	mafsbx_engine_close(eng);
-	return 0;
+	eng = NULL;
+	fflush(stdout);
 }

@@ -2,8 +2,8 @@
 # startup.sh: the daemon's life cycle (INTERFACE.md §1.2).
 #  - --help / --version exit 0; a bad option value is a usage error (exit 2)
 #    naming the option; nothing is mounted.
-#  - an unreachable engine, a context that does not exist and an ssh://
-#    endpoint exit non-zero with "mafsbxfs: message" BEFORE mounting.
+#  - an unreachable engine, a context that does not exist and a malformed
+#    ssh:// endpoint exit non-zero with "mafsbxfs: message" BEFORE mounting.
 #  - the mount shows as fuse.mafsbxfs in /proc/self/mountinfo.
 #  - SIGTERM and SIGINT unmount cleanly (exit 0); so does fusermount3 -u;
 #    SIGTERM in the middle of reads leaves nothing frozen; a freeze left by
@@ -48,7 +48,7 @@ expect_eq "$?" 2 "exit status without a mount point"
 expect_contains "$err" "mafsbxfs: no mount point" "message without a mount point"
 refused 1 "cannot reach" -o "host=unix://$T/nobody-listens.sock"
 refused nonzero "no-such-context-$SCOPE" -o "context=no-such-context-$SCOPE"
-refused nonzero "ssh" -o host=ssh://user@example.com
+refused nonzero "must not start with '-'" -o host=ssh://user@-example.com
 refused nonzero "not-an-option" -o not-an-option
 
 # --- a clean unmount on SIGTERM, SIGINT and fusermount3 -u -------------------

@@ -2,7 +2,7 @@
  * test_endpoint.c: engine endpoint resolution (INTERFACE.md §1.1) against
  * temporary Docker config directories and an injected environment: every
  * step of the order, environment permutations, the "default" context,
- * refusals (missing contexts, ssh://, unknown schemes, malformed files, empty
+ * refusals (missing contexts, malformed ssh:// URLs, unknown schemes, malformed files, empty
  * values), TLS material from the environment and from contexts, URL parsing.
  */
 #include <errno.h>
@@ -387,18 +387,39 @@ static void test_missing_context_never_falls_back(void **state)
 	assert_non_null(strstr(err.message, "does not exist"));
 }
 
-static void test_ssh_refused_everywhere(void **state)
+/* ssh:// resolves from every source, TLS settings never apply to it. */
+static void test_ssh_everywhere(void **state)
 {
 	struct fx *f = *state;
-	const char *msg = "ssh:// endpoints are not supported; use unix:// or tcp://";
-	expect_refused(f, "ssh://me@host", NULL, msg);
-	make_context(f->dconf, "remote", "ssh://me@host", NULL);
-	expect_refused(f, NULL, "remote", msg);
-	expect_refused(f, NULL, "remote", "\"remote\"");
+	struct mafsbx_endpoint ep;
+	struct mafsbx_error err;
+	setenv_fx(f, "DOCKER_TLS_VERIFY", "1");  /* ignored for ssh */
+	assert_int_equal(resolve(f, "ssh://me@host", NULL, &ep, &err), 0);
+	assert_int_equal(ep.scheme, MAFSBX_EP_SSH);
+	assert_string_equal(ep.url, "ssh://me@host");
+	assert_string_equal(ep.user, "me");
+	assert_string_equal(ep.host, "host");
+	assert_int_equal(ep.port, 0);
+	assert_false(ep.tls);
+	assert_string_equal(mafsbx_endpoint_kind(&ep), "ssh");
+	assert_string_equal(mafsbx_endpoint_plane(&ep), "engine");
+	make_context(f->dconf, "remote", "ssh://me@host:2200", NULL);
+	assert_int_equal(resolve(f, NULL, "remote", &ep, &err), 0);
+	assert_string_equal(ep.url, "ssh://me@host:2200");
+	assert_int_equal(ep.port, 2200);
+	assert_string_equal(ep.context, "remote");
 	setenv_fx(f, "DOCKER_CONTEXT", "remote");
-	expect_refused(f, NULL, NULL, msg);
-	setenv_fx(f, "DOCKER_HOST", "ssh://me@host:22");
-	expect_refused(f, NULL, NULL, msg);
+	assert_int_equal(resolve(f, NULL, NULL, &ep, &err), 0);
+	assert_string_equal(ep.source, "DOCKER_CONTEXT");
+	assert_int_equal(ep.scheme, MAFSBX_EP_SSH);
+	setenv_fx(f, "DOCKER_HOST", "ssh://host:22");
+	assert_int_equal(resolve(f, NULL, NULL, &ep, &err), 0);
+	assert_string_equal(ep.source, "DOCKER_HOST");
+	assert_string_equal(ep.url, "ssh://host:22");
+	assert_string_equal(ep.user, "");
+	expect_refused(f, "ssh://me:secret@host", NULL, "password");
+	setenv_fx(f, "DOCKER_HOST", "ssh://-evil.example");
+	expect_refused(f, NULL, NULL, "must not start with '-'");
 	expect_refused(f, NULL, NULL, "DOCKER_HOST");
 }
 
@@ -495,6 +516,10 @@ static void test_parse_url_accepts(void **state)
 		{ "https://h.example", MAFSBX_EP_TCP, "tcp://h.example:2376", "h.example", 2376, true },
 		{ "host-1.example:4243", MAFSBX_EP_TCP, "tcp://host-1.example:4243", "host-1.example", 4243, false },
 		{ "tcp://h:65535", MAFSBX_EP_TCP, "tcp://h:65535", "h", 65535, false },
+		{ "ssh://me@h.example", MAFSBX_EP_SSH, "ssh://me@h.example", "h.example", 0, false },
+		{ "SSH://me@h.example:2222/", MAFSBX_EP_SSH, "ssh://me@h.example:2222", "h.example", 2222, false },
+		{ "ssh://h", MAFSBX_EP_SSH, "ssh://h", "h", 0, false },
+		{ "ssh://u_1.x-y@[::1]:22", MAFSBX_EP_SSH, "ssh://u_1.x-y@[::1]:22", "::1", 22, false },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct mafsbx_endpoint ep;
@@ -542,8 +567,17 @@ static void test_parse_url_refuses(void **state)
 		{ "tcp://h\n:1", "control" },
 		{ "tcp://h/../x:1", "path or query" },
 		{ "tcp://h%41:1", "malformed host" },
-		{ "ssh://h", "ssh:// endpoints are not supported; use unix:// or tcp://" },
-		{ "SSH://h", "ssh:// endpoints are not supported" },
+		{ "ssh://", "names no host" },
+		{ "ssh://u@", "names no host" },
+		{ "ssh://@h", "empty user name" },
+		{ "ssh://u:p@h", "password" },
+		{ "ssh://a@b@h", "more than one '@'" },
+		{ "ssh://-l@h", "must not start with '-'" },
+		{ "ssh://u@-oport", "must not start with '-'" },
+		{ "ssh://u@h/path", "path or query" },
+		{ "ssh://u@h:", "empty port" },
+		{ "ssh://u@h:0", "port out of range" },
+		{ "ssh://u;x@h", "malformed user name" },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct mafsbx_endpoint ep;
@@ -727,7 +761,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_context_dir_is_sha256_of_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_context_never_falls_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ssh_refused_everywhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ssh_everywhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_scheme_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_values_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_config_refused, setup, teardown),
