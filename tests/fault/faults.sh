@@ -265,14 +265,17 @@ scenarios_known() {
 	after "cut mid-PUT, twice"
 
 	# The engine stops reading the body for 25 s: the stall cut-off (10 s)
-	# ends the call; the engine holds the container until it reads on, so
-	# the call ends when it does (the relay plays a stalled engine faithfully).
-	t0=$(date +%s)
-	rule stall PUT "$ARCH" req=300000 ms=25000
-	write_fault "PUT body stalled past the stall cut-off"
-	el=$(($(date +%s) - t0))
-	[ "$el" -le 60 ] || problem "PUT body stalled past the stall cut-off: the write took $el s"
-	after "PUT body stalled past the stall cut-off"
+	# ends the call, and the engine, reading on, writes what it had: a
+	# partial file again. The engine holds the container until then, so the
+	# call ends when it does (the relay plays a stalled engine faithfully).
+	if [ "${FAULT_SLOW:-0}" = 1 ]; then
+		t0=$(date +%s)
+		rule stall PUT "$ARCH" req=300000 ms=25000
+		write_fault "PUT body stalled past the stall cut-off"
+		el=$(($(date +%s) - t0))
+		[ "$el" -le 60 ] || problem "PUT body stalled past the stall cut-off: the write took $el s"
+		after "PUT body stalled past the stall cut-off"
+	fi
 }
 
 
