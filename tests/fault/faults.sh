@@ -122,9 +122,9 @@ scenarios_get() {
 	expect_read_fault "cut in the GET request" "$(read_outcome "$M/$N/work/big.bin")"
 	after "cut in the GET request"
 
-	# The stream stall cut-off is 10 s: a GET answer stalled for 14 s mid-body.
+	# The stream stall cut-off is 10 s: a GET answer stalled for 12 s mid-body.
 	t0=$(date +%s)
-	rule stall GET "$ARCH" resp=200000 ms=14000
+	rule stall GET "$ARCH" resp=200000 ms=12000
 	expect_read_fault "GET stalled past the stall cut-off" "$(read_outcome "$M/$N/work/big.bin")" "EIO ETIMEDOUT"
 	el=$(($(date +%s) - t0))
 	[ "$el" -le 40 ] || problem "GET stalled past the stall cut-off: the read took $el s"
@@ -224,7 +224,7 @@ scenarios_exec() {
 	# disposed (as upstream); on its own sandbox.
 	acquire "$M" t a timeout-kind
 	X=$SBX
-	rule stall POST '*/exec/*/start' resp=0 ms=8000
+	rule stall POST '*/exec/*/start' resp=0 ms=5000
 	ctl "$M" exec "{\"sandbox\": \"$X\", \"argv\": [\"true\"], \"timeout\": 2}"
 	[ "$CTL_STATUS" = ETIMEDOUT ] || problem "exec stalled past its timeout: got $CTL_STATUS ($CTL_REPLY)"
 	expect_eq "$(jget "$CTL_REPLY" timed_out)" true "exec stalled past its timeout: timed_out"

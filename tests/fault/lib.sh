@@ -51,7 +51,9 @@ fired() { rctl fired "$1"; }
 
 # mount_relayed MOUNTPOINT [options...]: the mount under test, through the
 # relay, on the engine plane (the plane whose every file call is engine
-# traffic) when this build has a choice of planes.
+# traffic) when this build has a choice of planes, and scoped to this run
+# (the engine is shared: an unscoped mount's janitor would also try to lift
+# freezes of other tests' sandboxes, and wait for them at unmount).
 mount_relayed() {
 	local mnt=$1
 	shift
@@ -59,7 +61,7 @@ mount_relayed() {
 	if "$MAFSBXFS" --help 2>&1 | grep -q 'plane='; then
 		extra=(-o plane=engine)
 	fi
-	mount_fs "$mnt" -o "host=unix://$RELAY_SOCK" "${extra[@]}" "$@"
+	mount_fs "$mnt" -o "host=unix://$RELAY_SOCK" -o "scope=$SCOPE" "${extra[@]}" "$@"
 }
 
 # wait_unpaused SECONDS: nothing of this run's scope is paused (asked on the

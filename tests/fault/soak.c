@@ -4,7 +4,7 @@
  * soak.sh sets up the relay, the mount and the sandboxes and runs this.
  *
  *   soak --mount M --relay-ctl CTL --pid DAEMON_PID [--seconds 60]
- *        [--readers 16] [--writers 4] [--execers 4] [--fault-ms 2500]
+ *        [--readers 16] [--writers 4] [--execers 4] [--fault-ms 2000]
  *        [--rss-max-mb 256] [--strict] SANDBOX...
  *
  * Every file the soak reads is self-checking: a 64-byte header
@@ -63,7 +63,7 @@
 
 static const char *mount_dir, *relay_ctl;
 static long daemon_pid;
-static int seconds = 60, n_readers = 16, n_writers = 4, n_execers = 4, fault_ms = 2500, rss_max_mb = 256;
+static int seconds = 60, n_readers = 16, n_writers = 4, n_execers = 4, fault_ms = 2000, rss_max_mb = 256;
 static bool strict;
 static const char *sbx[MAX_SBX];
 static int n_sbx;
@@ -424,7 +424,7 @@ static void *chaos(void *arg)
 		if (atomic_load(&stop_flag))
 			break;
 		uint64_t r = xs_next(&a->rng);
-		if (r % 10 < 6) {
+		if (r % 10 < 5) {
 			snprintf(cmd, sizeof(cmd), "kill-random");
 		} else {
 			const char *k = kinds[(r >> 8) % (sizeof(kinds) / sizeof(kinds[0]))];

@@ -2,7 +2,7 @@
 # soak.sh: the soak program (soak.c) through a mount whose engine
 # connections the fault relay cuts at random: 16 readers, 4 writers and 4
 # execs over 4 sandboxes for FAULT_SOAK_SECONDS (default 60; CI), a fault
-# every ~2.5 s. Checks: zero wrong bytes, no hung call, the daemon's RSS
+# every ~2 s. Checks: zero wrong bytes, no hung call, the daemon's RSS
 # bounded, every sandbox's execs keep succeeding (soak.c: a guest left
 # frozen shows as a long gap); no container of this run paused at the end
 # (asked on the real socket); the mount still answers afterwards.
