@@ -7,6 +7,7 @@
 #   3. meson test, ALL suites, in build/ with MAFSBX_REQUIRE_ENGINE=1: a test
 #      that cannot reach the engine fails instead of skipping
 #   4. the unit suite under ASan+UBSan (build-asan/, meson test --setup sanitize)
+#   5. the summary, with the fault soak's numbers (tests/fault/soak.c)
 #
 # Any failure, and any skipped test, makes the run fail. Failed tests' logs
 # are printed, then a summary and one closing line "N passed, N failed, N skipped".
@@ -120,6 +121,12 @@ echo "==== mafsbxfs test summary ===="
 for line in "${summary[@]}"; do
 	echo "  $line"
 done
+# The fault campaign's soak (tests/fault, run above in the fault suite): its
+# numbers, so that CI shows them without opening the log.
+if [ -f build/meson-logs/mafsbx-all.txt ]; then
+	grep -E '^soak: ([0-9]+ s, |reads |writes |WRONG |longest |daemon VmRSS)' build/meson-logs/mafsbx-all.txt |
+		sed 's/^/  /' || true
+fi
 for f in "${failures[@]}"; do
 	echo "  FAILED: $f"
 done

@@ -16,17 +16,18 @@
  *
  * Outcomes, counted:
  *  - a call that failed with an errno: allowed under faults, counted by errno;
- *  - WRONG BYTES: a read that succeeded with content that is not a whole
- *    self-checking file, when no write of that file failed since the
- *    previous successful one (so nothing could have left it partial);
- *  - torn: the same, while the file's last write had failed: a write cut
+ *  - WRONG BYTES: a read that succeeded with bytes that are not what a
+ *    writer wrote (not a prefix of a self-checking file): fatal;
+ *  - torn: a read that succeeded with a prefix of a file, or with bytes no
+ *    writer wrote, while the file's last write had failed: a write cut
  *    mid-transfer leaves a partial file in the guest (a known finding of
  *    the engine plane, see faults.sh); reported, fatal only with --strict;
- *  - short read at a stale size: a read that ended early although the
- *    open's snapshot (fstat of the same descriptor) is whole: the kernel
- *    stopped at the size it had cached from an earlier lookup of the file
- *    (the open is not direct_io; known, see the report of issue 10);
- *    reported, fatal only with --strict;
+ *  - short read at a stale size: a read that ended early with every byte
+ *    right (a prefix of a file a writer wrote) and no failed write of it:
+ *    the kernel stopped at the size it had cached from another open or
+ *    lookup of the path while this open's snapshot holds more (work files
+ *    are not direct_io; known, see the report of issue 10); reported,
+ *    fatal only with --strict;
  *  - exec output wrong: an exec that succeeded with output other than what
  *    it printed (a stream cut before the output arrived; known, see
  *    faults.sh); reported, fatal only with --strict;
@@ -300,10 +301,16 @@ static void *reader(void *arg)
 		/* a failed write of this file before or during the read may have left it partial */
 		bool excused = is_w && (dirty0 || atomic_load(&w->failed_gen) != fg0 || atomic_load(&w->dirty));
 		size_t full = got >= HDR ? (size_t)strtoull((const char *)buf + 5, NULL, 10) + HDR : 0;
-		if (v == V_TRUNCATED && st_size >= 0 && (size_t)st_size == full) {
-			/* the open's snapshot is whole (fstat of the handle says so): the kernel stopped at a cached size */
+		if (v == V_TRUNCATED && !excused) {
+			/*
+			 * Every byte right, but too few of them, and no write of the
+			 * file failed: the kernel stopped at a size it had cached
+			 * from another open or lookup of the path (a writer's
+			 * O_TRUNC open sets it to 0), while this open's snapshot
+			 * holds more (fstat of the handle usually says how much).
+			 */
 			atomic_fetch_add(&c_stale, 1);
-			msg("short read at a stale size: %s read %zu of the %zu bytes its open holds", path, got, full);
+			msg("short read at a stale size: %s read %zu of %zu bytes (fstat: %lld)", path, got, full, st_size);
 		} else if (excused) {
 			atomic_fetch_add(&c_torn, 1);
 			msg("torn: %s read %zu bytes (%s) after a failed write of it", path, got,
