@@ -6,6 +6,9 @@
 # which the test asks for cuts, stalls and outages. Everything that checks
 # the outcome (paused containers, the guest's files) goes to the REAL socket
 # or through a fault-free exec, never through a fault the test armed.
+# The engine plane: there every file call is engine traffic, which is what
+# the relay can fault (the local plane reads the guest's files directly).
+export MAFSBX_TEST_PLANE=engine
 . "$(dirname "$0")/../mount/lib.sh"
 
 : "${FAULT_RELAY:?FAULT_RELAY must name the relay binary}"
