@@ -316,6 +316,12 @@ static void *reader(void *arg)
 			msg("torn: %s read %zu bytes (%s) after a failed write of it", path, got,
 			    v == V_TRUNCATED ? "a truncated file" : "not a soak file");
 		} else {
+			/* a whole file followed by zeros: the kernel read on to a larger size it had cached */
+			size_t z = full;
+			while (full && z < got && buf[z] == 0)
+				z++;
+			if (full >= HDR && got > full && z == got && check_file(buf, full, scratch) == V_OK)
+				msg("the next read is a whole file followed by %zu zero bytes", got - full);
 			atomic_fetch_add(&c_wrong, 1);
 			msg("WRONG BYTES: %s read %zu bytes (%s; the header says %zu; fstat said %lld), and no write of "
 			    "it had failed", path, got, v == V_TRUNCATED ? "a truncated file" : "content no writer wrote",
