@@ -13,6 +13,7 @@
 #   5. the libFuzzer harnesses (build-fuzz/, clang), 20 s each (contrib/fuzz.sh)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
+#   6. the summary, with the fault soak's numbers (tests/fault/soak.c)
 #
 # Any failure, and any skipped test, makes the run fail. Failed tests' logs
 # are printed, then a summary and one closing line "N passed, N failed, N skipped".
@@ -158,6 +159,12 @@ echo "==== mafsbxfs test summary ===="
 for line in "${summary[@]}"; do
 	echo "  $line"
 done
+# The fault campaign's soak (tests/fault, run above in the fault suite): its
+# numbers, so that CI shows them without opening the log.
+if [ -f build/meson-logs/mafsbx-all.txt ]; then
+	grep -E '^soak: ([0-9]+ s, |reads |writes |WRONG |longest |daemon VmRSS)' build/meson-logs/mafsbx-all.txt |
+		sed 's/^/  /' || true
+fi
 for f in "${failures[@]}"; do
 	echo "  FAILED: $f"
 done

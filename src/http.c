@@ -1235,6 +1235,16 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	} else {
 		SET(CURLOPT_CUSTOMREQUEST, rq->method);
 	}
+	/*
+	 * A POST is never sent twice: libcurl silently re-sends a request whose
+	 * reused connection closed before any answer byte came back, but the
+	 * engine may have acted on the first copy (a pause whose answer was
+	 * lost, replayed, is answered "already paused", which reads as somebody
+	 * else's pause: the container stayed frozen for good). On a fresh
+	 * connection a lost answer is an error the caller can reason about.
+	 */
+	if (strcmp(rq->method, "POST") == 0)
+		SET(CURLOPT_FRESH_CONNECT, 1L);
 	SET(CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : h->timeout_ms);
 	SET(CURLOPT_HEADERFUNCTION, on_header);
 	SET(CURLOPT_HEADERDATA, &x);
