@@ -125,6 +125,28 @@ static void to_stat(const struct mfs *fs, const struct mafsbx_pstat *p, struct s
 	st->st_blocks = (st->st_size + 511) / 512;
 }
 
+/*
+ * A file being written that is not at its path yet (the engine plane sends
+ * it at close): an fstat(2) reaches us as a getattr of the path without a
+ * handle, so the open handle answers it. 0 when one was found.
+ */
+static int open_write_stat(struct mfs *fs, const struct mfs_node *n, struct mafsbx_pstat *p)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct mfs_handle *h = fs->handles; h; h = h->next) {
+		struct mfs_work *w = (struct mfs_work *)h;
+		if (h->type == MFS_H_WORK && mafsbx_plane_file_writable(w->f) && !strcmp(w->name, n->name) &&
+		    !strcmp(w->rel, n->rel)) {
+			mafsbx_plane_fstat(w->f, p);
+			r = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return r;
+}
+
 int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
 {
 	struct mfs_handle *h = fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
@@ -150,6 +172,8 @@ int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, 
 		if (!retry_stale(fs, attempt, r, &e))
 			break;
 	}
+	if (r < 0 && e.err == ENOENT && n->type == MFS_N_WORK && open_write_stat(fs, n, &p) == 0)
+		r = 0;
 	if (r < 0)
 		return plane_errno("stat", n, &e, r);
 	to_stat(fs, &p, st);
