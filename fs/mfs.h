@@ -242,6 +242,15 @@ const struct mafsbx_sandbox_info *mfs_snapshot_find(const struct mfs_snapshot *s
 struct mfs_snapshot *mfs_sandbox_find(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **out,
 				      struct mafsbx_error *err);
 
+/*
+ * Path walks (a lookup of NAME, then of every component below it) resolve
+ * NAME through a list up to this old, or attr_timeout if longer: asking the
+ * engine once per path component would cost milliseconds where the local
+ * plane costs microseconds. A miss always asks the engine; a call on a
+ * container that has gone is retried once with a fresh lookup (work.c).
+ */
+#define MFS_FILE_TARGET_MS 5000
+
 /* The same with an explicit age for the cached list (file calls: see work.c). */
 struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long long max_age_ms,
 					  const struct mafsbx_sandbox_info **out, struct mafsbx_error *err);

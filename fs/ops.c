@@ -105,7 +105,9 @@ static int sandbox_exists(struct mfs *fs, const char *name, time_t *created)
 	const struct mafsbx_sandbox_info *info;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	struct mfs_snapshot *s = mfs_sandbox_find(fs, name, &info, &e);
+	long long age = (long long)(fs->opt.attr_timeout * 1000.0);
+	struct mfs_snapshot *s = mfs_sandbox_find_age(fs, name, age > MFS_FILE_TARGET_MS ? age : MFS_FILE_TARGET_MS,
+						      &info, &e);
 	if (!s)
 		return e.err > 0 ? -e.err : -ENOENT;
 	if (created)

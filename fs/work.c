@@ -60,7 +60,6 @@ static int plane_errno(const char *what, const struct mfs_node *n, const struct 
  * (RETRY_STALE). Asking the engine for every path component would cost
  * milliseconds where the local plane costs microseconds.
  */
-#define MFS_FILE_TARGET_MS 5000
 
 static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_error *e)
 {

@@ -98,14 +98,11 @@ static void test_working_directory(void **state)
 	ok("\"argv\":[\"pwd\"],\"cwd\":\"/maf-sandbox/work/sub/deeper\"", &res);
 	assert_string_equal((char *)res.out, "/maf-sandbox/work/sub/deeper\n");
 	mafsbx_exec_result_free(&res);
-	/* an absolute cwd anywhere in the guest, as docker exec -w; a relative one
-	 * climbing out of the work dir is still refused */
+	/* an absolute cwd anywhere in the guest, as docker exec -w (a relative one
+	 * climbing out of the work dir is refused by the parser: test_spec) */
 	struct mafsbx_error e;
 	ok("\"argv\":[\"pwd\"],\"cwd\":\"/etc\"", &res);
 	assert_string_equal((char *)res.out, "/etc\n");
-	mafsbx_exec_result_free(&res);
-	assert_int_equal(run("\"argv\":[\"pwd\"],\"cwd\":\"../work-outside\"", &res, &e), -EINVAL);
-	assert_non_null(strstr(e.message, "field 'cwd'"));
 	mafsbx_exec_result_free(&res);
 	/* a missing cwd: the runtime cannot start the command */
 	assert_int_equal(run("\"argv\":[\"pwd\"],\"cwd\":\"nope\"", &res, &e), -ENOENT);

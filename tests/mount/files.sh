@@ -17,6 +17,7 @@ require_env
 command -v docker >/dev/null || skip_or_fail "the docker CLI is missing (used to play the guest as root)"
 
 # -o plane=local refuses to mount where it cannot serve (a tcp endpoint).
+mkdir -p "$T/nomount"
 if out=$(timeout 20 "$MAFSBXFS" -f -o plane=local -o host=tcp://127.0.0.1:9 "$T/nomount" 2>&1); then
 	fail "plane=local mounted over a tcp endpoint"
 fi
