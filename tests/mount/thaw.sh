@@ -10,6 +10,8 @@
 #   3. a sandbox's five lock files go when the mount disposes of it, and when
 #      someone else removes it (the janitor's collection pass).
 . "$(dirname "$0")/lib.sh"
+# Freezes belong to the engine plane (the local plane never freezes).
+PLANE=engine
 require_env
 : "${MAFSBX_CLI:?MAFSBX_CLI must name the mafsbx binary}"
 
