@@ -294,12 +294,11 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 				       r.cpus);
 		goto out;
 	}
-	if (r.dev_seen || r.suid_seen) {
-		/* A guest's device node or setuid file must never act on the host. */
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o %s is refused: sandbox files are always nodev,nosuid",
-				       r.dev_seen ? "dev" : "suid");
-		goto out;
-	}
+	/* A guest's device node or setuid file must never act on the host: dev
+	 * and suid (which mount.fuse3 adds by itself for root) are dropped, and
+	 * libfuse mounts nodev,nosuid. */
+	if (r.dev_seen || r.suid_seen)
+		fprintf(stderr, "mafsbxfs: -o dev/suid ignored: sandbox files are always nodev,nosuid\n");
 	if (r.plane && mafsbx_plane_mode_parse(r.plane, &o->plane) < 0) {
 		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o plane=%s: expected auto, local or engine", r.plane);
 		goto out;

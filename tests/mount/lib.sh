@@ -58,7 +58,13 @@ mount_fs() {
 	shift
 	mkdir -p "$mnt"
 	local logf="$T/daemon.$(basename "$mnt").log"
-	"$MAFSBXFS" -f -o "plane=$PLANE" "$@" "$mnt" >>"$logf" 2>&1 &
+	# The default (no MAFSBX_TEST_PLANE, PLANE left "local") mounts with
+	# plane=auto, which is local on this host's socket and engine elsewhere.
+	local planeopt=()
+	if [ -n "${MAFSBX_TEST_PLANE:-}" ] || [ "$PLANE" != local ]; then
+		planeopt=(-o "plane=$PLANE")
+	fi
+	"$MAFSBXFS" -f "${planeopt[@]}" "$@" "$mnt" >>"$logf" 2>&1 &
 	DAEMON_PID=$!
 	DAEMONS+=("$DAEMON_PID:$mnt:$logf")
 	local i
