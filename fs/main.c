@@ -159,6 +159,10 @@ int main(int argc, char *argv[])
 		.frozen_reads = fs.opt.frozen_reads,
 		.local_max_read = fs.opt.max_read_given ? fs.opt.max_read : 0,
 	};
+	/* The engine plane's spool budget (default 1 GiB); tests make it small. */
+	const char *sb = getenv("MAFSBX_SPOOL_BUDGET_MB");
+	if (sb && atoll(sb) > 0)
+		pc.spool_budget = (uint64_t)atoll(sb) * MFS_MIB;
 	fs.planes = mafsbx_planes_new(fs.engine, fs.fz, fs.backend, &pc, &err);
 	if (!fs.planes) {
 		fprintf(stderr, PROG ": %s\n", err.message);

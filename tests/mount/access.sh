@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# access.sh: who may use a mount (INTERFACE.md §1.2 "Access", issue 10 items
+# 1 and 6):
+#   with -o allow_other, another local (unprivileged) user cannot run a
+#   request, cannot write into a sandbox, and sees sandbox files with the
+#   mount's -o uid/gid/umask, never the guest's owner;
+#   the engine plane's open spools share one budget: past it an open fails
+#   with ENOMEM, and once files are closed opens work again.
+. "$(dirname "$0")/lib.sh"
+require_env
+command -v python3 >/dev/null || skip_or_fail "python3 is missing"
+
+OTHER=mafsbxtest-other
+id "$OTHER" >/dev/null 2>&1 || useradd -M -s /bin/sh "$OTHER" || fail "useradd"
+as_other() { su -s /bin/sh "$OTHER" -c "$1"; }
+
+M=$T/mnt
+chmod 755 "$T"
+mount_fs "$M" -o allow_other
+acquire "$M" t a access
+N=$SBX
+W=$M/$N/work
+echo secret >"$W/f.txt" || fail "write as the mounting user"
+expect_eq "$(stat -c '%U %a' "$M/.ctl/exec")" "root 600" ".ctl/exec is the mounting user's, 0600"
+expect_eq "$(stat -c '%u:%g %a' "$W/f.txt")" "0:0 644" "a sandbox file shows the mount's owner and umask"
+REQ="{\"sandbox\": \"$N\", \"command\": \"touch /maf-sandbox/work/pwned\"}"
+if as_other "printf '%s' '$REQ' > '$M/.ctl/exec'" 2>/dev/null; then
+	fail "another user ran an exec"
+fi
+if as_other "echo '{\"name\": \"$N\"}' > '$M/.ctl/dispose'" 2>/dev/null; then
+	fail "another user disposed a sandbox"
+fi
+[ -e "$W/pwned" ] && fail "the other user's exec ran"
+as_other "echo x > '$W/f.txt'" 2>/dev/null && fail "another user wrote into a sandbox"
+as_other "echo x > '$W/new.txt'" 2>/dev/null && fail "another user created a file in a sandbox"
+as_other "rm -f '$W/f.txt'" 2>/dev/null
+[ -e "$W/f.txt" ] || fail "another user removed a sandbox file"
+expect_eq "$(as_other "cat '$W/f.txt'")" secret "another user may read what the modes allow"
+umount_fs "$M" "$DAEMON_PID"
+
+# -o uid/gid/umask: shown as given, and enforced for the other user
+mount_fs "$M" -o "allow_other,uid=$(id -u "$OTHER"),gid=$(id -g "$OTHER"),umask=077"
+expect_eq "$(stat -c '%U %a' "$W/f.txt")" "$OTHER 600" "-o uid/umask shown"
+expect_eq "$(as_other "cat '$W/f.txt'")" secret "the owner named by -o uid reads"
+umount_fs "$M" "$DAEMON_PID"
+
+# ---- the engine plane's spool budget ---------------------------------------------
+PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M"
+PLANE=local
+head -c 1048576 /dev/urandom >"$T/one"
+cp "$T/one" "$W/one.bin" || fail "write 1 MiB"
+out=$(python3 - "$W/one.bin" <<'PY'
+import errno, os, sys
+fds, refused = [], 0
+for i in range(200):
+    try:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY))
+    except OSError as e:
+        if e.errno != errno.ENOMEM:
+            raise
+        refused += 1
+print(len(fds), refused)
+for fd in fds:
+    os.close(fd)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(len(os.read(fd, 2 << 20)))
+os.close(fd)
+PY
+) || fail "concurrent opens: $out"
+read -r opened refused got <<<"$(echo $out)"
+[ "$opened" -ge 1 ] && [ "$opened" -le 8 ] || fail "opened $opened spools of 1 MiB within an 8 MiB budget"
+expect_eq "$refused" $((200 - opened)) "the opens past the budget are ENOMEM"
+expect_eq "$got" 1048576 "after closing, an open works again"
+grep -q "budget" "$T"/daemon.mnt.log || true
+log "ok: $opened opens held, $refused refused with ENOMEM"
