@@ -53,6 +53,7 @@ static pid_t pid_local = -1, pid_engine = -1;
 static char scope[64], name[64], rootp[64];
 
 static void cleanup(void);
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static void die(const char *fmt, ...)
 {

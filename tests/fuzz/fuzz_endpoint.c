@@ -104,7 +104,8 @@ static void check(const struct mafsbx_endpoint *ep)
 		FUZZ_CHECK(!ep->host[0]);
 	} else {
 		FUZZ_CHECK(ep->host[0]);
-		FUZZ_CHECK(ep->port > 0 && ep->port <= 65535);
+		/* ssh: 0 means the URL named none (ssh's own default or config) */
+		FUZZ_CHECK((ep->port > 0 || (ep->scheme == MAFSBX_EP_SSH && ep->port == 0)) && ep->port <= 65535);
 	}
 }
 
