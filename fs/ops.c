@@ -214,17 +214,23 @@ static int mfs_op_eperm_path(const char *path)
 	return -EPERM;
 }
 
+/* A path a sandbox-file mutation may name: 0 under work/, EROFS under root/,
+ * EPERM for the fixed tree (or a path that cannot exist), else the text error. */
+static int work_node(const char *path, struct mfs_node *n)
+{
+	int r = mfs_classify(path, n);
+	if (r < 0)
+		return r == -ENOENT ? -EPERM : r;
+	if (n->type == MFS_N_ROOTFS)
+		return -EROFS;
+	return n->type == MFS_N_WORK ? 0 : -EPERM;
+}
+
 static int mfs_op_unlink(const char *path)
 {
 	struct mfs_node n;
-	int r = mfs_classify(path, &n);
-	if (r < 0 && r != -ENOENT)
-		return r;
-	if (r == 0 && n.type == MFS_N_ROOTFS)
-		return -EROFS;
-	if (r == 0 && n.type == MFS_N_WORK)
-		return mfs_work_remove(mfs_get(), &n, false);
-	return -EPERM;
+	int r = work_node(path, &n);
+	return r < 0 ? r : mfs_work_remove(mfs_get(), &n, false);
 }
 
 static int dispose_errno(const struct mafsbx_dispose_result *res)
@@ -310,14 +316,8 @@ static int mfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi
 {
 	(void)fi;
 	struct mfs_node n;
-	int r = mfs_classify(path, &n);
-	if (r < 0 && r != -ENOENT)
-		return r;
-	if (r == 0 && n.type == MFS_N_ROOTFS)
-		return -EROFS;
-	if (r == 0 && n.type == MFS_N_WORK)
-		return mfs_work_chmod(mfs_get(), &n, mode);
-	return -EPERM;
+	int r = work_node(path, &n);
+	return r < 0 ? r : mfs_work_chmod(mfs_get(), &n, mode);
 }
 
 static int mfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
