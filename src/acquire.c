@@ -37,6 +37,7 @@
 #include "guestpath.h"
 #include "log.h"
 #include "sbx_internal.h"
+#include "names.h"
 
 void (*sbx_test_before_create)(const char *name, void *ctx);
 void *sbx_test_before_create_ctx;
@@ -348,7 +349,7 @@ static bool warm_base_present(struct mafsbx_backend *b, json_t *insp, const char
 {
 	const struct mafsbx_endpoint *ep = mafsbx_engine_endpoint(b->engine);
 	json_int_t pid = json_integer_value(json_object_get(json_object_get(insp, "State"), "Pid"));
-	if (!ep || ep->scheme != MAFSBX_EP_UNIX || pid <= 1 || strlen(id) != 64)
+	if (!ep || ep->scheme != MAFSBX_EP_UNIX || pid <= 1 || !mafsbx_is_engine_id(id))
 		return false;
 	char *nb = mafsbx_gp_normalise(base, NULL);
 	if (!nb)

@@ -121,7 +121,7 @@ static enum checked check_container(struct mafsbx_backend *b, const char *ref, c
 	const char *have_role = sbx_label(labels, MAFSBX_LABEL_ROLE);
 	if (nm && *nm == '/')
 		nm++;
-	bool ours = jid && strlen(jid) == 64 && sbx_has_identity_labels(labels) &&
+	bool ours = mafsbx_is_engine_id(jid) && sbx_has_identity_labels(labels) &&
 		    (role ? have_role && strcmp(have_role, role) == 0 : have_role == NULL) &&
 		    (!want_name || (nm && strcmp(nm, want_name) == 0));
 	if (jid)
@@ -285,7 +285,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 			const char *id = json_string_value(json_object_get(c, "Id"));
 			json_t *l = sbx_labels_of(c);
 			const char *role = sbx_label(l, MAFSBX_LABEL_ROLE);
-			if (!n || !id || strlen(id) != 64 || !sbx_has_identity_labels(l))
+			if (!n || !mafsbx_is_engine_id(id) || !sbx_has_identity_labels(l))
 				continue;
 			if (*n == '/')
 				n++;
@@ -471,7 +471,7 @@ int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const 
 	if (!b || !mafsbx_is_workload_name(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
 					MAFSBX_NAME_PREFIX);
-	if (!id || strlen(id) != 64)
+	if (!mafsbx_is_engine_id(id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: '%s' is not a full container ID",
 					id ? id : "");
 	return dispose_one(b, name, id, res, err);

@@ -21,6 +21,7 @@
 #include "egress.h"
 #include "log.h"
 #include "sbx_internal.h"
+#include "names.h"
 
 void (*sbx_test_egress_network)(json_t *config);
 bool sbx_test_egress_hide_bridge;
@@ -648,7 +649,7 @@ static int guest_ipv6_off(struct mafsbx_backend *b, json_t *insp, char *why, siz
 	json_int_t pid = json_integer_value(json_object_get(json_object_get(insp, "State"), "Pid"));
 	const char *id = json_string_value(json_object_get(insp, "Id"));
 	int pfd = -1;
-	if (pid > 0 && id && strlen(id) == 64 && (pfd = pidfd_dir(pid, id)) >= 0) {
+	if (pid > 0 && mafsbx_is_engine_id(id) && (pfd = pidfd_dir(pid, id)) >= 0) {
 		struct ns_probe p = { .nsfd = openat(pfd, "ns/net", O_RDONLY | O_CLOEXEC), .disable_ipv6 = -1 };
 		close(pfd);
 		pthread_t t;

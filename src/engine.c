@@ -24,6 +24,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "http.h"
+#include "names.h"
 
 #define DEFAULT_MAX_OUTPUT (8u * 1024 * 1024)
 #define STAT_HEADER "X-Docker-Container-Path-Stat"
@@ -607,7 +608,7 @@ static char *dump_json(const json_t *j)
 static int copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error *err)
 {
 	const char *s = json_string_value(json_object_get(j, "Id"));
-	if (!s || strlen(s) != 64 || strspn(s, "0123456789abcdef") != 64)
+	if (!mafsbx_is_engine_id(s))
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no valid Id", what);
 	memcpy(id, s, 65);
 	return 0;
@@ -1295,7 +1296,7 @@ out:
 int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
 			struct mafsbx_error *err)
 {
-	if (!e || !exec_id || strlen(exec_id) != 64 || strspn(exec_id, "0123456789abcdef") != 64)
+	if (!e || !mafsbx_is_engine_id(exec_id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
 	int r;
 	__do_free char *t = target(e, err, &r, "/exec/%s/json", exec_id);

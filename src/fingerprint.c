@@ -48,6 +48,7 @@
 #include "buf.h"
 #include "engine.h"
 #include "pin.h"
+#include "names.h"
 
 #define FP_READ_CHUNK (128u * 1024)
 #define FP_MOUNTINFO_MAX (1024u * 1024)
@@ -1111,7 +1112,7 @@ static int check_declared(struct mafsbx_engine *e, const char *container, char i
 						  container);
 	}
 	json_decref(insp);
-	if (r == 0 && (!*name_out || strlen(id) != 64))
+	if (r == 0 && (!*name_out || !mafsbx_is_engine_id(id)))
 		r = *name_out ? mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "inspect of %s: no Id", container)
 			      : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	return r;

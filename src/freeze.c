@@ -69,6 +69,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "names.h"
 
 enum fstate { FS_IDLE, FS_ENTERING, FS_HELD, FS_LEAVING, FS_RECOVERING };
 
@@ -190,19 +191,10 @@ static char *default_rundir(void)
  * context) still share one freeze. A name is only unique per daemon, so it
  * is keyed with the endpoint too.
  */
-static bool is_full_id(const char *c)
-{
-	size_t n = 0;
-	for (; c[n]; n++)
-		if (!((c[n] >= '0' && c[n] <= '9') || (c[n] >= 'a' && c[n] <= 'f')))
-			return false;
-	return n == 64;
-}
-
 static void lock_path(const struct mafsbx_freezer *f, const char *container, const char *suffix, char *out,
 		      size_t outsz)
 {
-	if (is_full_id(container)) {
+	if (mafsbx_is_engine_id(container)) {
 		snprintf(out, outsz, "%s/%s.%s", f->rundir, container, suffix);
 		return;
 	}
@@ -1369,7 +1361,7 @@ static const char *const lock_suffixes[] = { "hold", "exec", "xwant", "fwant" };
  */
 static int forget_key(struct mafsbx_freezer *f, const char *container, bool ask_engine)
 {
-	if (!is_full_id(container))
+	if (!mafsbx_is_engine_id(container))
 		return 0;
 	pthread_mutex_lock(&f->mu);
 	bool used = entry_get(f, container, false) != NULL;
@@ -1442,7 +1434,7 @@ int mafsbx_freezer_collect(struct mafsbx_freezer *f, const char *const *live, si
 		char id[65];
 		memcpy(id, de->d_name, 64);
 		id[64] = '\0';
-		if (!is_full_id(id))
+		if (!mafsbx_is_engine_id(id))
 			continue;
 		bool alive = false;
 		for (size_t i = 0; i < n_live && !alive; i++)

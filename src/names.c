@@ -371,3 +371,14 @@ bool mafsbx_is_workload_name(const char *name)
 			return false;
 	return true;
 }
+
+bool mafsbx_is_engine_id(const char *s)
+{
+	size_t n = 0;
+	if (!s)
+		return false;
+	for (; s[n]; n++)
+		if (!is_lower_hex((unsigned char)s[n]))
+			return false;
+	return n == 64;
+}

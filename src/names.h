@@ -71,4 +71,10 @@ json_t *mafsbx_workload_labels(const struct mafsbx_key *key, const char *kind, c
 /* True when `name` is a workload name (prefix + 12 lowercase hex, no suffix). */
 bool mafsbx_is_workload_name(const char *name);
 
+/*
+ * True when `s` is a full engine object ID as the engine writes them (a
+ * container's or an exec's): exactly 64 lowercase hex digits. NULL is false.
+ */
+bool mafsbx_is_engine_id(const char *s);
+
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "names.h"
 
 static int proc_fd = -1;
 static int proc_errno;
@@ -247,7 +248,7 @@ static int inspect_facts(struct mafsbx_engine *e, const char *container, struct 
 	json_t *host = json_object_get(insp, "HostConfig");
 	const char *started = json_string_value(json_object_get(state, "StartedAt"));
 	const char *pidmode = json_string_value(json_object_get(host, "PidMode"));
-	if (!id || strlen(id) != 64 || !json_is_object(state)) {
+	if (!mafsbx_is_engine_id(id) || !json_is_object(state)) {
 		json_decref(insp);
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "inspect of %s: no Id or State", container);
 	}

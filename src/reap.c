@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "names.h"
 
 static const char *const identity_labels[] = {
 	MAFSBX_LABEL_SCOPE,
@@ -75,27 +76,15 @@ const char *mafsbx_reap_code_name(enum mafsbx_reap_code c)
 	return "unknown";
 }
 
-static bool is_lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
-static bool is_id(const char *s)
-{
-	return s && strlen(s) == 64 && is_lower_hex(s, 64);
-}
-
 bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kind *kind,
 			    char sandbox[MAFSBX_NAME_LEN + 1])
 {
-	static const size_t plen = sizeof(MAFSBX_NAME_PREFIX) - 1;
-	if (!name || strncmp(name, MAFSBX_NAME_PREFIX, plen) != 0)
+	char base[MAFSBX_NAME_LEN + 1];
+	if (!name || strlen(name) < MAFSBX_NAME_LEN)
 		return false;
-	size_t len = strlen(name);
-	if (len < MAFSBX_NAME_LEN || !is_lower_hex(name + plen, MAFSBX_NAME_LEN - plen))
+	memcpy(base, name, MAFSBX_NAME_LEN);
+	base[MAFSBX_NAME_LEN] = '\0';
+	if (!mafsbx_is_workload_name(base))
 		return false;
 	const char *suffix = name + MAFSBX_NAME_LEN;
 	enum mafsbx_reap_kind k;
@@ -335,7 +324,7 @@ static int inventory_half(struct mafsbx_engine *e, bool network, const char *sco
 	json_t *entry;
 	json_array_foreach(list, i, entry) {
 		const char *id = json_string_value(json_object_get(entry, "Id"));
-		if (!is_id(id)) {
+		if (!mafsbx_is_engine_id(id)) {
 			char msg[160];
 			snprintf(msg, sizeof(msg), "the engine listed a malformed %s ID '%.70s'", network ? "network" : "container",
 				 id ? id : "(none)");
