@@ -6,7 +6,9 @@
  * so no archive stream is open when the last one out unpauses.
  *
  * HEAD answers are kept in a small per-call cache (shared by every path of a
- * batch stat): under one freeze the guest cannot change them.
+ * batch stat): under one freeze the guest cannot change them. With a burst
+ * registry in the target (burst.h) the freeze and the answers are shared by
+ * the calls of a burst too; a write drops the shared answers.
  */
 #include "files.h"
 
@@ -16,6 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "burst.h"
 #include "engine.h"
 #include "guestpath.h"
 #include "log.h"
@@ -66,14 +69,67 @@ static int check_deadline(long long deadline_ms, const char *what, struct mafsbx
 	return 0;
 }
 
+/* One file call's hold on the guest: its freeze (alone, or a burst's) and its answers. */
+struct fcall {
+	struct mafsbx_engine *eng;
+	const char *container;
+	struct mafsbx_freeze *fr;
+	struct mafsbx_burst *burst;  /* NULL: no burst registry */
+	struct head_cache c;
+};
+
+static int call_enter(struct fcall *k, struct mafsbx_freezer *fz, struct mafsbx_bursts *bs, const char *container,
+		      long long deadline_ms, struct mafsbx_error *err)
+{
+	memset(k, 0, sizeof(*k));
+	k->eng = mafsbx_freezer_engine(fz);
+	k->container = container;
+	if (!bs)
+		return mafsbx_freeze_enter(fz, container, deadline_ms, &k->fr, err);
+	int r = mafsbx_burst_enter(bs, container, deadline_ms, &k->burst, err);
+	if (r == 0)
+		k->fr = mafsbx_burst_freeze(k->burst);
+	return r;
+}
+
+/* Leave the freeze (the transfer has ended); a never-entered call is fine. */
+static void call_leave(struct fcall *k)
+{
+	if (k->burst)
+		mafsbx_burst_leave(k->burst);
+	else
+		mafsbx_freeze_leave(k->fr);
+	k->burst = NULL;
+	k->fr = NULL;
+	cache_free(&k->c);
+}
+
+/* The call changed the guest's files: answers kept beyond it are void. */
+static void call_wrote(struct fcall *k)
+{
+	if (k->burst)
+		mafsbx_burst_invalidate(k->burst);
+}
+
+static void answer_kind(struct head_ans *a)
+{
+	if (a->rc == 0) {
+		a->kind = kind_of(a->st.mode);
+	} else if (a->err.kind == MAFSBX_EK_NO_PATH) {
+		a->rc = 0;
+		a->kind = MAFSBX_FK_ABSENT;
+	}
+}
+
 /*
  * HEAD one canonical path (no link followed for the final component).
  * Absent (a 404 naming exactly this path) is kind ABSENT with rc 0; any other
- * failure is an error. Answers are cached.
+ * failure is an error. Answers are cached for the call, and for the burst
+ * (errors never are).
  */
-static const struct head_ans *head(struct mafsbx_engine *eng, const char *container, const char *path,
-				   struct head_cache *c, long long deadline_ms)
+static const struct head_ans *head(struct fcall *k, const char *path, long long deadline_ms)
 {
+	struct head_cache *c = &k->c;
 	for (size_t i = 0; i < c->n; i++)
 		if (strcmp(c->v[i].path, path) == 0)
 			return &c->v[i];
@@ -94,14 +150,20 @@ static const struct head_ans *head(struct mafsbx_engine *eng, const char *contai
 		return &nomem;
 	c->n++;
 	mafsbx_error_clear(&a->err);
+	struct mafsbx_burst_answer ba;
+	if (k->burst && mafsbx_burst_get(k->burst, path, &ba)) {
+		a->st = ba.st;
+		a->kind = ba.absent ? MAFSBX_FK_ABSENT : kind_of(a->st.mode);
+		return a;
+	}
 	a->rc = check_deadline(deadline_ms, path, &a->err);
 	if (a->rc == 0)
-		a->rc = mafsbx_archive_head(eng, container, path, &a->st, &a->err);
-	if (a->rc == 0) {
-		a->kind = kind_of(a->st.mode);
-	} else if (a->err.kind == MAFSBX_EK_NO_PATH) {
-		a->rc = 0;
-		a->kind = MAFSBX_FK_ABSENT;
+		a->rc = mafsbx_archive_head(k->eng, k->container, path, &a->st, &a->err);
+	answer_kind(a);
+	if (a->rc == 0 && k->burst) {
+		ba.absent = a->kind == MAFSBX_FK_ABSENT;
+		ba.st = a->st;
+		mafsbx_burst_put(k->burst, path, &ba);
 	}
 	return a;
 }
@@ -118,12 +180,12 @@ static int copy_err(struct mafsbx_error *dst, const struct mafsbx_error *src)
  * *first_missing is the index of the first absent one (chain->n when all
  * exist); an absent component ends the walk as success.
  */
-static int check_chain(struct mafsbx_engine *eng, const char *container, const struct mafsbx_gp_chain *chain,
-		       struct head_cache *c, long long deadline_ms, size_t *first_missing, struct mafsbx_error *err)
+static int check_chain(struct fcall *k, const struct mafsbx_gp_chain *chain, long long deadline_ms,
+		       size_t *first_missing, struct mafsbx_error *err)
 {
 	*first_missing = chain->n;
 	for (size_t i = 0; i < chain->n; i++) {
-		const struct head_ans *a = head(eng, container, chain->paths[i], c, deadline_ms);
+		const struct head_ans *a = head(k, chain->paths[i], deadline_ms);
 		if (a->rc < 0)
 			return copy_err(err, &a->err);
 		switch (a->kind) {
@@ -161,21 +223,21 @@ static void fill_fstat(struct mafsbx_fstat *out, const struct head_ans *a)
 /* ---- stat ---------------------------------------------------------------- */
 
 /* One path's stat under a held freeze; `resolved` already passed the text checks. */
-static int stat_one(struct mafsbx_engine *eng, const struct mafsbx_files_target *t, const char *resolved,
-		    struct head_cache *c, long long deadline_ms, struct mafsbx_fstat *out, struct mafsbx_error *err)
+static int stat_one(struct fcall *k, const struct mafsbx_files_target *t, const char *resolved, long long deadline_ms,
+		    struct mafsbx_fstat *out, struct mafsbx_error *err)
 {
 	struct mafsbx_gp_chain chain;
 	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
 	if (r < 0)
 		return r;
 	size_t missing;
-	r = check_chain(eng, t->container, &chain, c, deadline_ms, &missing, err);
+	r = check_chain(k, &chain, deadline_ms, &missing, err);
 	if (r == 0) {
 		if (missing < chain.n) {
 			memset(out, 0, sizeof(*out));
 			out->kind = MAFSBX_FK_ABSENT;
 		} else {
-			const struct head_ans *a = head(eng, t->container, resolved, c, deadline_ms);
+			const struct head_ans *a = head(k, resolved, deadline_ms);
 			if (a->rc < 0)
 				r = copy_err(err, &a->err);
 			else
@@ -193,14 +255,12 @@ int mafsbx_files_stat(struct mafsbx_freezer *fz, const struct mafsbx_files_targe
 	__do_free char *resolved = mafsbx_gp_resolve(t->work_dir, path, err);
 	if (!resolved)
 		return err ? -err->err : -EINVAL;
-	struct mafsbx_freeze *fr;
-	int r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, err);
+	struct fcall k;
+	int r = call_enter(&k, fz, t->bursts, t->container, deadline_ms, err);
 	if (r < 0)
 		return r;
-	struct head_cache c = { 0 };
-	r = stat_one(mafsbx_freezer_engine(fz), t, resolved, &c, deadline_ms, out, err);
-	mafsbx_freeze_leave(fr);
-	cache_free(&c);
+	r = stat_one(&k, t, resolved, deadline_ms, out, err);
+	call_leave(&k);
 	return r;
 }
 
@@ -225,10 +285,10 @@ int mafsbx_files_stat_many(struct mafsbx_freezer *fz, const struct mafsbx_files_
 	}
 	int r = 0;
 	if (valid) {
-		struct mafsbx_freeze *fr;
+		struct fcall k;
 		struct mafsbx_error fe;
 		mafsbx_error_clear(&fe);
-		r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, &fe);
+		r = call_enter(&k, fz, t->bursts, t->container, deadline_ms, &fe);
 		if (r < 0) {
 			copy_err(err, &fe);
 			for (size_t i = 0; i < n; i++) {
@@ -239,18 +299,16 @@ int mafsbx_files_stat_many(struct mafsbx_freezer *fz, const struct mafsbx_files_
 					errs[i] = fe;
 			}
 		} else {
-			struct head_cache c = { 0 };
 			for (size_t i = 0; i < n; i++) {
 				if (!resolved[i])
 					continue;
 				struct mafsbx_error e;
 				mafsbx_error_clear(&e);
-				rcs[i] = stat_one(mafsbx_freezer_engine(fz), t, resolved[i], &c, deadline_ms, &outs[i], &e);
+				rcs[i] = stat_one(&k, t, resolved[i], deadline_ms, &outs[i], &e);
 				if (errs)
 					errs[i] = e;
 			}
-			mafsbx_freeze_leave(fr);
-			cache_free(&c);
+			call_leave(&k);
 		}
 	}
 	for (size_t i = 0; i < n; i++)
@@ -283,20 +341,18 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 			 uint64_t max_bytes, int out_fd, struct mafsbx_buf *out_buf, long long deadline_ms,
 			 struct mafsbx_read_info *info, struct mafsbx_error *err)
 {
-	struct mafsbx_engine *eng = mafsbx_freezer_engine(fz);
 	struct mafsbx_gp_chain chain;
 	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_freeze *fr = NULL;
-	struct head_cache c = { 0 };
+	struct fcall k;
 	struct mafsbx_tar_reader *rd = NULL;
 	struct mafsbx_tar_entry entry = { 0 };
-	r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, err);
+	r = call_enter(&k, fz, t->bursts, t->container, deadline_ms, err);
 	if (r < 0)
 		goto out;
 	size_t missing;
-	r = check_chain(eng, t->container, &chain, &c, deadline_ms, &missing, err);
+	r = check_chain(&k, &chain, deadline_ms, &missing, err);
 	if (r < 0)
 		goto out;
 	if (missing < chain.n) {
@@ -304,7 +360,7 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 				     chain.paths[missing]);
 		goto out;
 	}
-	const struct head_ans *a = head(eng, t->container, resolved, &c, deadline_ms);
+	const struct head_ans *a = head(&k, resolved, deadline_ms);
 	if (a->rc < 0) {
 		r = copy_err(err, &a->err);
 		goto out;
@@ -327,7 +383,7 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 		goto out;
 	struct mafsbx_error ge;
 	mafsbx_error_clear(&ge);
-	int gr = mafsbx_archive_get(eng, t->container, resolved, max_bytes ? max_bytes + GET_SLACK : 0,
+	int gr = mafsbx_archive_get(k.eng, t->container, resolved, max_bytes ? max_bytes + GET_SLACK : 0,
 				    mafsbx_tar_reader_sink, rd, NULL, &ge);
 	const struct mafsbx_error *re = mafsbx_tar_reader_error(rd);
 	if (re) {
@@ -347,7 +403,7 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 	if (r < 0)
 		goto out;
 	/* issue 10 item 4: the bytes count only if the freeze provably held throughout */
-	if ((r = mafsbx_freeze_verify(fr, err)) < 0)
+	if ((r = mafsbx_freeze_verify(k.fr, err)) < 0)
 		goto out;
 	if (info) {
 		info->size = entry.size;
@@ -358,10 +414,9 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 	}
 out:
 	/* the GET has ended (or never started) here: leaving may unpause */
-	mafsbx_freeze_leave(fr);
+	call_leave(&k);
 	mafsbx_tar_entry_free(&entry);
 	mafsbx_tar_reader_free(rd);
-	cache_free(&c);
 	mafsbx_gp_chain_free(&chain);
 	return r;
 }
@@ -404,24 +459,22 @@ struct put_payload {
 static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *resolved,
 			const struct put_payload *pl, long long deadline_ms, struct mafsbx_error *err)
 {
-	struct mafsbx_engine *eng = mafsbx_freezer_engine(fz);
 	struct mafsbx_gp_chain chain;
 	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_freeze *fr = NULL;
-	struct head_cache c = { 0 };
+	struct fcall k;
 	struct mafsbx_tar *tar = NULL;
-	r = mafsbx_freeze_enter(fz, t->container, deadline_ms, &fr, err);
+	r = call_enter(&k, fz, t->bursts, t->container, deadline_ms, err);
 	if (r < 0)
 		goto out;
 	size_t missing;
-	r = check_chain(eng, t->container, &chain, &c, deadline_ms, &missing, err);
+	r = check_chain(&k, &chain, deadline_ms, &missing, err);
 	if (r < 0)
 		goto out;
 	if (missing == chain.n) {
 		/* every parent exists: the leaf decides */
-		const struct head_ans *a = head(eng, t->container, resolved, &c, deadline_ms);
+		const struct head_ans *a = head(&k, resolved, deadline_ms);
 		if (a->rc < 0) {
 			r = copy_err(err, &a->err);
 			goto out;
@@ -471,15 +524,15 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 		goto out;
 	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
 		goto out;
-	r = mafsbx_archive_put(eng, t->container, "/", body, body_len, err);
+	r = mafsbx_archive_put(k.eng, t->container, "/", body, body_len, err);
+	call_wrote(&k); /* even a failed PUT may have changed something */
 	if (r == 0)
-		r = mafsbx_freeze_verify(fr, err); /* issue 10 item 4: unproven, the write is reported failed */
+		r = mafsbx_freeze_verify(k.fr, err); /* issue 10 item 4: unproven, the write is reported failed */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not write %.300s", resolved);
 out:
-	mafsbx_freeze_leave(fr);
+	call_leave(&k);
 	mafsbx_tar_free(tar);
-	cache_free(&c);
 	mafsbx_gp_chain_free(&chain);
 	return r;
 }
@@ -537,15 +590,13 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 	int r = mafsbx_gp_ancestors(nb, nb, true, &chain, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_engine *eng = mafsbx_freezer_engine(fz);
-	struct mafsbx_freeze *fr = NULL;
-	struct head_cache c = { 0 };
+	struct fcall k;
 	struct mafsbx_tar *tar = NULL;
-	r = mafsbx_freeze_enter(fz, container, deadline_ms, &fr, err);
+	r = call_enter(&k, fz, NULL, container, deadline_ms, err);
 	if (r < 0)
 		goto out;
 	size_t missing;
-	r = check_chain(eng, container, &chain, &c, deadline_ms, &missing, err);
+	r = check_chain(&k, &chain, deadline_ms, &missing, err);
 	if (r < 0) {
 		mafsbx_error_prefix(err, "cannot prepare working directory %.200s", nb);
 		goto out;
@@ -568,17 +619,16 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 		goto out;
 	if ((r = check_deadline(deadline_ms, nb, err)) < 0)
 		goto out;
-	r = mafsbx_archive_put(eng, container, "/", body, body_len, err);
+	r = mafsbx_archive_put(k.eng, container, "/", body, body_len, err);
 	if (r == 0)
-		r = mafsbx_freeze_verify(fr, err); /* issue 10 item 4 */
+		r = mafsbx_freeze_verify(k.fr, err); /* issue 10 item 4 */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not create the working directory %.200s", nb);
 	else if (created)
 		*created = (unsigned)(chain.n - missing);
 out:
-	mafsbx_freeze_leave(fr);
+	call_leave(&k);
 	mafsbx_tar_free(tar);
-	cache_free(&c);
 	mafsbx_gp_chain_free(&chain);
 	return r;
 }

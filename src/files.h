@@ -38,6 +38,8 @@
 #include "error.h"
 #include "freeze.h"
 
+struct mafsbx_bursts;
+
 #define MAFSBX_FILES_DEFAULT_MS 60000
 
 struct mafsbx_files_target {
@@ -45,6 +47,8 @@ struct mafsbx_files_target {
 	const char *work_dir;    /* absolute guest path; "/" is allowed */
 	uid_t uid;               /* guest identity for written entries */
 	gid_t gid;
+	/* NULL: each call its own freeze; else the calls of a burst share one (burst.h) */
+	struct mafsbx_bursts *bursts;
 };
 
 enum mafsbx_fkind {

@@ -143,6 +143,15 @@ static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, co
 		     const char *network_mode)
 {
 	memset(i, 0, sizeof(*i));
+	if (paused && b->fz && id && mafsbx_freeze_active(b->fz, id)) {
+		/*
+		 * The pause is this process's own freeze (a file call, or a burst's
+		 * lingering freeze: burst.h): a moment of access, not the sandbox's
+		 * state. A pause by anyone else makes a freeze fail, never join.
+		 */
+		paused = false;
+		state = "running";
+	}
 	snprintf(i->name, sizeof(i->name), "%s", name);
 	snprintf(i->id, sizeof(i->id), "%s", id ? id : "");
 	snprintf(i->state, sizeof(i->state), "%s", state ? state : "");

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "burst.h"
 #include "buf.h"
 #include "engine.h"
 #include "log.h"
@@ -69,6 +70,10 @@ struct mafsbx_planes *mafsbx_planes_new(struct mafsbx_engine *e, struct mafsbx_f
 		ps->cfg.max_pins = PLANE_DEFAULT_MAX_PINS;
 	if (!ps->cfg.spool_budget)
 		ps->cfg.spool_budget = PLANE_DEFAULT_SPOOL_BUDGET;
+	if (fz && !(ps->bursts = mafsbx_bursts_new(fz, err))) {
+		free(ps);
+		return NULL;
+	}
 	pthread_mutex_init(&ps->mu, NULL);
 	atomic_init(&ps->spool_used, 0);
 	return ps;
@@ -84,6 +89,7 @@ void mafsbx_planes_free(struct mafsbx_planes *ps)
 {
 	if (!ps)
 		return;
+	mafsbx_bursts_free(ps->bursts); /* before the freezer goes: it leaves parked freezes */
 	struct plane_entry *pe = ps->entries;
 	while (pe) {
 		struct plane_entry *next = pe->next;

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "burst.h"
 #include "files.h"
 #include "log.h"
 #include "names.h"
@@ -26,11 +27,12 @@
 
 #define ENGINE_REMOVE_TIMEOUT_MS 60000
 
-static void files_target(const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
-			 struct mafsbx_files_target *ft)
+static void files_target(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t,
+			 enum mafsbx_plane_base base, struct mafsbx_files_target *ft)
 {
 	memset(ft, 0, sizeof(*ft));
 	ft->container = t->id;
+	ft->bursts = ps->bursts;
 	ft->work_dir = base == MAFSBX_BASE_ROOT ? "/" : t->work_dir ? t->work_dir : MAFSBX_DEFAULT_WORK_DIR;
 }
 
@@ -63,7 +65,7 @@ int engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, e
 		return 0;
 	}
 	struct mafsbx_files_target ft;
-	files_target(t, base, &ft);
+	files_target(ps, t, base, &ft);
 	struct mafsbx_fstat f;
 	memset(&f, 0, sizeof(f));
 	int r = mafsbx_files_stat(ps->fz, &ft, rel, 0, &f, err);
@@ -105,7 +107,7 @@ int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target 
 		snprintf(full[i], fl, "%s%s%s", rel, *rel ? "/" : "", candidates[i]);
 	}
 	struct mafsbx_files_target ft;
-	files_target(t, base, &ft);
+	files_target(d->ps, t, base, &ft);
 	r = mafsbx_files_stat_many(d->ps->fz, &ft, (const char *const *)full, n, 0, outs, rcs, NULL, err);
 	if (r < 0)
 		goto out;
@@ -132,7 +134,7 @@ static int spool_in(struct mafsbx_planes *ps, const struct mafsbx_plane_target *
 		    const char *rel, uint64_t max_bytes, int fd, struct mafsbx_read_info *ri, struct mafsbx_error *err)
 {
 	struct mafsbx_files_target ft;
-	files_target(t, base, &ft);
+	files_target(ps, t, base, &ft);
 	memset(ri, 0, sizeof(*ri));
 	return mafsbx_files_read(ps->fz, &ft, rel, max_bytes, fd, NULL, 0, ri, err);
 }
@@ -236,10 +238,12 @@ int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	gid_t gid = 0;
 	bool resolved = false;
 	/* Outside any freeze: the identity may need an exec in the guest. */
+	mafsbx_bursts_end(f->ps->bursts, f->id);
 	int r = mafsbx_sandbox_identity(f->ps->backend, f->name, &uid, &gid, &resolved, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir, .uid = uid, .gid = gid };
+	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir, .uid = uid, .gid = gid,
+					 .bursts = f->ps->bursts };
 	return mafsbx_files_write_fd(f->ps->fz, &t, f->rel, f->fd, f->size, f->mode ? f->mode : 0644, 0, err);
 }
 
@@ -249,11 +253,12 @@ int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, 
 	uid_t uid = 0;
 	gid_t gid = 0;
 	bool resolved = false;
+	mafsbx_bursts_end(ps->bursts, t->id); /* the identity may need an exec */
 	int r = mafsbx_sandbox_identity(ps->backend, t->name, &uid, &gid, &resolved, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_files_target ft;
-	files_target(t, MAFSBX_BASE_WORK, &ft);
+	files_target(ps, t, MAFSBX_BASE_WORK, &ft);
 	ft.uid = uid;
 	ft.gid = gid;
 	return mafsbx_files_mkdir(ps->fz, &ft, rel, mode & 07777, 0, err);
@@ -318,6 +323,7 @@ int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t,
 		.timeout_ms = ENGINE_REMOVE_TIMEOUT_MS,
 	};
 	struct mafsbx_exec_result res;
+	mafsbx_bursts_end(ps->bursts, t->id); /* an exec waits for every freeze to end */
 	r = mafsbx_sandbox_exec(ps->backend, &spec, &res, err);
 	if (r == 0 && res.exit_code != 0)
 		r = remove_failure(&res, rel, err);
