@@ -361,6 +361,92 @@ static int copy_fd(int from, int to, uint64_t len)
 	return 0;
 }
 
+/* An existing target: a regular file, not refused by O_EXCL, under the cap. */
+static int write_target_check(struct mafsbx_plane_file *f, int target, struct stat *st, const char *rel,
+			      struct mafsbx_error *err)
+{
+	if (fstat(target, st) < 0)
+		return lp_err(err, errno, "write", rel);
+	if ((f->flags & MAFSBX_PW_EXCL))
+		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EEXIST, "FileExistsError", "write %s: exists", rel);
+	if (!S_ISREG(st->st_mode))
+		return refuse_type(st->st_mode, "write", rel, err);
+	if (f->max_bytes && !(f->flags & MAFSBX_PW_TRUNC) && (uint64_t)st->st_size > f->max_bytes)
+		return mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "write %s: %llu bytes, over the %llu-byte cap", rel,
+					(unsigned long long)st->st_size, (unsigned long long)f->max_bytes);
+	return 0;
+}
+
+/* Acting as the guest: a new file, made in place at once (nothing to keep whole). 0 or an errno. */
+static int write_create(struct mafsbx_plane_file *f, const char *leaf, mode_t mode, const char *rel)
+{
+	int fd = openat2_raw(f->parent, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 07777);
+	if (fd < 0)
+		return -fd;
+	if (fchmod(fd, mode & 07777) < 0)
+		log_debug("write %s: chmod: %s", rel, strerror(errno));
+	f->fd = fd;
+	f->inplace = true;
+	f->created = true;
+	f->dirty = true;
+	return 0;
+}
+
+/*
+ * Acting as the guest, over an existing file: the guest must be able to
+ * write it itself; then an atomic replace (a temporary beside the target,
+ * renamed at commit), or in place where the directory is not the guest's
+ * to write. 0 or an errno.
+ */
+static int write_replace_open(struct mafsbx_plane_file *f, int target, const struct stat *st, const char *rel)
+{
+	int wfd = mafsbx_reopen(target, ((f->flags & MAFSBX_PW_READ) ? O_RDWR : O_WRONLY) | O_NONBLOCK | O_NOCTTY);
+	if (wfd == -EACCES && (f->flags & MAFSBX_PW_READ))
+		wfd = mafsbx_reopen(target, O_WRONLY | O_NONBLOCK | O_NOCTTY);
+	if (wfd < 0)
+		return -wfd;
+	unsigned long long rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (unsigned long long)mafsbx_now_ms() ^ ((unsigned long long)getpid() << 32);
+	snprintf(f->tmp, sizeof(f->tmp), ".mafsbxfs-%016llx", rnd);
+	int e = 0, fd = openat2_raw(f->parent, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		f->tmp[0] = '\0';
+		if (fd != -EACCES && fd != -EPERM && fd != -EROFS && fd != -ENOSPC && fd != -EDQUOT) {
+			e = -fd;
+		} else {
+			/* The directory is not the guest's to write, the file is: in place, as the guest could. */
+			f->fd = wfd;
+			wfd = -1;
+			f->inplace = true;
+			if ((f->flags & MAFSBX_PW_TRUNC) && ftruncate(f->fd, 0) < 0)
+				e = errno;
+			f->dirty = (f->flags & MAFSBX_PW_TRUNC) != 0;
+		}
+	} else {
+		f->fd = fd;
+		if (fchmod(fd, st->st_mode & 07777) < 0)
+			log_debug("write %s: chmod of the temporary: %s", rel, strerror(errno));
+		f->dirty = (f->flags & MAFSBX_PW_TRUNC) != 0;
+	}
+	if (wfd >= 0)
+		close(wfd);
+	return e;
+}
+
+/* Keep the content the caller did not truncate in the temporary (read as root: the copy is ours). */
+static int write_keep_content(struct mafsbx_plane_file *f, int target, const struct stat *st)
+{
+	if (!f->tmp[0] || (f->flags & MAFSBX_PW_TRUNC) || st->st_size <= 0)
+		return 0;
+	int rfd = mafsbx_reopen(target, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	if (rfd < 0)
+		return -rfd;
+	int c = copy_fd(rfd, f->fd, (uint64_t)st->st_size);
+	close(rfd);
+	return c < 0 ? -c : 0;
+}
+
 int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 		     const struct mafsbx_plane_target *t, const char *rel, mode_t mode, struct mafsbx_error *err)
 {
@@ -380,108 +466,25 @@ int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 
 	struct stat st;
-	int target = openat2_raw(f->parent, leaf, O_PATH | O_NOFOLLOW, 0);
+	__do_close int target = openat2_raw(f->parent, leaf, O_PATH | O_NOFOLLOW, 0);
 	if (target < 0 && target != -ENOENT)
 		return lp_err(err, -target, "write", rel);
-	if (target >= 0) {
-		if (fstat(target, &st) < 0) {
-			r = lp_err(err, errno, "write", rel);
-			close(target);
-			return r;
-		}
-		if ((f->flags & MAFSBX_PW_EXCL)) {
-			close(target);
-			return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EEXIST, "FileExistsError", "write %s: exists",
-						     rel);
-		}
-		if (!S_ISREG(st.st_mode)) {
-			close(target);
-			return refuse_type(st.st_mode, "write", rel, err);
-		}
-		if (f->max_bytes && !(f->flags & MAFSBX_PW_TRUNC) && (uint64_t)st.st_size > f->max_bytes) {
-			close(target);
-			return mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "write %s: %llu bytes, over the %llu-byte cap",
-						rel, (unsigned long long)st.st_size, (unsigned long long)f->max_bytes);
-		}
-	} else if (!(f->flags & MAFSBX_PW_CREATE)) {
+	if (target >= 0 && (r = write_target_check(f, target, &st, rel, err)) < 0)
+		return r;
+	if (target < 0 && !(f->flags & MAFSBX_PW_CREATE))
 		return lp_err(err, ENOENT, "write", rel);
-	}
 
 	struct mafsbx_guestcred_saved saved;
-	if ((r = mafsbx_guestcred_enter(&f->cred, &saved)) < 0) {
-		if (target >= 0)
-			close(target);
+	if ((r = mafsbx_guestcred_enter(&f->cred, &saved)) < 0)
 		return lp_err(err, -r, "write (acting as the guest)", rel);
-	}
-	int e = 0;
-	if (target < 0) {
-		/* A new file: made in place at once (nothing to keep whole), the guest's. */
-		int fd = openat2_raw(f->parent, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 07777);
-		if (fd < 0) {
-			e = -fd;
-		} else {
-			if (fchmod(fd, mode & 07777) < 0)
-				log_debug("write %s: chmod: %s", rel, strerror(errno));
-			f->fd = fd;
-			f->inplace = true;
-			f->created = true;
-			f->dirty = true;
-		}
-		mafsbx_guestcred_leave(&saved);
-		return e ? lp_err(err, e, "write", rel) : 0;
-	}
-	/* The guest must be able to write the file itself. */
-	int wfd = mafsbx_reopen(target, ((f->flags & MAFSBX_PW_READ) ? O_RDWR : O_WRONLY) | O_NONBLOCK | O_NOCTTY);
-	if (wfd == -EACCES && (f->flags & MAFSBX_PW_READ))
-		wfd = mafsbx_reopen(target, O_WRONLY | O_NONBLOCK | O_NOCTTY);
-	if (wfd < 0) {
-		mafsbx_guestcred_leave(&saved);
-		close(target);
-		return lp_err(err, -wfd, "write", rel);
-	}
-	/* An atomic replace: a temporary beside the target, renamed at commit. */
-	unsigned long long rnd = 0;
-	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-		rnd = (unsigned long long)mafsbx_now_ms() ^ ((unsigned long long)getpid() << 32);
-	snprintf(f->tmp, sizeof(f->tmp), ".mafsbxfs-%016llx", rnd);
-	int fd = openat2_raw(f->parent, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		f->tmp[0] = '\0';
-		if (fd != -EACCES && fd != -EPERM && fd != -EROFS && fd != -ENOSPC && fd != -EDQUOT) {
-			e = -fd;
-		} else {
-			/* The directory is not the guest's to write, the file is: in place, as the guest could. */
-			f->fd = wfd;
-			wfd = -1;
-			f->inplace = true;
-			if ((f->flags & MAFSBX_PW_TRUNC) && ftruncate(f->fd, 0) < 0)
-				e = errno;
-			f->dirty = (f->flags & MAFSBX_PW_TRUNC) != 0;
-		}
-	} else {
-		f->fd = fd;
-		if (fchmod(fd, st.st_mode & 07777) < 0)
-			log_debug("write %s: chmod of the temporary: %s", rel, strerror(errno));
-		f->dirty = (f->flags & MAFSBX_PW_TRUNC) != 0;
-	}
+	int e = target < 0 ? write_create(f, leaf, mode, rel) : write_replace_open(f, target, &st, rel);
 	mafsbx_guestcred_leave(&saved);
-	if (wfd >= 0)
-		close(wfd);
-	if (!e && f->tmp[0] && !(f->flags & MAFSBX_PW_TRUNC) && st.st_size > 0) {
-		/* Keep the content the caller did not truncate (read as root: the copy is ours). */
-		int rfd = mafsbx_reopen(target, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-		if (rfd < 0)
-			e = -rfd;
-		else {
-			int c = copy_fd(rfd, f->fd, (uint64_t)st.st_size);
-			if (c < 0)
-				e = -c;
-			close(rfd);
-		}
-	}
-	close(target);
+	if (!e && target >= 0)
+		e = write_keep_content(f, target, &st);
 	if (e)
 		return lp_err(err, e, "write", rel);
+	if (target < 0)
+		return 0;
 	struct stat now;
 	f->size = fstat(f->fd, &now) == 0 ? (uint64_t)now.st_size : 0;
 	return 0;
