@@ -158,111 +158,111 @@ static bool applet_name_ok(const char *s, size_t n)
 	return true;
 }
 
-/* Run `busybox --list` and collect its stdout (bounded in size and time). */
-static int run_list(const char *busybox, struct mafsbx_buf *out, struct mafsbx_error *err)
+/* Start `busybox --list` with its stdout on a pipe: *pid and *rfd (the read end). */
+static int spawn_list(const char *busybox, pid_t *pid, int *rfd, struct mafsbx_error *err)
 {
 	int pipefd[2] = { -1, -1 };
-	int ret;
-	pid_t pid = -1;
 	posix_spawn_file_actions_t fa;
-	bool fa_init = false;
-
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "pipe: %s", strerror(errno));
-	if ((ret = posix_spawn_file_actions_init(&fa)) != 0) {
-		ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ret, NULL, "posix_spawn: %s", strerror(ret));
-		goto out;
+	int ret = posix_spawn_file_actions_init(&fa);
+	if (ret != 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ret, NULL, "posix_spawn: %s", strerror(ret));
 	}
-	fa_init = true;
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
 	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
 	char *const argv[] = { (char *)busybox, (char *)"--list", NULL };
 	char *const envp[] = { NULL };
-	ret = posix_spawn(&pid, busybox, &fa, NULL, argv, envp);
-	if (ret != 0) {
-		pid = -1;
-		ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ret, NULL, "cannot run %s --list: %s", busybox,
-					    strerror(ret));
-		goto out;
-	}
+	ret = posix_spawn(pid, busybox, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
 	close(pipefd[1]);
-	pipefd[1] = -1;
+	if (ret != 0) {
+		close(pipefd[0]);
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ret, NULL, "cannot run %s --list: %s", busybox,
+					     strerror(ret));
+	}
+	*rfd = pipefd[0];
+	return 0;
+}
 
-	long long deadline = mafsbx_now_ms() + LIST_TIMEOUT_MS;
+/* Read the child's stdout to its end, at most LIST_MAX bytes, until `deadline`. */
+static int read_list(const char *busybox, int fd, long long deadline, struct mafsbx_buf *out,
+		     struct mafsbx_error *err)
+{
 	for (;;) {
 		long long left = deadline - mafsbx_now_ms();
-		if (left <= 0) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s --list did not finish within %d ms", busybox,
-					       LIST_TIMEOUT_MS);
-			goto out;
-		}
-		struct pollfd pfd = { .fd = pipefd[0], .events = POLLIN };
+		if (left <= 0)
+			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s --list did not finish within %d ms", busybox,
+						LIST_TIMEOUT_MS);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		int pr = poll(&pfd, 1, (int)left);
 		if (pr < 0 && errno == EINTR)
 			continue;
-		if (pr < 0) {
-			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "poll: %s", strerror(errno));
-			goto out;
-		}
+		if (pr < 0)
+			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "poll: %s", strerror(errno));
 		if (pr == 0)
 			continue;
 		char chunk[4096];
-		ssize_t n = read(pipefd[0], chunk, sizeof(chunk));
+		ssize_t n = read(fd, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "read: %s", strerror(errno));
-			goto out;
-		}
+		if (n < 0)
+			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "read: %s", strerror(errno));
 		if (n == 0)
-			break;
-		if (out->len + (size_t)n > LIST_MAX) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed more than %d bytes", busybox,
-					       LIST_MAX);
-			goto out;
-		}
-		if (mafsbx_buf_append(out, chunk, (size_t)n) < 0) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
+			return 0;
+		if (out->len + (size_t)n > LIST_MAX)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed more than %d bytes", busybox,
+						LIST_MAX);
+		if (mafsbx_buf_append(out, chunk, (size_t)n) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	/* stdout closed: the child is exiting. Still bounded by the deadline. */
+}
+
+/* stdout closed: the child is exiting. Reap it, still bounded by `deadline`; *pid is -1 once reaped. */
+static int reap_list(const char *busybox, pid_t *pid, long long deadline, struct mafsbx_error *err)
+{
 	int status = 0;
 	pid_t w;
 	for (;;) {
-		w = waitpid(pid, &status, WNOHANG);
+		w = waitpid(*pid, &status, WNOHANG);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w != 0)
 			break;
-		if (mafsbx_now_ms() >= deadline) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s --list did not exit within %d ms",
-					       busybox, LIST_TIMEOUT_MS);
-			goto out;
-		}
+		if (mafsbx_now_ms() >= deadline)
+			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s --list did not exit within %d ms", busybox,
+						LIST_TIMEOUT_MS);
 		struct timespec ts = { 0, 2 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	pid = -1;
-	if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list failed (is it busybox?)", busybox);
-		goto out;
-	}
-	ret = 0;
-out:
+	*pid = -1;
+	if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list failed (is it busybox?)", busybox);
+	return 0;
+}
+
+/* Run `busybox --list` and collect its stdout (bounded in size and time). */
+static int run_list(const char *busybox, struct mafsbx_buf *out, struct mafsbx_error *err)
+{
+	pid_t pid = -1;
+	int fd = -1;
+	int ret = spawn_list(busybox, &pid, &fd, err);
+	if (ret < 0)
+		return ret;
+	long long deadline = mafsbx_now_ms() + LIST_TIMEOUT_MS;
+	ret = read_list(busybox, fd, deadline, out, err);
+	close(fd);
+	if (ret == 0)
+		ret = reap_list(busybox, &pid, deadline, err);
 	if (pid > 0) {
 		/* Only on failure paths: our own child, killed and reaped. */
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
-	if (fa_init)
-		posix_spawn_file_actions_destroy(&fa);
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	if (pipefd[1] >= 0)
-		close(pipefd[1]);
 	return ret;
 }
 
