@@ -118,15 +118,16 @@ static void *timer_main(void *arg)
 	while (!bs->stop) {
 		long long now = mafsbx_now_ms(), next = now + 1000;
 		struct mafsbx_freeze *drop = NULL;
-		for (struct slot *s = bs->slots; s && !drop; s = s->next) {
+		for (struct slot *s = bs->slots; s; s = s->next) {
 			if (!s->parked)
 				continue;
 			if (parked_expired(s, now)) {
 				drop = unpark(s);
-				slot_maybe_free(bs, s);
-			} else if (parked_expiry(s) < next) {
-				next = parked_expiry(s);
+				slot_maybe_free(bs, s); /* may free s: leave the walk now */
+				break;
 			}
+			if (parked_expiry(s) < next)
+				next = parked_expiry(s);
 		}
 		if (drop) {
 			pthread_mutex_unlock(&bs->mu);
