@@ -42,6 +42,7 @@ struct slot {
 
 struct mafsbx_bursts {
 	struct mafsbx_freezer *fz;
+	long long linger_ms;
 	pthread_mutex_t mu;            /* guards everything below */
 	pthread_cond_t cv;             /* wakes the timer (CLOCK_MONOTONIC) */
 	pthread_t timer;
@@ -99,15 +100,14 @@ static void slot_maybe_free(struct mafsbx_bursts *bs, struct slot *s)
 	free(s);
 }
 
-static bool parked_expired(const struct slot *s, long long now)
+static bool parked_expired(const struct mafsbx_bursts *bs, const struct slot *s, long long now)
 {
-	return now - s->since_ms >= MAFSBX_FREEZE_JOIN_WINDOW_MS ||
-	       (!s->inside && now - s->idle_ms >= MAFSBX_BURST_LINGER_MS);
+	return now - s->since_ms >= MAFSBX_FREEZE_JOIN_WINDOW_MS || (!s->inside && now - s->idle_ms >= bs->linger_ms);
 }
 
-static long long parked_expiry(const struct slot *s)
+static long long parked_expiry(const struct mafsbx_bursts *bs, const struct slot *s)
 {
-	long long a = s->since_ms + MAFSBX_FREEZE_JOIN_WINDOW_MS, b = s->idle_ms + MAFSBX_BURST_LINGER_MS;
+	long long a = s->since_ms + MAFSBX_FREEZE_JOIN_WINDOW_MS, b = s->idle_ms + bs->linger_ms;
 	return s->inside || a < b ? a : b;
 }
 
@@ -121,13 +121,13 @@ static void *timer_main(void *arg)
 		for (struct slot *s = bs->slots; s; s = s->next) {
 			if (!s->parked)
 				continue;
-			if (parked_expired(s, now)) {
+			if (parked_expired(bs, s, now)) {
 				drop = unpark(s);
 				slot_maybe_free(bs, s); /* may free s: leave the walk now */
 				break;
 			}
-			if (parked_expiry(s) < next)
-				next = parked_expiry(s);
+			if (parked_expiry(bs, s) < next)
+				next = parked_expiry(bs, s);
 		}
 		if (drop) {
 			pthread_mutex_unlock(&bs->mu);
@@ -150,14 +150,20 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-struct mafsbx_bursts *mafsbx_bursts_new(struct mafsbx_freezer *fz, struct mafsbx_error *err)
+struct mafsbx_bursts *mafsbx_bursts_new(struct mafsbx_freezer *fz, int linger_ms, struct mafsbx_error *err)
 {
+	if (linger_ms < 1 || linger_ms > MAFSBX_BURST_LINGER_MAX_MS) {
+		mafsbx_error_set(err, MAFSBX_EK_INVALID, "burst linger %d ms: give 1 to %d", linger_ms,
+				 MAFSBX_BURST_LINGER_MAX_MS);
+		return NULL;
+	}
 	struct mafsbx_bursts *bs = calloc(1, sizeof(*bs));
 	if (!bs) {
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		return NULL;
 	}
 	bs->fz = fz;
+	bs->linger_ms = linger_ms;
 	pthread_mutex_init(&bs->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -229,7 +235,7 @@ int mafsbx_burst_enter(struct mafsbx_bursts *bs, const char *container, long lon
 	}
 	bs->stats.enters++;
 	/* an old parked freeze is let go first: the freezer would make us wait for its drain */
-	struct mafsbx_freeze *drop = s->parked && parked_expired(s, mafsbx_now_ms()) ? unpark(s) : NULL;
+	struct mafsbx_freeze *drop = s->parked && parked_expired(bs, s, mafsbx_now_ms()) ? unpark(s) : NULL;
 	if (s->parked)
 		bs->stats.rejoins++;
 	pthread_mutex_unlock(&bs->mu);

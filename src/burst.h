@@ -11,7 +11,7 @@
  *  - enter() enters the container's freeze (freeze.h, so the freezer's rules
  *    hold: joining only a young freeze, execs taking turns, the deadline);
  *  - leave() of the last call does not unpause at once: the freeze is kept
- *    ("parked") for MAFSBX_BURST_LINGER_MS more, so that the next call of
+ *    ("parked") for a few ms more (the linger, MAFSBX_BURST_LINGER_MS by default), so that the next call of
  *    the burst joins it instead of pausing again; a timer thread leaves a
  *    parked freeze when it has been idle that long, or when the freeze is
  *    MAFSBX_FREEZE_JOIN_WINDOW_MS old, whichever comes first (a stream of
@@ -48,8 +48,10 @@
 #include "error.h"
 #include "freeze.h"
 
-/* How long a freeze is kept after the last call of a burst left it. */
+/* How long a freeze is kept after the last call of a burst left it (the default). */
 #define MAFSBX_BURST_LINGER_MS 5
+/* The most it may be: the join window (a longer linger would never be used). */
+#define MAFSBX_BURST_LINGER_MAX_MS MAFSBX_FREEZE_JOIN_WINDOW_MS
 #define MAFSBX_BURST_MAX_ANSWERS 256
 
 struct mafsbx_bursts;
@@ -61,8 +63,11 @@ struct mafsbx_burst_answer {
 	struct mafsbx_path_stat st;
 };
 
-/* `fz` is borrowed and must outlive the registry. Starts the timer thread. */
-struct mafsbx_bursts *mafsbx_bursts_new(struct mafsbx_freezer *fz, struct mafsbx_error *err);
+/*
+ * `fz` is borrowed and must outlive the registry. `linger_ms`: 1 to
+ * MAFSBX_BURST_LINGER_MAX_MS (else EK_INVALID). Starts the timer thread.
+ */
+struct mafsbx_bursts *mafsbx_bursts_new(struct mafsbx_freezer *fz, int linger_ms, struct mafsbx_error *err);
 /* Leaves every parked freeze (no call may be inside), stops the timer. NULL is a no-op. */
 void mafsbx_bursts_free(struct mafsbx_bursts *bs);
 

@@ -70,7 +70,8 @@ struct mafsbx_planes *mafsbx_planes_new(struct mafsbx_engine *e, struct mafsbx_f
 		ps->cfg.max_pins = PLANE_DEFAULT_MAX_PINS;
 	if (!ps->cfg.spool_budget)
 		ps->cfg.spool_budget = PLANE_DEFAULT_SPOOL_BUDGET;
-	if (fz && !(ps->bursts = mafsbx_bursts_new(fz, err))) {
+	int linger = cfg->burst_ms ? cfg->burst_ms : MAFSBX_BURST_LINGER_MS;
+	if (fz && linger > 0 && !(ps->bursts = mafsbx_bursts_new(fz, linger, err))) {
 		free(ps);
 		return NULL;
 	}

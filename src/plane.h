@@ -51,6 +51,8 @@ struct mafsbx_plane_config {
 	uint64_t local_max_read;   /* local plane: largest file opened for reading (0: none) */
 	uint64_t spool_budget;     /* engine plane: bytes all open spools may hold together (0: 1 GiB) */
 	size_t max_pins;           /* pinned containers kept (0: 256) */
+	/* engine plane: how long a burst's freeze outlives its last call, ms (burst.h; 0: the default, <0: no bursts) */
+	int burst_ms;
 };
 
 struct mafsbx_planes;

@@ -204,6 +204,22 @@ static void test_end_lifts_at_once(void **state)
 	assert_false(mafsbx_freeze_active(fz, cid));
 }
 
+static void test_linger_bounds(void **state)
+{
+	(void)state;
+	struct mafsbx_error err;
+	static const int bad[] = { 0, -1, MAFSBX_BURST_LINGER_MAX_MS + 1 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		mafsbx_error_clear(&err);
+		assert_null(mafsbx_bursts_new(fz, bad[i], &err));
+		assert_int_equal(err.kind, MAFSBX_EK_INVALID);
+		assert_non_null(strstr(err.message, "linger"));
+	}
+	struct mafsbx_bursts *b = mafsbx_bursts_new(fz, MAFSBX_BURST_LINGER_MAX_MS, &err);
+	assert_non_null(b);
+	mafsbx_bursts_free(b);
+}
+
 static void test_foreign_unpause_fails_the_proof(void **state)
 {
 	(void)state;
@@ -242,7 +258,7 @@ static int group_setup(void **state)
 	json_decref(j);
 	fz = mafsbx_freezer_new(harness_engine(), rundir, &err);
 	harness_check(fz ? 0 : -1, &err, "freezer");
-	bs = mafsbx_bursts_new(fz, &err);
+	bs = mafsbx_bursts_new(fz, MAFSBX_BURST_LINGER_MS, &err);
 	harness_check(bs ? 0 : -1, &err, "bursts");
 	return 0;
 }
@@ -264,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_write_drops_answers),
 		cmocka_unit_test(test_stream_is_refrozen),
 		cmocka_unit_test(test_end_lifts_at_once),
+		cmocka_unit_test(test_linger_bounds),
 		cmocka_unit_test(test_foreign_unpause_fails_the_proof),
 	};
 	int r = cmocka_run_group_tests(tests, group_setup, group_teardown);
