@@ -91,12 +91,18 @@ const char *mfs_ctl_kind_name(enum mfs_ctl_kind k)
 	return "?";
 }
 
+static void ctl_discard(struct mfs_handle *h)
+{
+	mfs_ctl_release((struct mfs_ctl *)h);
+}
+
 struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind)
 {
 	struct mfs_ctl *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->h.type = MFS_H_CTL;
+	c->h.discard = ctl_discard;
 	c->kind = kind;
 	pthread_mutex_init(&c->lock, NULL);
 	return c;

@@ -19,72 +19,15 @@
 #include "log.h"
 #include "sandbox.h"
 
-static struct mfs_handle *handle_of(const struct fuse_file_info *fi)
-{
-	return fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
-}
-
-/* ---- the registry of open handles ---------------------------------------- */
-
-static void handle_register(struct mfs *fs, struct fuse_file_info *fi)
-{
-	struct mfs_handle *h = handle_of(fi);
-	if (!fs || !h)
-		return;
-	pthread_mutex_lock(&fs->handles_lock);
-	h->prev = NULL;
-	h->next = fs->handles;
-	if (fs->handles)
-		fs->handles->prev = h;
-	fs->handles = h;
-	pthread_mutex_unlock(&fs->handles_lock);
-}
-
-static void handle_unregister(struct mfs *fs, struct mfs_handle *h)
-{
-	if (!fs)
-		return;
-	pthread_mutex_lock(&fs->handles_lock);
-	if (h->prev)
-		h->prev->next = h->next;
-	else if (fs->handles == h)
-		fs->handles = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	h->prev = h->next = NULL;
-	pthread_mutex_unlock(&fs->handles_lock);
-}
-
 static void blob_free(struct mfs_blob *b)
 {
 	free(b->data);
 	free(b);
 }
 
-void mfs_handles_discard_all(struct mfs *fs)
+static void blob_discard(struct mfs_handle *h)
 {
-	pthread_mutex_lock(&fs->handles_lock);
-	struct mfs_handle *h = fs->handles;
-	fs->handles = NULL;
-	pthread_mutex_unlock(&fs->handles_lock);
-	while (h) {
-		struct mfs_handle *next = h->next;
-		switch (h->type) {
-		case MFS_H_CTL:
-			mfs_ctl_release((struct mfs_ctl *)h);
-			break;
-		case MFS_H_WORK:
-			mfs_work_discard((struct mfs_work *)h);
-			break;
-		case MFS_H_BLOB:
-			blob_free((struct mfs_blob *)h);
-			break;
-		case MFS_H_DIR:
-			mfs_work_releasedir((struct mfs_dir *)h);
-			break;
-		}
-		h = next;
-	}
+	blob_free((struct mfs_blob *)h);
 }
 
 static void base_stat(struct stat *st, mode_t mode)
@@ -109,7 +52,7 @@ static int sandbox_exists(struct mfs *fs, const char *name, time_t *created)
 	struct mfs_snapshot *s = mfs_sandbox_find_age(fs, name, age > MFS_FILE_TARGET_MS ? age : MFS_FILE_TARGET_MS,
 						      &info, &e);
 	if (!s)
-		return e.err > 0 ? -e.err : -ENOENT;
+		return mafsbx_error_errno(&e, -ENOENT);
 	if (created)
 		*created = (time_t)info->created;
 	mfs_snapshot_put(s);
@@ -135,7 +78,7 @@ static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_in
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	switch (n.type) {
 	case MFS_N_ROOT:
 	case MFS_N_CTL_DIR:
@@ -233,16 +176,59 @@ static int mfs_op_unlink(const char *path)
 	return r < 0 ? r : mfs_work_remove(mfs_get(), &n, false);
 }
 
-static int dispose_errno(const struct mafsbx_dispose_result *res)
+/* The errno of a dispose reply's failures ({"code", "detail"}): the first
+ * unreachable or timeout decides, any other failure is EIO. */
+static int dispose_errno(const char *name, const json_t *reply)
 {
-	for (size_t i = 0; i < res->n_failures; i++) {
-		switch (res->failures[i].code) {
-		case MAFSBX_DISPOSAL_UNREACHABLE: return -ENOTCONN;
-		case MAFSBX_DISPOSAL_TIMEOUT: return -ETIMEDOUT;
-		default: break;
+	const json_t *fails = json_object_get(reply, "failures");
+	int r = 0;
+	size_t i;
+	const json_t *f;
+	json_array_foreach(fails, i, f) {
+		const char *code = json_string_value(json_object_get(f, "code"));
+		const char *detail = json_string_value(json_object_get(f, "detail"));
+		log_warn("rmdir %s: %s: %s", name, code ? code : "?", detail ? detail : "");
+		if (r == 0 || r == -EIO) {
+			if (code && !strcmp(code, mafsbx_disposal_code_name(MAFSBX_DISPOSAL_UNREACHABLE)))
+				r = -ENOTCONN;
+			else if (code && !strcmp(code, mafsbx_disposal_code_name(MAFSBX_DISPOSAL_TIMEOUT)))
+				r = -ETIMEDOUT;
+			else
+				r = -EIO;
 		}
 	}
-	return res->n_failures ? -EIO : 0;
+	return r;
+}
+
+/* rmdir NAME: the sandbox shown there is disposed by the request runner, as
+ * {"name": NAME} written to .ctl/dispose would be (the same limit and
+ * bookkeeping); its failures become the errno. */
+static int rmdir_sandbox(struct mfs *fs, const char *name)
+{
+	const struct mafsbx_sandbox_info *info;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mfs_snapshot *s = mfs_sandbox_find(fs, name, &info, &e);
+	if (!s)
+		return mafsbx_error_errno(&e, -ENOENT);
+	mfs_snapshot_put(s);
+	if (!fs->run)
+		return -EIO;
+	json_t *req = json_pack("{s:s}", "name", name);
+	if (!req)
+		return -ENOMEM;
+	json_t *reply = NULL;
+	mafsbx_error_clear(&e);
+	int r = fs->run(fs, MFS_CTL_DISPOSE, req, &reply, &e);
+	json_decref(req);
+	if (r < 0) {
+		log_warn("rmdir %s: %s", name, e.message);
+		r = mafsbx_error_errno(&e, r);
+	} else {
+		r = dispose_errno(name, reply);
+	}
+	json_decref(reply);
+	return r;
 }
 
 static int mfs_op_rmdir(const char *path)
@@ -258,31 +244,7 @@ static int mfs_op_rmdir(const char *path)
 		return *n.rel ? mfs_work_remove(fs, &n, true) : -EBUSY;
 	if (r < 0 || n.type != MFS_N_SBX_DIR)
 		return -EPERM;
-	const struct mafsbx_sandbox_info *info;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	struct mfs_snapshot *s = mfs_sandbox_find(fs, n.name, &info, &e);
-	if (!s)
-		return e.err > 0 ? -e.err : -ENOENT;
-	char id[65];
-	snprintf(id, sizeof(id), "%s", info->id);
-	mfs_snapshot_put(s);
-	struct mafsbx_dispose_result res;
-	memset(&res, 0, sizeof(res));
-	mafsbx_error_clear(&e);
-	r = mafsbx_sandbox_dispose_id(fs->backend, n.name, id, &res, &e); /* the instance shown, by ID */
-	if (r == 0)
-		r = dispose_errno(&res);
-	else
-		r = e.err > 0 ? -e.err : r;
-	for (size_t i = 0; i < res.n_failures; i++)
-		log_warn("rmdir %s: %s: %s", n.name, mafsbx_disposal_code_name(res.failures[i].code),
-			 res.failures[i].detail ? res.failures[i].detail : "");
-	mafsbx_dispose_result_free(&res);
-	mfs_extra_drop(fs, id);
-	mafsbx_planes_forget(fs->planes, id);
-	mfs_invalidate_sandbox(fs, NULL);
-	return r;
+	return rmdir_sandbox(fs, n.name);
 }
 
 static int mfs_op_symlink(const char *target, const char *path)
@@ -337,7 +299,7 @@ static bool is_ro_virtual(enum mfs_node_type t)
 static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	struct mfs *fs = mfs_get();
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_CTL) {
 		if (size != 0)
 			return -EINVAL;
@@ -363,7 +325,7 @@ static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *
 
 static int mfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_CTL)
 		return 0;
 	struct mfs_node n;
@@ -399,7 +361,7 @@ static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	if (r < 0) {
 		if (e.err != ENOENT)
 			log_warn("open %s: %s", n->type == MFS_N_SBX_STATUS ? n->name : ".ctl", e.message);
-		return e.err > 0 ? -e.err : r;
+		return mafsbx_error_errno(&e, r);
 	}
 	struct mfs_blob *b = calloc(1, sizeof(*b));
 	if (!b) {
@@ -407,6 +369,7 @@ static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		return -ENOMEM;
 	}
 	b->h.type = MFS_H_BLOB;
+	b->h.discard = blob_discard;
 	b->data = text;
 	b->len = len;
 	fi->fh = (uint64_t)(uintptr_t)b;
@@ -421,7 +384,7 @@ static int mfs_op_open(const char *path, struct fuse_file_info *fi)
 {
 	int r = open_node(path, fi);
 	if (r == 0)
-		handle_register(mfs_get(), fi);
+		mfs_handle_register(mfs_get(), fi);
 	return r;
 }
 
@@ -469,7 +432,7 @@ static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *f
 	if (n.type == MFS_N_WORK) {
 		r = mfs_work_create(mfs_get(), &n, mode, fi);
 		if (r == 0)
-			handle_register(mfs_get(), fi);
+			mfs_handle_register(mfs_get(), fi);
 		return r;
 	}
 	if (n.type == MFS_N_CTL_FILE)
@@ -484,7 +447,7 @@ static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *f
 static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (!h)
 		return -EBADF;
 	switch (h->type) {
@@ -513,7 +476,7 @@ static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, stru
 static int mfs_op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (!h)
 		return -EBADF;
 	switch (h->type) {
@@ -532,7 +495,7 @@ static int mfs_op_write(const char *path, const char *buf, size_t size, off_t of
 static int mfs_op_flush(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (!h)
 		return 0;
 	if (h->type == MFS_H_CTL)
@@ -551,10 +514,10 @@ static int mfs_op_fsync(const char *path, int datasync, struct fuse_file_info *f
 static int mfs_op_release(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (!h)
 		return 0;
-	handle_unregister(mfs_get(), h);
+	mfs_handle_unregister(mfs_get(), h);
 	switch (h->type) {
 	case MFS_H_CTL:
 		mfs_ctl_release((struct mfs_ctl *)h);
@@ -584,16 +547,16 @@ static int mfs_op_opendir(const char *path, struct fuse_file_info *fi)
 		return 0;   /* the virtual directories are listed afresh by readdir */
 	r = mfs_work_opendir(fs, &n, fi);
 	if (r == 0)
-		handle_register(fs, fi);
+		mfs_handle_register(fs, fi);
 	return r;
 }
 
 static int mfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_DIR) {
-		handle_unregister(mfs_get(), h);
+		mfs_handle_unregister(mfs_get(), h);
 		mfs_work_releasedir((struct mfs_dir *)h);
 	}
 	fi->fh = 0;
@@ -644,7 +607,7 @@ static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, o
 		return 0;
 	case MFS_N_WORK:
 	case MFS_N_ROOTFS: {
-		struct mfs_handle *h = handle_of(fi);
+		struct mfs_handle *h = mfs_handle_of(fi);
 		if (!h || h->type != MFS_H_DIR)
 			return -EBADF;
 		return mfs_work_readdir(fs, (struct mfs_dir *)h, buf, filler, off);

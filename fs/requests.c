@@ -16,7 +16,7 @@
  * a container that merely has a sandbox's name is never removed (EACCES).
  *
  * Long requests (an exec up to exec_timeout, an acquire that pulls an image)
- * each hold a FUSE worker thread; at most fs->execs_max of them run at once,
+ * each hold a FUSE worker thread; at most fs->requests_max of them run at once,
  * so lookups and reads always find a free worker. Past that a request is
  * refused with EBUSY rather than queued behind the others.
  */
@@ -153,7 +153,7 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 				*err = e2;
 			mafsbx_error_prefix(err, "dispose %s: cannot check what it is, so nothing was removed",
 					    spec->name);
-			r = -(e2.err > 0 ? e2.err : EIO);
+			r = mafsbx_error_errno(&e2, -EIO);
 			goto out;
 		}
 		if (spec->reclaim) {   /* {"name", "reclaim": DIR}: remove DIR, keep the sandbox (reclaim.h) */
@@ -180,8 +180,10 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 	else
 		r = mafsbx_sandbox_dispose(fs->backend, spec, &res, err);
 	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
-		if (id[0])
+		if (id[0]) {
 			mfs_extra_drop(fs, id);
+			mafsbx_planes_forget(fs->planes, id);
+		}
 		mfs_invalidate_sandbox(fs, spec->name);
 	} else {
 		mfs_invalidate_sandbox(fs, NULL);
@@ -269,7 +271,7 @@ static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct ma
 	const struct mafsbx_sandbox_info *info;
 	struct mfs_snapshot *s = mfs_sandbox_find(fs, spec->sandbox, &info, err);
 	if (!s) {
-		r = err && err->err ? -err->err : -ENOENT;
+		r = mafsbx_error_errno(err, -ENOENT);
 		goto out;
 	}
 	char id[65];
@@ -312,15 +314,9 @@ int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, j
 		    struct mafsbx_error *err)
 {
 	mfs_reply_budget_release_held();
-	int running = atomic_fetch_add(&fs->execs_running, 1);
-	int r;
-	if (running >= fs->execs_max) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
-					  "%s: %d requests are running already, the most this mount allows "
-					  "(raise -o max_threads)",
-					  mfs_ctl_kind_name(kind), running);
-		goto out;
-	}
+	int r = mfs_request_enter(fs, mfs_ctl_kind_name(kind), err);
+	if (r < 0)
+		return r;
 	switch (kind) {
 	case MFS_CTL_ACQUIRE:
 		r = run_acquire(fs, req, reply, err);
@@ -335,7 +331,6 @@ int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, j
 		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "unknown request");
 		break;
 	}
-out:
-	atomic_fetch_sub(&fs->execs_running, 1);
+	mfs_request_leave(fs);
 	return r;
 }

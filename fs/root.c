@@ -28,36 +28,6 @@
 #include "names.h"
 #include "sandbox.h"
 
-static struct mfs *current;
-
-struct mfs *mfs_get(void)
-{
-	return current;
-}
-
-void mfs_set_current(struct mfs *fs)
-{
-	current = fs;
-}
-
-int mfs_init(struct mfs *fs)
-{
-	pthread_mutex_init(&fs->lock, NULL);
-	pthread_mutex_init(&fs->handles_lock, NULL);
-	fs->handles = NULL;
-	fs->mount_time = time(NULL);
-	fs->snap = NULL;
-	fs->extras = NULL;
-	atomic_init(&fs->execs_running, 0);
-	unsigned mt = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
-	unsigned reserve = mt / 4 < 2 ? 2 : mt / 4;
-	fs->execs_max = mt > reserve ? (int)(mt - reserve) : 1;
-	fs->scope_label[0] = '\0';
-	if (fs->opt.scope)
-		mafsbx_label_value(fs->opt.scope, fs->scope_label);
-	return 0;
-}
-
 static void extra_free(struct mfs_sbx_extra *x)
 {
 	for (size_t i = 0; i < x->n_outputs; i++)
@@ -69,10 +39,8 @@ static void extra_free(struct mfs_sbx_extra *x)
 	free(x);
 }
 
-void mfs_fini(struct mfs *fs)
+void mfs_list_clear(struct mfs *fs)
 {
-	mfs_handles_discard_all(fs);
-	pthread_mutex_destroy(&fs->handles_lock);
 	if (fs->snap)
 		mfs_snapshot_put(fs->snap);
 	fs->snap = NULL;
@@ -81,7 +49,6 @@ void mfs_fini(struct mfs *fs)
 		fs->extras = x->next;
 		extra_free(x);
 	}
-	pthread_mutex_destroy(&fs->lock);
 }
 
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i)
@@ -241,7 +208,7 @@ int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler)
 	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
 	if (!s) {
 		log_warn("listing the sandboxes: %s", e.message);
-		return e.err > 0 ? -e.err : -EIO;
+		return mafsbx_error_errno(&e, -EIO);
 	}
 	fill_dir(buf, filler, ".", S_IFDIR);
 	fill_dir(buf, filler, "..", S_IFDIR);
@@ -295,7 +262,7 @@ static struct mfs_snapshot *byscope_snapshot(struct mfs *fs, int *errp)
 	mafsbx_error_clear(&e);
 	struct mfs_snapshot *s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
 	if (!s)
-		*errp = e.err > 0 ? -e.err : -EIO;
+		*errp = mafsbx_error_errno(&e, -EIO);
 	return s;
 }
 
@@ -339,7 +306,7 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fus
 	/* A listing always asks the engine, as the root's does. */
 	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
 	if (!s)
-		return e.err > 0 ? -e.err : r;
+		return mafsbx_error_errno(&e, r);
 	fill_dir(buf, filler, ".", S_IFDIR);
 	fill_dir(buf, filler, "..", S_IFDIR);
 	char link[600];

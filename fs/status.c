@@ -171,7 +171,7 @@ int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsb
 {
 	json_t *d = mafsbx_sandbox_declarations(fs->backend, err);
 	if (!d)
-		return err && err->err ? -err->err : -ENOMEM;
+		return mafsbx_error_errno(err, -ENOMEM);
 	int r = dump_text(d, text, len, err);
 	json_decref(d);
 	return r;
