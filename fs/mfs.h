@@ -20,15 +20,19 @@
  *   ctl.c      the .ctl transaction handles (request bytes in, one reply out)
  *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
  *   reply.c    reply JSON: error replies, the exec reply with its text views
- *   textconv.c UTF-8 views with U+FFFD replacement
+ *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
  *   janitor.c  background recovery of freezes left behind
  *   ops.c      the fuse_operations table and the per-open handle dispatch
  *
- * Calls go one way: main.c -> ops.c -> work.c, root.c, status.c, ctl.c ->
- * mount.c -> root.c (list teardown only); requests.c (behind fs->run) ->
- * root.c, mount.c, reply.c; reply.c, textconv.c, tree.c, opts.c call no fs/ file
- * but textconv.c.
- *   main.c     the daemon: options, endpoint, ping, mount, loop
+ * Calls go one way (no cycle, as grep finds them):
+ *   main.c     -> ops.c (the table), opts.c, janitor.c, requests.c, mount.c
+ *   ops.c      -> tree.c, work.c, status.c, ctl.c, root.c, mount.c
+ *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
+ *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
+ *   mount.c    -> root.c (the list's teardown only)
+ *   ctl.c      -> reply.c -> textconv.c  janitor.c -> root.c
+ * ctl.c reaches the runner only through fs->run, and mount.c frees open
+ * handles only through each handle's discard pointer.
  */
 #ifndef MAFSBXFS_MFS_H
 #define MAFSBXFS_MFS_H
@@ -277,6 +281,8 @@ struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long
 /* True when a sandbox belongs to the mount's scope. */
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
 
+/* One readdir entry of type `type` (S_IFDIR, S_IFREG, S_IFLNK); the filler's answer (1: buffer full). */
+int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type);
 int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler);
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
 int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler);
@@ -372,6 +378,16 @@ char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len);
  * spelling would pass `max_json` bytes (a control byte costs 6: "\u0001").
  */
 char *mfs_utf8_view(const unsigned char *data, size_t len, size_t max_json, size_t *out_len, bool *cut);
+
+/*
+ * A JSON string of text that should be UTF-8 but may not be (an engine's
+ * answer, a label): invalid bytes become U+FFFD. NULL, or text that still
+ * cannot be stored (out of memory), gives JSON null; a caller that wants ""
+ * for a missing value passes "".
+ */
+json_t *mfs_json_text(const char *s);
+/* json_dumps(v, flags) plus a "\n" (malloc'd; *len without the NUL). NULL when out of memory. */
+char *mfs_json_dump_line(const json_t *v, size_t flags, size_t *len);
 
 /*
  * The mount-wide reply budget (reply.c): the bytes exec replies being built

@@ -296,6 +296,25 @@ static bool is_ro_virtual(enum mfs_node_type t)
 	       t == MFS_N_SBX_EGRESS;  /* egress */
 }
 
+/*
+ * The node a truncate or utimens by path names: 0 under work/, 1 for a .ctl
+ * file (the caller's answer), else the errno: EROFS under root/, EACCES for
+ * a read-only virtual file, EPERM for the rest of the fixed tree.
+ */
+static int attr_node(const char *path, struct mfs_node *n)
+{
+	int r = mfs_classify(path, n);
+	if (r < 0)
+		return r;
+	if (n->type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (n->type == MFS_N_WORK)
+		return 0;
+	if (n->type == MFS_N_CTL_FILE)
+		return 1;
+	return is_ro_virtual(n->type) ? -EACCES : -EPERM;
+}
+
 static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	struct mfs *fs = mfs_get();
@@ -309,18 +328,10 @@ static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *
 	if (h && h->type == MFS_H_WORK)
 		return mfs_work_ftruncate(fs, (struct mfs_work *)h, size);
 	struct mfs_node n;
-	int r = mfs_classify(path, &n);
-	if (r < 0)
-		return r;
-	if (n.type == MFS_N_ROOTFS)
-		return -EROFS;
-	if (n.type == MFS_N_WORK)
-		return mfs_work_truncate(fs, &n, size);
-	if (n.type == MFS_N_CTL_FILE)
+	int r = attr_node(path, &n);
+	if (r == 1)
 		return size == 0 ? 0 : -EINVAL;  /* O_TRUNC of `echo req > ctl` */
-	if (is_ro_virtual(n.type))
-		return -EACCES;
-	return -EPERM;
+	return r < 0 ? r : mfs_work_truncate(fs, &n, size);
 }
 
 static int mfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
@@ -329,18 +340,10 @@ static int mfs_op_utimens(const char *path, const struct timespec tv[2], struct 
 	if (h && h->type == MFS_H_CTL)
 		return 0;
 	struct mfs_node n;
-	int r = mfs_classify(path, &n);
-	if (r < 0)
-		return r;
-	if (n.type == MFS_N_ROOTFS)
-		return -EROFS;
-	if (n.type == MFS_N_WORK)
-		return mfs_work_utimens(mfs_get(), &n, tv, fi);
-	if (n.type == MFS_N_CTL_FILE)
+	int r = attr_node(path, &n);
+	if (r == 1)
 		return 0;
-	if (is_ro_virtual(n.type))
-		return -EACCES;
-	return -EPERM;
+	return r < 0 ? r : mfs_work_utimens(mfs_get(), &n, tv, fi);
 }
 
 static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
@@ -444,52 +447,49 @@ static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *f
 	return -EPERM;
 }
 
+/* The answer of a read or write on a handle that cannot take it. */
+static int io_refused(const struct mfs_handle *h)
+{
+	if (h && h->type == MFS_H_DIR)
+		return -EISDIR;
+	return h && h->type == MFS_H_BLOB ? -EACCES : -EBADF;
+}
+
+static int blob_read(const struct mfs_blob *b, char *buf, size_t size, off_t off)
+{
+	if (off < 0)
+		return -EINVAL;
+	if ((size_t)off >= b->len)
+		return 0;
+	size_t n = b->len - (size_t)off;
+	if (n > size)
+		n = size;
+	memcpy(buf, b->data + off, n);
+	return (int)n;
+}
+
 static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
 	struct mfs_handle *h = mfs_handle_of(fi);
-	if (!h)
-		return -EBADF;
-	switch (h->type) {
-	case MFS_H_CTL:
+	if (h && h->type == MFS_H_CTL)
 		return mfs_ctl_read((struct mfs_ctl *)h, buf, size);
-	case MFS_H_WORK:
+	if (h && h->type == MFS_H_WORK)
 		return mfs_work_read((struct mfs_work *)h, buf, size, off);
-	case MFS_H_BLOB: {
-		struct mfs_blob *b = (struct mfs_blob *)h;
-		if (off < 0)
-			return -EINVAL;
-		if ((size_t)off >= b->len)
-			return 0;
-		size_t n = b->len - (size_t)off;
-		if (n > size)
-			n = size;
-		memcpy(buf, b->data + off, n);
-		return (int)n;
-	}
-	case MFS_H_DIR:
-		return -EISDIR;
-	}
-	return -EBADF;
+	if (h && h->type == MFS_H_BLOB)
+		return blob_read((const struct mfs_blob *)h, buf, size, off);
+	return io_refused(h);
 }
 
 static int mfs_op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
 	struct mfs_handle *h = mfs_handle_of(fi);
-	if (!h)
-		return -EBADF;
-	switch (h->type) {
-	case MFS_H_CTL:
+	if (h && h->type == MFS_H_CTL)
 		return mfs_ctl_write(mfs_get(), (struct mfs_ctl *)h, buf, size);
-	case MFS_H_WORK:
+	if (h && h->type == MFS_H_WORK)
 		return mfs_work_write(mfs_get(), (struct mfs_work *)h, buf, size, off);
-	case MFS_H_BLOB:
-		return -EACCES;
-	case MFS_H_DIR:
-		return -EISDIR;
-	}
-	return -EBADF;
+	return io_refused(h);
 }
 
 static int mfs_op_flush(const char *path, struct fuse_file_info *fi)
@@ -563,12 +563,26 @@ static int mfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int fill(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
+struct dir_name {
+	const char *name;
+	mode_t type;
+};
+
+/* The fixed listings, in the order readdir gives them. */
+static const struct dir_name ctl_names[] = {
+	{ ".", S_IFDIR }, { "..", S_IFDIR }, { "acquire", S_IFREG }, { "dispose", S_IFREG },
+	{ "exec", S_IFREG }, { "declarations", S_IFREG }, { "engine", S_IFREG }, { NULL, 0 },
+};
+static const struct dir_name sandbox_names[] = {
+	{ ".", S_IFDIR }, { "..", S_IFDIR }, { "status", S_IFREG }, { "egress", S_IFREG },
+	{ "work", S_IFDIR }, { "root", S_IFDIR }, { NULL, 0 },
+};
+
+static int fill_names(void *buf, fuse_fill_dir_t filler, const struct dir_name *d)
 {
-	struct stat st;
-	memset(&st, 0, sizeof(st));
-	st.st_mode = type;
-	return filler(buf, name, &st, 0, 0);
+	for (; d->name; d++)
+		mfs_dir_entry(buf, filler, d->name, d->type);
+	return 0;
 }
 
 static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
@@ -584,27 +598,14 @@ static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, o
 	case MFS_N_ROOT:
 		return mfs_root_readdir(fs, buf, filler);
 	case MFS_N_CTL_DIR:
-		fill(buf, filler, ".", S_IFDIR);
-		fill(buf, filler, "..", S_IFDIR);
-		fill(buf, filler, "acquire", S_IFREG);
-		fill(buf, filler, "dispose", S_IFREG);
-		fill(buf, filler, "exec", S_IFREG);
-		fill(buf, filler, "declarations", S_IFREG);
-		fill(buf, filler, "engine", S_IFREG);
-		return 0;
+		return fill_names(buf, filler, ctl_names);
 	case MFS_N_BYSCOPE:
 		return mfs_byscope_readdir(fs, &n, buf, filler);
 	case MFS_N_SBX_DIR:
 		r = sandbox_exists(fs, n.name, NULL);
 		if (r < 0)
 			return r;
-		fill(buf, filler, ".", S_IFDIR);
-		fill(buf, filler, "..", S_IFDIR);
-		fill(buf, filler, "status", S_IFREG);
-		fill(buf, filler, "egress", S_IFREG);  /* egress */
-		fill(buf, filler, "work", S_IFDIR);
-		fill(buf, filler, "root", S_IFDIR);
-		return 0;
+		return fill_names(buf, filler, sandbox_names);
 	case MFS_N_WORK:
 	case MFS_N_ROOTFS: {
 		struct mfs_handle *h = mfs_handle_of(fi);

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *reply_dump(const json_t *reply, size_t *len);
-
 json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra)
 {
 	int eno = -mafsbx_error_errno(e, -EIO);
@@ -87,28 +85,10 @@ void mfs_reply_budget_hold_until_dump(struct mfs *fs, size_t bytes)
 
 char *mfs_reply_dump(const json_t *reply, size_t *len)
 {
-	char *out = reply_dump(reply, len);
-	mfs_reply_budget_release_held();
-	return out;
-}
-
-static char *reply_dump(const json_t *reply, size_t *len)
-{
 	/* jansson's default separators give `{"ok": true, "name": "x"}`, the
 	 * spelling of INTERFACE.md; one line, so a shell can read it with `read`. */
-	char *s = json_dumps(reply, 0);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *out = realloc(s, n + 2);
-	if (!out) {
-		free(s);
-		return NULL;
-	}
-	out[n] = '\n';
-	out[n + 1] = '\0';
-	if (len)
-		*len = n + 1;
+	char *out = mfs_json_dump_line(reply, 0, len);
+	mfs_reply_budget_release_held();
 	return out;
 }
 

@@ -33,17 +33,6 @@
 #include "sandbox.h"
 #include "spec.h"
 
-static json_t *jstr(const char *s)
-{
-	json_t *v = json_string(s ? s : "");
-	if (v)
-		return v;
-	char *fixed = mfs_utf8_replace((const unsigned char *)s, strlen(s), NULL);
-	v = json_string(fixed ? fixed : "");
-	free(fixed);
-	return v;
-}
-
 static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error *err)
 {
 	if (!fs->opt.scope || (scope && !strcmp(scope, fs->opt.scope)))
@@ -52,14 +41,13 @@ static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error 
 				     "field 'scope': this mount serves only scope '%s'", fs->opt.scope);
 }
 
-static int run_acquire(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
+static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
+		       struct mafsbx_error *err)
 {
-	struct mafsbx_spec_config cfg;
 	struct mafsbx_acquire_spec *spec = NULL;
 	struct mafsbx_acquire_result res;
 	memset(&res, 0, sizeof(res));
-	mafsbx_backend_spec_config(fs->backend, &cfg);
-	int r = mafsbx_acquire_spec_parse(req, &cfg, &spec, err);
+	int r = mafsbx_acquire_spec_parse(req, cfg, &spec, err);
 	if (r < 0)
 		return r;
 	r = scope_refused(fs, spec->key.scope, err);
@@ -79,7 +67,7 @@ static int run_acquire(struct mfs *fs, const json_t *req, json_t **reply, struct
 	json_object_set_new(o, "id", json_string(res.id));
 	json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
 	json_object_set_new(o, "path", json_string(res.name));
-	json_object_set_new(o, "work_dir", jstr(res.work_dir));
+	json_object_set_new(o, "work_dir", mfs_json_text(res.work_dir));
 	json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
 	json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
 	*reply = o;
@@ -257,14 +245,13 @@ static json_t *exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 	return o;
 }
 
-static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
+static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
+		       struct mafsbx_error *err)
 {
-	struct mafsbx_spec_config cfg;
 	struct mafsbx_exec_spec *spec = NULL;
 	struct mafsbx_exec_result res;
 	memset(&res, 0, sizeof(res));
-	mafsbx_backend_spec_config(fs->backend, &cfg);
-	int r = mafsbx_exec_spec_parse(req, &cfg, &spec, err);
+	int r = mafsbx_exec_spec_parse(req, cfg, &spec, err);
 	if (r < 0)
 		return r;
 	/* Only a sandbox this mount shows can be run in. */
@@ -317,15 +304,17 @@ int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, j
 	int r = mfs_request_enter(fs, mfs_ctl_kind_name(kind), err);
 	if (r < 0)
 		return r;
+	struct mafsbx_spec_config cfg;   /* the limits acquire and exec requests are checked against */
+	mafsbx_backend_spec_config(fs->backend, &cfg);
 	switch (kind) {
 	case MFS_CTL_ACQUIRE:
-		r = run_acquire(fs, req, reply, err);
+		r = run_acquire(fs, &cfg, req, reply, err);
 		break;
 	case MFS_CTL_DISPOSE:
 		r = run_dispose(fs, req, reply, err);
 		break;
 	case MFS_CTL_EXEC:
-		r = run_exec(fs, req, reply, err);
+		r = run_exec(fs, &cfg, req, reply, err);
 		break;
 	default:
 		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "unknown request");
