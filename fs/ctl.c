@@ -314,88 +314,60 @@ static int hex_value(unsigned char ch)
 }
 
 /* One byte inside a string (after its opening quote). */
-static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const char **why)
+/* One hex digit of a \u escape; at the fourth, the code unit is checked. */
+static enum scan_result string_hex_byte(struct json_scan *s, unsigned char ch, const char **why)
 {
-	if (s->utf8_left) {
-		if (ch < s->utf8_lo || ch > s->utf8_hi) {
-			*why = "invalid UTF-8 in a string";
-			return SCAN_BAD;
-		}
-		s->utf8_lo = 0x80;
-		s->utf8_hi = 0xBF;
-		s->utf8_left--;
+	int v = hex_value(ch);
+	if (v < 0) {
+		*why = "expected a hex digit in a \\u escape";
+		return SCAN_BAD;
+	}
+	s->hex = s->hex << 4 | (unsigned)v;
+	if (--s->hex_left)
 		return SCAN_MORE;
+	unsigned u = s->hex;
+	if (s->want_low) {
+		s->want_low = false;
+		if (u < 0xDC00 || u > 0xDFFF) {
+			*why = "a high surrogate \\u escape not followed by a low one";
+			return SCAN_BAD;
+		}
+	} else if (u >= 0xD800 && u <= 0xDBFF) {
+		s->want_low = true;
+	} else if (u >= 0xDC00 && u <= 0xDFFF) {
+		*why = "a lone low surrogate \\u escape";
+		return SCAN_BAD;
+	} else if (u == 0) {
+		*why = "\\u0000 in a string";
+		return SCAN_BAD;
 	}
-	if (s->hex_left) {
-		int v = hex_value(ch);
-		if (v < 0) {
-			*why = "expected a hex digit in a \\u escape";
-			return SCAN_BAD;
-		}
-		s->hex = s->hex << 4 | (unsigned)v;
-		if (--s->hex_left)
-			return SCAN_MORE;
-		unsigned u = s->hex;
-		if (s->want_low) {
-			s->want_low = false;
-			if (u < 0xDC00 || u > 0xDFFF) {
-				*why = "a high surrogate \\u escape not followed by a low one";
-				return SCAN_BAD;
-			}
-		} else if (u >= 0xD800 && u <= 0xDBFF) {
-			s->want_low = true;
-		} else if (u >= 0xDC00 && u <= 0xDFFF) {
-			*why = "a lone low surrogate \\u escape";
-			return SCAN_BAD;
-		} else if (u == 0) {
-			*why = "\\u0000 in a string";
-			return SCAN_BAD;
-		}
-		return SCAN_MORE;
-	}
-	if (s->escape) {
-		s->escape = false;
-		if (s->want_low) {
-			if (ch != 'u') {
-				*why = "a high surrogate \\u escape not followed by a low one";
-				return SCAN_BAD;
-			}
-		}
-		switch (ch) {
-		case 'u':
-			s->hex_left = 4;
-			s->hex = 0;
-			return SCAN_MORE;
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-			return SCAN_MORE;
-		default:
-			*why = "an invalid escape in a string";
-			return SCAN_BAD;
-		}
-	}
-	if (s->want_low && ch != '\\') {
+	return SCAN_MORE;
+}
+
+/* The byte after a backslash. */
+static enum scan_result string_escape_byte(struct json_scan *s, unsigned char ch, const char **why)
+{
+	s->escape = false;
+	if (s->want_low && ch != 'u') {
 		*why = "a high surrogate \\u escape not followed by a low one";
 		return SCAN_BAD;
 	}
-	if (ch == '\\') {
-		s->escape = true;
+	switch (ch) {
+	case 'u':
+		s->hex_left = 4;
+		s->hex = 0;
 		return SCAN_MORE;
-	}
-	if (ch == '"') {
-		if (s->key) {
-			s->st = SC_COLON;
-		} else {
-			value_done(s);
-		}
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
 		return SCAN_MORE;
-	}
-	if (ch < 0x20) {
-		*why = "a control character in a string (escape it)";
+	default:
+		*why = "an invalid escape in a string";
 		return SCAN_BAD;
 	}
-	if (ch < 0x80)
-		return SCAN_MORE;
-	/* UTF-8 lead byte: no overlong forms, surrogates, or beyond U+10FFFF */
+}
+
+/* A UTF-8 lead byte: no overlong forms, surrogates, or beyond U+10FFFF. */
+static enum scan_result string_utf8_lead(struct json_scan *s, unsigned char ch, const char **why)
+{
 	s->utf8_lo = 0x80;
 	s->utf8_hi = 0xBF;
 	if (ch >= 0xC2 && ch <= 0xDF) {
@@ -417,6 +389,44 @@ static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const
 		return SCAN_BAD;
 	}
 	return SCAN_MORE;
+}
+
+static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const char **why)
+{
+	if (s->utf8_left) {
+		if (ch < s->utf8_lo || ch > s->utf8_hi) {
+			*why = "invalid UTF-8 in a string";
+			return SCAN_BAD;
+		}
+		s->utf8_lo = 0x80;
+		s->utf8_hi = 0xBF;
+		s->utf8_left--;
+		return SCAN_MORE;
+	}
+	if (s->hex_left)
+		return string_hex_byte(s, ch, why);
+	if (s->escape)
+		return string_escape_byte(s, ch, why);
+	if (s->want_low && ch != '\\') {
+		*why = "a high surrogate \\u escape not followed by a low one";
+		return SCAN_BAD;
+	}
+	if (ch == '\\') {
+		s->escape = true;
+		return SCAN_MORE;
+	}
+	if (ch == '"') {
+		if (s->key)
+			s->st = SC_COLON;
+		else
+			value_done(s);
+		return SCAN_MORE;
+	}
+	if (ch < 0x20) {
+		*why = "a control character in a string (escape it)";
+		return SCAN_BAD;
+	}
+	return ch < 0x80 ? SCAN_MORE : string_utf8_lead(s, ch, why);
 }
 
 /* One byte inside a number. A byte that ends it is handed on (*again). */
