@@ -211,7 +211,8 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 {
 	if (r->attr_timeout) {
 		if (parse_real(r->attr_timeout, 0, 86400, &o->attr_timeout) < 0)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o attr_timeout=%s: expected seconds between 0 and 86400",
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o attr_timeout=%s: expected seconds between 0 and 86400",
 						r->attr_timeout);
 		o->attr_timeout_given = true;
 	}
