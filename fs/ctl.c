@@ -261,16 +261,8 @@ static enum scan_result value_start(struct json_scan *s, unsigned char ch, const
 		s->st = SC_STRING;
 		s->key = false;
 		return SCAN_MORE;
-	case 't':
-		s->lit = "rue";
-		s->st = SC_LITERAL;
-		return SCAN_MORE;
-	case 'f':
-		s->lit = "alse";
-		s->st = SC_LITERAL;
-		return SCAN_MORE;
-	case 'n':
-		s->lit = "ull";
+	case 't': case 'f': case 'n':   /* the rest of true, false, null */
+		s->lit = ch == 't' ? "rue" : ch == 'f' ? "alse" : "ull";
 		s->st = SC_LITERAL;
 		return SCAN_MORE;
 	case '-':
@@ -368,26 +360,12 @@ static enum scan_result string_escape_byte(struct json_scan *s, unsigned char ch
 /* A UTF-8 lead byte: no overlong forms, surrogates, or beyond U+10FFFF. */
 static enum scan_result string_utf8_lead(struct json_scan *s, unsigned char ch, const char **why)
 {
-	s->utf8_lo = 0x80;
-	s->utf8_hi = 0xBF;
-	if (ch >= 0xC2 && ch <= 0xDF) {
-		s->utf8_left = 1;
-	} else if (ch >= 0xE0 && ch <= 0xEF) {
-		s->utf8_left = 2;
-		if (ch == 0xE0)
-			s->utf8_lo = 0xA0;
-		else if (ch == 0xED)
-			s->utf8_hi = 0x9F;
-	} else if (ch >= 0xF0 && ch <= 0xF4) {
-		s->utf8_left = 3;
-		if (ch == 0xF0)
-			s->utf8_lo = 0x90;
-		else if (ch == 0xF4)
-			s->utf8_hi = 0x8F;
-	} else {
+	size_t need;
+	if (!mfs_utf8_lead(ch, &need, &s->utf8_lo, &s->utf8_hi)) {
 		*why = "invalid UTF-8 in a string";
 		return SCAN_BAD;
 	}
+	s->utf8_left = (int)need - 1;
 	return SCAN_MORE;
 }
 
@@ -430,66 +408,40 @@ static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const
 }
 
 /* One byte inside a number. A byte that ends it is handed on (*again). */
+/* Where each byte class takes a number (-1: it cannot continue it). */
+static const struct num_rule {
+	signed char digit, dot, exp, sign;
+	const char *why;   /* a byte that cannot continue the number is this error; NULL: the number ends */
+} num_rules[] = {
+	[NUM_MINUS] = { NUM_INT, -1, -1, -1, "expected a digit after '-'" },
+	[NUM_ZERO] = { -1, NUM_DOT, NUM_E, -1, NULL },       /* a digit here: a leading zero */
+	[NUM_INT] = { NUM_INT, NUM_DOT, NUM_E, -1, NULL },
+	[NUM_DOT] = { NUM_FRAC, -1, -1, -1, "expected a digit after '.'" },
+	[NUM_FRAC] = { NUM_FRAC, -1, NUM_E, -1, NULL },
+	[NUM_E] = { NUM_EXP, -1, -1, NUM_ESIGN, "expected a digit in an exponent" },
+	[NUM_ESIGN] = { NUM_EXP, -1, -1, -1, "expected a digit in an exponent" },
+	[NUM_EXP] = { NUM_EXP, -1, -1, -1, NULL },
+};
+
 static enum scan_result number_byte(struct json_scan *s, unsigned char ch, bool *again, const char **why)
 {
 	bool digit = ch >= '0' && ch <= '9';
-	switch (s->num) {
-	case NUM_MINUS:
-		if (digit) {
-			s->num = ch == '0' ? NUM_ZERO : NUM_INT;
-			return SCAN_MORE;
-		}
-		*why = "expected a digit after '-'";
+	const struct num_rule *rule = &num_rules[s->num];
+	if (digit && s->num == NUM_ZERO) {
+		*why = "a number with a leading zero";
 		return SCAN_BAD;
-	case NUM_ZERO:
-	case NUM_INT:
-		if (digit && s->num == NUM_INT)
-			return SCAN_MORE;
-		if (digit) {
-			*why = "a number with a leading zero";
-			return SCAN_BAD;
-		}
-		if (ch == '.') {
-			s->num = NUM_DOT;
-			return SCAN_MORE;
-		}
-		if (ch == 'e' || ch == 'E') {
-			s->num = NUM_E;
-			return SCAN_MORE;
-		}
-		break;
-	case NUM_DOT:
-		if (digit) {
-			s->num = NUM_FRAC;
-			return SCAN_MORE;
-		}
-		*why = "expected a digit after '.'";
+	}
+	int next = digit ? rule->digit
+		 : ch == '.' ? rule->dot
+		 : ch == 'e' || ch == 'E' ? rule->exp
+		 : ch == '+' || ch == '-' ? rule->sign : -1;
+	if (next >= 0) {
+		s->num = s->num == NUM_MINUS && ch == '0' ? NUM_ZERO : (enum num_state)next;
+		return SCAN_MORE;
+	}
+	if (rule->why) {
+		*why = rule->why;
 		return SCAN_BAD;
-	case NUM_FRAC:
-		if (digit)
-			return SCAN_MORE;
-		if (ch == 'e' || ch == 'E') {
-			s->num = NUM_E;
-			return SCAN_MORE;
-		}
-		break;
-	case NUM_E:
-		if (ch == '+' || ch == '-') {
-			s->num = NUM_ESIGN;
-			return SCAN_MORE;
-		}
-		FALLTHROUGH;
-	case NUM_ESIGN:
-		if (digit) {
-			s->num = NUM_EXP;
-			return SCAN_MORE;
-		}
-		*why = "expected a digit in an exponent";
-		return SCAN_BAD;
-	case NUM_EXP:
-		if (digit)
-			return SCAN_MORE;
-		break;
 	}
 	/* The number ended; this byte belongs to what follows it. */
 	value_done(s);

@@ -248,9 +248,8 @@ static json_t *exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
 		       struct mafsbx_error *err)
 {
+	struct mafsbx_exec_result res = { 0 };
 	struct mafsbx_exec_spec *spec = NULL;
-	struct mafsbx_exec_result res;
-	memset(&res, 0, sizeof(res));
 	int r = mafsbx_exec_spec_parse(req, cfg, &spec, err);
 	if (r < 0)
 		return r;
