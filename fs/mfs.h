@@ -25,12 +25,12 @@
  *   ops.c      the fuse_operations table and the per-open handle dispatch
  *
  * Calls go one way (no cycle, as grep finds them):
- *   main.c     -> ops.c (the table), opts.c, janitor.c, requests.c, mount.c
+ *   main.c     -> ops.c (the table), opts.c, janitor.c, requests.c (fs->run), mount.c
  *   ops.c      -> tree.c, work.c, status.c, ctl.c, root.c, mount.c
  *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
  *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
  *   mount.c    -> root.c (the list's teardown only)
- *   ctl.c      -> reply.c -> textconv.c  janitor.c -> root.c
+ *   ctl.c      -> reply.c, textconv.c   reply.c -> textconv.c   janitor.c -> root.c
  * ctl.c reaches the runner only through fs->run, and mount.c frees open
  * handles only through each handle's discard pointer.
  */
