@@ -91,12 +91,18 @@ const char *mfs_ctl_kind_name(enum mfs_ctl_kind k)
 	return "?";
 }
 
+static void ctl_discard(struct mfs_handle *h)
+{
+	mfs_ctl_release((struct mfs_ctl *)h);
+}
+
 struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind)
 {
 	struct mfs_ctl *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->h.type = MFS_H_CTL;
+	c->h.discard = ctl_discard;
 	c->kind = kind;
 	pthread_mutex_init(&c->lock, NULL);
 	return c;
@@ -255,16 +261,8 @@ static enum scan_result value_start(struct json_scan *s, unsigned char ch, const
 		s->st = SC_STRING;
 		s->key = false;
 		return SCAN_MORE;
-	case 't':
-		s->lit = "rue";
-		s->st = SC_LITERAL;
-		return SCAN_MORE;
-	case 'f':
-		s->lit = "alse";
-		s->st = SC_LITERAL;
-		return SCAN_MORE;
-	case 'n':
-		s->lit = "ull";
+	case 't': case 'f': case 'n':   /* the rest of true, false, null */
+		s->lit = ch == 't' ? "rue" : ch == 'f' ? "alse" : "ull";
 		s->st = SC_LITERAL;
 		return SCAN_MORE;
 	case '-':
@@ -308,6 +306,69 @@ static int hex_value(unsigned char ch)
 }
 
 /* One byte inside a string (after its opening quote). */
+/* One hex digit of a \u escape; at the fourth, the code unit is checked. */
+static enum scan_result string_hex_byte(struct json_scan *s, unsigned char ch, const char **why)
+{
+	int v = hex_value(ch);
+	if (v < 0) {
+		*why = "expected a hex digit in a \\u escape";
+		return SCAN_BAD;
+	}
+	s->hex = s->hex << 4 | (unsigned)v;
+	if (--s->hex_left)
+		return SCAN_MORE;
+	unsigned u = s->hex;
+	if (s->want_low) {
+		s->want_low = false;
+		if (u < 0xDC00 || u > 0xDFFF) {
+			*why = "a high surrogate \\u escape not followed by a low one";
+			return SCAN_BAD;
+		}
+	} else if (u >= 0xD800 && u <= 0xDBFF) {
+		s->want_low = true;
+	} else if (u >= 0xDC00 && u <= 0xDFFF) {
+		*why = "a lone low surrogate \\u escape";
+		return SCAN_BAD;
+	} else if (u == 0) {
+		*why = "\\u0000 in a string";
+		return SCAN_BAD;
+	}
+	return SCAN_MORE;
+}
+
+/* The byte after a backslash. */
+static enum scan_result string_escape_byte(struct json_scan *s, unsigned char ch, const char **why)
+{
+	s->escape = false;
+	if (s->want_low && ch != 'u') {
+		*why = "a high surrogate \\u escape not followed by a low one";
+		return SCAN_BAD;
+	}
+	switch (ch) {
+	case 'u':
+		s->hex_left = 4;
+		s->hex = 0;
+		return SCAN_MORE;
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+		return SCAN_MORE;
+	default:
+		*why = "an invalid escape in a string";
+		return SCAN_BAD;
+	}
+}
+
+/* A UTF-8 lead byte: no overlong forms, surrogates, or beyond U+10FFFF. */
+static enum scan_result string_utf8_lead(struct json_scan *s, unsigned char ch, const char **why)
+{
+	size_t need;
+	if (!mfs_utf8_lead(ch, &need, &s->utf8_lo, &s->utf8_hi)) {
+		*why = "invalid UTF-8 in a string";
+		return SCAN_BAD;
+	}
+	s->utf8_left = (int)need - 1;
+	return SCAN_MORE;
+}
+
 static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const char **why)
 {
 	if (s->utf8_left) {
@@ -320,53 +381,10 @@ static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const
 		s->utf8_left--;
 		return SCAN_MORE;
 	}
-	if (s->hex_left) {
-		int v = hex_value(ch);
-		if (v < 0) {
-			*why = "expected a hex digit in a \\u escape";
-			return SCAN_BAD;
-		}
-		s->hex = s->hex << 4 | (unsigned)v;
-		if (--s->hex_left)
-			return SCAN_MORE;
-		unsigned u = s->hex;
-		if (s->want_low) {
-			s->want_low = false;
-			if (u < 0xDC00 || u > 0xDFFF) {
-				*why = "a high surrogate \\u escape not followed by a low one";
-				return SCAN_BAD;
-			}
-		} else if (u >= 0xD800 && u <= 0xDBFF) {
-			s->want_low = true;
-		} else if (u >= 0xDC00 && u <= 0xDFFF) {
-			*why = "a lone low surrogate \\u escape";
-			return SCAN_BAD;
-		} else if (u == 0) {
-			*why = "\\u0000 in a string";
-			return SCAN_BAD;
-		}
-		return SCAN_MORE;
-	}
-	if (s->escape) {
-		s->escape = false;
-		if (s->want_low) {
-			if (ch != 'u') {
-				*why = "a high surrogate \\u escape not followed by a low one";
-				return SCAN_BAD;
-			}
-		}
-		switch (ch) {
-		case 'u':
-			s->hex_left = 4;
-			s->hex = 0;
-			return SCAN_MORE;
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-			return SCAN_MORE;
-		default:
-			*why = "an invalid escape in a string";
-			return SCAN_BAD;
-		}
-	}
+	if (s->hex_left)
+		return string_hex_byte(s, ch, why);
+	if (s->escape)
+		return string_escape_byte(s, ch, why);
 	if (s->want_low && ch != '\\') {
 		*why = "a high surrogate \\u escape not followed by a low one";
 		return SCAN_BAD;
@@ -376,104 +394,54 @@ static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const
 		return SCAN_MORE;
 	}
 	if (ch == '"') {
-		if (s->key) {
+		if (s->key)
 			s->st = SC_COLON;
-		} else {
+		else
 			value_done(s);
-		}
 		return SCAN_MORE;
 	}
 	if (ch < 0x20) {
 		*why = "a control character in a string (escape it)";
 		return SCAN_BAD;
 	}
-	if (ch < 0x80)
-		return SCAN_MORE;
-	/* UTF-8 lead byte: no overlong forms, surrogates, or beyond U+10FFFF */
-	s->utf8_lo = 0x80;
-	s->utf8_hi = 0xBF;
-	if (ch >= 0xC2 && ch <= 0xDF) {
-		s->utf8_left = 1;
-	} else if (ch >= 0xE0 && ch <= 0xEF) {
-		s->utf8_left = 2;
-		if (ch == 0xE0)
-			s->utf8_lo = 0xA0;
-		else if (ch == 0xED)
-			s->utf8_hi = 0x9F;
-	} else if (ch >= 0xF0 && ch <= 0xF4) {
-		s->utf8_left = 3;
-		if (ch == 0xF0)
-			s->utf8_lo = 0x90;
-		else if (ch == 0xF4)
-			s->utf8_hi = 0x8F;
-	} else {
-		*why = "invalid UTF-8 in a string";
-		return SCAN_BAD;
-	}
-	return SCAN_MORE;
+	return ch < 0x80 ? SCAN_MORE : string_utf8_lead(s, ch, why);
 }
 
 /* One byte inside a number. A byte that ends it is handed on (*again). */
+/* Where each byte class takes a number (-1: it cannot continue it). */
+static const struct num_rule {
+	signed char digit, dot, exp, sign;
+	const char *why;   /* a byte that cannot continue the number is this error; NULL: the number ends */
+} num_rules[] = {
+	[NUM_MINUS] = { NUM_INT, -1, -1, -1, "expected a digit after '-'" },
+	[NUM_ZERO] = { -1, NUM_DOT, NUM_E, -1, NULL },       /* a digit here: a leading zero */
+	[NUM_INT] = { NUM_INT, NUM_DOT, NUM_E, -1, NULL },
+	[NUM_DOT] = { NUM_FRAC, -1, -1, -1, "expected a digit after '.'" },
+	[NUM_FRAC] = { NUM_FRAC, -1, NUM_E, -1, NULL },
+	[NUM_E] = { NUM_EXP, -1, -1, NUM_ESIGN, "expected a digit in an exponent" },
+	[NUM_ESIGN] = { NUM_EXP, -1, -1, -1, "expected a digit in an exponent" },
+	[NUM_EXP] = { NUM_EXP, -1, -1, -1, NULL },
+};
+
 static enum scan_result number_byte(struct json_scan *s, unsigned char ch, bool *again, const char **why)
 {
 	bool digit = ch >= '0' && ch <= '9';
-	switch (s->num) {
-	case NUM_MINUS:
-		if (digit) {
-			s->num = ch == '0' ? NUM_ZERO : NUM_INT;
-			return SCAN_MORE;
-		}
-		*why = "expected a digit after '-'";
+	const struct num_rule *rule = &num_rules[s->num];
+	if (digit && s->num == NUM_ZERO) {
+		*why = "a number with a leading zero";
 		return SCAN_BAD;
-	case NUM_ZERO:
-	case NUM_INT:
-		if (digit && s->num == NUM_INT)
-			return SCAN_MORE;
-		if (digit) {
-			*why = "a number with a leading zero";
-			return SCAN_BAD;
-		}
-		if (ch == '.') {
-			s->num = NUM_DOT;
-			return SCAN_MORE;
-		}
-		if (ch == 'e' || ch == 'E') {
-			s->num = NUM_E;
-			return SCAN_MORE;
-		}
-		break;
-	case NUM_DOT:
-		if (digit) {
-			s->num = NUM_FRAC;
-			return SCAN_MORE;
-		}
-		*why = "expected a digit after '.'";
+	}
+	int next = digit ? rule->digit
+		 : ch == '.' ? rule->dot
+		 : ch == 'e' || ch == 'E' ? rule->exp
+		 : ch == '+' || ch == '-' ? rule->sign : -1;
+	if (next >= 0) {
+		s->num = s->num == NUM_MINUS && ch == '0' ? NUM_ZERO : (enum num_state)next;
+		return SCAN_MORE;
+	}
+	if (rule->why) {
+		*why = rule->why;
 		return SCAN_BAD;
-	case NUM_FRAC:
-		if (digit)
-			return SCAN_MORE;
-		if (ch == 'e' || ch == 'E') {
-			s->num = NUM_E;
-			return SCAN_MORE;
-		}
-		break;
-	case NUM_E:
-		if (ch == '+' || ch == '-') {
-			s->num = NUM_ESIGN;
-			return SCAN_MORE;
-		}
-		FALLTHROUGH;
-	case NUM_ESIGN:
-		if (digit) {
-			s->num = NUM_EXP;
-			return SCAN_MORE;
-		}
-		*why = "expected a digit in an exponent";
-		return SCAN_BAD;
-	case NUM_EXP:
-		if (digit)
-			return SCAN_MORE;
-		break;
 	}
 	/* The number ended; this byte belongs to what follows it. */
 	value_done(s);

@@ -42,6 +42,151 @@ static int add_opt(struct fuse_args *args, const char *name, const char *value)
 	return fuse_opt_add_arg(args, buf);
 }
 
+/* Our options, then libfuse's command line. -1 to go on, else the exit status. */
+static int parse_command_line(struct fuse_args *args, struct mfs *fs, struct fuse_cmdline_opts *copts)
+{
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	if (mfs_options_parse(args, &fs->opt, &err) < 0)
+		return usage_error(err.message);
+	if (fs->opt.show_help) {
+		mfs_options_usage(stdout, PROG);
+		printf("FUSE options:\n");
+		fflush(stdout);
+		fuse_cmdline_help();
+		fuse_lib_help(args);
+		return 0;
+	}
+	if (fs->opt.show_version) {
+		printf(PROG " %s\nFUSE library version %s\n", MAFSBX_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	if (fuse_parse_cmdline(args, copts) != 0)
+		return usage_error("bad FUSE options");
+	if (!copts->mountpoint)
+		return usage_error("no mount point given");
+	if (copts->debug)
+		mafsbx_log_set_level(MAFSBX_LOG_DEBUG);
+	if (!fs->opt.max_threads_given)
+		copts->max_threads = MFS_DEFAULT_MAX_THREADS;
+	fs->opt.max_threads = copts->max_threads;
+	return -1;
+}
+
+/* The options we hand libfuse. 0, or -1 out of memory. */
+static int add_fuse_opts(struct fuse_args *args, const struct mfs_options *o)
+{
+	/* libfuse's caches follow -o attr_timeout unless the user set them. */
+	char tbuf[64];
+	snprintf(tbuf, sizeof(tbuf), "%g", o->attr_timeout);
+	if (add_opt(args, "attr_timeout", tbuf) || (!o->entry_timeout_given && add_opt(args, "entry_timeout", tbuf)) ||
+	    add_opt(args, "negative_timeout", "0") || (!o->fsname_given && add_opt(args, "fsname", PROG)) ||
+	    (!o->subtype_given && add_opt(args, "subtype", PROG)) ||
+	    /* Other users reach the mount only through the modes it shows. */
+	    (o->allow_other && !o->default_permissions_given && fuse_opt_add_arg(args, "-odefault_permissions"))) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Bind the endpoint, open and ping the engine, make the freezer. 0, or -1 with the message printed. */
+static int open_engine(struct mfs *fs, struct mafsbx_error *err)
+{
+	/* Bind the endpoint once; later environment changes cannot move us. */
+	struct mafsbx_endpoint_options eo = { .host = fs->opt.host, .context = fs->opt.context };
+	if (mafsbx_endpoint_resolve(&eo, NULL, NULL, &fs->ep, err) < 0)
+		goto fail;
+	if (fs->opt.plane == MAFSBX_PLANE_LOCAL && fs->ep.scheme != MAFSBX_EP_UNIX) {
+		fprintf(stderr, PROG ": -o plane=local: the engine at %s is not reached through a unix socket on this "
+				"host; use plane=auto or plane=engine\n", fs->ep.url);
+		return -1;
+	}
+	fs->engine = mafsbx_engine_open(&fs->ep, NULL, err);
+	if (!fs->engine)
+		goto fail;
+	if (mafsbx_engine_ping(fs->engine, err) < 0) {
+		fprintf(stderr, PROG ": cannot reach the Docker engine at %s: %s\n", fs->ep.url, err->message);
+		return -1;
+	}
+	fs->fz = mafsbx_freezer_new(fs->engine, NULL, err);
+	if (fs->fz)
+		return 0;
+fail:
+	fprintf(stderr, PROG ": %s\n", err->message);
+	return -1;
+}
+
+/* The sandbox backend and the planes over the open engine. 0, or -1 with the message printed. */
+static int open_backend(struct mfs *fs, struct mafsbx_error *err)
+{
+	struct mafsbx_sandbox_config sc;
+	mafsbx_sandbox_config_defaults(&sc);
+	sc.default_image = fs->opt.image;
+	sc.pids_limit = fs->opt.pids_limit;
+	sc.cap_drop_all = fs->opt.cap_drop_all;
+	sc.memory_bytes = fs->opt.memory;
+	sc.cpus = fs->opt.cpus;
+	/* allowlist egress: the configured proxy image, else ours when `mafsbx mkimage --egress-proxy` built it */
+	json_t *pimg = NULL;
+	struct mafsbx_error perr;
+	if (!fs->opt.egress_proxy_image &&
+	    mafsbx_image_inspect(fs->engine, MAFSBX_DEFAULT_PROXY_IMAGE, &pimg, &perr) == 0)
+		fs->opt.egress_proxy_image = strdup(MAFSBX_DEFAULT_PROXY_IMAGE);
+	json_decref(pimg);
+	sc.egress_proxy_image = fs->opt.egress_proxy_image;
+	sc.egress_outbound_network = fs->opt.egress_outbound_network;
+	sc.exec_timeout_max_s = fs->opt.exec_timeout;
+	sc.max_read_bytes = fs->opt.max_read;
+	sc.max_write_bytes = fs->opt.max_write;
+	fs->backend = mafsbx_backend_new(fs->engine, fs->fz, &sc, err);
+	if (!fs->backend)
+		goto fail;
+	struct mafsbx_plane_config pc = {
+		.mode = fs->opt.plane,
+		.endpoint_local = fs->ep.scheme == MAFSBX_EP_UNIX,
+		.frozen_reads = fs->opt.frozen_reads,
+		.local_max_read = fs->opt.max_read_given ? fs->opt.max_read : 0,
+	};
+	/* The engine plane's spool budget (default 1 GiB); tests make it small. */
+	const char *sb = getenv("MAFSBX_SPOOL_BUDGET_MB");
+	if (sb && atoll(sb) > 0)
+		pc.spool_budget = (uint64_t)atoll(sb) * MFS_MIB;
+	fs->planes = mafsbx_planes_new(fs->engine, fs->fz, fs->backend, &pc, err);
+	if (!fs->planes)
+		goto fail;
+	if (fs->opt.plane == MAFSBX_PLANE_LOCAL &&
+	    mafsbx_planes_check_local(fs->planes, pc.endpoint_local ? fs->ep.socket_path : NULL, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, PROG ": %s\n", err->message);
+	return -1;
+}
+
+/* The loop until a signal or an unmount: 0 for a clean stop, 1 otherwise. */
+static int run_loop(struct fuse *fuse, const struct fuse_cmdline_opts *copts)
+{
+	int lr;
+	if (copts->singlethread) {
+		lr = fuse_loop(fuse);
+	} else {
+		struct fuse_loop_config *lcfg = fuse_loop_cfg_create();
+		if (!lcfg) {
+			log_error("out of memory");
+			return 1;
+		}
+		fuse_loop_cfg_set_clone_fd(lcfg, (unsigned)copts->clone_fd);
+		if (copts->max_idle_threads != UINT_MAX)  /* UINT_MAX: not given */
+			fuse_loop_cfg_set_idle_threads(lcfg, copts->max_idle_threads);
+		fuse_loop_cfg_set_max_threads(lcfg, copts->max_threads);
+		lr = fuse_loop_mt(fuse, lcfg);
+		fuse_loop_cfg_destroy(lcfg);
+	}
+	/* libfuse reports the signal that ended the loop; that is a clean stop. */
+	return (lr == 0 || lr == SIGTERM || lr == SIGINT || lr == SIGHUP) ? 0 : 1;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -49,7 +194,6 @@ int main(int argc, char *argv[])
 	struct mfs fs;
 	struct mafsbx_error err;
 	struct fuse *fuse = NULL;
-	struct fuse_loop_config *lcfg = NULL;
 	bool mounted = false, inited = false;
 	int ret = 1;
 
@@ -58,121 +202,13 @@ int main(int argc, char *argv[])
 	mafsbx_error_clear(&err);
 	mafsbx_log_init(PROG, MAFSBX_LOG_WARN);
 
-	if (mfs_options_parse(&args, &fs.opt, &err) < 0) {
-		fuse_opt_free_args(&args);
-		return usage_error(err.message);
-	}
-	if (fs.opt.show_help) {
-		mfs_options_usage(stdout, PROG);
-		printf("FUSE options:\n");
-		fflush(stdout);
-		fuse_cmdline_help();
-		fuse_lib_help(&args);
-		ret = 0;
+	int r = parse_command_line(&args, &fs, &copts);
+	if (r >= 0) {
+		ret = r;
 		goto out;
 	}
-	if (fs.opt.show_version) {
-		printf(PROG " %s\nFUSE library version %s\n", MAFSBX_VERSION, fuse_pkgversion());
-		ret = 0;
+	if (add_fuse_opts(&args, &fs.opt) < 0 || open_engine(&fs, &err) < 0 || open_backend(&fs, &err) < 0)
 		goto out;
-	}
-	if (fuse_parse_cmdline(&args, &copts) != 0) {
-		ret = usage_error("bad FUSE options");
-		goto out;
-	}
-	if (!copts.mountpoint) {
-		ret = usage_error("no mount point given");
-		goto out;
-	}
-	if (copts.debug)
-		mafsbx_log_set_level(MAFSBX_LOG_DEBUG);
-	if (!fs.opt.max_threads_given)
-		copts.max_threads = MFS_DEFAULT_MAX_THREADS;
-	fs.opt.max_threads = copts.max_threads;
-
-	/* libfuse's caches follow -o attr_timeout unless the user set them. */
-	char tbuf[64];
-	snprintf(tbuf, sizeof(tbuf), "%g", fs.opt.attr_timeout);
-	if (add_opt(&args, "attr_timeout", tbuf) ||
-	    (!fs.opt.entry_timeout_given && add_opt(&args, "entry_timeout", tbuf)) ||
-	    add_opt(&args, "negative_timeout", "0") ||
-	    (!fs.opt.fsname_given && add_opt(&args, "fsname", PROG)) ||
-	    (!fs.opt.subtype_given && add_opt(&args, "subtype", PROG)) ||
-	    /* Other users reach the mount only through the modes it shows. */
-	    (fs.opt.allow_other && !fs.opt.default_permissions_given &&
-	     fuse_opt_add_arg(&args, "-odefault_permissions"))) {
-		fprintf(stderr, PROG ": out of memory\n");
-		goto out;
-	}
-
-	/* Bind the endpoint once; later environment changes cannot move us. */
-	struct mafsbx_endpoint_options eo = { .host = fs.opt.host, .context = fs.opt.context };
-	if (mafsbx_endpoint_resolve(&eo, NULL, NULL, &fs.ep, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.message);
-		goto out;
-	}
-	if (fs.opt.plane == MAFSBX_PLANE_LOCAL && fs.ep.scheme != MAFSBX_EP_UNIX) {
-		fprintf(stderr, PROG ": -o plane=local: the engine at %s is not reached through a unix socket on this "
-				"host; use plane=auto or plane=engine\n", fs.ep.url);
-		goto out;
-	}
-	fs.engine = mafsbx_engine_open(&fs.ep, NULL, &err);
-	if (!fs.engine) {
-		fprintf(stderr, PROG ": %s\n", err.message);
-		goto out;
-	}
-	if (mafsbx_engine_ping(fs.engine, &err) < 0) {
-		fprintf(stderr, PROG ": cannot reach the Docker engine at %s: %s\n", fs.ep.url, err.message);
-		goto out;
-	}
-	fs.fz = mafsbx_freezer_new(fs.engine, NULL, &err);
-	if (!fs.fz) {
-		fprintf(stderr, PROG ": %s\n", err.message);
-		goto out;
-	}
-	struct mafsbx_sandbox_config sc;
-	mafsbx_sandbox_config_defaults(&sc);
-	sc.default_image = fs.opt.image;
-	sc.pids_limit = fs.opt.pids_limit;
-	sc.cap_drop_all = fs.opt.cap_drop_all;
-	sc.memory_bytes = fs.opt.memory;
-	sc.cpus = fs.opt.cpus;
-	/* allowlist egress: the configured proxy image, else ours when `mafsbx mkimage --egress-proxy` built it */
-	json_t *pimg = NULL;
-	struct mafsbx_error perr;
-	if (!fs.opt.egress_proxy_image && mafsbx_image_inspect(fs.engine, MAFSBX_DEFAULT_PROXY_IMAGE, &pimg, &perr) == 0)
-		fs.opt.egress_proxy_image = strdup(MAFSBX_DEFAULT_PROXY_IMAGE);
-	json_decref(pimg);
-	sc.egress_proxy_image = fs.opt.egress_proxy_image;
-	sc.egress_outbound_network = fs.opt.egress_outbound_network;
-	sc.exec_timeout_max_s = fs.opt.exec_timeout;
-	sc.max_read_bytes = fs.opt.max_read;
-	sc.max_write_bytes = fs.opt.max_write;
-	fs.backend = mafsbx_backend_new(fs.engine, fs.fz, &sc, &err);
-	if (!fs.backend) {
-		fprintf(stderr, PROG ": %s\n", err.message);
-		goto out;
-	}
-	struct mafsbx_plane_config pc = {
-		.mode = fs.opt.plane,
-		.endpoint_local = fs.ep.scheme == MAFSBX_EP_UNIX,
-		.frozen_reads = fs.opt.frozen_reads,
-		.local_max_read = fs.opt.max_read_given ? fs.opt.max_read : 0,
-	};
-	/* The engine plane's spool budget (default 1 GiB); tests make it small. */
-	const char *sb = getenv("MAFSBX_SPOOL_BUDGET_MB");
-	if (sb && atoll(sb) > 0)
-		pc.spool_budget = (uint64_t)atoll(sb) * MFS_MIB;
-	fs.planes = mafsbx_planes_new(fs.engine, fs.fz, fs.backend, &pc, &err);
-	if (!fs.planes) {
-		fprintf(stderr, PROG ": %s\n", err.message);
-		goto out;
-	}
-	if (fs.opt.plane == MAFSBX_PLANE_LOCAL &&
-	    mafsbx_planes_check_local(fs.planes, pc.endpoint_local ? fs.ep.socket_path : NULL, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.message);
-		goto out;
-	}
 	/* The kernel applied the caller's umask to every mode it sends us;
 	 * ours must not apply a second one to what we create in a guest. */
 	umask(0);
@@ -213,25 +249,7 @@ int main(int argc, char *argv[])
 	/* After the fork of fuse_daemonize: threads do not survive it. */
 	if (mfs_janitor_start(&fs) < 0)
 		log_warn("cannot start the freeze recovery thread; freezes left behind stay until the next start");
-
-	int lr;
-	if (copts.singlethread) {
-		lr = fuse_loop(fuse);
-	} else {
-		lcfg = fuse_loop_cfg_create();
-		if (!lcfg) {
-			log_error("out of memory");
-			goto out_signals;
-		}
-		fuse_loop_cfg_set_clone_fd(lcfg, (unsigned)copts.clone_fd);
-		if (copts.max_idle_threads != UINT_MAX)  /* UINT_MAX: not given */
-			fuse_loop_cfg_set_idle_threads(lcfg, copts.max_idle_threads);
-		fuse_loop_cfg_set_max_threads(lcfg, copts.max_threads);
-		lr = fuse_loop_mt(fuse, lcfg);
-	}
-	/* libfuse reports the signal that ended the loop; that is a clean stop. */
-	ret = (lr == 0 || lr == SIGTERM || lr == SIGINT || lr == SIGHUP) ? 0 : 1;
-out_signals:
+	ret = run_loop(fuse, &copts);
 	mfs_janitor_stop(&fs);
 	fuse_remove_signal_handlers(fuse_get_session(fuse));
 out:
@@ -239,8 +257,6 @@ out:
 		fuse_unmount(fuse);
 	if (fuse)
 		fuse_destroy(fuse);
-	if (lcfg)
-		fuse_loop_cfg_destroy(lcfg);
 	if (inited)
 		mfs_fini(&fs);
 	mafsbx_planes_free(fs.planes);

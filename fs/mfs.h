@@ -3,11 +3,15 @@
  *
  * The daemon is a static library of FUSE operations (libmafsbxfs) plus a
  * thin main. Everything a running mount needs lives in one `struct mfs`,
- * reached from an operation through mfs_get() (the FUSE context's
- * private_data, or the pointer a unit test installed with mfs_set_current()),
- * so cmocka tests can call the operations without a mount.
+ * reached from an operation through mfs_get() (a process-wide pointer that
+ * main.c, or a unit test, installed with mfs_set_current()), so cmocka tests
+ * can call the operations without a mount.
+ *
+ * Threads, what each lock guards and the order they nest in:
+ * doc/threads-and-locks.md.
  *
  * Files:
+ *   mount.c    the mount's lifecycle: mfs_get(), init/fini, open handles, the request limit
  *   opts.c     the command line (fuse_opt), validation, --help text
  *   tree.c     path -> node classification (pure)
  *   root.c     the sandbox list cache, the root listing and by-scope/
@@ -16,10 +20,19 @@
  *   ctl.c      the .ctl transaction handles (request bytes in, one reply out)
  *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
  *   reply.c    reply JSON: error replies, the exec reply with its text views
- *   textconv.c UTF-8 views with U+FFFD replacement
+ *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
  *   janitor.c  background recovery of freezes left behind
  *   ops.c      the fuse_operations table and the per-open handle dispatch
- *   main.c     the daemon: options, endpoint, ping, mount, loop
+ *
+ * Calls go one way (no cycle, as grep finds them):
+ *   main.c     -> ops.c (the table), opts.c, janitor.c, requests.c (fs->run), mount.c
+ *   ops.c      -> tree.c, work.c, status.c, ctl.c, root.c, mount.c
+ *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
+ *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
+ *   mount.c    -> root.c (the list's teardown only)
+ *   ctl.c      -> reply.c, textconv.c   reply.c -> textconv.c   janitor.c -> root.c
+ * ctl.c reaches the runner only through fs->run, and mount.c frees open
+ * handles only through each handle's discard pointer.
  */
 #ifndef MAFSBXFS_MFS_H
 #define MAFSBXFS_MFS_H
@@ -153,8 +166,8 @@ struct mfs {
 	struct mfs_sbx_extra *extras;
 
 	atomic_size_t reply_bytes;   /* reply.c: exec reply bytes being built now */
-	atomic_int execs_running;
-	int execs_max;               /* execs may use at most this many worker threads */
+	atomic_int requests_running; /* mount.c: .ctl requests (and rmdir NAME) running now */
+	int requests_max;            /* they may hold at most this many worker threads */
 
 	pthread_t janitor;           /* janitor.c */
 	bool janitor_running;
@@ -168,14 +181,24 @@ struct mfs {
 
 };
 
-/* Initialise / tear down the fields that need it (mutex, lists). */
+/* ---- the mount's lifecycle (mount.c) ------------------------------------ */
+
+/* Initialise / tear down the fields that need it (mutexes, lists, open handles). */
 int mfs_init(struct mfs *fs);
 void mfs_fini(struct mfs *fs);
 
-/* The mount of the calling operation. */
+/* The mount of the calling operation: the one mfs_set_current() installed
+ * (main.c for the daemon, a unit test for its own). */
 struct mfs *mfs_get(void);
-/* For unit tests: the mount used when no FUSE context exists. */
 void mfs_set_current(struct mfs *fs);
+
+/*
+ * The limit on .ctl requests (and rmdir NAME, a dispose) running at once:
+ * enter() counts one in, or refuses with EBUSY naming `what` when
+ * requests_max run already; leave() counts it out.
+ */
+int mfs_request_enter(struct mfs *fs, const char *what, struct mafsbx_error *err);
+void mfs_request_leave(struct mfs *fs);
 
 /* ---- freezes left behind (janitor.c) ------------------------------------- */
 
@@ -258,12 +281,17 @@ struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long
 /* True when a sandbox belongs to the mount's scope. */
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
 
+/* One readdir entry of type `type` (S_IFDIR, S_IFREG, S_IFLNK); the filler's answer (1: buffer full). */
+int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type);
 int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler);
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
 int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler);
 int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, size_t size);
 /* The by-scope link name of a sandbox ("KIND" or "KIND@CALL") into out; false when unshowable. */
 bool mfs_byscope_link_name(const struct mafsbx_sandbox_info *i, char *out, size_t size);
+
+/* Free the cached list and the extras (mfs_fini). */
+void mfs_list_clear(struct mfs *fs);
 
 /* Tell the kernel the root, by-scope and NAME changed (after acquire / dispose). */
 void mfs_invalidate_sandbox(struct mfs *fs, const char *name);
@@ -286,19 +314,28 @@ int mfs_egress_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
 int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_error *err);
 
-/* ---- per-open handles (ops.c) ------------------------------------------ */
+/* ---- per-open handles (the registry: mount.c) ---------------------------- */
 
 enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK, MFS_H_DIR };
 
 struct mfs_handle {
 	enum mfs_handle_type type;
-	struct mfs_handle *prev, *next;  /* the mount's open handles (ops.c) */
+	void (*discard)(struct mfs_handle *h); /* free it without sending anything (unmount) */
+	struct mfs_handle *prev, *next;  /* the mount's open handles (mount.c) */
 };
 
+/* The handle in fi->fh (NULL for none). */
+struct mfs_handle *mfs_handle_of(const struct fuse_file_info *fi);
+/* Add the handle just opened into fi->fh to the mount's list / take it out. */
+void mfs_handle_register(struct mfs *fs, const struct fuse_file_info *fi);
+void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h);
+/* Call fn on each open handle (under the registry's lock, so fn must not
+ * open or close one) until it returns nonzero; returns that value, or 0. */
+int mfs_handles_each(struct mfs *fs, int (*fn)(struct mfs_handle *h, void *arg), void *arg);
 /*
  * Free every handle still open (at unmount the kernel sends no release for
- * files left open). Unsent writes are dropped: a file nobody closed is not
- * sent half-written.
+ * files left open) through its discard function. Unsent writes are dropped:
+ * a file nobody closed is not sent half-written.
  */
 void mfs_handles_discard_all(struct mfs *fs);
 
@@ -332,6 +369,12 @@ json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra);
 char *mfs_reply_dump(const json_t *reply, size_t *len);
 
 /*
+ * A UTF-8 lead byte: false when no valid sequence starts with it (overlong
+ * forms, surrogates and beyond U+10FFFF excluded), else the sequence's
+ * length and the range its second byte must fall in (later ones 80..BF).
+ */
+bool mfs_utf8_lead(unsigned char c, size_t *need, unsigned char *lo, unsigned char *hi);
+/*
  * The bytes as a JSON string value: valid UTF-8 kept, each maximal invalid
  * subsequence replaced by U+FFFD (as Python's errors="replace"). NUL kept.
  */
@@ -341,6 +384,16 @@ char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len);
  * spelling would pass `max_json` bytes (a control byte costs 6: "\u0001").
  */
 char *mfs_utf8_view(const unsigned char *data, size_t len, size_t max_json, size_t *out_len, bool *cut);
+
+/*
+ * A JSON string of text that should be UTF-8 but may not be (an engine's
+ * answer, a label): invalid bytes become U+FFFD. NULL, or text that still
+ * cannot be stored (out of memory), gives JSON null; a caller that wants ""
+ * for a missing value passes "".
+ */
+json_t *mfs_json_text(const char *s);
+/* json_dumps(v, flags) plus a "\n" (malloc'd; *len without the NUL). NULL when out of memory. */
+char *mfs_json_dump_line(const json_t *v, size_t flags, size_t *len);
 
 /*
  * The mount-wide reply budget (reply.c): the bytes exec replies being built

@@ -19,72 +19,15 @@
 #include "log.h"
 #include "sandbox.h"
 
-static struct mfs_handle *handle_of(const struct fuse_file_info *fi)
-{
-	return fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
-}
-
-/* ---- the registry of open handles ---------------------------------------- */
-
-static void handle_register(struct mfs *fs, struct fuse_file_info *fi)
-{
-	struct mfs_handle *h = handle_of(fi);
-	if (!fs || !h)
-		return;
-	pthread_mutex_lock(&fs->handles_lock);
-	h->prev = NULL;
-	h->next = fs->handles;
-	if (fs->handles)
-		fs->handles->prev = h;
-	fs->handles = h;
-	pthread_mutex_unlock(&fs->handles_lock);
-}
-
-static void handle_unregister(struct mfs *fs, struct mfs_handle *h)
-{
-	if (!fs)
-		return;
-	pthread_mutex_lock(&fs->handles_lock);
-	if (h->prev)
-		h->prev->next = h->next;
-	else if (fs->handles == h)
-		fs->handles = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	h->prev = h->next = NULL;
-	pthread_mutex_unlock(&fs->handles_lock);
-}
-
 static void blob_free(struct mfs_blob *b)
 {
 	free(b->data);
 	free(b);
 }
 
-void mfs_handles_discard_all(struct mfs *fs)
+static void blob_discard(struct mfs_handle *h)
 {
-	pthread_mutex_lock(&fs->handles_lock);
-	struct mfs_handle *h = fs->handles;
-	fs->handles = NULL;
-	pthread_mutex_unlock(&fs->handles_lock);
-	while (h) {
-		struct mfs_handle *next = h->next;
-		switch (h->type) {
-		case MFS_H_CTL:
-			mfs_ctl_release((struct mfs_ctl *)h);
-			break;
-		case MFS_H_WORK:
-			mfs_work_discard((struct mfs_work *)h);
-			break;
-		case MFS_H_BLOB:
-			blob_free((struct mfs_blob *)h);
-			break;
-		case MFS_H_DIR:
-			mfs_work_releasedir((struct mfs_dir *)h);
-			break;
-		}
-		h = next;
-	}
+	blob_free((struct mfs_blob *)h);
 }
 
 static void base_stat(struct stat *st, mode_t mode)
@@ -109,7 +52,7 @@ static int sandbox_exists(struct mfs *fs, const char *name, time_t *created)
 	struct mfs_snapshot *s = mfs_sandbox_find_age(fs, name, age > MFS_FILE_TARGET_MS ? age : MFS_FILE_TARGET_MS,
 						      &info, &e);
 	if (!s)
-		return e.err > 0 ? -e.err : -ENOENT;
+		return mafsbx_error_errno(&e, -ENOENT);
 	if (created)
 		*created = (time_t)info->created;
 	mfs_snapshot_put(s);
@@ -135,7 +78,7 @@ static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_in
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	switch (n.type) {
 	case MFS_N_ROOT:
 	case MFS_N_CTL_DIR:
@@ -233,16 +176,59 @@ static int mfs_op_unlink(const char *path)
 	return r < 0 ? r : mfs_work_remove(mfs_get(), &n, false);
 }
 
-static int dispose_errno(const struct mafsbx_dispose_result *res)
+/* The errno of a dispose reply's failures ({"code", "detail"}): the first
+ * unreachable or timeout decides, any other failure is EIO. */
+static int dispose_errno(const char *name, const json_t *reply)
 {
-	for (size_t i = 0; i < res->n_failures; i++) {
-		switch (res->failures[i].code) {
-		case MAFSBX_DISPOSAL_UNREACHABLE: return -ENOTCONN;
-		case MAFSBX_DISPOSAL_TIMEOUT: return -ETIMEDOUT;
-		default: break;
+	const json_t *fails = json_object_get(reply, "failures");
+	int r = 0;
+	size_t i;
+	const json_t *f;
+	json_array_foreach(fails, i, f) {
+		const char *code = json_string_value(json_object_get(f, "code"));
+		const char *detail = json_string_value(json_object_get(f, "detail"));
+		log_warn("rmdir %s: %s: %s", name, code ? code : "?", detail ? detail : "");
+		if (r == 0 || r == -EIO) {
+			if (code && !strcmp(code, mafsbx_disposal_code_name(MAFSBX_DISPOSAL_UNREACHABLE)))
+				r = -ENOTCONN;
+			else if (code && !strcmp(code, mafsbx_disposal_code_name(MAFSBX_DISPOSAL_TIMEOUT)))
+				r = -ETIMEDOUT;
+			else
+				r = -EIO;
 		}
 	}
-	return res->n_failures ? -EIO : 0;
+	return r;
+}
+
+/* rmdir NAME: the sandbox shown there is disposed by the request runner, as
+ * {"name": NAME} written to .ctl/dispose would be (the same limit and
+ * bookkeeping); its failures become the errno. */
+static int rmdir_sandbox(struct mfs *fs, const char *name)
+{
+	const struct mafsbx_sandbox_info *info;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mfs_snapshot *s = mfs_sandbox_find(fs, name, &info, &e);
+	if (!s)
+		return mafsbx_error_errno(&e, -ENOENT);
+	mfs_snapshot_put(s);
+	if (!fs->run)
+		return -EIO;
+	json_t *req = json_pack("{s:s}", "name", name);
+	if (!req)
+		return -ENOMEM;
+	json_t *reply = NULL;
+	mafsbx_error_clear(&e);
+	int r = fs->run(fs, MFS_CTL_DISPOSE, req, &reply, &e);
+	json_decref(req);
+	if (r < 0) {
+		log_warn("rmdir %s: %s", name, e.message);
+		r = mafsbx_error_errno(&e, r);
+	} else {
+		r = dispose_errno(name, reply);
+	}
+	json_decref(reply);
+	return r;
 }
 
 static int mfs_op_rmdir(const char *path)
@@ -258,31 +244,7 @@ static int mfs_op_rmdir(const char *path)
 		return *n.rel ? mfs_work_remove(fs, &n, true) : -EBUSY;
 	if (r < 0 || n.type != MFS_N_SBX_DIR)
 		return -EPERM;
-	const struct mafsbx_sandbox_info *info;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	struct mfs_snapshot *s = mfs_sandbox_find(fs, n.name, &info, &e);
-	if (!s)
-		return e.err > 0 ? -e.err : -ENOENT;
-	char id[65];
-	snprintf(id, sizeof(id), "%s", info->id);
-	mfs_snapshot_put(s);
-	struct mafsbx_dispose_result res;
-	memset(&res, 0, sizeof(res));
-	mafsbx_error_clear(&e);
-	r = mafsbx_sandbox_dispose_id(fs->backend, n.name, id, &res, &e); /* the instance shown, by ID */
-	if (r == 0)
-		r = dispose_errno(&res);
-	else
-		r = e.err > 0 ? -e.err : r;
-	for (size_t i = 0; i < res.n_failures; i++)
-		log_warn("rmdir %s: %s: %s", n.name, mafsbx_disposal_code_name(res.failures[i].code),
-			 res.failures[i].detail ? res.failures[i].detail : "");
-	mafsbx_dispose_result_free(&res);
-	mfs_extra_drop(fs, id);
-	mafsbx_planes_forget(fs->planes, id);
-	mfs_invalidate_sandbox(fs, NULL);
-	return r;
+	return rmdir_sandbox(fs, n.name);
 }
 
 static int mfs_op_symlink(const char *target, const char *path)
@@ -334,10 +296,29 @@ static bool is_ro_virtual(enum mfs_node_type t)
 	       t == MFS_N_SBX_EGRESS;  /* egress */
 }
 
+/*
+ * The node a truncate or utimens by path names: 0 under work/, 1 for a .ctl
+ * file (the caller's answer), else the errno: EROFS under root/, EACCES for
+ * a read-only virtual file, EPERM for the rest of the fixed tree.
+ */
+static int attr_node(const char *path, struct mfs_node *n)
+{
+	int r = mfs_classify(path, n);
+	if (r < 0)
+		return r;
+	if (n->type == MFS_N_ROOTFS)
+		return -EROFS;
+	if (n->type == MFS_N_WORK)
+		return 0;
+	if (n->type == MFS_N_CTL_FILE)
+		return 1;
+	return is_ro_virtual(n->type) ? -EACCES : -EPERM;
+}
+
 static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	struct mfs *fs = mfs_get();
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_CTL) {
 		if (size != 0)
 			return -EINVAL;
@@ -347,38 +328,22 @@ static int mfs_op_truncate(const char *path, off_t size, struct fuse_file_info *
 	if (h && h->type == MFS_H_WORK)
 		return mfs_work_ftruncate(fs, (struct mfs_work *)h, size);
 	struct mfs_node n;
-	int r = mfs_classify(path, &n);
-	if (r < 0)
-		return r;
-	if (n.type == MFS_N_ROOTFS)
-		return -EROFS;
-	if (n.type == MFS_N_WORK)
-		return mfs_work_truncate(fs, &n, size);
-	if (n.type == MFS_N_CTL_FILE)
+	int r = attr_node(path, &n);
+	if (r == 1)
 		return size == 0 ? 0 : -EINVAL;  /* O_TRUNC of `echo req > ctl` */
-	if (is_ro_virtual(n.type))
-		return -EACCES;
-	return -EPERM;
+	return r < 0 ? r : mfs_work_truncate(fs, &n, size);
 }
 
 static int mfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_CTL)
 		return 0;
 	struct mfs_node n;
-	int r = mfs_classify(path, &n);
-	if (r < 0)
-		return r;
-	if (n.type == MFS_N_ROOTFS)
-		return -EROFS;
-	if (n.type == MFS_N_WORK)
-		return mfs_work_utimens(mfs_get(), &n, tv, fi);
-	if (n.type == MFS_N_CTL_FILE)
+	int r = attr_node(path, &n);
+	if (r == 1)
 		return 0;
-	if (is_ro_virtual(n.type))
-		return -EACCES;
-	return -EPERM;
+	return r < 0 ? r : mfs_work_utimens(mfs_get(), &n, tv, fi);
 }
 
 static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
@@ -399,7 +364,7 @@ static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	if (r < 0) {
 		if (e.err != ENOENT)
 			log_warn("open %s: %s", n->type == MFS_N_SBX_STATUS ? n->name : ".ctl", e.message);
-		return e.err > 0 ? -e.err : r;
+		return mafsbx_error_errno(&e, r);
 	}
 	struct mfs_blob *b = calloc(1, sizeof(*b));
 	if (!b) {
@@ -407,6 +372,7 @@ static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		return -ENOMEM;
 	}
 	b->h.type = MFS_H_BLOB;
+	b->h.discard = blob_discard;
 	b->data = text;
 	b->len = len;
 	fi->fh = (uint64_t)(uintptr_t)b;
@@ -421,7 +387,7 @@ static int mfs_op_open(const char *path, struct fuse_file_info *fi)
 {
 	int r = open_node(path, fi);
 	if (r == 0)
-		handle_register(mfs_get(), fi);
+		mfs_handle_register(mfs_get(), fi);
 	return r;
 }
 
@@ -469,7 +435,7 @@ static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *f
 	if (n.type == MFS_N_WORK) {
 		r = mfs_work_create(mfs_get(), &n, mode, fi);
 		if (r == 0)
-			handle_register(mfs_get(), fi);
+			mfs_handle_register(mfs_get(), fi);
 		return r;
 	}
 	if (n.type == MFS_N_CTL_FILE)
@@ -481,58 +447,55 @@ static int mfs_op_create(const char *path, mode_t mode, struct fuse_file_info *f
 	return -EPERM;
 }
 
+/* The answer of a read or write on a handle that cannot take it. */
+static int io_refused(const struct mfs_handle *h)
+{
+	if (h && h->type == MFS_H_DIR)
+		return -EISDIR;
+	return h && h->type == MFS_H_BLOB ? -EACCES : -EBADF;
+}
+
+static int blob_read(const struct mfs_blob *b, char *buf, size_t size, off_t off)
+{
+	if (off < 0)
+		return -EINVAL;
+	if ((size_t)off >= b->len)
+		return 0;
+	size_t n = b->len - (size_t)off;
+	if (n > size)
+		n = size;
+	memcpy(buf, b->data + off, n);
+	return (int)n;
+}
+
 static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
-	if (!h)
-		return -EBADF;
-	switch (h->type) {
-	case MFS_H_CTL:
+	struct mfs_handle *h = mfs_handle_of(fi);
+	if (h && h->type == MFS_H_CTL)
 		return mfs_ctl_read((struct mfs_ctl *)h, buf, size);
-	case MFS_H_WORK:
+	if (h && h->type == MFS_H_WORK)
 		return mfs_work_read((struct mfs_work *)h, buf, size, off);
-	case MFS_H_BLOB: {
-		struct mfs_blob *b = (struct mfs_blob *)h;
-		if (off < 0)
-			return -EINVAL;
-		if ((size_t)off >= b->len)
-			return 0;
-		size_t n = b->len - (size_t)off;
-		if (n > size)
-			n = size;
-		memcpy(buf, b->data + off, n);
-		return (int)n;
-	}
-	case MFS_H_DIR:
-		return -EISDIR;
-	}
-	return -EBADF;
+	if (h && h->type == MFS_H_BLOB)
+		return blob_read((const struct mfs_blob *)h, buf, size, off);
+	return io_refused(h);
 }
 
 static int mfs_op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
-	if (!h)
-		return -EBADF;
-	switch (h->type) {
-	case MFS_H_CTL:
+	struct mfs_handle *h = mfs_handle_of(fi);
+	if (h && h->type == MFS_H_CTL)
 		return mfs_ctl_write(mfs_get(), (struct mfs_ctl *)h, buf, size);
-	case MFS_H_WORK:
+	if (h && h->type == MFS_H_WORK)
 		return mfs_work_write(mfs_get(), (struct mfs_work *)h, buf, size, off);
-	case MFS_H_BLOB:
-		return -EACCES;
-	case MFS_H_DIR:
-		return -EISDIR;
-	}
-	return -EBADF;
+	return io_refused(h);
 }
 
 static int mfs_op_flush(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (!h)
 		return 0;
 	if (h->type == MFS_H_CTL)
@@ -551,10 +514,10 @@ static int mfs_op_fsync(const char *path, int datasync, struct fuse_file_info *f
 static int mfs_op_release(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (!h)
 		return 0;
-	handle_unregister(mfs_get(), h);
+	mfs_handle_unregister(mfs_get(), h);
 	switch (h->type) {
 	case MFS_H_CTL:
 		mfs_ctl_release((struct mfs_ctl *)h);
@@ -584,28 +547,42 @@ static int mfs_op_opendir(const char *path, struct fuse_file_info *fi)
 		return 0;   /* the virtual directories are listed afresh by readdir */
 	r = mfs_work_opendir(fs, &n, fi);
 	if (r == 0)
-		handle_register(fs, fi);
+		mfs_handle_register(fs, fi);
 	return r;
 }
 
 static int mfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	struct mfs_handle *h = handle_of(fi);
+	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_DIR) {
-		handle_unregister(mfs_get(), h);
+		mfs_handle_unregister(mfs_get(), h);
 		mfs_work_releasedir((struct mfs_dir *)h);
 	}
 	fi->fh = 0;
 	return 0;
 }
 
-static int fill(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
+struct dir_name {
+	const char *name;
+	mode_t type;
+};
+
+/* The fixed listings, in the order readdir gives them. */
+static const struct dir_name ctl_names[] = {
+	{ ".", S_IFDIR }, { "..", S_IFDIR }, { "acquire", S_IFREG }, { "dispose", S_IFREG },
+	{ "exec", S_IFREG }, { "declarations", S_IFREG }, { "engine", S_IFREG }, { NULL, 0 },
+};
+static const struct dir_name sandbox_names[] = {
+	{ ".", S_IFDIR }, { "..", S_IFDIR }, { "status", S_IFREG }, { "egress", S_IFREG },
+	{ "work", S_IFDIR }, { "root", S_IFDIR }, { NULL, 0 },
+};
+
+static int fill_names(void *buf, fuse_fill_dir_t filler, const struct dir_name *d)
 {
-	struct stat st;
-	memset(&st, 0, sizeof(st));
-	st.st_mode = type;
-	return filler(buf, name, &st, 0, 0);
+	for (; d->name; d++)
+		mfs_dir_entry(buf, filler, d->name, d->type);
+	return 0;
 }
 
 static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
@@ -621,30 +598,17 @@ static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, o
 	case MFS_N_ROOT:
 		return mfs_root_readdir(fs, buf, filler);
 	case MFS_N_CTL_DIR:
-		fill(buf, filler, ".", S_IFDIR);
-		fill(buf, filler, "..", S_IFDIR);
-		fill(buf, filler, "acquire", S_IFREG);
-		fill(buf, filler, "dispose", S_IFREG);
-		fill(buf, filler, "exec", S_IFREG);
-		fill(buf, filler, "declarations", S_IFREG);
-		fill(buf, filler, "engine", S_IFREG);
-		return 0;
+		return fill_names(buf, filler, ctl_names);
 	case MFS_N_BYSCOPE:
 		return mfs_byscope_readdir(fs, &n, buf, filler);
 	case MFS_N_SBX_DIR:
 		r = sandbox_exists(fs, n.name, NULL);
 		if (r < 0)
 			return r;
-		fill(buf, filler, ".", S_IFDIR);
-		fill(buf, filler, "..", S_IFDIR);
-		fill(buf, filler, "status", S_IFREG);
-		fill(buf, filler, "egress", S_IFREG);  /* egress */
-		fill(buf, filler, "work", S_IFDIR);
-		fill(buf, filler, "root", S_IFDIR);
-		return 0;
+		return fill_names(buf, filler, sandbox_names);
 	case MFS_N_WORK:
 	case MFS_N_ROOTFS: {
-		struct mfs_handle *h = handle_of(fi);
+		struct mfs_handle *h = mfs_handle_of(fi);
 		if (!h || h->type != MFS_H_DIR)
 			return -EBADF;
 		return mfs_work_readdir(fs, (struct mfs_dir *)h, buf, filler, off);

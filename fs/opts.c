@@ -206,6 +206,78 @@ static char *take(char **p)
 	return v;
 }
 
+/* -o attr_timeout, max_read, max_write, exec_timeout, pids_limit, memory, cpus. 0 or -EINVAL. */
+static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct mafsbx_error *err)
+{
+	if (r->attr_timeout) {
+		if (parse_real(r->attr_timeout, 0, 86400, &o->attr_timeout) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o attr_timeout=%s: expected seconds between 0 and 86400",
+						r->attr_timeout);
+		o->attr_timeout_given = true;
+	}
+	if (r->max_read && (mfs_parse_bytes(r->max_read, &o->max_read) < 0 || o->max_read == 0 ||
+			    o->max_read > (1ull << 40)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"-o max_read=%s: expected a byte count from 1 to 1T (suffix K, M, G allowed)",
+					r->max_read);
+	if (r->max_write && (mfs_parse_bytes(r->max_write, &o->max_write) < 0 || o->max_write == 0 ||
+			     o->max_write > (1ull << 40)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"-o max_write=%s: expected a byte count from 1 to 1T (suffix K, M, G allowed)",
+					r->max_write);
+	if (r->exec_timeout && parse_long(r->exec_timeout, 1, 7 * 86400, &o->exec_timeout) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"-o exec_timeout=%s: expected whole seconds from 1 to 604800", r->exec_timeout);
+	if (r->pids_limit && parse_long(r->pids_limit, 1, INT32_MAX, &o->pids_limit) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o pids_limit=%s: expected a positive integer",
+					r->pids_limit);
+	if (r->memory) {
+		uint64_t m;
+		/* The engine refuses less than 6 MiB. */
+		if (mfs_parse_bytes(r->memory, &m) < 0 || m < 6 * MFS_MIB || m > (uint64_t)INT64_MAX)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o memory=%s: expected a byte count of at least 6M "
+						"(suffix K, M, G allowed)", r->memory);
+		o->memory = (int64_t)m;
+	}
+	if (r->cpus && (parse_real(r->cpus, 0.01, 1024, &o->cpus) < 0))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o cpus=%s: expected a number from 0.01 to 1024",
+					r->cpus);
+	return 0;
+}
+
+/* -o uid, gid, umask: what sandbox files show (default: ours, 022). 0 or -EINVAL. */
+static int parse_owner(const struct raw_opts *r, struct mfs_options *o, struct mafsbx_error *err)
+{
+	long v;
+	o->uid = getuid();
+	o->gid = getgid();
+	o->umask = 022;
+	if (r->uid) {
+		if (parse_long(r->uid, 0, UINT32_MAX - 1, &v) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o uid=%s: expected a numeric user id",
+						r->uid);
+		o->uid = (uid_t)v;
+	}
+	if (r->gid) {
+		if (parse_long(r->gid, 0, UINT32_MAX - 1, &v) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o gid=%s: expected a numeric group id",
+						r->gid);
+		o->gid = (gid_t)v;
+	}
+	if (r->umask) {
+		char *end;
+		errno = 0;
+		unsigned long m = strtoul(r->umask, &end, 8);
+		if (!*r->umask || *end || errno || m > 0777)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o umask=%s: expected an octal mask up to 0777", r->umask);
+		o->umask = (mode_t)m;
+	}
+	return 0;
+}
+
 int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafsbx_error *err)
 {
 	struct raw_opts r;
@@ -246,54 +318,8 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 				       "conflicting options: give -o host (-H) or -o context (--context), not both");
 		goto out;
 	}
-	if (r.attr_timeout) {
-		if (parse_real(r.attr_timeout, 0, 86400, &o->attr_timeout) < 0) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-					       "-o attr_timeout=%s: expected seconds between 0 and 86400", r.attr_timeout);
-			goto out;
-		}
-		o->attr_timeout_given = true;
-	}
-	if (r.max_read && (mfs_parse_bytes(r.max_read, &o->max_read) < 0 || o->max_read == 0 ||
-			   o->max_read > (1ull << 40))) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-				       "-o max_read=%s: expected a byte count from 1 to 1T (suffix K, M, G allowed)",
-				       r.max_read);
+	if ((ret = parse_limits(&r, o, err)) < 0)
 		goto out;
-	}
-	if (r.max_write && (mfs_parse_bytes(r.max_write, &o->max_write) < 0 || o->max_write == 0 ||
-			    o->max_write > (1ull << 40))) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-				       "-o max_write=%s: expected a byte count from 1 to 1T (suffix K, M, G allowed)",
-				       r.max_write);
-		goto out;
-	}
-	if (r.exec_timeout && parse_long(r.exec_timeout, 1, 7 * 86400, &o->exec_timeout) < 0) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-				       "-o exec_timeout=%s: expected whole seconds from 1 to 604800", r.exec_timeout);
-		goto out;
-	}
-	if (r.pids_limit && parse_long(r.pids_limit, 1, INT32_MAX, &o->pids_limit) < 0) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o pids_limit=%s: expected a positive integer",
-				       r.pids_limit);
-		goto out;
-	}
-	if (r.memory) {
-		uint64_t m;
-		/* The engine refuses less than 6 MiB. */
-		if (mfs_parse_bytes(r.memory, &m) < 0 || m < 6 * MFS_MIB || m > (uint64_t)INT64_MAX) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-					       "-o memory=%s: expected a byte count of at least 6M (suffix K, M, G allowed)",
-					       r.memory);
-			goto out;
-		}
-		o->memory = (int64_t)m;
-	}
-	if (r.cpus && (parse_real(r.cpus, 0.01, 1024, &o->cpus) < 0)) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o cpus=%s: expected a number from 0.01 to 1024",
-				       r.cpus);
-		goto out;
-	}
 	/* A guest's device node or setuid file must never act on the host: dev
 	 * and suid (which mount.fuse3 adds by itself for root) are dropped, and
 	 * libfuse mounts nodev,nosuid. */
@@ -305,35 +331,8 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 	}
 	o->frozen_reads = r.frozen_reads;
 	o->max_read_given = r.max_read != NULL;
-	long v;
-	o->uid = getuid();
-	o->gid = getgid();
-	o->umask = 022;
-	if (r.uid) {
-		if (parse_long(r.uid, 0, UINT32_MAX - 1, &v) < 0) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o uid=%s: expected a numeric user id", r.uid);
-			goto out;
-		}
-		o->uid = (uid_t)v;
-	}
-	if (r.gid) {
-		if (parse_long(r.gid, 0, UINT32_MAX - 1, &v) < 0) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o gid=%s: expected a numeric group id", r.gid);
-			goto out;
-		}
-		o->gid = (gid_t)v;
-	}
-	if (r.umask) {
-		char *end;
-		errno = 0;
-		unsigned long m = strtoul(r.umask, &end, 8);
-		if (!*r.umask || *end || errno || m > 0777) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o umask=%s: expected an octal mask up to 0777",
-					       r.umask);
-			goto out;
-		}
-		o->umask = (mode_t)m;
-	}
+	if ((ret = parse_owner(&r, o, err)) < 0)
+		goto out;
 	o->allow_other = r.allow_other_seen;
 	o->default_permissions_given = r.default_permissions_seen;
 	o->host = take(&r.host);

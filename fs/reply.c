@@ -5,7 +5,7 @@
  *
  * Also the mount-wide reply budget: an exec reply holds the guest's output
  * several times over while it is built (the result, its base64, the text
- * views, the JSON), and up to execs_max requests build at once, so their sum
+ * views, the JSON), and up to requests_max requests build at once, so their sum
  * is bounded; a request that would pass it is refused with ENOMEM (and a
  * message saying what to do) rather than letting guests run the daemon out
  * of memory.
@@ -16,11 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *reply_dump(const json_t *reply, size_t *len);
-
 json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra)
 {
-	int eno = e && e->err > 0 ? e->err : EIO;
+	int eno = -mafsbx_error_errno(e, -EIO);
 	const char *type = e && e->type[0] ? e->type : mafsbx_error_kind_type(e ? e->kind : MAFSBX_EK_ENGINE);
 	const char *msg = e && e->message[0] ? e->message : strerror(eno);
 	if (!type || !*type)
@@ -87,28 +85,10 @@ void mfs_reply_budget_hold_until_dump(struct mfs *fs, size_t bytes)
 
 char *mfs_reply_dump(const json_t *reply, size_t *len)
 {
-	char *out = reply_dump(reply, len);
-	mfs_reply_budget_release_held();
-	return out;
-}
-
-static char *reply_dump(const json_t *reply, size_t *len)
-{
 	/* jansson's default separators give `{"ok": true, "name": "x"}`, the
 	 * spelling of INTERFACE.md; one line, so a shell can read it with `read`. */
-	char *s = json_dumps(reply, 0);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *out = realloc(s, n + 2);
-	if (!out) {
-		free(s);
-		return NULL;
-	}
-	out[n] = '\n';
-	out[n + 1] = '\0';
-	if (len)
-		*len = n + 1;
+	char *out = mfs_json_dump_line(reply, 0, len);
+	mfs_reply_budget_release_held();
 	return out;
 }
 

@@ -16,7 +16,7 @@
  * a container that merely has a sandbox's name is never removed (EACCES).
  *
  * Long requests (an exec up to exec_timeout, an acquire that pulls an image)
- * each hold a FUSE worker thread; at most fs->execs_max of them run at once,
+ * each hold a FUSE worker thread; at most fs->requests_max of them run at once,
  * so lookups and reads always find a free worker. Past that a request is
  * refused with EBUSY rather than queued behind the others.
  */
@@ -33,17 +33,6 @@
 #include "sandbox.h"
 #include "spec.h"
 
-static json_t *jstr(const char *s)
-{
-	json_t *v = json_string(s ? s : "");
-	if (v)
-		return v;
-	char *fixed = mfs_utf8_replace((const unsigned char *)s, strlen(s), NULL);
-	v = json_string(fixed ? fixed : "");
-	free(fixed);
-	return v;
-}
-
 static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error *err)
 {
 	if (!fs->opt.scope || (scope && !strcmp(scope, fs->opt.scope)))
@@ -52,14 +41,13 @@ static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error 
 				     "field 'scope': this mount serves only scope '%s'", fs->opt.scope);
 }
 
-static int run_acquire(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
+static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
+		       struct mafsbx_error *err)
 {
-	struct mafsbx_spec_config cfg;
 	struct mafsbx_acquire_spec *spec = NULL;
 	struct mafsbx_acquire_result res;
 	memset(&res, 0, sizeof(res));
-	mafsbx_backend_spec_config(fs->backend, &cfg);
-	int r = mafsbx_acquire_spec_parse(req, &cfg, &spec, err);
+	int r = mafsbx_acquire_spec_parse(req, cfg, &spec, err);
 	if (r < 0)
 		return r;
 	r = scope_refused(fs, spec->key.scope, err);
@@ -79,7 +67,7 @@ static int run_acquire(struct mfs *fs, const json_t *req, json_t **reply, struct
 	json_object_set_new(o, "id", json_string(res.id));
 	json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
 	json_object_set_new(o, "path", json_string(res.name));
-	json_object_set_new(o, "work_dir", jstr(res.work_dir));
+	json_object_set_new(o, "work_dir", mfs_json_text(res.work_dir));
 	json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
 	json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
 	*reply = o;
@@ -153,7 +141,7 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 				*err = e2;
 			mafsbx_error_prefix(err, "dispose %s: cannot check what it is, so nothing was removed",
 					    spec->name);
-			r = -(e2.err > 0 ? e2.err : EIO);
+			r = mafsbx_error_errno(&e2, -EIO);
 			goto out;
 		}
 		if (spec->reclaim) {   /* {"name", "reclaim": DIR}: remove DIR, keep the sandbox (reclaim.h) */
@@ -180,8 +168,10 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 	else
 		r = mafsbx_sandbox_dispose(fs->backend, spec, &res, err);
 	if (spec->by == MAFSBX_DISPOSE_BY_NAME) {
-		if (id[0])
+		if (id[0]) {
 			mfs_extra_drop(fs, id);
+			mafsbx_planes_forget(fs->planes, id);
+		}
 		mfs_invalidate_sandbox(fs, spec->name);
 	} else {
 		mfs_invalidate_sandbox(fs, NULL);
@@ -255,21 +245,19 @@ static json_t *exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 	return o;
 }
 
-static int run_exec(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
+static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
+		       struct mafsbx_error *err)
 {
-	struct mafsbx_spec_config cfg;
+	struct mafsbx_exec_result res = { 0 };
 	struct mafsbx_exec_spec *spec = NULL;
-	struct mafsbx_exec_result res;
-	memset(&res, 0, sizeof(res));
-	mafsbx_backend_spec_config(fs->backend, &cfg);
-	int r = mafsbx_exec_spec_parse(req, &cfg, &spec, err);
+	int r = mafsbx_exec_spec_parse(req, cfg, &spec, err);
 	if (r < 0)
 		return r;
 	/* Only a sandbox this mount shows can be run in. */
 	const struct mafsbx_sandbox_info *info;
 	struct mfs_snapshot *s = mfs_sandbox_find(fs, spec->sandbox, &info, err);
 	if (!s) {
-		r = err && err->err ? -err->err : -ENOENT;
+		r = mafsbx_error_errno(err, -ENOENT);
 		goto out;
 	}
 	char id[65];
@@ -312,30 +300,25 @@ int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, j
 		    struct mafsbx_error *err)
 {
 	mfs_reply_budget_release_held();
-	int running = atomic_fetch_add(&fs->execs_running, 1);
-	int r;
-	if (running >= fs->execs_max) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
-					  "%s: %d requests are running already, the most this mount allows "
-					  "(raise -o max_threads)",
-					  mfs_ctl_kind_name(kind), running);
-		goto out;
-	}
+	int r = mfs_request_enter(fs, mfs_ctl_kind_name(kind), err);
+	if (r < 0)
+		return r;
+	struct mafsbx_spec_config cfg;   /* the limits acquire and exec requests are checked against */
+	mafsbx_backend_spec_config(fs->backend, &cfg);
 	switch (kind) {
 	case MFS_CTL_ACQUIRE:
-		r = run_acquire(fs, req, reply, err);
+		r = run_acquire(fs, &cfg, req, reply, err);
 		break;
 	case MFS_CTL_DISPOSE:
 		r = run_dispose(fs, req, reply, err);
 		break;
 	case MFS_CTL_EXEC:
-		r = run_exec(fs, req, reply, err);
+		r = run_exec(fs, &cfg, req, reply, err);
 		break;
 	default:
 		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "unknown request");
 		break;
 	}
-out:
-	atomic_fetch_sub(&fs->execs_running, 1);
+	mfs_request_leave(fs);
 	return r;
 }

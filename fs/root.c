@@ -28,36 +28,6 @@
 #include "names.h"
 #include "sandbox.h"
 
-static struct mfs *current;
-
-struct mfs *mfs_get(void)
-{
-	return current;
-}
-
-void mfs_set_current(struct mfs *fs)
-{
-	current = fs;
-}
-
-int mfs_init(struct mfs *fs)
-{
-	pthread_mutex_init(&fs->lock, NULL);
-	pthread_mutex_init(&fs->handles_lock, NULL);
-	fs->handles = NULL;
-	fs->mount_time = time(NULL);
-	fs->snap = NULL;
-	fs->extras = NULL;
-	atomic_init(&fs->execs_running, 0);
-	unsigned mt = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
-	unsigned reserve = mt / 4 < 2 ? 2 : mt / 4;
-	fs->execs_max = mt > reserve ? (int)(mt - reserve) : 1;
-	fs->scope_label[0] = '\0';
-	if (fs->opt.scope)
-		mafsbx_label_value(fs->opt.scope, fs->scope_label);
-	return 0;
-}
-
 static void extra_free(struct mfs_sbx_extra *x)
 {
 	for (size_t i = 0; i < x->n_outputs; i++)
@@ -69,10 +39,8 @@ static void extra_free(struct mfs_sbx_extra *x)
 	free(x);
 }
 
-void mfs_fini(struct mfs *fs)
+void mfs_list_clear(struct mfs *fs)
 {
-	mfs_handles_discard_all(fs);
-	pthread_mutex_destroy(&fs->handles_lock);
 	if (fs->snap)
 		mfs_snapshot_put(fs->snap);
 	fs->snap = NULL;
@@ -81,7 +49,6 @@ void mfs_fini(struct mfs *fs)
 		fs->extras = x->next;
 		extra_free(x);
 	}
-	pthread_mutex_destroy(&fs->lock);
 }
 
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i)
@@ -226,7 +193,7 @@ struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long
 
 /* ---- the root and by-scope ----------------------------------------------- */
 
-static int fill_dir(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
+int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
 {
 	struct stat st;
 	memset(&st, 0, sizeof(st));
@@ -241,14 +208,14 @@ int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler)
 	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
 	if (!s) {
 		log_warn("listing the sandboxes: %s", e.message);
-		return e.err > 0 ? -e.err : -EIO;
+		return mafsbx_error_errno(&e, -EIO);
 	}
-	fill_dir(buf, filler, ".", S_IFDIR);
-	fill_dir(buf, filler, "..", S_IFDIR);
-	fill_dir(buf, filler, ".ctl", S_IFDIR);
-	fill_dir(buf, filler, "by-scope", S_IFDIR);
+	mfs_dir_entry(buf, filler, ".", S_IFDIR);
+	mfs_dir_entry(buf, filler, "..", S_IFDIR);
+	mfs_dir_entry(buf, filler, ".ctl", S_IFDIR);
+	mfs_dir_entry(buf, filler, "by-scope", S_IFDIR);
 	for (size_t i = 0; i < s->n; i++)
-		if (fill_dir(buf, filler, s->a[i].name, S_IFDIR))
+		if (mfs_dir_entry(buf, filler, s->a[i].name, S_IFDIR))
 			break;
 	mfs_snapshot_put(s);
 	return 0;
@@ -289,14 +256,32 @@ static bool byscope_match(const struct mafsbx_sandbox_info *i, const struct mfs_
 	return true;
 }
 
-static struct mfs_snapshot *byscope_snapshot(struct mfs *fs, int *errp)
+/* The list by-scope/ lookups read: 0 with *s set, or the errno. */
+static int byscope_snapshot(struct mfs *fs, struct mfs_snapshot **s)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
-	if (!s)
-		*errp = e.err > 0 ? -e.err : -EIO;
-	return s;
+	*s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
+	return *s ? 0 : mafsbx_error_errno(&e, -EIO);
+}
+
+/* The sandbox under by-scope/comp[0]/.../comp[depth-1]: the first in the
+ * list, or with `least_name` the one of least name (several containers can
+ * share one key and kind, egress variants: a link must be stable). */
+static const struct mafsbx_sandbox_info *byscope_find(const struct mfs_snapshot *s, const struct mfs_node *n,
+						      int depth, bool least_name)
+{
+	char link[600];
+	const struct mafsbx_sandbox_info *best = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		if (!byscope_match(&s->a[i], n, depth, link, sizeof(link)))
+			continue;
+		if (!least_name)
+			return &s->a[i];
+		if (!best || strcmp(s->a[i].name, best->name) < 0)
+			best = &s->a[i];
+	}
+	return best;
 }
 
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
@@ -306,27 +291,21 @@ int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *s
 		st->st_nlink = 2;
 		return 0;
 	}
-	int r = -ENOENT;
-	struct mfs_snapshot *s = byscope_snapshot(fs, &r);
-	if (!s)
+	struct mfs_snapshot *s;
+	int r = byscope_snapshot(fs, &s);
+	if (r < 0)
 		return r;
-	char link[600];
-	r = -ENOENT;
-	for (size_t i = 0; i < s->n; i++) {
-		if (!byscope_match(&s->a[i], n, n->depth, link, sizeof(link)))
-			continue;
-		if (n->type == MFS_N_BYSCOPE_LINK) {
-			st->st_mode = S_IFLNK | 0777;
-			st->st_nlink = 1;
-			st->st_size = (off_t)strlen("../../../../") + MAFSBX_NAME_LEN;
-			st->st_mtime = s->a[i].created;
-		} else {
-			st->st_mode = S_IFDIR | 0555;
-			st->st_nlink = 2;
-		}
-		r = 0;
-		break;
+	const struct mafsbx_sandbox_info *i = byscope_find(s, n, n->depth, false);
+	if (i && n->type == MFS_N_BYSCOPE_LINK) {
+		st->st_mode = S_IFLNK | 0777;
+		st->st_nlink = 1;
+		st->st_size = (off_t)strlen("../../../../") + MAFSBX_NAME_LEN;
+		st->st_mtime = i->created;
+	} else if (i) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
 	}
+	r = i ? 0 : -ENOENT;
 	mfs_snapshot_put(s);
 	return r;
 }
@@ -339,9 +318,9 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fus
 	/* A listing always asks the engine, as the root's does. */
 	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
 	if (!s)
-		return e.err > 0 ? -e.err : r;
-	fill_dir(buf, filler, ".", S_IFDIR);
-	fill_dir(buf, filler, "..", S_IFDIR);
+		return mafsbx_error_errno(&e, r);
+	mfs_dir_entry(buf, filler, ".", S_IFDIR);
+	mfs_dir_entry(buf, filler, "..", S_IFDIR);
 	char link[600];
 	bool any = n->depth == 0;
 	/* Names seen so far at this level, to list each once. */
@@ -370,7 +349,7 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fus
 			break;
 		seen[nseen] = owned[nseen];
 		nseen++;
-		fill_dir(buf, filler, child, n->depth == 3 ? S_IFLNK : S_IFDIR);
+		mfs_dir_entry(buf, filler, child, n->depth == 3 ? S_IFLNK : S_IFDIR);
 	}
 	for (size_t k = 0; k < nseen; k++)
 		free(owned[k]);
@@ -382,25 +361,14 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fus
 
 int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, size_t size)
 {
-	int r = -ENOENT;
-	struct mfs_snapshot *s = byscope_snapshot(fs, &r);
-	if (!s)
+	struct mfs_snapshot *s;
+	int r = byscope_snapshot(fs, &s);
+	if (r < 0)
 		return r;
-	char link[600];
-	r = -ENOENT;
-	/* Several containers can share one key and kind (egress variants): the
-	 * first by name wins, so the link is stable. */
-	const struct mafsbx_sandbox_info *best = NULL;
-	for (size_t i = 0; i < s->n; i++) {
-		if (!byscope_match(&s->a[i], n, 4, link, sizeof(link)))
-			continue;
-		if (!best || strcmp(s->a[i].name, best->name) < 0)
-			best = &s->a[i];
-	}
-	if (best) {
+	const struct mafsbx_sandbox_info *best = byscope_find(s, n, 4, true);
+	r = best ? 0 : -ENOENT;
+	if (best)
 		snprintf(buf, size, "../../../../%s", best->name);
-		r = 0;
-	}
 	mfs_snapshot_put(s);
 	return r;
 }

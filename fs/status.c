@@ -25,36 +25,10 @@
 #include "names.h"
 #include "sandbox.h"
 
-/* A JSON string from text that should be UTF-8 but may not be. */
-static json_t *jstr(const char *s)
-{
-	if (!s)
-		return json_null();
-	json_t *v = json_string(s);
-	if (v)
-		return v;
-	char *fixed = mfs_utf8_replace((const unsigned char *)s, strlen(s), NULL);
-	v = fixed ? json_string(fixed) : json_null();
-	free(fixed);
-	return v;
-}
-
 static int dump_text(json_t *obj, char **text, size_t *len, struct mafsbx_error *err)
 {
-	char *s = json_dumps(obj, JSON_INDENT(2));
-	if (!s)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	size_t n = strlen(s);
-	char *t = realloc(s, n + 2);
-	if (!t) {
-		free(s);
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	}
-	t[n] = '\n';
-	t[n + 1] = '\0';
-	*text = t;
-	*len = n + 1;
-	return 0;
+	*text = mfs_json_dump_line(obj, JSON_INDENT(2), len);
+	return *text ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 }
 
 static const char *egress_of(const struct mafsbx_sandbox_info *i)
@@ -86,7 +60,7 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	paths = mfs_extra_paths(fs, &info, false, &n);
 	json_t *outputs = json_array();
 	for (size_t k = 0; paths && k < n; k++)
-		json_array_append_new(outputs, jstr(paths[k]));
+		json_array_append_new(outputs, mfs_json_text(paths[k]));
 
 	struct mafsbx_error e2;
 	mafsbx_error_clear(&e2);
@@ -98,21 +72,21 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	mafsbx_time_format(t, created);
 
 	json_t *key = json_object();
-	json_object_set_new(key, "scope", jstr(info.key_known ? info.key_scope : info.scope));
-	json_object_set_new(key, "thread", jstr(info.key_known ? info.key_thread : info.thread));
-	json_object_set_new(key, "agent", jstr(info.key_known ? info.key_agent : info.agent));
-	json_object_set_new(key, "call", jstr(info.key_known ? info.key_call : (info.call ? info.call : "")));
+	json_object_set_new(key, "scope", mfs_json_text(info.key_known ? info.key_scope : info.scope));
+	json_object_set_new(key, "thread", mfs_json_text(info.key_known ? info.key_thread : info.thread));
+	json_object_set_new(key, "agent", mfs_json_text(info.key_known ? info.key_agent : info.agent));
+	json_object_set_new(key, "call", mfs_json_text(info.key_known ? info.key_call : (info.call ? info.call : "")));
 
 	o = json_object();
-	json_object_set_new(o, "name", jstr(info.name));
-	json_object_set_new(o, "id", jstr(info.id));
-	json_object_set_new(o, "state", jstr(info.state));
+	json_object_set_new(o, "name", mfs_json_text(info.name));
+	json_object_set_new(o, "id", mfs_json_text(info.id));
+	json_object_set_new(o, "state", mfs_json_text(info.state));
 	json_object_set_new(o, "paused", json_boolean(info.paused));
 	json_object_set_new(o, "created", json_string(created));
-	json_object_set_new(o, "image", jstr(info.image));
+	json_object_set_new(o, "image", mfs_json_text(info.image));
 	json_object_set_new(o, "key", key);
-	json_object_set_new(o, "kind", jstr(info.kind));
-	json_object_set_new(o, "work_dir", jstr(info.work_dir ? info.work_dir : MAFSBX_DEFAULT_WORK_DIR));
+	json_object_set_new(o, "kind", mfs_json_text(info.kind));
+	json_object_set_new(o, "work_dir", mfs_json_text(info.work_dir ? info.work_dir : MAFSBX_DEFAULT_WORK_DIR));
 	json_object_set_new(o, "outputs", outputs);
 	json_object_set_new(o, "capabilities", caps ? json_incref(caps) : json_array());
 	json_object_set_new(o, "egress", json_string(egress_of(&info)));
@@ -171,7 +145,7 @@ int mfs_declarations_text(struct mfs *fs, char **text, size_t *len, struct mafsb
 {
 	json_t *d = mafsbx_sandbox_declarations(fs->backend, err);
 	if (!d)
-		return err && err->err ? -err->err : -ENOMEM;
+		return mafsbx_error_errno(err, -ENOMEM);
 	int r = dump_text(d, text, len, err);
 	json_decref(d);
 	return r;
@@ -185,18 +159,18 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	if (r < 0)
 		return r;
 	json_t *o = json_object();
-	json_object_set_new(o, "endpoint", jstr(fs->ep.url));
-	json_object_set_new(o, "context", fs->ep.context[0] ? jstr(fs->ep.context) : json_null());
+	json_object_set_new(o, "endpoint", mfs_json_text(fs->ep.url));
+	json_object_set_new(o, "context", fs->ep.context[0] ? mfs_json_text(fs->ep.context) : json_null());
 	/* How the engine is reached, and the file plane that implies (INTERFACE.md section 3). */
 	json_object_set_new(o, "kind", json_string(mafsbx_endpoint_kind(&fs->ep)));
 	json_object_set_new(o, "plane", json_string(fs->opt.plane == MAFSBX_PLANE_ENGINE ? "engine"
 									   : mafsbx_endpoint_plane(&fs->ep)));
-	json_object_set_new(o, "server_version", jstr(v.version));
-	json_object_set_new(o, "api_version", jstr(v.api_version));
-	json_object_set_new(o, "min_api_version", jstr(v.min_api_version));
-	json_object_set_new(o, "os", jstr(v.os));
-	json_object_set_new(o, "arch", jstr(v.arch));
-	json_object_set_new(o, "kernel", jstr(v.kernel));
+	json_object_set_new(o, "server_version", mfs_json_text(v.version));
+	json_object_set_new(o, "api_version", mfs_json_text(v.api_version));
+	json_object_set_new(o, "min_api_version", mfs_json_text(v.min_api_version));
+	json_object_set_new(o, "os", mfs_json_text(v.os));
+	json_object_set_new(o, "arch", mfs_json_text(v.arch));
+	json_object_set_new(o, "kernel", mfs_json_text(v.kernel));
 	r = dump_text(o, text, len, err);
 	json_decref(o);
 	return r;

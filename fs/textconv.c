@@ -1,5 +1,7 @@
 /*
- * textconv.c: the UTF-8 "text view" of exec output.
+ * textconv.c: text into JSON: the UTF-8 "text view" of exec output, JSON
+ * strings from text that should be UTF-8 but may not be, and a JSON value
+ * dumped as text ending in a newline (replies, the status files).
  *
  * Exec replies carry stdout/stderr twice: the exact bytes (base64) and a
  * text view that a JSON string can hold. The view keeps valid UTF-8 as is
@@ -20,35 +22,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool mfs_utf8_lead(unsigned char c, size_t *need, unsigned char *lo, unsigned char *hi)
+{
+	*lo = 0x80;
+	*hi = 0xBF;
+	if (c < 0x80) {
+		*need = 1;
+	} else if (c >= 0xC2 && c <= 0xDF) {
+		*need = 2;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		*need = 3;
+		if (c == 0xE0)
+			*lo = 0xA0;
+		else if (c == 0xED)
+			*hi = 0x9F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		*need = 4;
+		if (c == 0xF0)
+			*lo = 0x90;
+		else if (c == 0xF4)
+			*hi = 0x8F;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 /* How many bytes starting at p[0] form one valid sequence (0 when the lead is
  * invalid); *valid_prefix gets how many leading bytes were acceptable, which
  * is the maximal subpart replaced by one U+FFFD when the sequence breaks. */
 static size_t seq_len(const unsigned char *p, size_t left, size_t *valid_prefix)
 {
-	unsigned char c = p[0];
 	size_t need;
-	unsigned char lo = 0x80, hi = 0xBF;
-	if (c < 0x80) {
-		*valid_prefix = 1;
-		return 1;
-	} else if (c >= 0xC2 && c <= 0xDF) {
-		need = 2;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		need = 3;
-		if (c == 0xE0)
-			lo = 0xA0;
-		else if (c == 0xED)
-			hi = 0x9F;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		need = 4;
-		if (c == 0xF0)
-			lo = 0x90;
-		else if (c == 0xF4)
-			hi = 0x8F;
-	} else {
-		*valid_prefix = 1;
+	unsigned char lo, hi;
+	*valid_prefix = 1;
+	if (!mfs_utf8_lead(p[0], &need, &lo, &hi))
 		return 0;
-	}
 	size_t i = 1;
 	for (; i < need && i < left; i++) {
 		unsigned char b = p[i];
@@ -108,29 +117,38 @@ char *mfs_utf8_view(const unsigned char *data, size_t len, size_t max_json, size
 
 char *mfs_utf8_replace(const unsigned char *data, size_t len, size_t *out_len)
 {
-	/* Worst case: every byte becomes the 3-byte U+FFFD. */
-	if (len > (SIZE_MAX - 1) / 3)
+	/* The view with no budget: a byte costs at most 6, so `cost` cannot reach SIZE_MAX. */
+	bool cut;
+	return mfs_utf8_view(data, len, SIZE_MAX, out_len, &cut);
+}
+
+json_t *mfs_json_text(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *v = json_string(s);
+	if (v)
+		return v;
+	char *fixed = mfs_utf8_replace((const unsigned char *)s, strlen(s), NULL);
+	v = fixed ? json_string(fixed) : json_null();
+	free(fixed);
+	return v;
+}
+
+char *mfs_json_dump_line(const json_t *v, size_t flags, size_t *len)
+{
+	char *s = json_dumps(v, flags);
+	if (!s)
 		return NULL;
-	char *out = malloc(len * 3 + 1);
-	if (!out)
+	size_t n = strlen(s);
+	char *out = realloc(s, n + 2);
+	if (!out) {
+		free(s);
 		return NULL;
-	size_t o = 0, i = 0;
-	while (i < len) {
-		size_t prefix;
-		size_t n = seq_len(data + i, len - i, &prefix);
-		if (n) {
-			memcpy(out + o, data + i, n);
-			o += n;
-			i += n;
-		} else {
-			out[o++] = (char)0xEF;
-			out[o++] = (char)0xBF;
-			out[o++] = (char)0xBD;
-			i += prefix;
-		}
 	}
-	out[o] = '\0';
-	if (out_len)
-		*out_len = o;
+	out[n] = '\n';
+	out[n + 1] = '\0';
+	if (len)
+		*len = n + 1;
 	return out;
 }

@@ -34,6 +34,95 @@ static int check_components(const char *p)
 	return 0;
 }
 
+/* .ctl/REST */
+static int classify_ctl(const char *rest, struct mfs_node *n)
+{
+	static const struct {
+		const char *name;
+		enum mfs_node_type type;
+		enum mfs_ctl_kind kind;
+	} files[] = {
+		{ "acquire", MFS_N_CTL_FILE, MFS_CTL_ACQUIRE },
+		{ "dispose", MFS_N_CTL_FILE, MFS_CTL_DISPOSE },
+		{ "exec", MFS_N_CTL_FILE, MFS_CTL_EXEC },
+		{ "declarations", MFS_N_CTL_DECLARATIONS, 0 },
+		{ "engine", MFS_N_CTL_ENGINE, 0 },
+	};
+	if (!rest || !*rest) {
+		n->type = MFS_N_CTL_DIR;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (!strcmp(rest, files[i].name)) {
+			n->type = files[i].type;
+			n->ctl_kind = files[i].kind;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* by-scope/REST: up to four components, the fourth a link. */
+static int classify_byscope(const char *rest, struct mfs_node *n)
+{
+	n->type = MFS_N_BYSCOPE;
+	if (!rest || !*rest)
+		return 0;
+	if (strlen(rest) >= sizeof(n->buf))
+		return -ENOENT;
+	strcpy(n->buf, rest);
+	char *c = n->buf;
+	int depth = 0;
+	while (c) {
+		if (depth == 4 || !*c)
+			return -ENOENT;
+		n->comp[depth++] = c;
+		char *s = strchr(c, '/');
+		if (s)
+			*s++ = '\0';
+		c = s;
+	}
+	n->depth = depth;
+	if (depth == 4)
+		n->type = MFS_N_BYSCOPE_LINK;
+	return 0;
+}
+
+/* NAME/work[/REL] or NAME/root[/REL] when `rest` starts with `dir`: 1 and n set, else 0. */
+static int classify_files(const char *rest, const char *dir, enum mfs_node_type type, struct mfs_node *n)
+{
+	if (strncmp(rest, dir, 4) || (rest[4] != '\0' && rest[4] != '/'))
+		return 0;
+	n->type = type;
+	n->rel = rest[4] ? rest + 5 : rest + 4;
+	return strchr(n->rel, '\\') ? -EINVAL : 1;
+}
+
+/* NAME[/REST], the first component `first` bytes long. */
+static int classify_sandbox(const char *p, size_t first, const char *rest, struct mfs_node *n)
+{
+	/* A sandbox directory: only workload names can exist. */
+	if (first != MAFSBX_NAME_LEN)
+		return -ENOENT;
+	memcpy(n->name, p, first);
+	n->name[first] = '\0';
+	if (!mafsbx_is_workload_name(n->name))
+		return -ENOENT;
+	if (!rest || !*rest)
+		n->type = MFS_N_SBX_DIR;
+	else if (!strcmp(rest, "status"))
+		n->type = MFS_N_SBX_STATUS;
+	else if (!strcmp(rest, "egress"))
+		n->type = MFS_N_SBX_EGRESS;
+	else {
+		int r = classify_files(rest, "work", MFS_N_WORK, n);
+		if (r == 0)
+			r = classify_files(rest, "root", MFS_N_ROOTFS, n);
+		return r == 0 ? -ENOENT : r < 0 ? r : 0;
+	}
+	return 0;
+}
+
 int mfs_classify(const char *path, struct mfs_node *n)
 {
 	memset(n, 0, sizeof(*n));
@@ -50,89 +139,9 @@ int mfs_classify(const char *path, struct mfs_node *n)
 	const char *slash = strchr(p, '/');
 	size_t first = slash ? (size_t)(slash - p) : strlen(p);
 	const char *rest = slash ? slash + 1 : NULL;
-
-	if (first == 4 && !memcmp(p, ".ctl", 4)) {
-		if (!rest || !*rest) {
-			n->type = MFS_N_CTL_DIR;
-			return 0;
-		}
-		if (strchr(rest, '/'))
-			return -ENOENT;
-		if (!strcmp(rest, "acquire")) {
-			n->type = MFS_N_CTL_FILE;
-			n->ctl_kind = MFS_CTL_ACQUIRE;
-		} else if (!strcmp(rest, "dispose")) {
-			n->type = MFS_N_CTL_FILE;
-			n->ctl_kind = MFS_CTL_DISPOSE;
-		} else if (!strcmp(rest, "exec")) {
-			n->type = MFS_N_CTL_FILE;
-			n->ctl_kind = MFS_CTL_EXEC;
-		} else if (!strcmp(rest, "declarations")) {
-			n->type = MFS_N_CTL_DECLARATIONS;
-		} else if (!strcmp(rest, "engine")) {
-			n->type = MFS_N_CTL_ENGINE;
-		} else {
-			return -ENOENT;
-		}
-		return 0;
-	}
-
-	if (first == 8 && !memcmp(p, "by-scope", 8)) {
-		n->type = MFS_N_BYSCOPE;
-		if (!rest || !*rest)
-			return 0;
-		if (strlen(rest) >= sizeof(n->buf))
-			return -ENOENT;
-		strcpy(n->buf, rest);
-		char *c = n->buf;
-		int depth = 0;
-		while (c) {
-			if (depth == 4 || !*c)
-				return -ENOENT;
-			n->comp[depth++] = c;
-			char *s = strchr(c, '/');
-			if (s)
-				*s++ = '\0';
-			c = s;
-		}
-		n->depth = depth;
-		if (depth == 4)
-			n->type = MFS_N_BYSCOPE_LINK;
-		return 0;
-	}
-
-	/* A sandbox directory: only workload names can exist. */
-	if (first != MAFSBX_NAME_LEN)
-		return -ENOENT;
-	memcpy(n->name, p, first);
-	n->name[first] = '\0';
-	if (!mafsbx_is_workload_name(n->name))
-		return -ENOENT;
-	if (!rest || !*rest) {
-		n->type = MFS_N_SBX_DIR;
-		return 0;
-	}
-	if (!strcmp(rest, "status")) {
-		n->type = MFS_N_SBX_STATUS;
-		return 0;
-	}
-	if (!strcmp(rest, "egress")) {
-		n->type = MFS_N_SBX_EGRESS;
-		return 0;
-	}
-	if (!strncmp(rest, "work", 4) && (rest[4] == '\0' || rest[4] == '/')) {
-		n->type = MFS_N_WORK;
-		n->rel = rest[4] ? rest + 5 : rest + 4;
-		if (strchr(n->rel, '\\'))
-			return -EINVAL;
-		return 0;
-	}
-	if (!strncmp(rest, "root", 4) && (rest[4] == '\0' || rest[4] == '/')) {
-		n->type = MFS_N_ROOTFS;
-		n->rel = rest[4] ? rest + 5 : rest + 4;
-		if (strchr(n->rel, '\\'))
-			return -EINVAL;
-		return 0;
-	}
-	return -ENOENT;
+	if (first == 4 && !memcmp(p, ".ctl", 4))
+		return classify_ctl(rest, n);
+	if (first == 8 && !memcmp(p, "by-scope", 8))
+		return classify_byscope(rest, n);
+	return classify_sandbox(p, first, rest, n);
 }

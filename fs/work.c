@@ -45,7 +45,7 @@ struct mfs_dir {
 /* The errno of a failed plane call, logged unless it is an ordinary answer. */
 static int plane_errno(const char *what, const struct mfs_node *n, const struct mafsbx_error *e, int r)
 {
-	int en = e->err > 0 ? e->err : (r < 0 ? -r : EIO);
+	int en = -mafsbx_error_errno(e, r < 0 ? r : -EIO);
 	if (en != ENOENT && en != EEXIST && en != ENOTEMPTY && en != ELOOP && en != EACCES)
 		log_debug("%s %s/%s/%s: %s", what, n->name, n->type == MFS_N_ROOTFS ? "root" : "work", n->rel,
 			  e->message);
@@ -81,7 +81,7 @@ static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const st
 		age = MFS_FILE_TARGET_MS;
 	struct mfs_snapshot *s = mfs_sandbox_find_age(fs, name, fresh ? -1 : age, info, &e);
 	if (!s) {
-		*errp = e.err > 0 ? -e.err : -ENOENT;
+		*errp = mafsbx_error_errno(&e, -ENOENT);
 		return NULL;
 	}
 	t->id = (*info)->id;
@@ -129,26 +129,31 @@ static void to_stat(const struct mfs *fs, const struct mafsbx_pstat *p, struct s
  * it at close): an fstat(2) reaches us as a getattr of the path without a
  * handle, so the open handle answers it. 0 when one was found.
  */
+struct write_stat {
+	const struct mfs_node *n;
+	struct mafsbx_pstat *p;
+};
+
+static int write_stat_of(struct mfs_handle *h, void *arg)
+{
+	struct write_stat *ws = arg;
+	struct mfs_work *w = (struct mfs_work *)h;
+	if (h->type != MFS_H_WORK || !mafsbx_plane_file_writable(w->f) || strcmp(w->name, ws->n->name) ||
+	    strcmp(w->rel, ws->n->rel))
+		return 0;
+	mafsbx_plane_fstat(w->f, ws->p);
+	return 1;
+}
+
 static int open_write_stat(struct mfs *fs, const struct mfs_node *n, struct mafsbx_pstat *p)
 {
-	int r = -ENOENT;
-	pthread_mutex_lock(&fs->handles_lock);
-	for (struct mfs_handle *h = fs->handles; h; h = h->next) {
-		struct mfs_work *w = (struct mfs_work *)h;
-		if (h->type == MFS_H_WORK && mafsbx_plane_file_writable(w->f) && !strcmp(w->name, n->name) &&
-		    !strcmp(w->rel, n->rel)) {
-			mafsbx_plane_fstat(w->f, p);
-			r = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&fs->handles_lock);
-	return r;
+	struct write_stat ws = { n, p };
+	return mfs_handles_each(fs, write_stat_of, &ws) ? 0 : -ENOENT;
 }
 
 int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
 {
-	struct mfs_handle *h = fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
+	struct mfs_handle *h = mfs_handle_of(fi);
 	struct mafsbx_pstat p;
 	if (h && h->type == MFS_H_WORK) {
 		mafsbx_plane_fstat(((struct mfs_work *)h)->f, &p);
@@ -222,12 +227,18 @@ static char **known_children(struct mfs *fs, const struct mafsbx_sandbox_info *i
 	return kids;
 }
 
+static void dir_discard(struct mfs_handle *h)
+{
+	mfs_work_releasedir((struct mfs_dir *)h);
+}
+
 int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
 {
 	struct mfs_dir *d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	d->h.type = MFS_H_DIR;
+	d->h.discard = dir_discard;
 	int r;
 	struct mafsbx_error e;
 	for (int attempt = 0;; attempt++) {
@@ -287,6 +298,11 @@ void mfs_work_releasedir(struct mfs_dir *d)
 	free(d);
 }
 
+static void work_discard(struct mfs_handle *h)
+{
+	mfs_work_discard((struct mfs_work *)h);
+}
+
 static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, bool create, mode_t mode)
 {
 	const struct mafsbx_sandbox_info *info;
@@ -303,6 +319,7 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		return -ENOMEM;
 	}
 	w->h.type = MFS_H_WORK;
+	w->h.discard = work_discard;
 	struct mafsbx_error e;
 	for (int attempt = 0;; attempt++) {
 		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
@@ -444,7 +461,7 @@ static int work_commit(struct mfs *fs, struct mfs_work *w, bool last)
 	int r = mafsbx_plane_commit(w->f, last, &e);
 	if (r < 0) {
 		log_warn("write %s/work/%s: %s", w->name, w->rel, e.message);
-		return e.err > 0 ? -e.err : r;
+		return mafsbx_error_errno(&e, r);
 	}
 	mfs_extra_add_written(fs, w->id, w->rel);
 	return 0;
@@ -539,7 +556,7 @@ int mfs_work_truncate(struct mfs *fs, const struct mfs_node *n, off_t size)
 
 int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-	struct mfs_handle *h = fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
+	struct mfs_handle *h = mfs_handle_of(fi);
 	struct timespec now[2] = { { 0, UTIME_NOW }, { 0, UTIME_NOW } };
 	int r;
 	char id[65];

@@ -50,6 +50,11 @@ static const struct kind_info *kind_info(enum mafsbx_err_kind k)
 	return &kinds[k];
 }
 
+int mafsbx_error_errno(const struct mafsbx_error *e, int fallback)
+{
+	return e && e->err > 0 ? -e->err : fallback;
+}
+
 int mafsbx_error_kind_errno(enum mafsbx_err_kind k) { return kind_info(k)->err; }
 const char *mafsbx_error_kind_type(enum mafsbx_err_kind k) { return kind_info(k)->type; }
 const char *mafsbx_error_kind_name(enum mafsbx_err_kind k) { return kind_info(k)->name; }

@@ -73,6 +73,12 @@ int mafsbx_error_set_full(struct mafsbx_error *e, enum mafsbx_err_kind kind, int
 void mafsbx_error_prefix(struct mafsbx_error *e, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * The negative errno a failed call reports at a system-call edge (FUSE):
+ * -e->err when the error carries one, else `fallback` (itself negative).
+ */
+int mafsbx_error_errno(const struct mafsbx_error *e, int fallback);
+
 /* Defaults for a kind. */
 int mafsbx_error_kind_errno(enum mafsbx_err_kind kind);
 const char *mafsbx_error_kind_type(enum mafsbx_err_kind kind);

@@ -555,7 +555,7 @@ static void test_runner_budget(void **state)
 {
 	(void)state;
 	fs.run = mfs_run_request;
-	fs.execs_max = 0;
+	fs.requests_max = 0;
 	struct fuse_file_info fi;
 	ctl_open("/.ctl/exec", O_RDWR, &fi);
 	const char *req = "{\"sandbox\": \"maf-sandbox-docker-000000000000\", \"argv\": [\"true\"]}";
@@ -568,7 +568,7 @@ static void test_runner_budget(void **state)
 	json_decref(j);
 	free(text);
 	mfs_operations.release("/.ctl/exec", &fi);
-	assert_int_equal(atomic_load(&fs.execs_running), 0);
+	assert_int_equal(atomic_load(&fs.requests_running), 0);
 }
 
 int main(void)

@@ -1,0 +1,135 @@
+/*
+ * mount.c: the lifecycle of one mount: the `struct mfs` every operation
+ * reaches through mfs_get() (a process-wide pointer: the daemon serves one
+ * mount; unit tests install theirs with mfs_set_current()), its init and
+ * teardown, the registry of open handles, and the limit on .ctl requests
+ * running at once.
+ *
+ * The bottom of fs/: the operations (ops.c), work.c, requests.c call here;
+ * this file calls only root.c's list teardown and each handle's own discard
+ * function (a pointer in the handle), never an operation.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "names.h"
+
+static struct mfs *current;
+
+struct mfs *mfs_get(void)
+{
+	return current;
+}
+
+void mfs_set_current(struct mfs *fs)
+{
+	current = fs;
+}
+
+int mfs_init(struct mfs *fs)
+{
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->handles_lock, NULL);
+	fs->handles = NULL;
+	fs->mount_time = time(NULL);
+	fs->snap = NULL;
+	fs->extras = NULL;
+	atomic_init(&fs->requests_running, 0);
+	/* A quarter of the workers (at least 2) stay free for lookups and reads. */
+	unsigned mt = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
+	unsigned reserve = mt / 4 < 2 ? 2 : mt / 4;
+	fs->requests_max = mt > reserve ? (int)(mt - reserve) : 1;
+	fs->scope_label[0] = '\0';
+	if (fs->opt.scope)
+		mafsbx_label_value(fs->opt.scope, fs->scope_label);
+	return 0;
+}
+
+void mfs_fini(struct mfs *fs)
+{
+	mfs_handles_discard_all(fs);
+	pthread_mutex_destroy(&fs->handles_lock);
+	mfs_list_clear(fs);
+	pthread_mutex_destroy(&fs->lock);
+}
+
+/* ---- the registry of open handles ---------------------------------------- */
+
+struct mfs_handle *mfs_handle_of(const struct fuse_file_info *fi)
+{
+	return fi ? (struct mfs_handle *)(uintptr_t)fi->fh : NULL;
+}
+
+void mfs_handle_register(struct mfs *fs, const struct fuse_file_info *fi)
+{
+	struct mfs_handle *h = mfs_handle_of(fi);
+	if (!fs || !h)
+		return;
+	pthread_mutex_lock(&fs->handles_lock);
+	h->prev = NULL;
+	h->next = fs->handles;
+	if (fs->handles)
+		fs->handles->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h)
+{
+	if (!fs)
+		return;
+	pthread_mutex_lock(&fs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else if (fs->handles == h)
+		fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	h->prev = h->next = NULL;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+int mfs_handles_each(struct mfs *fs, int (*fn)(struct mfs_handle *h, void *arg), void *arg)
+{
+	int r = 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct mfs_handle *h = fs->handles; h && r == 0; h = h->next)
+		r = fn(h, arg);
+	pthread_mutex_unlock(&fs->handles_lock);
+	return r;
+}
+
+void mfs_handles_discard_all(struct mfs *fs)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	struct mfs_handle *h = fs->handles;
+	fs->handles = NULL;
+	pthread_mutex_unlock(&fs->handles_lock);
+	while (h) {
+		struct mfs_handle *next = h->next;
+		if (h->discard)
+			h->discard(h);
+		h = next;
+	}
+}
+
+/* ---- the request limit ------------------------------------------------------ */
+
+int mfs_request_enter(struct mfs *fs, const char *what, struct mafsbx_error *err)
+{
+	int running = atomic_fetch_add(&fs->requests_running, 1);
+	if (running < fs->requests_max)
+		return 0;
+	atomic_fetch_sub(&fs->requests_running, 1);
+	return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
+				     "%s: %d requests are running already, the most this mount allows "
+				     "(raise -o max_threads)",
+				     what, running);
+}
+
+void mfs_request_leave(struct mfs *fs)
+{
+	atomic_fetch_sub(&fs->requests_running, 1);
+}

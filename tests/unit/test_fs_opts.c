@@ -1,0 +1,183 @@
+/*
+ * test_fs_opts.c: the daemon's command line (fs/opts.c): option parsing,
+ * defaults and validation (INTERFACE.md §1.2), byte counts.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mfs.h"
+
+/* ---- options ----------------------------------------------------------- */
+
+static int parse(struct mfs_options *o, struct fuse_args *args, struct mafsbx_error *e, ...)
+{
+	va_list ap;
+	va_start(ap, e);
+	args->argc = 0;
+	args->argv = NULL;
+	args->allocated = 0;
+	fuse_opt_add_arg(args, "mafsbxfs");
+	const char *a;
+	while ((a = va_arg(ap, const char *)))
+		fuse_opt_add_arg(args, a);
+	va_end(ap);
+	mafsbx_error_clear(e);
+	return mfs_options_parse(args, o, e);
+}
+
+static bool has_arg(const struct fuse_args *args, const char *needle)
+{
+	for (int i = 0; i < args->argc; i++)
+		if (strstr(args->argv[i], needle))
+			return true;
+	return false;
+}
+
+static void test_options_defaults(void **state)
+{
+	(void)state;
+	struct mfs_options o;
+	struct fuse_args args;
+	struct mafsbx_error e;
+	assert_int_equal(parse(&o, &args, &e, "/mnt", NULL), 0);
+	assert_null(o.host);
+	assert_null(o.image);
+	assert_null(o.scope);
+	assert_true(o.attr_timeout == 1.0);
+	assert_int_equal(o.max_read, 64ull << 20);
+	assert_int_equal(o.max_write, 64ull << 20);
+	assert_int_equal(o.exec_timeout, 300);
+	assert_int_equal(o.pids_limit, 512);
+	assert_false(o.cap_drop_all);
+	assert_int_equal(o.memory, 0);
+	assert_true(o.cpus == 0);
+	assert_null(o.egress_proxy_image);
+	assert_false(o.show_help);
+	assert_true(has_arg(&args, "/mnt"));
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+}
+
+static void test_options_all(void **state)
+{
+	(void)state;
+	struct mfs_options o;
+	struct fuse_args args;
+	struct mafsbx_error e;
+	assert_int_equal(parse(&o, &args, &e, "-f", "-o",
+			       "host=unix:///tmp/x.sock,image=mafsbx/busybox:latest,scope=team-a,attr_timeout=0.5,"
+			       "max_read=1M,max_write=2048,exec_timeout=30,pids_limit=64,cap_drop_all,memory=512m,"
+			       "cpus=1.5,egress_proxy_image=proxy:1,allow_other,max_threads=8",
+			       "/mnt", NULL),
+			 0);
+	assert_string_equal(o.host, "unix:///tmp/x.sock");
+	assert_string_equal(o.image, "mafsbx/busybox:latest");
+	assert_string_equal(o.scope, "team-a");
+	assert_true(o.attr_timeout == 0.5);
+	assert_int_equal(o.max_read, 1 << 20);
+	assert_int_equal(o.max_write, 2048);
+	assert_int_equal(o.exec_timeout, 30);
+	assert_int_equal(o.pids_limit, 64);
+	assert_true(o.cap_drop_all);
+	assert_int_equal(o.memory, 512ll << 20);
+	assert_true(o.cpus == 1.5);
+	assert_string_equal(o.egress_proxy_image, "proxy:1");
+	assert_true(o.max_threads_given);
+	/* ours are taken out; libfuse's stay */
+	assert_false(has_arg(&args, "image="));
+	assert_false(has_arg(&args, "max_read"));
+	assert_true(has_arg(&args, "allow_other"));
+	assert_true(has_arg(&args, "max_threads=8"));
+	assert_true(has_arg(&args, "-f"));
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+
+	assert_int_equal(parse(&o, &args, &e, "-H", "tcp://h:2375", "/mnt", NULL), 0);
+	assert_string_equal(o.host, "tcp://h:2375");
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "--context", "ctx1", "/mnt", NULL), 0);
+	assert_string_equal(o.context, "ctx1");
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "--help", NULL), 0);
+	assert_true(o.show_help);
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "--version", NULL), 0);
+	assert_true(o.show_version);
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+}
+
+static void test_options_bad(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *opt;
+		const char *needle;
+	} bad[] = {
+		{ "attr_timeout=-1", "attr_timeout" },
+		{ "attr_timeout=abc", "attr_timeout" },
+		{ "max_read=0", "max_read" },
+		{ "max_read=12Q", "max_read" },
+		{ "max_write=", "max_write" },
+		{ "exec_timeout=0", "exec_timeout" },
+		{ "exec_timeout=1.5", "exec_timeout" },
+		{ "pids_limit=-3", "pids_limit" },
+		{ "memory=1k", "memory" },
+		{ "cpus=0", "cpus" },
+		{ "cpus=lots", "cpus" },
+		{ "image=", "image" },
+		{ "scope=", "scope" },
+		{ "host=unix:///a,context=b", "not both" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct mfs_options o;
+		struct fuse_args args;
+		struct mafsbx_error e;
+		int r = parse(&o, &args, &e, "-o", bad[i].opt, "/mnt", NULL);
+		if (r != -EINVAL || !strstr(e.message, bad[i].needle))
+			fail_msg("-o %s: got %d '%s'", bad[i].opt, r, e.message);
+		fuse_opt_free_args(&args);
+	}
+}
+
+static void test_parse_bytes(void **state)
+{
+	(void)state;
+	uint64_t v;
+	assert_int_equal(mfs_parse_bytes("123", &v), 0);
+	assert_int_equal(v, 123);
+	assert_int_equal(mfs_parse_bytes("64M", &v), 0);
+	assert_int_equal(v, 64ull << 20);
+	assert_int_equal(mfs_parse_bytes("64MiB", &v), 0);
+	assert_int_equal(v, 64ull << 20);
+	assert_int_equal(mfs_parse_bytes("2g", &v), 0);
+	assert_int_equal(v, 2ull << 30);
+	assert_int_equal(mfs_parse_bytes("5kb", &v), 0);
+	assert_int_equal(v, 5120);
+	assert_int_equal(mfs_parse_bytes("", &v), -EINVAL);
+	assert_int_equal(mfs_parse_bytes("-1", &v), -EINVAL);
+	assert_int_equal(mfs_parse_bytes("1.5M", &v), -EINVAL);
+	assert_int_equal(mfs_parse_bytes("99999999999999999999", &v), -EINVAL);
+	assert_int_equal(mfs_parse_bytes("99999999999T", &v), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_options_defaults),
+		cmocka_unit_test(test_options_all),
+		cmocka_unit_test(test_options_bad),
+		cmocka_unit_test(test_parse_bytes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
