@@ -23,7 +23,7 @@
  *
  * Across processes, the freezer takes turns with execs through turns.h
  * (no engine there): the lock files of a container, under the runtime
- * directory, keyed by lock_key(), and the decision of who goes. A freeze
+ * directory, keyed by turns_of(), and the decision of who goes. A freeze
  * turn taken ALONE pauses (under the turn's gate); one that JOINED a freeze
  * in force reads the marker; the last turn out unpauses. The gate's content
  * is the marker: empty, or "pausing pid N" / "frozen pid N t=ANCHOR" while a
