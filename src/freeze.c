@@ -21,37 +21,17 @@
  * their deadline. Only the thread that moves an entry out of IDLE or into
  * LEAVING talks to the other processes and to the engine.
  *
- * Across processes, per (endpoint, container) under the runtime directory:
- *   <key>.gate  flock'ed LOCK_EX for every transition (enter, leave,
- *               recover, exec registration); its content is the marker:
- *               empty, or "pausing pid N" / "frozen pid N" while a mafsbx
- *               freeze may be in force;
- *   <key>.hold  flock'ed LOCK_SH by every process inside the freeze;
- *   <key>.exec  flock'ed LOCK_SH by every exec in flight (one descriptor per
- *               exec); its one byte of content says which side started a
- *               phase last ('f' freeze, 'e' exec), for turn-taking;
- *   <key>.xwant LOCK_SH by every exec waiting to start;
- *   <key>.fwant LOCK_SH by a freeze waiting for execs to end.
- * Under the gate, "can I take X LOCK_EX without waiting?" answers "does any
- * live process hold X?". flock locks belong to open file descriptions, so
- * two descriptors of one process conflict like two processes: the same
- * checks serve threads and processes alike. flock locks die with their
- * process, so a SIGKILLed holder leaves the marker set and nobody on the
- * hold file: that is a freeze left by a dead process, which enter() adopts
- * and recover() unpauses. (A flock conversion is not atomic, which is why
- * every conversion and every exclusive probe happens only under the gate.)
- *
- * The exclusion, all decided under the gate: an exec registers (takes the
- * exec file shared) only when nobody holds the hold file; a freeze starts
- * or joins only when nobody holds the exec file. Turns, so neither side
- * starves the other: while an exec waits (xwant held), no process joins a
- * freeze across processes, and no fresh freeze starts if a freeze went
- * last; while a freeze waits (fwant held), no exec joins an exec phase in
- * progress, and none starts one if an exec went last. When both wait and
- * nothing is in force, exactly one side may go (the one that did not go
- * last), so there is no deadlock; every wait is bounded by its deadline and
- * re-checks at least every 10 ms (changes in this process also wake it at
- * once through a generation counter, so no wake-up is lost).
+ * Across processes, the freezer takes turns with execs through turns.h
+ * (no engine there): the lock files of a container, under the runtime
+ * directory, keyed by turns_of(), and the decision of who goes. A freeze
+ * turn taken ALONE pauses (under the turn's gate); one that JOINED a freeze
+ * in force reads the marker; the last turn out unpauses. The gate's content
+ * is the marker: empty, or "pausing pid N" / "frozen pid N t=ANCHOR" while a
+ * mafsbx freeze may be in force. flock locks die with their process, so a
+ * SIGKILLed holder leaves the marker set and nobody inside: a freeze left by
+ * a dead process, which enter() adopts and recover() unpauses. Waits for
+ * another process re-check at least every 10 ms; changes in this process
+ * wake them at once through a generation counter, so no wake-up is lost.
  */
 #include "freeze.h"
 
@@ -62,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +49,7 @@
 #include "buf.h"
 #include "log.h"
 #include "names.h"
+#include "turns.h"
 
 enum fstate { FS_IDLE, FS_ENTERING, FS_HELD, FS_LEAVING, FS_RECOVERING };
 
@@ -79,12 +59,12 @@ struct fentry {
 	enum fstate state;
 	unsigned count;
 	unsigned waiters;
-	int hold_fd;
+	struct mafsbx_turn turn; /* the freeze turn held (hold file) */
 	long long held_since_ms;
 	unsigned execs;          /* execs of this process registered (in flight) */
 	bool frozen;             /* this process is inside a freeze (its pause issued, or joined) */
 	bool poller;             /* a freeze enter is polling for the container's execs to end */
-	int busy_why;            /* the poller's last reason (enum busy) */
+	enum mafsbx_turns_busy busy_why; /* the poller's last reason */
 	long long anchor_ns;     /* the engine's time of the pause that started the freeze held (0: unknown) */
 };
 
@@ -116,16 +96,8 @@ void *mafsbx_freeze_test_before_verify_ctx;
 struct mafsbx_freeze_exec {
 	struct mafsbx_freezer *f;
 	struct fentry *e;
-	int fd;                  /* <key>.exec, held LOCK_SH while the exec is in flight */
+	struct mafsbx_turn turn; /* the exec turn, held while the exec is in flight */
 };
-
-/* Why a freeze attempt must wait for execs. */
-enum busy { BUSY_NONE, BUSY_EXEC_RUNNING, BUSY_EXEC_WAITING };
-
-/* Re-check interval of a wait for another process (changes in this process wake at once). */
-#define POLL_FAST_MS 2
-#define POLL_SLOW_MS 10
-#define POLL_FAST_ROUNDS 25
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -185,58 +157,27 @@ static char *default_rundir(void)
 }
 
 /*
- * The lock file of a container. A full ID (64 hex) is random and names one
- * container on any engine, so it alone is the key: processes that reach the
- * same daemon through different endpoint spellings (a relay socket, a
- * context) still share one freeze. A name is only unique per daemon, so it
- * is keyed with the endpoint too.
+ * The lock files of a container (turns.h). A full ID (64 hex) is random and
+ * names one container on any engine, so it alone is the key: processes that
+ * reach the same daemon through different endpoint spellings (a relay
+ * socket, a context) still share one freeze. A name is only unique per
+ * daemon, so it is keyed with the endpoint too.
  */
-static void lock_path(const struct mafsbx_freezer *f, const char *container, const char *suffix, char *out,
-		      size_t outsz)
+static int turns_of(const struct mafsbx_freezer *f, const char *container, struct mafsbx_turns *t,
+		    struct mafsbx_error *err)
 {
-	if (mafsbx_is_engine_id(container)) {
-		snprintf(out, outsz, "%s/%s.%s", f->rundir, container, suffix);
-		return;
-	}
+	char key[200];
 	bool plain = strlen(container) <= 128 && container[0] != '.';
 	for (const char *c = container; plain && *c; c++)
 		plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
 			*c == '_' || *c == '.' || *c == '-';
-	if (plain)
-		snprintf(out, outsz, "%s/%s-%s.%s", f->rundir, f->ep_hash, container, suffix);
+	if (mafsbx_is_engine_id(container))
+		snprintf(key, sizeof(key), "%s", container);
+	else if (plain)
+		snprintf(key, sizeof(key), "%s-%s", f->ep_hash, container);
 	else
-		snprintf(out, outsz, "%s/%s-h%016llx.%s", f->rundir, f->ep_hash,
-			 (unsigned long long)fnv1a(container), suffix);
-}
-
-static int open_lock(const struct mafsbx_freezer *f, const char *container, const char *suffix,
-		     struct mafsbx_error *err)
-{
-	char p[PATH_MAX];
-	lock_path(f, container, suffix, p, sizeof(p));
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot open lock file %s: %s", p,
-					     strerror(errno));
-	return fd;
-}
-
-/* flock with a deadline: non-blocking attempts with short sleeps. */
-static int flock_until(int fd, int op, long long deadline_ms, const char *what, struct mafsbx_error *err)
-{
-	unsigned spins = 0;
-	for (;;) {
-		if (flock(fd, op | LOCK_NB) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "flock %s: %s", what,
-						     strerror(errno));
-		if (mafsbx_now_ms() >= deadline_ms)
-			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "timed out waiting for the freeze lock of %s",
-						what);
-		struct timespec ts = { 0, (spins++ < 50 ? 1 : 5) * 1000000L };
-		nanosleep(&ts, NULL);
-	}
+		snprintf(key, sizeof(key), "%s-h%016llx", f->ep_hash, (unsigned long long)fnv1a(container));
+	return mafsbx_turns_init(t, f->rundir, key, container, err);
 }
 
 static void read_marker(int fd, char *buf, size_t sz)
@@ -282,41 +223,6 @@ static void bump(struct mafsbx_freezer *f)
 {
 	f->gen++;
 	pthread_cond_broadcast(&f->cv);
-}
-
-/* Under the gate: does no live descriptor (this process's included) hold `fd`'s file? */
-static bool lock_free(int fd)
-{
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-		return false;
-	flock(fd, LOCK_UN);
-	return true;
-}
-
-/* Under the gate: which side started a phase last ('f', 'e', or 0 when unknown). */
-static char read_last(int exec_fd)
-{
-	char c = 0;
-	if (pread(exec_fd, &c, 1, 0) != 1 || (c != 'f' && c != 'e'))
-		c = 0;
-	return c;
-}
-
-static void write_last(int exec_fd, char side)
-{
-	if (pwrite(exec_fd, &side, 1, 0) != 1)
-		log_warn("freeze: cannot record the exec/freeze turn: %s", strerror(errno));
-}
-
-/* Take a SH lock on a "want" file without waiting (under the gate nobody holds it EX). */
-static int want_lock(const struct mafsbx_freezer *f, const char *container, const char *suffix)
-{
-	int fd = open_lock(f, container, suffix, NULL);
-	if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
 }
 
 /*
@@ -586,173 +492,63 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 }
 
 /*
- * Enter across processes. 0: inside the freeze. -EAGAIN with *why set: an
- * exec of the container is in flight or waiting, so the caller waits and
- * retries (the first time, *fwant is taken so that new execs let it in).
- * Otherwise an error.
+ * Enter across processes. 0: inside the freeze. -EAGAIN with turn->why set:
+ * an exec of the container is in flight or waiting, so the caller waits and
+ * retries (the first time, the turn announces the wait so that new execs let
+ * it in). Otherwise an error.
  */
-static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms, int *fwant,
-		       enum busy *why, struct mafsbx_error *err)
+static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms, struct mafsbx_turn *turn,
+		       struct mafsbx_error *err)
 {
-	__do_close int gate = open_lock(f, e->container, "gate", err);
-	if (gate < 0)
-		return gate;
-	__do_close int xf = open_lock(f, e->container, "exec", err);
-	if (xf < 0)
-		return xf;
-	__do_close int xw = open_lock(f, e->container, "xwant", err);
-	if (xw < 0)
-		return xw;
-	int r = flock_until(gate, LOCK_EX, deadline_ms, e->container, err);
+	struct mafsbx_turns t;
+	int r = turns_of(f, e->container, &t, err);
 	if (r < 0)
 		return r;
-	/* an exec in flight anywhere on the host: never pause now (see the top of this file) */
-	if (!lock_free(xf)) {
-		*why = BUSY_EXEC_RUNNING;
-		goto busy;
-	}
-	bool exec_waits = !lock_free(xw);
-	int hold = open_lock(f, e->container, "hold", err);
-	if (hold < 0) {
-		flock(gate, LOCK_UN);
-		return hold;
-	}
-	if (flock(hold, LOCK_EX | LOCK_NB) < 0) {
-		/* a live process is inside a freeze of this container: join it, unless an exec waits for it to drain */
-		if (exec_waits) {
-			close(hold);
-			*why = BUSY_EXEC_WAITING;
-			goto busy;
-		}
-		if (flock(hold, LOCK_SH | LOCK_NB) < 0) {
-			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "flock the hold file of %s: %s",
-						  e->container, strerror(errno));
-			close(hold);
-			flock(gate, LOCK_UN);
-			return r;
-		}
+	r = mafsbx_turns_freeze_try(&t, turn, deadline_ms, err);
+	if (r < 0)
+		return r;
+	if (r == MAFSBX_TURN_JOINED) {
+		/* a live process is inside a freeze of this container: joined */
 		char m[96];
-		read_marker(gate, m, sizeof(m));
+		read_marker(turn->gate, m, sizeof(m));
 		e->anchor_ns = marker_anchor(m);
 		stat_add(f, &f->stats.xjoins);
 		mark_frozen(f, e, true);
-		e->hold_fd = hold;
-		flock(gate, LOCK_UN);
-		return 0;
+		r = 0;
+	} else {
+		char old[64];
+		read_marker(turn->gate, old, sizeof(old));
+		r = freeze_alone(f, turn->gate, e, old, deadline_ms, err);
+		if (r < 0)
+			mark_frozen(f, e, false);
 	}
-	if (exec_waits && read_last(xf) == 'f') {
-		/* both sides wait and a freeze went last: the exec's turn */
-		flock(hold, LOCK_UN);
-		close(hold);
-		*why = BUSY_EXEC_WAITING;
-		goto busy;
-	}
-	write_last(xf, 'f');
-	char old[64];
-	read_marker(gate, old, sizeof(old));
-	r = freeze_alone(f, gate, e, old, deadline_ms, err);
-	if (r < 0) {
-		mark_frozen(f, e, false);
-		flock(hold, LOCK_UN);
-		close(hold);
-		flock(gate, LOCK_UN);
+	mafsbx_turns_settle(turn, r == 0);
+	if (r < 0)
 		return r;
-	}
-	/* EX -> SH: not atomic, but every other transition waits for the gate we hold */
-	flock(hold, LOCK_SH);
-	e->hold_fd = hold;
-	flock(gate, LOCK_UN);
+	e->turn = (struct mafsbx_turn)MAFSBX_TURN_INIT;
+	e->turn.hold = turn->hold;
+	turn->hold = -1;
 	return 0;
-busy:
-	if (*fwant < 0)
-		*fwant = want_lock(f, e->container, "fwant");
-	flock(gate, LOCK_UN);
-	return -EAGAIN;
 }
 
 static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
 {
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
-	int gate = open_lock(f, e->container, "gate", &err);
-	if (gate < 0 || flock_until(gate, LOCK_EX, mafsbx_now_ms() + 60000, e->container, &err) < 0) {
+	struct mafsbx_turns t;
+	int r = turns_of(f, e->container, &t, &err);
+	if (r == 0)
+		r = mafsbx_turns_freeze_leave(&t, &e->turn, mafsbx_now_ms() + 60000, &err);
+	if (r < 0) {
 		/* cannot coordinate: leave without thawing; the marker lets recover() lift it */
 		log_warn("freeze: leaving %s without unpausing: %s", e->container, err.message);
 		unpause_failed(f, e->container);
-		if (gate >= 0)
-			close(gate);
-		mark_frozen(f, e, false);
-		close(e->hold_fd);
-		e->hold_fd = -1;
-		return;
-	}
-	flock(e->hold_fd, LOCK_UN);
-	if (flock(e->hold_fd, LOCK_EX | LOCK_NB) == 0) {
+	} else if (r == 1 && thaw_owned(f, e->container, "leaving a freeze") != THAW_FAILED) {
 		/* the last one out, across every process */
-		if (thaw_owned(f, e->container, "leaving a freeze") != THAW_FAILED)
-			write_marker(gate, NULL);
-		flock(e->hold_fd, LOCK_UN);
+		write_marker(e->turn.gate, NULL);
 	}
 	mark_frozen(f, e, false);
-	close(e->hold_fd);
-	e->hold_fd = -1;
-	flock(gate, LOCK_UN);
-	close(gate);
-}
-
-/*
- * One attempt to register an exec (the caller holds <key>.xwant shared).
- * 0: registered, `xf` holds <key>.exec shared. -EAGAIN: a freeze is in
- * force, or waits its turn. Otherwise an error.
- */
-static int exec_try(struct mafsbx_freezer *f, struct fentry *e, int xf, long long deadline_ms,
-		    struct mafsbx_error *err)
-{
-	__do_close int gate = open_lock(f, e->container, "gate", err);
-	if (gate < 0)
-		return gate;
-	__do_close int hold = open_lock(f, e->container, "hold", err);
-	if (hold < 0)
-		return hold;
-	__do_close int fw = open_lock(f, e->container, "fwant", err);
-	if (fw < 0)
-		return fw;
-	int r = flock_until(gate, LOCK_EX, deadline_ms, e->container, err);
-	if (r < 0)
-		return r;
-	if (!lock_free(hold)) {
-		flock(gate, LOCK_UN);
-		return -EAGAIN; /* a live freeze, in this process or another */
-	}
-	bool freeze_waits = !lock_free(fw);
-	bool phase_idle = flock(xf, LOCK_EX | LOCK_NB) == 0; /* no exec in flight anywhere */
-	if (freeze_waits && (!phase_idle || read_last(xf) == 'e')) {
-		/* a freeze waits: do not extend the exec phase, and do not start one out of turn */
-		if (phase_idle)
-			flock(xf, LOCK_UN);
-		flock(gate, LOCK_UN);
-		return -EAGAIN;
-	}
-	if (phase_idle)
-		write_last(xf, 'e');
-	/* EX -> SH (or a fresh SH beside other execs): nobody probes EX without the gate we hold */
-	if (flock(xf, LOCK_SH | LOCK_NB) < 0) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "flock the exec file of %s: %s",
-					  e->container, strerror(errno));
-		flock(xf, LOCK_UN);
-		flock(gate, LOCK_UN);
-		return r;
-	}
-	pthread_mutex_lock(&f->mu);
-	if (e->frozen) {
-		f->stats.exec_overlaps++;
-		log_warn("freeze: BUG: an exec in %s registered inside a freeze of this process", e->container);
-	}
-	e->execs++;
-	f->stats.exec_begins++;
-	pthread_mutex_unlock(&f->mu);
-	flock(gate, LOCK_UN);
-	return 0;
+	mafsbx_turn_release(&e->turn);
 }
 
 /* ---- the in-process table ----------------------------------------------- */
@@ -769,7 +565,7 @@ static struct fentry *entry_get(struct mafsbx_freezer *f, const char *container,
 		free(e);
 		return NULL;
 	}
-	e->hold_fd = -1;
+	e->turn = (struct mafsbx_turn)MAFSBX_TURN_INIT;
 	e->next = f->entries;
 	f->entries = e;
 	return e;
@@ -819,18 +615,12 @@ static void wait_gen(struct mafsbx_freezer *f, unsigned long long gen, long long
 		;
 }
 
-static long poll_ms(unsigned round)
-{
-	return round < POLL_FAST_ROUNDS ? POLL_FAST_MS : POLL_SLOW_MS;
-}
-
 /* Mutex held: the refusal of a freeze that waited out its deadline behind execs. */
-static int busy_error(struct mafsbx_freezer *f, const char *container, int why, struct mafsbx_error *err)
+static int busy_error(struct mafsbx_freezer *f, const char *container, enum mafsbx_turns_busy why,
+		      struct mafsbx_error *err)
 {
 	f->stats.exec_refusals++;
-	return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, NULL,
-				     "file call refused: an exec is %s in sandbox %s; retry when it ends",
-				     why == BUSY_EXEC_WAITING ? "about to start" : "running", container);
+	return mafsbx_turns_busy_error(container, why, err);
 }
 
 /* ---- public API --------------------------------------------------------- */
@@ -889,8 +679,7 @@ void mafsbx_freezer_free(struct mafsbx_freezer *f)
 			log_warn("freeze: freezer freed with a freeze of %s still held", e->container);
 		if (e->execs)
 			log_warn("freeze: freezer freed with %u exec(s) of %s still registered", e->execs, e->container);
-		if (e->hold_fd >= 0)
-			close(e->hold_fd);
+		mafsbx_turn_release(&e->turn);
 		free(e->container);
 		free(e);
 	}
@@ -939,7 +728,8 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 		free(h);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	int r = 0, fwant = -1;
+	int r = 0;
+	struct mafsbx_turn turn = MAFSBX_TURN_INIT; /* announces the wait for execs */
 	bool poller = false;
 	for (unsigned polls = 0;;) {
 		/*
@@ -957,8 +747,7 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 		if (e->state == FS_IDLE && (!e->poller || poller)) {
 			e->state = FS_ENTERING;
 			pthread_mutex_unlock(&f->mu);
-			enum busy why = BUSY_NONE;
-			r = xproc_enter(f, e, deadline_ms, &fwant, &why, err);
+			r = xproc_enter(f, e, deadline_ms, &turn, err);
 			pthread_mutex_lock(&f->mu);
 			if (r == 0) {
 				e->state = FS_HELD;
@@ -976,13 +765,13 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 				poller = e->poller = true;
 				f->stats.exec_deferrals++;
 			}
-			e->busy_why = why;
+			e->busy_why = turn.why;
 			long long now = mafsbx_now_ms();
 			if (now >= deadline_ms) {
-				r = busy_error(f, container, why, err);
+				r = busy_error(f, container, turn.why, err);
 				break;
 			}
-			long long until = now + poll_ms(polls++);
+			long long until = now + mafsbx_turns_poll_ms(polls++);
 			e->waiters++;
 			wait_gen(f, f->gen, until < deadline_ms ? until : deadline_ms);
 			e->waiters--;
@@ -1003,8 +792,7 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 		e->poller = false;
 		bump(f);
 	}
-	if (fwant >= 0)
-		close(fwant);
+	mafsbx_turn_unwant(&turn);
 	if (r < 0) {
 		entry_maybe_free(f, e);
 		pthread_mutex_unlock(&f->mu);
@@ -1174,6 +962,38 @@ int mafsbx_freeze_wait_idle(struct mafsbx_freezer *f, const char *container, lon
 	return r;
 }
 
+/* An exec's wait: no try while this process itself takes, holds or releases a freeze of the container. */
+static bool exec_may_try(void *ctx, unsigned long long *token)
+{
+	struct mafsbx_freeze_exec *x = ctx;
+	pthread_mutex_lock(&x->f->mu);
+	*token = x->f->gen;
+	enum fstate st = x->e->state;
+	pthread_mutex_unlock(&x->f->mu);
+	return st != FS_ENTERING && st != FS_HELD && st != FS_LEAVING;
+}
+
+static void exec_wait_gen(void *ctx, unsigned long long token, long long until_ms)
+{
+	struct mafsbx_freeze_exec *x = ctx;
+	pthread_mutex_lock(&x->f->mu);
+	wait_gen(x->f, token, until_ms);
+	pthread_mutex_unlock(&x->f->mu);
+}
+
+/* The exec turn is taken, under its gate: count it (and the debug check). */
+static void exec_registered(struct mafsbx_freezer *f, struct fentry *e)
+{
+	pthread_mutex_lock(&f->mu);
+	if (e->frozen) {
+		f->stats.exec_overlaps++;
+		log_warn("freeze: BUG: an exec in %s registered inside a freeze of this process", e->container);
+	}
+	e->execs++;
+	f->stats.exec_begins++;
+	pthread_mutex_unlock(&f->mu);
+}
+
 int mafsbx_freeze_exec_begin(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
 			     struct mafsbx_freeze_exec **out, struct mafsbx_error *err)
 {
@@ -1185,7 +1005,7 @@ int mafsbx_freeze_exec_begin(struct mafsbx_freezer *f, const char *container, lo
 	if (!x)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	x->f = f;
-	x->fd = -1;
+	x->turn = (struct mafsbx_turn)MAFSBX_TURN_INIT;
 	pthread_mutex_lock(&f->mu);
 	struct fentry *e = entry_get(f, container, true);
 	if (!e) {
@@ -1195,48 +1015,18 @@ int mafsbx_freeze_exec_begin(struct mafsbx_freezer *f, const char *container, lo
 	}
 	e->waiters++; /* keeps the entry while we work without the mutex */
 	pthread_mutex_unlock(&f->mu);
+	x->e = e;
 
 	bool waited = false;
-	int r, xwant = open_lock(f, container, "xwant", err);
-	if (xwant < 0) {
-		r = xwant;
-		goto out;
+	struct mafsbx_turns t;
+	const struct mafsbx_turns_hooks hooks = { exec_may_try, exec_wait_gen, x };
+	int r = turns_of(f, container, &t, err);
+	if (r == 0)
+		r = mafsbx_turns_exec_wait(&t, &x->turn, deadline_ms, &hooks, &waited, err);
+	if (r == 0) {
+		exec_registered(f, e);
+		mafsbx_turns_settle(&x->turn, true);
 	}
-	x->fd = open_lock(f, container, "exec", err);
-	if (x->fd < 0) {
-		r = x->fd;
-		goto out;
-	}
-	/* announce the wait first, so that no new freeze starts out of turn meanwhile */
-	if ((r = flock_until(xwant, LOCK_SH, deadline_ms, container, err)) < 0)
-		goto out;
-	for (unsigned polls = 0;; polls++) {
-		pthread_mutex_lock(&f->mu);
-		unsigned long long gen = f->gen;
-		bool ours = e->state == FS_ENTERING || e->state == FS_HELD || e->state == FS_LEAVING;
-		pthread_mutex_unlock(&f->mu);
-		if (!ours) {
-			r = exec_try(f, e, x->fd, deadline_ms, err);
-			if (r != -EAGAIN)
-				break;
-		}
-		waited = true;
-		long long now = mafsbx_now_ms();
-		if (now >= deadline_ms) {
-			r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
-					     "timed out waiting for the freeze of sandbox %s to end before an exec (file "
-					     "calls hold it); retry",
-					     container);
-			break;
-		}
-		long long until = now + poll_ms(polls);
-		pthread_mutex_lock(&f->mu);
-		wait_gen(f, gen, until < deadline_ms ? until : deadline_ms);
-		pthread_mutex_unlock(&f->mu);
-	}
-out:
-	if (xwant >= 0)
-		close(xwant);
 	pthread_mutex_lock(&f->mu);
 	e->waiters--;
 	if (r == 0 && waited)
@@ -1244,13 +1034,10 @@ out:
 	if (r < 0) {
 		entry_maybe_free(f, e);
 		pthread_mutex_unlock(&f->mu);
-		if (x->fd >= 0)
-			close(x->fd);
 		free(x);
 		return r;
 	}
 	pthread_mutex_unlock(&f->mu);
-	x->e = e;
 	*out = x;
 	return 0;
 }
@@ -1266,14 +1053,45 @@ void mafsbx_freeze_exec_end(struct mafsbx_freeze_exec *x)
 	e->execs--;
 	e->waiters++;
 	pthread_mutex_unlock(&f->mu);
-	flock(x->fd, LOCK_UN);
-	close(x->fd);
+	mafsbx_turn_release(&x->turn);
 	pthread_mutex_lock(&f->mu);
 	e->waiters--;
 	bump(f);
 	entry_maybe_free(f, e);
 	pthread_mutex_unlock(&f->mu);
 	free(x);
+}
+
+/* Under the gate, nobody inside a freeze: unpause `container` if it is ours (or with include_foreign). */
+static int recover_idle(struct mafsbx_freezer *f, const char *container, int gate, bool include_foreign,
+			bool *unpaused, struct mafsbx_error *err)
+{
+	char marker[64];
+	read_marker(gate, marker, sizeof(marker));
+	if (!marker[0] && !include_foreign)
+		return 0;
+	struct mafsbx_error ue;
+	mafsbx_error_clear(&ue);
+	if (mafsbx_container_unpause(f->engine, container, &ue) == 0) {
+		pthread_mutex_lock(&f->mu);
+		f->stats.unpauses++;
+		f->stats.recovered++;
+		pthread_mutex_unlock(&f->mu);
+		if (unpaused)
+			*unpaused = true;
+		log_info("freeze: recovered %s: unpaused a freeze %s", container,
+			 marker[0] ? "left by a dead process" : "with no live holder");
+		write_marker(gate, NULL);
+		return 0;
+	}
+	if (not_paused_answer(&ue)) {
+		write_marker(gate, NULL);
+		return 0;
+	}
+	if (err)
+		*err = ue;
+	mafsbx_error_prefix(err, "could not recover the paused container %s", container);
+	return -(ue.err ? ue.err : EIO);
 }
 
 int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool include_foreign, bool *unpaused,
@@ -1298,48 +1116,14 @@ int mafsbx_freeze_recover(struct mafsbx_freezer *f, const char *container, bool 
 	e->state = FS_RECOVERING;
 	pthread_mutex_unlock(&f->mu);
 
-	int r = 0;
-	int gate = open_lock(f, container, "gate", err);
-	int hold = gate >= 0 ? open_lock(f, container, "hold", err) : -1;
-	if (gate < 0 || hold < 0) {
-		r = gate < 0 ? gate : hold;
-		goto out;
-	}
-	if ((r = flock_until(gate, LOCK_EX, deadline_ms, container, err)) < 0)
-		goto out;
-	if (flock(hold, LOCK_EX | LOCK_NB) == 0) {
-		char marker[64];
-		read_marker(gate, marker, sizeof(marker));
-		if (marker[0] || include_foreign) {
-			struct mafsbx_error ue;
-			mafsbx_error_clear(&ue);
-			if (mafsbx_container_unpause(f->engine, container, &ue) == 0) {
-				pthread_mutex_lock(&f->mu);
-				f->stats.unpauses++;
-				f->stats.recovered++;
-				pthread_mutex_unlock(&f->mu);
-				if (unpaused)
-					*unpaused = true;
-				log_info("freeze: recovered %s: unpaused a freeze %s", container,
-					 marker[0] ? "left by a dead process" : "with no live holder");
-				write_marker(gate, NULL);
-			} else if (not_paused_answer(&ue)) {
-				write_marker(gate, NULL);
-			} else {
-				if (err)
-					*err = ue;
-				mafsbx_error_prefix(err, "could not recover the paused container %s", container);
-				r = -(ue.err ? ue.err : EIO);
-			}
-		}
-		flock(hold, LOCK_UN);
-	}
-	flock(gate, LOCK_UN);
-out:
-	if (hold >= 0)
-		close(hold);
-	if (gate >= 0)
-		close(gate);
+	struct mafsbx_turns t;
+	struct mafsbx_turn turn = MAFSBX_TURN_INIT;
+	int r = turns_of(f, container, &t, err);
+	if (r == 0)
+		r = mafsbx_turns_idle(&t, &turn, deadline_ms, err);
+	if (r == 1)
+		r = recover_idle(f, container, turn.gate, include_foreign, unpaused, err);
+	mafsbx_turn_release(&turn);
 	pthread_mutex_lock(&f->mu);
 	e->state = FS_IDLE;
 	bump(f);
@@ -1350,14 +1134,30 @@ out:
 
 /* ---- collecting the lock files of containers that are gone --------------- */
 
-static const char *const lock_suffixes[] = { "hold", "exec", "xwant", "fwant" };
+struct gone_ctx {
+	struct mafsbx_freezer *f;
+	const char *container;
+};
+
+/* Does the engine say the container does not exist? */
+static bool engine_says_gone(void *ctx)
+{
+	struct gone_ctx *g = ctx;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	json_t *insp = NULL;
+	bool gone = mafsbx_container_inspect(g->f->engine, g->container, &insp, &e) < 0 &&
+		    e.kind == MAFSBX_EK_NO_CONTAINER;
+	json_decref(insp);
+	return gone;
+}
 
 /*
  * Remove the lock files of full ID `container` when nobody (this process or
- * another) uses them: under its gate, none of the other four held. With
- * `ask_engine`, the engine must also say the container does not exist.
- * Container IDs are never reused, so a process that still opens these files
- * later can only be failing on a container that is gone. 1 removed, 0 left.
+ * another) uses them. With `ask_engine`, the engine must also say the
+ * container does not exist. Container IDs are never reused, so a process
+ * that still opens these files later can only be failing on a container
+ * that is gone. 1 removed, 0 left.
  */
 static int forget_key(struct mafsbx_freezer *f, const char *container, bool ask_engine)
 {
@@ -1366,46 +1166,11 @@ static int forget_key(struct mafsbx_freezer *f, const char *container, bool ask_
 	pthread_mutex_lock(&f->mu);
 	bool used = entry_get(f, container, false) != NULL;
 	pthread_mutex_unlock(&f->mu);
-	if (used)
+	struct mafsbx_turns t;
+	if (used || turns_of(f, container, &t, NULL) < 0)
 		return 0;
-	char p[PATH_MAX];
-	lock_path(f, container, "gate", p, sizeof(p));
-	__do_close int gate = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (gate < 0 && errno != ENOENT)
-		return 0;
-	if (gate >= 0 && flock(gate, LOCK_EX | LOCK_NB) < 0)
-		return 0;
-	int fds[MAFSBX_ARRAY_SIZE(lock_suffixes)];
-	bool busy = false;
-	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(lock_suffixes); i++) {
-		lock_path(f, container, lock_suffixes[i], p, sizeof(p));
-		fds[i] = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fds[i] >= 0 && !lock_free(fds[i]))
-			busy = true;
-	}
-	if (!busy && ask_engine) {
-		struct mafsbx_error e;
-		mafsbx_error_clear(&e);
-		json_t *insp = NULL;
-		if (mafsbx_container_inspect(f->engine, container, &insp, &e) == 0 || e.kind != MAFSBX_EK_NO_CONTAINER)
-			busy = true;
-		json_decref(insp);
-	}
-	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(lock_suffixes); i++) {
-		if (!busy && fds[i] >= 0) {
-			lock_path(f, container, lock_suffixes[i], p, sizeof(p));
-			unlink(p);
-		}
-		if (fds[i] >= 0)
-			close(fds[i]);
-	}
-	if (busy)
-		return 0;
-	/* the gate last, still held: whoever opened it before sees a file no longer linked */
-	lock_path(f, container, "gate", p, sizeof(p));
-	if (gate >= 0)
-		unlink(p);
-	return 1;
+	struct gone_ctx g = { f, container };
+	return mafsbx_turns_remove(&t, ask_engine ? engine_says_gone : NULL, &g);
 }
 
 void mafsbx_freeze_forget(struct mafsbx_freezer *f, const char *container)

@@ -4,12 +4,19 @@
  *
  * A freeze of one container is shared: an operation arriving while the
  * container is frozen by this process (within the join window), or by a live
- * co-holder process on the same host, joins it; the last one out unpauses. Across processes this holds
- * through two flock'ed files per (endpoint, container) under the runtime
- * directory: a gate (held exclusively for each transition, and holding the
- * marker "this freeze is ours") and a hold file (held shared by every process
- * inside the freeze). So a start-up tells a freeze left by a DEAD process
- * (marker set, nobody holds the hold file) from a live one.
+ * co-holder process on the same host, joins it; the last one out unpauses.
+ * Across processes this holds through flock'ed lock files per container
+ * under the runtime directory (turns.h): a gate (held exclusively for each
+ * transition, and holding the marker "this freeze is ours") and a hold file
+ * (held shared by every process inside the freeze). So a start-up tells a
+ * freeze left by a DEAD process (marker set, nobody holds the hold file)
+ * from a live one.
+ *
+ * The split: this file (freeze.c) is the counted freeze over the engine:
+ * pause/unpause, joining, the marker, verify() through the engine's events,
+ * recover(), forget()/collect(). Who may go, a freeze or an exec, and the
+ * lock files themselves, are turns.h's (no engine there): freeze.c asks it
+ * for a freeze turn before it pauses and for an exec turn in exec_begin().
  *
  * Freezes and execs of one container exclude each other, in this process and
  * across the processes of the host: an exec registers with
@@ -25,7 +32,7 @@
  * unpause, delete) hangs while the guest stays frozen, until dockerd is
  * restarted. So every exec of a container a freezer may freeze must run
  * between exec_begin() and exec_end(). The two sides take turns when both
- * wait, so neither starves the other.
+ * wait, so neither starves the other (the rules: turns.h).
  *
  * Rules:
  *  - A container paused by someone else (paused, no marker) is never unpaused
