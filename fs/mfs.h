@@ -89,6 +89,7 @@ struct mfs_options {
 	unsigned max_threads;        /* FUSE worker ceiling */
 	enum mafsbx_plane_mode plane; /* -o plane= */
 	bool frozen_reads;
+	int burst_ms;                /* -o burst_ms: 0 the default, -1 none (burst.h) */
 	bool max_read_given;         /* the local plane caps reads only when asked */
 	uid_t uid;                   /* owner shown for sandbox files */
 	gid_t gid;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "burst.h"
 #include "egress.h"
 
 /* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
@@ -28,7 +29,7 @@ struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
-	char *plane, *uid, *gid, *umask;
+	char *plane, *uid, *gid, *umask, *burst_ms;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
 	int max_threads_seen, entry_timeout_seen, fsname_seen, subtype_seen;
@@ -62,6 +63,7 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("egress_proxy_image=%s", egress_proxy_image),
 	RAW("plane=%s", plane),
 	RAW("frozen_reads", frozen_reads),
+	RAW("burst_ms=%s", burst_ms),
 	RAW("uid=%s", uid),
 	RAW("gid=%s", gid),
 	RAW("umask=%s", umask),
@@ -127,7 +129,8 @@ static void raw_free(struct raw_opts *r)
 {
 	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
-			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask };
+			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
+			 &r->burst_ms };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -244,6 +247,12 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 	if (r->cpus && (parse_real(r->cpus, 0.01, 1024, &o->cpus) < 0))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o cpus=%s: expected a number from 0.01 to 1024",
 					r->cpus);
+	long b;
+	if (r->burst_ms && parse_long(r->burst_ms, 0, MAFSBX_BURST_LINGER_MAX_MS, &b) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o burst_ms=%s: expected milliseconds from 0 to %d",
+					r->burst_ms, MAFSBX_BURST_LINGER_MAX_MS);
+	if (r->burst_ms)
+		o->burst_ms = b == 0 ? -1 : (int)b;
 	return 0;
 }
 
@@ -393,6 +402,8 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"                           how sandbox files are reached (default auto: local\n"
 		"                           where the engine runs on this host)\n"
 		"    -o frozen_reads        local plane: copy each read under one freeze\n"
+		"    -o burst_ms=MS         engine plane: how long a freeze outlives the last\n"
+		"                           call of a burst (default 5; 0: every call its own)\n"
 		"    -o uid=N, -o gid=N, -o umask=M\n"
 		"                           owner and mode mask shown for sandbox files\n"
 		"                           (default: the mounting user, 022)\n"

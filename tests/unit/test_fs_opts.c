@@ -59,6 +59,7 @@ static void test_options_defaults(void **state)
 	assert_int_equal(o.memory, 0);
 	assert_true(o.cpus == 0);
 	assert_null(o.egress_proxy_image);
+	assert_int_equal(o.burst_ms, 0);
 	assert_false(o.show_help);
 	assert_true(has_arg(&args, "/mnt"));
 	mfs_options_free(&o);
@@ -99,6 +100,15 @@ static void test_options_all(void **state)
 	mfs_options_free(&o);
 	fuse_opt_free_args(&args);
 
+	assert_int_equal(parse(&o, &args, &e, "-o", "burst_ms=0", "/mnt", NULL), 0);
+	assert_int_equal(o.burst_ms, -1); /* none */
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "-o", "burst_ms=200", "/mnt", NULL), 0);
+	assert_int_equal(o.burst_ms, 200);
+	assert_false(has_arg(&args, "burst_ms"));
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
 	assert_int_equal(parse(&o, &args, &e, "-H", "tcp://h:2375", "/mnt", NULL), 0);
 	assert_string_equal(o.host, "tcp://h:2375");
 	mfs_options_free(&o);
@@ -138,6 +148,9 @@ static void test_options_bad(void **state)
 		{ "image=", "image" },
 		{ "scope=", "scope" },
 		{ "host=unix:///a,context=b", "not both" },
+		{ "burst_ms=-1", "burst_ms" },
+		{ "burst_ms=201", "burst_ms" },
+		{ "burst_ms=5ms", "burst_ms" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct mfs_options o;
