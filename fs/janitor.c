@@ -179,15 +179,7 @@ static void *janitor_main(void *arg)
 			long long until = gc_at;
 			if (pending && retry_at < until)
 				until = retry_at;
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			long long add = until - now;
-			ts.tv_sec += add / 1000;
-			ts.tv_nsec += (add % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			struct timespec ts = mafsbx_monotonic_after_ms(until - now);
 			pthread_cond_timedwait(&fs->janitor_cv, &fs->janitor_lock, &ts);
 			continue;
 		}

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 struct mafsbx_buf {
@@ -43,5 +44,7 @@ static inline void mafsbx_closep(int *fd) { if (*fd >= 0) close(*fd); }
 
 /* Monotonic clock in milliseconds. */
 long long mafsbx_now_ms(void);
+/* CLOCK_MONOTONIC `ms` from now (<= 0: now), for pthread_cond_timedwait on a CLOCK_MONOTONIC condvar. */
+struct timespec mafsbx_monotonic_after_ms(long long ms);
 
 #endif

@@ -135,15 +135,7 @@ static void *timer_main(void *arg)
 			pthread_mutex_lock(&bs->mu);
 			continue;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		long long wait = next - now;
-		ts.tv_sec += wait / 1000;
-		ts.tv_nsec += (wait % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = mafsbx_monotonic_after_ms(next - now);
 		pthread_cond_timedwait(&bs->cv, &bs->mu, &ts);
 	}
 	pthread_mutex_unlock(&bs->mu);

@@ -592,15 +592,7 @@ static bool wait_until(struct mafsbx_freezer *f, long long deadline_ms)
 	long long now = mafsbx_now_ms();
 	if (now >= deadline_ms)
 		return false;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	long long add = deadline_ms - now;
-	ts.tv_sec += add / 1000;
-	ts.tv_nsec += (add % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = mafsbx_monotonic_after_ms(deadline_ms - now);
 	pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 	return true;
 }
