@@ -587,7 +587,10 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 	if (!b || !spec || !spec->key.scope || !spec->key.thread || !spec->key.agent || !spec->kind || !*spec->kind ||
 	    !spec->work_dir)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire: incomplete spec");
-	const char *image = spec->image && *spec->image ? spec->image : b->cfg.default_image;
+	/* a pinned image ID takes precedence over the reference (upstream §1.3, §4.4); either is passed on
+	 * unparsed, and an absent one is pulled, whose failure is "could not pull image" */
+	const char *image = spec->image_id && *spec->image_id ? spec->image_id
+			    : spec->image && *spec->image ? spec->image : b->cfg.default_image;
 	if (!image)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'image': required (no default image is configured)");
 	if (spec->isolation_scope == MAFSBX_SCOPE_CALL && (!spec->key.call || !*spec->key.call))

@@ -38,6 +38,13 @@ static void launch_message(const struct mafsbx_exec_result *res, char *out, size
 int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
 			struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
+	return mafsbx_sandbox_exec_stream(b, spec, NULL, NULL, res, err);
+}
+
+int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
+			       int (*on_output)(int stream, const void *data, size_t len, void *ctx), void *ctx,
+			       struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
 	if (!res)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: no result");
 	memset(res, 0, sizeof(*res));
@@ -81,7 +88,10 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
 		.stdin_data = spec->has_stdin ? (spec->stdin_data ? (const void *)spec->stdin_data : (const void *)"") : NULL,
 		.stdin_len = spec->has_stdin ? spec->stdin_len : 0,
 		.timeout_ms = spec->timeout_ms,
-		.max_output = SBX_EXEC_MAX_OUTPUT,
+		/* streamed: the bytes went to the caller; keep only enough for a launch failure's message */
+		.max_output = on_output ? SBX_STREAM_KEEP_OUTPUT : SBX_EXEC_MAX_OUTPUT,
+		.on_output = on_output,
+		.output_ctx = ctx,
 	};
 	mafsbx_error_clear(&e);
 	r = sbx_exec(b, id, &rq, res, &e);

@@ -16,6 +16,7 @@
 #include "sandbox.h"
 
 #define SBX_EXEC_MAX_OUTPUT (8u * 1024 * 1024)
+#define SBX_STREAM_KEEP_OUTPUT (64u * 1024)
 #define SBX_PROBE_READ_LIMIT 1024
 #define SBX_PAUSED_RETRY_MS 50
 #define SBX_FACTS_MAX 1024

@@ -481,6 +481,7 @@ void mafsbx_acquire_spec_free(struct mafsbx_acquire_spec *s)
 	free((char *)s->key.call);
 	free(s->kind);
 	free(s->image);
+	free(s->image_id);
 	free(s->work_dir);
 	free_strv(s->egress_allow, s->n_egress_allow);
 	free_strv(s->outputs, s->n_outputs);
@@ -545,12 +546,104 @@ static int parse_labels(const json_t *req, json_t **out, struct mafsbx_error *er
 	return 0;
 }
 
+/* An image reference or ID: passed to the engine unparsed, so only what cannot be one is refused. */
+static int check_image(const char *image, const char *field, struct mafsbx_error *err)
+{
+	if (has_ctl(image) || strchr(image, ' '))
+		return bad(err, field, "contains a space or a control character");
+	return 0;
+}
+
+/* The key, kind, image (image_id) and work_dir of an acquire. */
+static int acquire_strings(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_acquire_spec *s,
+			   struct mafsbx_error *err)
+{
+	const char *scope, *thread, *agent, *call, *kind, *image, *image_id, *work_dir;
+	int r;
+	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
+	    (r = get_str(req, "agent", true, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
+	    (r = get_str(req, "kind", true, false, &kind, err)) || (r = get_str(req, "image", false, false, &image, err)) ||
+	    (r = get_str(req, "image_id", false, false, &image_id, err)) ||
+	    (r = get_str(req, "work_dir", false, false, &work_dir, err)))
+		return r;
+	if (!image && cfg && cfg->default_image && *cfg->default_image)
+		image = cfg->default_image;
+	if (!image && !image_id)
+		return bad(err, "image", "required (no default image is configured)");
+	if ((image && (r = check_image(image, "image", err))) || (image_id && (r = check_image(image_id, "image_id", err))))
+		return r;
+	if (has_ctl(kind))
+		return bad(err, "kind", "contains a control character");
+	if (work_dir && (r = check_abs_path(work_dir, "work_dir", err)))
+		return r;
+	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)) ||
+	    (r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)) ||
+	    (r = dup_to(&s->kind, kind, err)) || (r = dup_to(&s->image, image ? image : image_id, err)) ||
+	    (image_id && (r = dup_to(&s->image_id, image_id, err))) ||
+	    (r = dup_to(&s->work_dir, work_dir ? work_dir : MAFSBX_DEFAULT_WORK_DIR, err)))
+		return r;
+	s->work_dir_explicit = work_dir != NULL;
+	return 0;
+}
+
+/* egress and egress_allow. */
+static int acquire_egress(const json_t *req, struct mafsbx_acquire_spec *s, struct mafsbx_error *err)
+{
+	const char *v;
+	int r = get_str(req, "egress", false, false, &v, err);
+	if (r)
+		return r;
+	if (!v || strcmp(v, "closed") == 0)
+		s->egress = MAFSBX_EGRESS_CLOSED;
+	else if (strcmp(v, "allowlist") == 0)
+		s->egress = MAFSBX_EGRESS_ALLOWLIST;
+	else if (strcmp(v, "unrestricted") == 0)
+		return unsupported(err, "SandboxEgressNotEnforced", "egress", "'unrestricted' is never served");
+	else
+		return bad(err, "egress", "unknown egress mode (want closed or allowlist)");
+	if ((r = parse_str_array(req, "egress_allow", &s->egress_allow, &s->n_egress_allow, 256, check_allow_pattern,
+				 err)))
+		return r;
+	if (s->n_egress_allow && s->egress != MAFSBX_EGRESS_ALLOWLIST)
+		return bad(err, "egress_allow", "non-empty list requires egress 'allowlist'");
+	return 0;
+}
+
+/* isolation_scope and requires_os_family. */
+static int acquire_scope_os(const json_t *req, struct mafsbx_acquire_spec *s, struct mafsbx_error *err)
+{
+	const char *v;
+	int r = get_str(req, "isolation_scope", false, false, &v, err);
+	if (r)
+		return r;
+	if (!v || strcmp(v, "conversation") == 0) {
+		s->isolation_scope = MAFSBX_SCOPE_CONVERSATION;
+	} else if (strcmp(v, "call") == 0) {
+		s->isolation_scope = MAFSBX_SCOPE_CALL;
+		if (!*s->key.call)
+			return bad(err, "call", "isolation_scope 'call' requires a non-empty call id");
+	} else {
+		return bad(err, "isolation_scope", "unknown isolation scope (want conversation or call)");
+	}
+	if ((r = get_str(req, "requires_os_family", false, false, &v, err)))
+		return r;
+	if (!v)
+		s->requires_os_family = MAFSBX_OS_ANY;
+	else if (strcmp(v, "posix") == 0)
+		s->requires_os_family = MAFSBX_OS_POSIX;
+	else if (strcmp(v, "windows") == 0)
+		s->requires_os_family = MAFSBX_OS_WINDOWS;
+	else
+		return bad(err, "requires_os_family", "unknown OS family (want posix or windows)");
+	return 0;
+}
+
 int mafsbx_acquire_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg,
 			      struct mafsbx_acquire_spec **out, struct mafsbx_error *err)
 {
-	static const char *const allowed[] = { "scope", "thread", "agent", "call", "kind", "image", "work_dir",
-					       "capabilities", "egress", "egress_allow", "outputs", "env", "labels",
-					       "isolation_scope", "requires_os_family", "limits", NULL };
+	static const char *const allowed[] = { "scope", "thread", "agent", "call", "kind", "image", "image_id",
+					       "work_dir", "capabilities", "egress", "egress_allow", "outputs", "env",
+					       "labels", "isolation_scope", "requires_os_family", "limits", NULL };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
 	if (r)
@@ -560,100 +653,17 @@ int mafsbx_acquire_spec_parse(const json_t *req, const struct mafsbx_spec_config
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	s->files_in = s->files_out = (struct mafsbx_transfer_limits){ MAFSBX_DEFAULT_BYTES_PER_FILE,
 								      MAFSBX_DEFAULT_TOTAL_BYTES, MAFSBX_DEFAULT_FILES };
-	const char *scope, *thread, *agent, *call, *kind, *image, *work_dir, *v;
-	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
-	    (r = get_str(req, "agent", true, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
-	    (r = get_str(req, "kind", true, false, &kind, err)) || (r = get_str(req, "image", false, false, &image, err)) ||
-	    (r = get_str(req, "work_dir", false, false, &work_dir, err)))
-		goto fail;
-	if (!image && cfg && cfg->default_image && *cfg->default_image)
-		image = cfg->default_image;
-	if (!image) {
-		r = bad(err, "image", "required (no default image is configured)");
-		goto fail;
+	if ((r = acquire_strings(req, cfg, s, err)) || (r = parse_caps(req, &s->caps, err)) ||
+	    (r = acquire_egress(req, s, err)) ||
+	    (r = parse_str_array(req, "outputs", &s->outputs, &s->n_outputs, MAFSBX_CEIL_FILES,
+				 mafsbx_output_name_check, err)) ||
+	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = parse_labels(req, &s->labels, err)) ||
+	    (r = acquire_scope_os(req, s, err)) || (r = parse_limits(req, s, err))) {
+		mafsbx_acquire_spec_free(s);
+		return r;
 	}
-	if (has_ctl(image) || strchr(image, ' ')) {
-		r = bad(err, "image", "contains a space or a control character");
-		goto fail;
-	}
-	if (has_ctl(kind)) {
-		r = bad(err, "kind", "contains a control character");
-		goto fail;
-	}
-	if (work_dir && (r = check_abs_path(work_dir, "work_dir", err)))
-		goto fail;
-	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)) ||
-	    (r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)) ||
-	    (r = dup_to(&s->kind, kind, err)) || (r = dup_to(&s->image, image, err)) ||
-	    (r = dup_to(&s->work_dir, work_dir ? work_dir : MAFSBX_DEFAULT_WORK_DIR, err)))
-		goto fail;
-	s->work_dir_explicit = work_dir != NULL;
-
-	if ((r = parse_caps(req, &s->caps, err)))
-		goto fail;
-
-	if ((r = get_str(req, "egress", false, false, &v, err)))
-		goto fail;
-	if (!v || strcmp(v, "closed") == 0) {
-		s->egress = MAFSBX_EGRESS_CLOSED;
-	} else if (strcmp(v, "allowlist") == 0) {
-		s->egress = MAFSBX_EGRESS_ALLOWLIST;
-	} else if (strcmp(v, "unrestricted") == 0) {
-		r = unsupported(err, "SandboxEgressNotEnforced", "egress", "'unrestricted' is never served");
-		goto fail;
-	} else {
-		r = bad(err, "egress", "unknown egress mode (want closed or allowlist)");
-		goto fail;
-	}
-	if ((r = parse_str_array(req, "egress_allow", &s->egress_allow, &s->n_egress_allow, 256, check_allow_pattern,
-				 err)))
-		goto fail;
-	if (s->n_egress_allow && s->egress != MAFSBX_EGRESS_ALLOWLIST) {
-		r = bad(err, "egress_allow", "non-empty list requires egress 'allowlist'");
-		goto fail;
-	}
-	if ((r = parse_str_array(req, "outputs", &s->outputs, &s->n_outputs, MAFSBX_CEIL_FILES,
-				 mafsbx_output_name_check, err)))
-		goto fail;
-	if ((r = parse_env(req, &s->env, &s->n_env, err)))
-		goto fail;
-	if ((r = parse_labels(req, &s->labels, err)))
-		goto fail;
-
-	if ((r = get_str(req, "isolation_scope", false, false, &v, err)))
-		goto fail;
-	if (!v || strcmp(v, "conversation") == 0) {
-		s->isolation_scope = MAFSBX_SCOPE_CONVERSATION;
-	} else if (strcmp(v, "call") == 0) {
-		s->isolation_scope = MAFSBX_SCOPE_CALL;
-		if (!*s->key.call) {
-			r = bad(err, "call", "isolation_scope 'call' requires a non-empty call id");
-			goto fail;
-		}
-	} else {
-		r = bad(err, "isolation_scope", "unknown isolation scope (want conversation or call)");
-		goto fail;
-	}
-
-	if ((r = get_str(req, "requires_os_family", false, false, &v, err)))
-		goto fail;
-	if (!v)
-		s->requires_os_family = MAFSBX_OS_ANY;
-	else if (strcmp(v, "posix") == 0)
-		s->requires_os_family = MAFSBX_OS_POSIX;
-	else if (strcmp(v, "windows") == 0)
-		s->requires_os_family = MAFSBX_OS_WINDOWS;
-	else {
-		r = bad(err, "requires_os_family", "unknown OS family (want posix or windows)");
-		goto fail;
-	}
-	if ((r = parse_limits(req, s, err)))
-		goto fail;
 	*out = s;
 	return 0;
-fail:
-	mafsbx_acquire_spec_free(s);
-	return r;
 }
 
 /* ---- dispose ----------------------------------------------------------- */
@@ -669,13 +679,15 @@ void mafsbx_dispose_spec_free(struct mafsbx_dispose_spec *s)
 	free((char *)s->key.call);
 	free(s->kind);
 	free(s->reclaim);
+	free(s->instance_id);
 	free(s);
 }
 
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err)
 {
-	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", "reclaim", NULL };
-	static const char *const key_fields[] = { "scope", "thread", "agent", "call", "kind" };
+	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", "reclaim",
+					       "instance_id", NULL };
+	static const char *const key_fields[] = { "scope", "thread", "agent", "call", "kind", "instance_id" };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
 	if (r)
@@ -683,7 +695,7 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 	struct mafsbx_dispose_spec *s = calloc(1, sizeof(*s));
 	if (!s)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	const char *name, *scope, *thread, *agent, *call, *kind;
+	const char *name, *scope, *thread, *agent, *call, *kind, *instance_id;
 	if ((r = get_str(req, "name", false, false, &name, err)))
 		goto fail;
 	if (name) {
@@ -718,9 +730,18 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 	}
 	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
 	    (r = get_str(req, "agent", false, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
-	    (r = get_str(req, "kind", false, false, &kind, err)))
+	    (r = get_str(req, "kind", false, false, &kind, err)) ||
+	    (r = get_str(req, "instance_id", false, false, &instance_id, err)))
 		goto fail;
+	if (instance_id && (has_ctl(instance_id) || strchr(instance_id, '/'))) {
+		r = bad(err, "instance_id", "not a container ID");
+		goto fail;
+	}
 	if (!agent) {
+		if (instance_id) {
+			r = bad(err, "instance_id", "requires 'agent' (the key the instance must carry)");
+			goto fail;
+		}
 		if (call) {
 			r = bad(err, "call", "requires 'agent'");
 			goto fail;
@@ -734,7 +755,8 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 		s->by = MAFSBX_DISPOSE_BY_KEY;
 		if ((r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)))
 			goto fail;
-		if (kind && (r = dup_to(&s->kind, kind, err)))
+		if ((kind && (r = dup_to(&s->kind, kind, err))) ||
+		    (instance_id && (r = dup_to(&s->instance_id, instance_id, err))))
 			goto fail;
 	}
 	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)))

@@ -97,7 +97,8 @@ struct mafsbx_spec_config {
 struct mafsbx_acquire_spec {
 	struct mafsbx_key key;       /* all four strings owned; call is "" when absent */
 	char *kind;
-	char *image;                 /* the request's image, else the configured default */
+	char *image;                 /* the request's image, else the configured default; NULL when only image_id */
+	char *image_id;              /* pinned image ID (upstream §1.3): takes precedence over image; NULL = none */
 	char *work_dir;              /* never NULL: default /maf-sandbox/work */
 	bool work_dir_explicit;
 	unsigned caps;               /* enum mafsbx_cap bits */
@@ -140,6 +141,7 @@ struct mafsbx_dispose_spec {
 	struct mafsbx_key key;       /* BY_KEY / BY_SCOPE: owned; agent NULL for BY_SCOPE, call "" when absent */
 	char *kind;                  /* BY_KEY: NULL = every kind of that key */
 	char *reclaim;               /* BY_NAME only: {"name", "reclaim": DIR} removes DIR instead (reclaim.h) */
+	char *instance_id;           /* BY_KEY only: remove only this container instance (upstream §8.4) */
 };
 
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err);
