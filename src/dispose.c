@@ -450,8 +450,9 @@ static int dispose_one(struct mafsbx_backend *b, const char *name, const char *i
 	return 0;
 }
 
-int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
-				struct mafsbx_error *err)
+/* The checks every disposal by name starts with: a result to fill (cleared), a backend, a workload name. */
+static int dispose_name_args(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
+			     struct mafsbx_error *err)
 {
 	if (!res)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
@@ -459,18 +460,22 @@ int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, stru
 	if (!b || !mafsbx_is_workload_name(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
 					MAFSBX_NAME_PREFIX);
-	return dispose_one(b, name, NULL, res, err);
+	return 0;
+}
+
+int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
+				struct mafsbx_error *err)
+{
+	int r = dispose_name_args(b, name, res, err);
+	return r < 0 ? r : dispose_one(b, name, NULL, res, err);
 }
 
 int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const char *id,
 			      struct mafsbx_dispose_result *res, struct mafsbx_error *err)
 {
-	if (!res)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
-	memset(res, 0, sizeof(*res));
-	if (!b || !mafsbx_is_workload_name(name))
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
-					MAFSBX_NAME_PREFIX);
+	int r = dispose_name_args(b, name, res, err);
+	if (r < 0)
+		return r;
 	if (!mafsbx_is_engine_id(id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: '%s' is not a full container ID",
 					id ? id : "");

@@ -806,6 +806,135 @@ static int check_rel_cwd(const char *cwd, struct mafsbx_error *err)
 	return 0;
 }
 
+/* argv as given, or `command` as {"sh", "-c", command}: exactly one of the two. */
+static int exec_argv(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	const char *command;
+	json_t *argv = json_object_get(req, "argv");
+	if (argv && json_is_null(argv))
+		argv = NULL;
+	int r = get_str(req, "command", false, false, &command, err);
+	if (r)
+		return r;
+	if (argv && command)
+		return bad(err, "command", "give exactly one of 'argv' and 'command'");
+	if (!argv && !command)
+		return bad(err, "argv", "required (or 'command')");
+	if (!argv) {
+		const char *const sh[] = { "sh", "-c", command };
+		if (!(s->argv = calloc(4, sizeof(char *))))
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		for (size_t i = 0; i < 3; i++, s->argc = i)
+			if ((r = dup_to(&s->argv[i], sh[i], err)))
+				return r;
+		s->shell = true;
+		return 0;
+	}
+	if (!json_is_array(argv) || json_array_size(argv) == 0)
+		return bad(err, "argv", "must be a non-empty array of strings");
+	size_t n = json_array_size(argv);
+	if (!(s->argv = calloc(n + 1, sizeof(char *))))
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(argv, i);
+		char f[48];
+		snprintf(f, sizeof(f), "argv[%zu]", i);
+		if (!json_is_string(e))
+			return bad(err, f, "must be a string");
+		if (strlen(json_string_value(e)) != json_string_length(e))
+			return bad(err, f, "contains a NUL character");
+		if (i == 0 && json_string_length(e) == 0)
+			return bad(err, f, "must not be empty");
+		if ((r = dup_to(&s->argv[i], json_string_value(e), err)))
+			return r;
+		s->argc = i + 1;
+	}
+	return 0;
+}
+
+/* cwd: "." by default; relative ones may not climb above the work dir. */
+static int exec_cwd(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	const char *cwd;
+	int r = get_str(req, "cwd", false, true, &cwd, err);
+	if (r)
+		return r;
+	if (!cwd || !*cwd)
+		cwd = ".";
+	if (strchr(cwd, '\\'))
+		return bad(err, "cwd", "contains a backslash");
+	if (has_ctl(cwd))
+		return bad(err, "cwd", "contains a control character");
+	if (strlen(cwd) > MAFSBX_WORK_DIR_MAX)
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field 'cwd': longer than %d bytes",
+					MAFSBX_WORK_DIR_MAX);
+	if (cwd[0] != '/' && (r = check_rel_cwd(cwd, err)))
+		return r;
+	return dup_to(&s->cwd, cwd, err);
+}
+
+/* stdin (its UTF-8 bytes) or stdin_b64 (decoded): at most one. */
+static int exec_stdin(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	json_t *jin = json_object_get(req, "stdin");
+	if (jin && json_is_null(jin))
+		jin = NULL;
+	json_t *jin64 = json_object_get(req, "stdin_b64");
+	if (jin64 && json_is_null(jin64))
+		jin64 = NULL;
+	if (jin && jin64)
+		return bad(err, "stdin_b64", "give at most one of 'stdin' and 'stdin_b64'");
+	if (jin) {
+		if (!json_is_string(jin))
+			return bad(err, "stdin", "must be a string");
+		size_t n = json_string_length(jin);
+		if (!(s->stdin_data = malloc(n + 1)))
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		memcpy(s->stdin_data, json_string_value(jin), n);
+		s->stdin_data[n] = '\0';
+		s->stdin_len = n;
+		s->has_stdin = true;
+	} else if (jin64) {
+		if (!json_is_string(jin64))
+			return bad(err, "stdin_b64", "must be a string");
+		int r = mafsbx_base64_decode(json_string_value(jin64), json_string_length(jin64), MAFSBX_B64_STD,
+					     &s->stdin_data, &s->stdin_len);
+		if (r == -ENOMEM)
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		else if (r)
+			return bad(err, "stdin_b64", "not valid base64 (standard alphabet, padded)");
+		s->has_stdin = true;
+	}
+	return 0;
+}
+
+/* timeout: seconds, > 0 and at most the ceiling (its default), rounded up to whole milliseconds. */
+static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec *s,
+			struct mafsbx_error *err)
+{
+	long ceiling_s = cfg && cfg->exec_timeout_max_s > 0 ? cfg->exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
+	json_t *t = json_object_get(req, "timeout");
+	if (!t || json_is_null(t)) {
+		s->timeout_ms = ceiling_s * 1000;
+		return 0;
+	}
+	if (!json_is_number(t))
+		return bad(err, "timeout", "must be a number of seconds");
+	double secs = json_number_value(t);
+	if (!(secs > 0))
+		return bad(err, "timeout", "must be positive");
+	if (secs > (double)ceiling_s)
+		return bad(err, "timeout", "over the ceiling of %ld s", ceiling_s);
+	/* round up: a fraction of a millisecond still asks for a bound */
+	double ms = secs * 1000.0;
+	s->timeout_ms = (long)ms;
+	if ((double)s->timeout_ms < ms)
+		s->timeout_ms++;
+	if (s->timeout_ms < 1)
+		s->timeout_ms = 1;
+	return 0;
+}
+
 int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec **out,
 			   struct mafsbx_error *err)
 {
@@ -818,169 +947,17 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 	struct mafsbx_exec_spec *s = calloc(1, sizeof(*s));
 	if (!s)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	const char *sandbox, *command, *cwd, *in, *in64;
+	const char *sandbox;
 	if ((r = get_str(req, "sandbox", true, false, &sandbox, err)))
 		goto fail;
 	if (!mafsbx_is_workload_name(sandbox)) {
 		r = bad(err, "sandbox", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
 		goto fail;
 	}
-	if ((r = dup_to(&s->sandbox, sandbox, err)))
+	if ((r = dup_to(&s->sandbox, sandbox, err)) || (r = exec_argv(req, s, err)) || (r = exec_cwd(req, s, err)) ||
+	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = exec_stdin(req, s, err)) ||
+	    (r = exec_timeout(req, cfg, s, err)))
 		goto fail;
-
-	json_t *argv = json_object_get(req, "argv");
-	if (argv && json_is_null(argv))
-		argv = NULL;
-	if ((r = get_str(req, "command", false, false, &command, err)))
-		goto fail;
-	if (argv && command) {
-		r = bad(err, "command", "give exactly one of 'argv' and 'command'");
-		goto fail;
-	}
-	if (!argv && !command) {
-		r = bad(err, "argv", "required (or 'command')");
-		goto fail;
-	}
-	if (argv) {
-		if (!json_is_array(argv) || json_array_size(argv) == 0) {
-			r = bad(err, "argv", "must be a non-empty array of strings");
-			goto fail;
-		}
-		size_t n = json_array_size(argv);
-		if (!(s->argv = calloc(n + 1, sizeof(char *)))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-		for (size_t i = 0; i < n; i++) {
-			json_t *e = json_array_get(argv, i);
-			char f[48];
-			snprintf(f, sizeof(f), "argv[%zu]", i);
-			if (!json_is_string(e)) {
-				r = bad(err, f, "must be a string");
-				goto fail;
-			}
-			if (strlen(json_string_value(e)) != json_string_length(e)) {
-				r = bad(err, f, "contains a NUL character");
-				goto fail;
-			}
-			if (i == 0 && json_string_length(e) == 0) {
-				r = bad(err, f, "must not be empty");
-				goto fail;
-			}
-			if ((r = dup_to(&s->argv[i], json_string_value(e), err)))
-				goto fail;
-			s->argc = i + 1;
-		}
-	} else {
-		if (!(s->argv = calloc(4, sizeof(char *)))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-		if ((r = dup_to(&s->argv[0], "sh", err)))
-			goto fail;
-		s->argc = 1;
-		if ((r = dup_to(&s->argv[1], "-c", err)))
-			goto fail;
-		s->argc = 2;
-		if ((r = dup_to(&s->argv[2], command, err)))
-			goto fail;
-		s->argc = 3;
-		s->shell = true;
-	}
-
-	if ((r = get_str(req, "cwd", false, true, &cwd, err)))
-		goto fail;
-	if (!cwd || !*cwd)
-		cwd = ".";
-	if (strchr(cwd, '\\')) {
-		r = bad(err, "cwd", "contains a backslash");
-		goto fail;
-	}
-	if (has_ctl(cwd)) {
-		r = bad(err, "cwd", "contains a control character");
-		goto fail;
-	}
-	if (strlen(cwd) > MAFSBX_WORK_DIR_MAX) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field 'cwd': longer than %d bytes", MAFSBX_WORK_DIR_MAX);
-		goto fail;
-	}
-	if (cwd[0] != '/' && (r = check_rel_cwd(cwd, err)))
-		goto fail;
-	if ((r = dup_to(&s->cwd, cwd, err)))
-		goto fail;
-
-	if ((r = parse_env(req, &s->env, &s->n_env, err)))
-		goto fail;
-
-	json_t *jin = json_object_get(req, "stdin");
-	if (jin && json_is_null(jin))
-		jin = NULL;
-	json_t *jin64 = json_object_get(req, "stdin_b64");
-	if (jin64 && json_is_null(jin64))
-		jin64 = NULL;
-	if (jin && jin64) {
-		r = bad(err, "stdin_b64", "give at most one of 'stdin' and 'stdin_b64'");
-		goto fail;
-	}
-	if (jin) {
-		if (!json_is_string(jin)) {
-			r = bad(err, "stdin", "must be a string");
-			goto fail;
-		}
-		in = json_string_value(jin);
-		size_t n = json_string_length(jin);
-		if (!(s->stdin_data = malloc(n + 1))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-		memcpy(s->stdin_data, in, n);
-		s->stdin_data[n] = '\0';
-		s->stdin_len = n;
-		s->has_stdin = true;
-	} else if (jin64) {
-		if (!json_is_string(jin64)) {
-			r = bad(err, "stdin_b64", "must be a string");
-			goto fail;
-		}
-		in64 = json_string_value(jin64);
-		r = mafsbx_base64_decode(in64, json_string_length(jin64), MAFSBX_B64_STD, &s->stdin_data,
-					 &s->stdin_len);
-		if (r == -ENOMEM) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		} else if (r) {
-			r = bad(err, "stdin_b64", "not valid base64 (standard alphabet, padded)");
-			goto fail;
-		}
-		s->has_stdin = true;
-	}
-
-	long ceiling_s = cfg && cfg->exec_timeout_max_s > 0 ? cfg->exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
-	json_t *t = json_object_get(req, "timeout");
-	if (!t || json_is_null(t)) {
-		s->timeout_ms = ceiling_s * 1000;
-	} else {
-		if (!json_is_number(t)) {
-			r = bad(err, "timeout", "must be a number of seconds");
-			goto fail;
-		}
-		double secs = json_number_value(t);
-		if (!(secs > 0)) {
-			r = bad(err, "timeout", "must be positive");
-			goto fail;
-		}
-		if (secs > (double)ceiling_s) {
-			r = bad(err, "timeout", "over the ceiling of %ld s", ceiling_s);
-			goto fail;
-		}
-		/* round up: a fraction of a millisecond still asks for a bound */
-		double ms = secs * 1000.0;
-		s->timeout_ms = (long)ms;
-		if ((double)s->timeout_ms < ms)
-			s->timeout_ms++;
-		if (s->timeout_ms < 1)
-			s->timeout_ms = 1;
-	}
 	*out = s;
 	return 0;
 fail:
