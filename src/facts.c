@@ -296,17 +296,24 @@ static int read_guest_file(struct mafsbx_backend *b, const char *id, const char 
 	return r;
 }
 
+/* A helper command (`id`, a probe) as `user` (NULL: the image's), in /, its output capped at 1 KiB. */
+static int helper_exec(struct mafsbx_backend *b, const char *id, const char *const *argv, const char *user,
+		       long timeout_ms, struct mafsbx_exec_result *res, struct mafsbx_error *e)
+{
+	struct mafsbx_exec_request rq = { .argv = argv, .user = user, .workdir = "/", .timeout_ms = timeout_ms,
+					  .max_output = SBX_PROBE_READ_LIMIT };
+	mafsbx_error_clear(e);
+	return sbx_exec(b, id, &rq, res, e);
+}
+
 /* `id -u` / `id -g` in the guest. 0 and *v on success; -ENOENT when it ran but gave no number; EK_TIMEOUT propagated. */
 static int run_id(struct mafsbx_backend *b, const char *id, const char *flag, unsigned long *v,
 		  struct mafsbx_error *err)
 {
 	const char *argv[] = { "id", flag, NULL };
-	struct mafsbx_exec_request rq = { .argv = argv, .workdir = "/", .timeout_ms = b->cfg.command_timeout_ms,
-					  .max_output = SBX_PROBE_READ_LIMIT };
 	struct mafsbx_exec_result res;
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	int r = sbx_exec(b, id, &rq, &res, &e);
+	int r = helper_exec(b, id, argv, NULL, b->cfg.command_timeout_ms, &res, &e);
 	if (r < 0) {
 		if (e.kind == MAFSBX_EK_TIMEOUT) {
 			if (err)
@@ -456,12 +463,9 @@ static int run_probe(struct mafsbx_backend *b, const char *id, const char *image
 	long long left = deadline - mafsbx_now_ms();
 	if (left < 1)
 		left = 1;
-	struct mafsbx_exec_request rq = { .argv = argv, .user = "0", .workdir = "/", .timeout_ms = (long)left,
-					  .max_output = SBX_PROBE_READ_LIMIT };
 	struct mafsbx_exec_result res;
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	int r = sbx_exec(b, id, &rq, &res, &e);
+	int r = helper_exec(b, id, argv, "0", (long)left, &res, &e);
 	if (r < 0) {
 		mafsbx_exec_result_free(&res);
 		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,

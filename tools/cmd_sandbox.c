@@ -140,6 +140,30 @@ static int put_kv(const char *cmd, json_t *req, const char *field, const char *o
 	return r;
 }
 
+/*
+ * The request a verb's command line makes, through its argument parser
+ * (0, -1 after --help, or an exit code). NULL with *code set when there is
+ * nothing to run: 0 after --help, else the failure's exit code.
+ */
+static json_t *verb_request(const char *verb,
+			    int (*args)(int argc, char **argv, json_t *req, const char **host, const char **context),
+			    int argc, char **argv, const char **host, const char **context, int fail_code, int *code)
+{
+	json_t *req = json_object();
+	if (!req) {
+		cli_error("%s: out of memory", verb);
+		*code = fail_code;
+		return NULL;
+	}
+	*code = args(argc, argv, req, host, context);
+	if (!*code)
+		return req;
+	json_decref(req);
+	if (*code < 0)
+		*code = MAFSBX_EXIT_OK;
+	return NULL;
+}
+
 /* A refused request (spec.c's message) or a failed one, as "mafsbx: VERB: message". */
 static void report(const char *verb, const struct mafsbx_error *err)
 {
@@ -486,16 +510,10 @@ static int exec_status(int r, const struct mafsbx_exec_result *res, const struct
 int cmd_exec(int argc, char **argv)
 {
 	const char *host = NULL, *context = NULL;
-	json_t *req = json_object();
-	if (!req) {
-		cli_error("exec: out of memory");
-		return EXEC_EXIT_FAILED;
-	}
-	int code = exec_args(argc, argv, req, &host, &context);
-	if (code) {
-		json_decref(req);
-		return code < 0 ? MAFSBX_EXIT_OK : code;
-	}
+	int code;
+	json_t *req = verb_request("exec", exec_args, argc, argv, &host, &context, EXEC_EXIT_FAILED, &code);
+	if (!req)
+		return code;
 	struct mafsbx_exec_spec *spec = NULL;
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
@@ -587,16 +605,10 @@ static int dispose_args(int argc, char **argv, json_t *req, const char **host, c
 int cmd_dispose(int argc, char **argv)
 {
 	const char *host = NULL, *context = NULL;
-	json_t *req = json_object();
-	if (!req) {
-		cli_error("dispose: out of memory");
-		return MAFSBX_EXIT_FAILURE;
-	}
-	int code = dispose_args(argc, argv, req, &host, &context);
-	if (code) {
-		json_decref(req);
-		return code < 0 ? MAFSBX_EXIT_OK : code;
-	}
+	int code;
+	json_t *req = verb_request("dispose", dispose_args, argc, argv, &host, &context, MAFSBX_EXIT_FAILURE, &code);
+	if (!req)
+		return code;
 	struct mafsbx_dispose_spec *spec = NULL;
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);

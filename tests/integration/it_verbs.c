@@ -200,13 +200,19 @@ static void test_acquire_same_as_ctl(void **state)
 
 /* ---- exec --------------------------------------------------------------------- */
 
+/* A sandbox in a scope of its own, for one test. */
+static void fresh_sandbox(char scope[HARNESS_NAME_MAX], struct mafsbx_acquire_result *a)
+{
+	sbxt_scope(scope);
+	sbxt_acquire_ok(scope, "a", "k", NULL, a);
+}
+
 static void test_exec_streams(void **state)
 {
 	(void)state;
 	char scope[HARNESS_NAME_MAX];
-	sbxt_scope(scope);
 	struct mafsbx_acquire_result a;
-	sbxt_acquire_ok(scope, "a", "k", NULL, &a);
+	fresh_sandbox(scope, &a);
 	struct run r;
 	RUN(&r, "exec", a.name, "--", "sh", "-c", "echo first; echo err1 >&2; sleep 1; echo second; exit 3");
 	expect_code(&r, 3);   /* the guest's exit status */
@@ -236,9 +242,8 @@ static void test_exec_codes(void **state)
 {
 	(void)state;
 	char scope[HARNESS_NAME_MAX];
-	sbxt_scope(scope);
 	struct mafsbx_acquire_result a;
-	sbxt_acquire_ok(scope, "a", "k", NULL, &a);
+	fresh_sandbox(scope, &a);
 	struct run r;
 	RUN(&r, "exec", a.name, "--", "nosuchcommand");
 	expect_code(&r, 127);
