@@ -100,6 +100,8 @@ static void invalidate_matching(struct mfs *fs, const struct mafsbx_dispose_spec
 				continue;
 			if (spec->kind && (!x->kind || strcmp(x->kind, ki)))
 				continue;
+			if (spec->instance_id && strcmp(x->id, spec->instance_id))
+				continue;
 		}
 		mfs_extra_drop(fs, x->id);
 		mfs_invalidate_sandbox(fs, x->name);

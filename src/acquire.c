@@ -210,6 +210,8 @@ struct acq {
 	char id[65];
 	enum mafsbx_acquire_state state;
 	json_t *insp;            /* the current container's inspect */
+	bool present, running;   /* what step 1 found under the name */
+	bool thawed;             /* a paused orphan was thawed */
 };
 
 static int inspect_into(struct mafsbx_backend *b, const char *ref, struct acq *a, struct mafsbx_error *err)
@@ -423,91 +425,146 @@ static bool warm_base_heads(struct mafsbx_backend *b, const char *id, const char
 	return ok;
 }
 
+/*
+ * 1-2: what is there under the name, and its storage base; a container left
+ * paused with no live freeze is thawed (never a live one). Sets a->present,
+ * a->running, a->thawed.
+ */
+static int acquire_look(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
+			struct acq *a, struct mafsbx_error *err)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = inspect_into(b, name, a, &e);
+	if (r < 0 && e.kind != MAFSBX_EK_NO_CONTAINER) {
+		if (err)
+			*err = e;
+		mafsbx_error_prefix(err, "acquire %s", name);
+		return r;
+	}
+	a->present = r == 0;
+	if (!a->present)
+		return 0;
+	if ((r = check_work_dir_label(a->insp, name, spec->work_dir, false, err)) < 0)
+		return r;
+	json_t *st = json_object_get(a->insp, "State");
+	if (json_is_true(json_object_get(st, "Paused"))) {
+		bool unpaused = false;
+		mafsbx_error_clear(&e);
+		if (b->fz)
+			r = mafsbx_freeze_recover(b->fz, a->id, true, &unpaused, mafsbx_now_ms() + b->cfg.command_timeout_ms,
+						  &e);
+		else if ((r = mafsbx_container_unpause(b->engine, a->id, &e)) == 0)
+			unpaused = true;
+		if (r < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+						"sandbox %s is paused and could not be thawed, so it is not served: %s", name,
+						e.message);
+		if (unpaused) {
+			log_info("sandbox %s: thawed a freeze left by a process that is gone", name);
+			a->thawed = true;
+		}
+	}
+	a->running = json_is_true(json_object_get(st, "Running"));
+	return 0;
+}
+
+/* 3: on a cold path, ask the engine's OS again before creating or restarting anything. */
+static int acquire_cold_os(struct mafsbx_backend *b, const char *name, struct mafsbx_error *err)
+{
+	bool linux = true;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (sbx_read_os(b, &linux, &e) < 0)
+		log_warn("acquire %s: could not read the engine's OS (%s); serving anyway", name, e.message);
+	else if (!linux)
+		return os_refusal(err, "the engine no longer reports linux (%s): no sandbox is created", b->os);
+	return 0;
+}
+
+/* 6: the guest identity, the capability probes, the work dir (made, or checked warm). */
+static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			 const char *name, struct acq *a, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
+{
+	uid_t uid = 0;
+	gid_t gid = 0;
+	bool resolved = false;
+	int r = sbx_identity(b, a->id, name, a->insp, &uid, &gid, &resolved, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "acquire %s: resolving the guest user", name);
+		return r;
+	}
+	if (!resolved && (spec->caps & (MAFSBX_CAP_FILES_OUT | MAFSBX_CAP_HOST_TOOLS)))
+		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
+					"sandbox %s: the guest user could not be resolved, and %s needs it (the next "
+					"acquire retries)",
+					name, (spec->caps & MAFSBX_CAP_FILES_OUT) ? "files_out" : "host_tools");
+	if ((r = sbx_probes(b, a->id, name, image, spec->caps, err)) < 0)
+		return r;
+	if ((spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) && a->state == MAFSBX_ACQ_REUSED &&
+	    (warm_base_present(b, a->insp, a->id, spec->work_dir) || warm_base_heads(b, a->id, spec->work_dir))) {
+		log_debug("sandbox %s: work dir %s present (warm check)", name, spec->work_dir);
+	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
+		if (!b->fz)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir",
+						name);
+		unsigned made = 0;
+		r = mafsbx_files_prepare_base(b->fz, a->id, spec->work_dir, uid, gid,
+					      mafsbx_now_ms() + b->cfg.command_timeout_ms, &made, err);
+		if (r < 0) {
+			mafsbx_error_prefix(err, "acquire %s: work dir %s", name, spec->work_dir);
+			return r;
+		}
+		if (made)
+			log_debug("sandbox %s: made %u directories for work dir %s", name, made, spec->work_dir);
+	}
+	snprintf(res->name, sizeof(res->name), "%s", name);
+	snprintf(res->id, sizeof(res->id), "%s", a->id);
+	snprintf(res->work_dir, sizeof(res->work_dir), "%s", spec->work_dir);
+	res->state = a->state;
+	res->uid = uid;
+	res->gid = gid;
+	res->identity_resolved = resolved;
+	return 0;
+}
+
 static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
 			  const char *name, bool allowlist, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
 {
 	struct acq a = { .id = "", .state = 0, .insp = NULL };
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
 	int r;
-	bool present = false, running = false, thawed = false;
-
-	/* 1. what is there, and its storage base */
-	r = inspect_into(b, name, &a, &e);
-	if (r < 0 && e.kind != MAFSBX_EK_NO_CONTAINER) {
-		if (err)
-			*err = e;
-		mafsbx_error_prefix(err, "acquire %s", name);
+	if ((r = acquire_look(b, spec, name, &a, err)) < 0)
 		goto out;
-	}
-	present = r == 0;
-	if (present) {
-		if ((r = check_work_dir_label(a.insp, name, spec->work_dir, false, err)) < 0)
-			goto out;
-		json_t *st = json_object_get(a.insp, "State");
-		/* 2. a container left paused with no live freeze is thawed (never a live one) */
-		if (json_is_true(json_object_get(st, "Paused"))) {
-			bool unpaused = false;
-			mafsbx_error_clear(&e);
-			if (b->fz)
-				r = mafsbx_freeze_recover(b->fz, a.id, true, &unpaused,
-							  mafsbx_now_ms() + b->cfg.command_timeout_ms, &e);
-			else if ((r = mafsbx_container_unpause(b->engine, a.id, &e)) == 0)
-				unpaused = true;
-			if (r < 0) {
-				r = mafsbx_error_set(err, MAFSBX_EK_ENGINE,
-						     "sandbox %s is paused and could not be thawed, so it is not served: %s",
-						     name, e.message);
-				goto out;
-			}
-			if (unpaused) {
-				log_info("sandbox %s: thawed a freeze left by a process that is gone", name);
-				thawed = true;
-			}
-		}
-		running = json_is_true(json_object_get(st, "Running"));
-	}
-
 	/* 2b. allowlist: a sandbox whose network is gone or not isolated is removed and rebuilt (§7.4) */
-	if (allowlist && present) {
+	if (allowlist && a.present) {
 		bool discarded = false;
 		if ((r = sbx_egress_discard_unusable(b, name, &discarded, err)) < 0)
 			goto out;
 		if (discarded)
-			present = running = false;
+			a.present = a.running = false;
 	}
-
-	/* 3. cold path: ask the engine's OS again before creating or restarting anything */
-	if (!running) {
-		bool linux = true;
-		mafsbx_error_clear(&e);
-		if (sbx_read_os(b, &linux, &e) < 0)
-			log_warn("acquire %s: could not read the engine's OS (%s); serving anyway", name, e.message);
-		else if (!linux) {
-			r = os_refusal(err, "the engine no longer reports linux (%s): no sandbox is created", b->os);
-			goto out;
-		}
-	}
-
+	if (!a.running && (r = acquire_cold_os(b, name, err)) < 0)
+		goto out;
 	/* 3b. allowlist: the network and the proxy, before the workload joins them */
-	if (allowlist && (r = sbx_egress_ensure(b, spec, name, !present, err)) < 0)
+	if (allowlist && (r = sbx_egress_ensure(b, spec, name, !a.present, err)) < 0)
 		goto out;
 
 	/* 4. reuse, start, or create */
-	if (running) {
-		a.state = thawed ? MAFSBX_ACQ_STARTED : MAFSBX_ACQ_REUSED;
-	} else if (present) {
+	if (a.running) {
+		a.state = a.thawed ? MAFSBX_ACQ_STARTED : MAFSBX_ACQ_REUSED;
+	} else if (a.present) {
 		mafsbx_error_clear(&e);
 		if (mafsbx_container_start(b->engine, a.id, &e) == 0) {
 			a.state = MAFSBX_ACQ_STARTED;
 		} else {
 			log_warn("sandbox %s did not start (%s): removing and recreating it", name, e.message);
 			remove_quietly(b, a.id);
-			present = false;
+			a.present = false;
 		}
 	}
 	if (!a.state && (r = create_container(b, spec, image, name, allowlist, &a, err)) < 0) {
-		if (allowlist && !present)
+		if (allowlist && !a.present)
 			sbx_egress_teardown(b, name, NULL);
 		goto out;
 	}
@@ -525,52 +582,9 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 				     name);
 		goto out;
 	}
-	if ((r = check_work_dir_label(a.insp, name, spec->work_dir, true, err)) < 0)
+	if ((r = check_work_dir_label(a.insp, name, spec->work_dir, true, err)) < 0 ||
+	    (r = acquire_ready(b, spec, image, name, &a, res, err)) < 0)
 		goto out;
-
-	/* 6. identity, probes, work dir */
-	uid_t uid = 0;
-	gid_t gid = 0;
-	bool resolved = false;
-	if ((r = sbx_identity(b, a.id, name, a.insp, &uid, &gid, &resolved, err)) < 0) {
-		mafsbx_error_prefix(err, "acquire %s: resolving the guest user", name);
-		goto out;
-	}
-	if (!resolved && (spec->caps & (MAFSBX_CAP_FILES_OUT | MAFSBX_CAP_HOST_TOOLS))) {
-		r = mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
-				     "sandbox %s: the guest user could not be resolved, and %s needs it (the next "
-				     "acquire retries)",
-				     name, (spec->caps & MAFSBX_CAP_FILES_OUT) ? "files_out" : "host_tools");
-		goto out;
-	}
-	if ((r = sbx_probes(b, a.id, name, image, spec->caps, err)) < 0)
-		goto out;
-	if ((spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) && a.state == MAFSBX_ACQ_REUSED &&
-	    (warm_base_present(b, a.insp, a.id, spec->work_dir) || warm_base_heads(b, a.id, spec->work_dir))) {
-		log_debug("sandbox %s: work dir %s present (warm check)", name, spec->work_dir);
-	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
-		if (!b->fz) {
-			r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir", name);
-			goto out;
-		}
-		unsigned made = 0;
-		r = mafsbx_files_prepare_base(b->fz, a.id, spec->work_dir, uid, gid,
-					      mafsbx_now_ms() + b->cfg.command_timeout_ms, &made, err);
-		if (r < 0) {
-			mafsbx_error_prefix(err, "acquire %s: work dir %s", name, spec->work_dir);
-			goto out;
-		}
-		if (made)
-			log_debug("sandbox %s: made %u directories for work dir %s", name, made, spec->work_dir);
-	}
-
-	snprintf(res->name, sizeof(res->name), "%s", name);
-	snprintf(res->id, sizeof(res->id), "%s", a.id);
-	snprintf(res->work_dir, sizeof(res->work_dir), "%s", spec->work_dir);
-	res->state = a.state;
-	res->uid = uid;
-	res->gid = gid;
-	res->identity_resolved = resolved;
 	log_info("sandbox %s %s", name, mafsbx_acquire_state_name(a.state));
 	r = 0;
 out:
@@ -587,7 +601,10 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 	if (!b || !spec || !spec->key.scope || !spec->key.thread || !spec->key.agent || !spec->kind || !*spec->kind ||
 	    !spec->work_dir)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire: incomplete spec");
-	const char *image = spec->image && *spec->image ? spec->image : b->cfg.default_image;
+	/* a pinned image ID takes precedence over the reference (upstream §1.3, §4.4); either is passed on
+	 * unparsed, and an absent one is pulled, whose failure is "could not pull image" */
+	const char *image = spec->image_id && *spec->image_id ? spec->image_id
+			    : spec->image && *spec->image ? spec->image : b->cfg.default_image;
 	if (!image)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'image': required (no default image is configured)");
 	if (spec->isolation_scope == MAFSBX_SCOPE_CALL && (!spec->key.call || !*spec->key.call))

@@ -450,8 +450,9 @@ static int dispose_one(struct mafsbx_backend *b, const char *name, const char *i
 	return 0;
 }
 
-int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
-				struct mafsbx_error *err)
+/* The checks every disposal by name starts with: a result to fill (cleared), a backend, a workload name. */
+static int dispose_name_args(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
+			     struct mafsbx_error *err)
 {
 	if (!res)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
@@ -459,22 +460,145 @@ int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, stru
 	if (!b || !mafsbx_is_workload_name(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
 					MAFSBX_NAME_PREFIX);
-	return dispose_one(b, name, NULL, res, err);
+	return 0;
+}
+
+int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, struct mafsbx_dispose_result *res,
+				struct mafsbx_error *err)
+{
+	int r = dispose_name_args(b, name, res, err);
+	return r < 0 ? r : dispose_one(b, name, NULL, res, err);
 }
 
 int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const char *id,
 			      struct mafsbx_dispose_result *res, struct mafsbx_error *err)
 {
-	if (!res)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
-	memset(res, 0, sizeof(*res));
-	if (!b || !mafsbx_is_workload_name(name))
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name (want %s<12 hex>)",
-					MAFSBX_NAME_PREFIX);
+	int r = dispose_name_args(b, name, res, err);
+	if (r < 0)
+		return r;
 	if (!mafsbx_is_engine_id(id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: '%s' is not a full container ID",
 					id ? id : "");
 	return dispose_one(b, name, id, res, err);
+}
+
+/* ---- by instance ID (upstream §8.4) --------------------------------------- */
+
+/* The label `k` of `labels` equals label_value(want) (want NULL or "": not compared). */
+static bool label_is(json_t *labels, const char *k, const char *want)
+{
+	if (!want || !*want)
+		return true;
+	char v[MAFSBX_LABEL_VALUE_MAX + 1];
+	mafsbx_label_value(want, v);
+	const char *have = sbx_label(labels, k);
+	return have && strcmp(have, v) == 0;
+}
+
+static bool same_label(json_t *a, json_t *b, const char *k)
+{
+	const char *x = sbx_label(a, k), *y = sbx_label(b, k);
+	return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+/*
+ * <name>-proxy when it is this workload's: role proxy and the same scope,
+ * thread, agent, kind and call labels. Its ID goes to id[] ("" when none).
+ */
+static void instance_proxy(struct mafsbx_backend *b, const char *name, json_t *wl_labels, char id[65])
+{
+	char pn[MAFSBX_NAME_LEN + 16];
+	static const char *const keys[] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
+					    MAFSBX_LABEL_KIND, MAFSBX_LABEL_CALL };
+	json_t *insp = NULL;
+	struct mafsbx_error e;
+	id[0] = '\0';
+	snprintf(pn, sizeof(pn), "%s-proxy", name);
+	if (mafsbx_container_inspect(b->engine, pn, &insp, &e) < 0)
+		return;
+	json_t *pl = sbx_labels_of(insp);
+	const char *role = sbx_label(pl, MAFSBX_LABEL_ROLE);
+	const char *jid = json_string_value(json_object_get(insp, "Id"));
+	bool ours = role && strcmp(role, "proxy") == 0 && mafsbx_is_engine_id(jid);
+	for (size_t i = 0; ours && i < sizeof(keys) / sizeof(keys[0]); i++)
+		ours = same_label(pl, wl_labels, keys[i]);
+	if (ours)
+		snprintf(id, 65, "%s", jid);
+	json_decref(insp);
+}
+
+/*
+ * Inspect `instance_id`: 1 when it is the key's workload (name[] set), 0
+ * when there is nothing to remove (absent, another key's, a proxy), -1 for
+ * a failure recorded as "unlisted". *insp is the inspect (caller frees).
+ */
+static int instance_select(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
+			   const char *instance_id, json_t **insp, char name[MAFSBX_NAME_LEN + 1],
+			   struct mafsbx_dispose_result *res)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_container_inspect(b->engine, instance_id, insp, &e) < 0) {
+		if (e.kind == MAFSBX_EK_NO_CONTAINER)
+			return 0;
+		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: %s", instance_id, e.message);
+		return -1;
+	}
+	const char *jid = json_string_value(json_object_get(*insp, "Id"));
+	if (!jid || strcmp(jid, instance_id) != 0) {
+		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: the engine resolved it to container %.64s, not itself",
+				instance_id, jid ? jid : "(none)");
+		return -1;
+	}
+	json_t *labels = sbx_labels_of(*insp);
+	if (!sbx_has_identity_labels(labels) || !label_is(labels, MAFSBX_LABEL_SCOPE, key->scope) ||
+	    !label_is(labels, MAFSBX_LABEL_THREAD, key->thread) || !label_is(labels, MAFSBX_LABEL_AGENT, key->agent) ||
+	    !label_is(labels, MAFSBX_LABEL_CALL, key->call) || !label_is(labels, MAFSBX_LABEL_KIND, kind))
+		return 0;   /* not this key's: nothing is deleted */
+	const char *nm = json_string_value(json_object_get(*insp, "Name"));
+	if (nm && *nm == '/')
+		nm++;
+	if (!nm || !mafsbx_is_workload_name(nm) || sbx_label(labels, MAFSBX_LABEL_ROLE))
+		return 0;   /* a proxy (or anything not a workload) is not disposed by ID */
+	snprintf(name, MAFSBX_NAME_LEN + 1, "%s", nm);
+	return 1;
+}
+
+int mafsbx_sandbox_dispose_instance(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
+				    const char *instance_id, struct mafsbx_dispose_result *res, struct mafsbx_error *err)
+{
+	if (!res)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: no result");
+	memset(res, 0, sizeof(*res));
+	if (!b || !key || !key->scope || !key->thread || !key->agent || !instance_id || !*instance_id)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: an instance needs its ID and a key");
+	json_t *insp = NULL, *again = NULL;
+	char name[MAFSBX_NAME_LEN + 1], proxy_id[65], net[MAFSBX_NAME_LEN + 8];
+	if (instance_select(b, key, kind, instance_id, &insp, name, res) <= 0)
+		goto out;
+	instance_proxy(b, name, sbx_labels_of(insp), proxy_id);
+	struct mafsbx_error e;
+	if (mafsbx_container_inspect(b->engine, instance_id, &again, &e) < 0)
+		goto out;   /* gone meanwhile (or unanswerable): nothing is removed on a guess */
+	if (proxy_id[0]) {
+		snprintf(net, sizeof(net), "%s-proxy", name);
+		sbx_egress_drain(b, net);   /* its decisions go to the log first */
+		if (remove_container(b, proxy_id, true, res) < 0)
+			goto out;
+	}
+	snprintf(net, sizeof(net), "%s-net", name);
+	const char *net_id = json_string_value(json_object_get(
+		json_object_get(json_object_get(json_object_get(again, "NetworkSettings"), "Networks"), net), "NetworkID"));
+	if (remove_container(b, instance_id, true, res) == 1) {
+		res->disposed++;
+		log_info("sandbox released %s (instance %.12s)", name, instance_id);
+		if (net_id && *net_id)
+			remove_network(b, net_id);
+	}
+out:
+	json_decref(insp);
+	json_decref(again);
+	return 0;
 }
 
 int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose_spec *spec,
@@ -489,6 +613,8 @@ int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose
 	case MAFSBX_DISPOSE_BY_NAME:
 		return mafsbx_sandbox_dispose_name(b, spec->name, res, err);
 	case MAFSBX_DISPOSE_BY_KEY:
+		if (spec->instance_id)
+			return mafsbx_sandbox_dispose_instance(b, &spec->key, spec->kind, spec->instance_id, res, err);
 		return mafsbx_sandbox_dispose_key(b, &spec->key, spec->kind, res, err);
 	case MAFSBX_DISPOSE_BY_SCOPE:
 		return mafsbx_sandbox_dispose_scope(b, spec->key.scope, spec->key.thread, res, err);

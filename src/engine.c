@@ -305,6 +305,11 @@ static int demux_put(struct mafsbx_demux *d, const unsigned char *p, size_t n)
 	size_t *cap = is_err ? &d->err_cap : &d->out_cap;
 	size_t room = d->max_output > *len ? d->max_output - *len : 0;
 	size_t take = n < room ? n : room;
+	if (d->on_output && n) {
+		int r = d->on_output(is_err ? 2 : 1, p, n, d->output_ctx);
+		if (r < 0)
+			return r;
+	}
 	if (take < n)
 		res->truncated = true;
 	if (!take)
@@ -1154,6 +1159,8 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 	json_t *cfg = json_object();
 	struct mafsbx_demux dm;
 	mafsbx_demux_init(&dm, res, rq->max_output);
+	dm.on_output = rq->on_output;
+	dm.output_ctx = rq->output_ctx;
 	__do_free char *body = NULL, *ec = NULL, *t = NULL, *tstart = NULL, *tinsp = NULL;
 	if (bad) {
 		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);

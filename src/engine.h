@@ -164,6 +164,10 @@ struct mafsbx_exec_request {
 	size_t stdin_len;
 	long timeout_ms;             /* wall-clock bound on the run, 0 = none */
 	size_t max_output;           /* per stream cap; 0 = 8 MiB. Over it: truncated, stream still drained */
+	/* Optional: each output chunk as it arrives (stream 1 stdout, 2 stderr), every byte, before
+	 * the cap applies; a negative return (-errno) ends the run with that error. */
+	int (*on_output)(int stream, const void *data, size_t len, void *ctx);
+	void *output_ctx;
 };
 
 struct mafsbx_exec_result {
@@ -206,6 +210,8 @@ struct mafsbx_demux {
 	struct mafsbx_exec_result *res;
 	size_t out_cap, err_cap;
 	bool error;              /* an impossible header was seen */
+	int (*on_output)(int stream, const void *data, size_t len, void *ctx);  /* see mafsbx_exec_request */
+	void *output_ctx;
 };
 void mafsbx_demux_init(struct mafsbx_demux *d, struct mafsbx_exec_result *res, size_t max_output);
 /* Feed raw bytes; 0 or negative errno (EPROTO on a bad header, ENOMEM). */

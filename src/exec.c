@@ -21,22 +21,15 @@
 void (*sbx_test_exec_timed_out)(const char *name, void *ctx);
 void *sbx_test_exec_timed_out_ctx;
 
-static void launch_message(const struct mafsbx_exec_result *res, char *out, size_t outsz)
-{
-	const unsigned char *p = res->out_len ? res->out : res->err;
-	size_t n = res->out_len ? res->out_len : res->err_len, k = 0;
-	for (size_t i = 0; p && i < n && k + 1 < outsz; i++) {
-		unsigned char c = p[i];
-		out[k++] = (c == '\n' || c == '\r' || c == '\t') ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-	}
-	while (k && out[k - 1] == ' ')
-		k--;
-	out[k] = '\0';
-	mafsbx_scrub_host_paths(out);
-}
-
 int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
 			struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	return mafsbx_sandbox_exec_stream(b, spec, NULL, NULL, res, err);
+}
+
+int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
+			       int (*on_output)(int stream, const void *data, size_t len, void *ctx), void *ctx,
+			       struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
 	if (!res)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: no result");
@@ -49,26 +42,12 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'sandbox': not a sandbox name");
 
 	json_t *insp = NULL;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	int r = mafsbx_container_inspect(b->engine, name, &insp, &e);
-	if (r < 0) {
-		if (e.kind == MAFSBX_EK_NO_CONTAINER)
-			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);
-		if (err)
-			*err = e;
-		return r;
-	}
 	char id[65], *cwd = NULL;
-	const char *jid = json_string_value(json_object_get(insp, "Id"));
-	snprintf(id, sizeof(id), "%s", jid ? jid : "");
-	json_t *labels = json_object_get(json_object_get(insp, "Config"), "Labels");
-	if (!id[0] || !sbx_has_identity_labels(labels) || sbx_label(labels, MAFSBX_LABEL_ROLE)) {
-		json_decref(insp);
-		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox (it lacks the identity labels)",
-					name);
-	}
-	const char *wd = sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1);
+	int r = sbx_inspect_sandbox(b, name, &insp, id, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_error e;
+	const char *wd = sbx_label(sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);
 	cwd = mafsbx_exec_cwd_resolve(wd ? wd : MAFSBX_DEFAULT_WORK_DIR, spec->cwd, err);
 	json_decref(insp);
 	if (!cwd)
@@ -81,7 +60,10 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
 		.stdin_data = spec->has_stdin ? (spec->stdin_data ? (const void *)spec->stdin_data : (const void *)"") : NULL,
 		.stdin_len = spec->has_stdin ? spec->stdin_len : 0,
 		.timeout_ms = spec->timeout_ms,
-		.max_output = SBX_EXEC_MAX_OUTPUT,
+		/* streamed: the bytes went to the caller; keep only enough for a launch failure's message */
+		.max_output = on_output ? SBX_STREAM_KEEP_OUTPUT : SBX_EXEC_MAX_OUTPUT,
+		.on_output = on_output,
+		.output_ctx = ctx,
 	};
 	mafsbx_error_clear(&e);
 	r = sbx_exec(b, id, &rq, res, &e);
@@ -109,7 +91,9 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
 	}
 	if (res->launch_failed) {
 		char msg[600];
-		launch_message(res, msg, sizeof(msg));
+		/* the runtime's message: on stdout (where the engine puts it), else stderr */
+		sbx_short_text(res->out_len ? res->out : res->err, res->out_len ? res->out_len : res->err_len, msg,
+			       sizeof(msg));
 		bool missing = strstr(msg, "no such file or directory") || strstr(msg, "not found");
 		return mafsbx_error_set_full(err, missing ? MAFSBX_EK_NO_PATH : MAFSBX_EK_ENGINE, missing ? ENOENT : EIO,
 					     missing ? "FileNotFoundError" : "RuntimeError",

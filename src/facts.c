@@ -200,42 +200,8 @@ static size_t split_fields(char *line, char **f, size_t max)
 	return n;
 }
 
-/*
- * passwd: uid of the line named `name` (when !*uid_known), then gid of the
- * first line with that uid (when `want_gid`). Lines need 4 fields with
- * numeric 3rd and 4th.
- */
-static void passwd_lookup(const char *text, const char *name, bool *uid_known, uid_t *uid, bool want_gid,
-			  bool *gid_known, gid_t *gid)
-{
-	for (int pass = 0; pass < 2; pass++) {
-		char *copy = strdup(text);
-		if (!copy)
-			return;
-		char *save = NULL;
-		for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			char *f[8];
-			size_t nf = split_fields(line, f, 8);
-			unsigned long fu, fg;
-			if (nf < 4 || !parse_id_number(f[2], strlen(f[2]), &fu) ||
-			    !parse_id_number(f[3], strlen(f[3]), &fg))
-				continue;
-			if (pass == 0 && !*uid_known && name && strcmp(f[0], name) == 0) {
-				*uid = (uid_t)fu;
-				*uid_known = true;
-				break;
-			}
-			if (pass == 1 && want_gid && *uid_known && !*gid_known && fu == *uid) {
-				*gid = (gid_t)fg;
-				*gid_known = true;
-				break;
-			}
-		}
-		free(copy);
-	}
-}
-
-static void group_lookup(const char *text, const char *name, bool *gid_known, gid_t *gid)
+/* Call match() on the fields of each line of `text` (at most 8, split at ':') until it returns true. */
+static void each_line(const char *text, bool (*match)(char **f, size_t nf, void *ctx), void *ctx)
 {
 	char *copy = strdup(text);
 	if (!copy)
@@ -244,14 +210,77 @@ static void group_lookup(const char *text, const char *name, bool *gid_known, gi
 	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *f[8];
 		size_t nf = split_fields(line, f, 8);
-		unsigned long fg;
-		if (nf >= 3 && strcmp(f[0], name) == 0 && parse_id_number(f[2], strlen(f[2]), &fg)) {
-			*gid = (gid_t)fg;
-			*gid_known = true;
+		if (match(f, nf, ctx))
 			break;
-		}
 	}
 	free(copy);
+}
+
+struct id_query {
+	const char *name;
+	bool *uid_known, *gid_known;
+	uid_t *uid;
+	gid_t *gid;
+};
+
+/* A passwd line: 4 fields with numeric 3rd and 4th. */
+static bool passwd_ids(char **f, size_t nf, unsigned long *fu, unsigned long *fg)
+{
+	return nf >= 4 && parse_id_number(f[2], strlen(f[2]), fu) && parse_id_number(f[3], strlen(f[3]), fg);
+}
+
+static bool passwd_by_name(char **f, size_t nf, void *ctx)
+{
+	struct id_query *q = ctx;
+	unsigned long fu, fg;
+	if (!passwd_ids(f, nf, &fu, &fg) || strcmp(f[0], q->name) != 0)
+		return false;
+	*q->uid = (uid_t)fu;
+	*q->uid_known = true;
+	return true;
+}
+
+static bool passwd_by_uid(char **f, size_t nf, void *ctx)
+{
+	struct id_query *q = ctx;
+	unsigned long fu, fg;
+	if (!passwd_ids(f, nf, &fu, &fg) || fu != *q->uid)
+		return false;
+	*q->gid = (gid_t)fg;
+	*q->gid_known = true;
+	return true;
+}
+
+static bool group_by_name(char **f, size_t nf, void *ctx)
+{
+	struct id_query *q = ctx;
+	unsigned long fg;
+	if (nf < 3 || strcmp(f[0], q->name) != 0 || !parse_id_number(f[2], strlen(f[2]), &fg))
+		return false;
+	*q->gid = (gid_t)fg;
+	*q->gid_known = true;
+	return true;
+}
+
+/*
+ * passwd: uid of the line named `name` (when !*uid_known), then gid of the
+ * first line with that uid (when `want_gid`). Lines need 4 fields with
+ * numeric 3rd and 4th.
+ */
+static void passwd_lookup(const char *text, const char *name, bool *uid_known, uid_t *uid, bool want_gid,
+			  bool *gid_known, gid_t *gid)
+{
+	struct id_query q = { .name = name, .uid_known = uid_known, .gid_known = gid_known, .uid = uid, .gid = gid };
+	if (!*uid_known && name)
+		each_line(text, passwd_by_name, &q);
+	if (want_gid && *uid_known && !*gid_known)
+		each_line(text, passwd_by_uid, &q);
+}
+
+static void group_lookup(const char *text, const char *name, bool *gid_known, gid_t *gid)
+{
+	struct id_query q = { .name = name, .gid_known = gid_known, .gid = gid };
+	each_line(text, group_by_name, &q);
 }
 
 static int read_guest_file(struct mafsbx_backend *b, const char *id, const char *path, struct mafsbx_buf *out)
@@ -267,17 +296,24 @@ static int read_guest_file(struct mafsbx_backend *b, const char *id, const char 
 	return r;
 }
 
+/* A helper command (`id`, a probe) as `user` (NULL: the image's), in /, its output capped at 1 KiB. */
+static int helper_exec(struct mafsbx_backend *b, const char *id, const char *const *argv, const char *user,
+		       long timeout_ms, struct mafsbx_exec_result *res, struct mafsbx_error *e)
+{
+	struct mafsbx_exec_request rq = { .argv = argv, .user = user, .workdir = "/", .timeout_ms = timeout_ms,
+					  .max_output = SBX_PROBE_READ_LIMIT };
+	mafsbx_error_clear(e);
+	return sbx_exec(b, id, &rq, res, e);
+}
+
 /* `id -u` / `id -g` in the guest. 0 and *v on success; -ENOENT when it ran but gave no number; EK_TIMEOUT propagated. */
 static int run_id(struct mafsbx_backend *b, const char *id, const char *flag, unsigned long *v,
 		  struct mafsbx_error *err)
 {
 	const char *argv[] = { "id", flag, NULL };
-	struct mafsbx_exec_request rq = { .argv = argv, .workdir = "/", .timeout_ms = b->cfg.command_timeout_ms,
-					  .max_output = SBX_PROBE_READ_LIMIT };
 	struct mafsbx_exec_result res;
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	int r = sbx_exec(b, id, &rq, &res, &e);
+	int r = helper_exec(b, id, argv, NULL, b->cfg.command_timeout_ms, &res, &e);
 	if (r < 0) {
 		if (e.kind == MAFSBX_EK_TIMEOUT) {
 			if (err)
@@ -408,10 +444,10 @@ struct probe {
 	const char *cap;
 };
 
-static void short_text(const unsigned char *p, size_t n, char *out, size_t outsz)
+void sbx_short_text(const unsigned char *p, size_t n, char *out, size_t outsz)
 {
 	size_t k = 0;
-	for (size_t i = 0; i < n && k + 1 < outsz; i++) {
+	for (size_t i = 0; p && i < n && k + 1 < outsz; i++) {
 		unsigned char c = p[i];
 		out[k++] = (c == '\n' || c == '\r' || c == '\t') ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
 	}
@@ -427,12 +463,9 @@ static int run_probe(struct mafsbx_backend *b, const char *id, const char *image
 	long long left = deadline - mafsbx_now_ms();
 	if (left < 1)
 		left = 1;
-	struct mafsbx_exec_request rq = { .argv = argv, .user = "0", .workdir = "/", .timeout_ms = (long)left,
-					  .max_output = SBX_PROBE_READ_LIMIT };
 	struct mafsbx_exec_result res;
 	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	int r = sbx_exec(b, id, &rq, &res, &e);
+	int r = helper_exec(b, id, argv, "0", (long)left, &res, &e);
 	if (r < 0) {
 		mafsbx_exec_result_free(&res);
 		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
@@ -443,7 +476,7 @@ static int run_probe(struct mafsbx_backend *b, const char *id, const char *image
 	if (res.exit_code != 0) {
 		char why[300] = "";
 		if (res.launch_failed || res.exit_code == 126 || res.exit_code == 127)
-			short_text(res.out_len ? res.out : res.err, res.out_len ? res.out_len : res.err_len, why,
+			sbx_short_text(res.out_len ? res.out : res.err, res.out_len ? res.out_len : res.err_len, why,
 				   sizeof(why));
 		r = mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
 				     "image %s cannot serve capability %s: the '%s' probe exited %d, expected 0%s%s "

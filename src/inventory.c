@@ -247,16 +247,14 @@ int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafs
 	return 0;
 }
 
-int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
-			  struct mafsbx_error *err)
+int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],
+			struct mafsbx_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	if (!b || !name || !*name)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "lookup: no name");
-	json_t *insp = NULL;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	int r = mafsbx_container_inspect(b->engine, name, &insp, &e);
+	*insp = NULL;
+	id[0] = '\0';
+	int r = mafsbx_container_inspect(b->engine, name, insp, &e);
 	if (r < 0) {
 		if (e.kind == MAFSBX_EK_NO_CONTAINER)
 			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);
@@ -264,12 +262,34 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
 			*err = e;
 		return r;
 	}
+	const char *jid = json_string_value(json_object_get(*insp, "Id"));
+	json_t *labels = sbx_labels_of(*insp);
+	if (!jid || !*jid || !sbx_has_identity_labels(labels) || sbx_label(labels, MAFSBX_LABEL_ROLE)) {
+		json_decref(*insp);
+		*insp = NULL;
+		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox (it lacks the identity labels)",
+					name);
+	}
+	snprintf(id, 65, "%s", jid);
+	return 0;
+}
+
+int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
+			  struct mafsbx_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!b || !name || !*name)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "lookup: no name");
+	json_t *insp = NULL;
+	char id[65];
+	int r = sbx_inspect_sandbox(b, name, &insp, id, err);
+	if (r < 0)
+		return r;
 	const char *nm = json_string_value(json_object_get(insp, "Name"));
 	if (nm && *nm == '/')
 		nm++;
 	json_t *labels = sbx_labels_of(insp);
-	if (!nm || !mafsbx_is_workload_name(nm) || !sbx_has_identity_labels(labels) ||
-	    sbx_label(labels, MAFSBX_LABEL_ROLE)) {
+	if (!nm || !mafsbx_is_workload_name(nm)) {
 		json_decref(insp);
 		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox", name);
 	}
@@ -278,7 +298,7 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
 	const char *created = json_string_value(json_object_get(insp, "Created"));
 	if (created && mafsbx_time_parse(created, &t, NULL) < 0)
 		t.sec = 0;
-	r = fill_info(b, out, nm, json_string_value(json_object_get(insp, "Id")),
+	r = fill_info(b, out, nm, id,
 		      json_string_value(json_object_get(st, "Status")), json_is_true(json_object_get(st, "Paused")), t.sec,
 		      json_string_value(json_object_get(json_object_get(insp, "Config"), "Image")), labels,
 		      json_string_value(json_object_get(json_object_get(insp, "HostConfig"), "NetworkMode")));

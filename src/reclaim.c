@@ -28,19 +28,6 @@ static size_t components(const char *abs)
 	return n;
 }
 
-static void rm_message(const struct mafsbx_exec_result *res, char *out, size_t outsz)
-{
-	const unsigned char *p = res->err_len ? res->err : res->out;
-	size_t n = res->err_len ? res->err_len : res->out_len, k = 0;
-	for (size_t i = 0; p && i < n && k + 1 < outsz; i++)
-		out[k++] = (p[i] == '\n' || p[i] == '\r' || p[i] == '\t') ? ' ' : (p[i] < 0x20 || p[i] == 0x7f) ? '?'
-														  : (char)p[i];
-	while (k && out[k - 1] == ' ')
-		k--;
-	out[k] = '\0';
-	mafsbx_scrub_host_paths(out);
-}
-
 int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const char *directory,
 			   struct mafsbx_reclaim_result *out, struct mafsbx_error *err)
 {
@@ -51,26 +38,12 @@ int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const cha
 	if (!*directory)
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EINVAL, "ValueError", "field 'reclaim': empty");
 	json_t *insp = NULL;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	int r = mafsbx_container_inspect(b->engine, name, &insp, &e);
-	if (r < 0) {
-		if (e.kind == MAFSBX_EK_NO_CONTAINER)
-			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);
-		if (err)
-			*err = e;
-		return r;
-	}
 	char id[65];
-	const char *jid = json_string_value(json_object_get(insp, "Id"));
-	snprintf(id, sizeof(id), "%s", jid ? jid : "");
-	json_t *labels = json_object_get(json_object_get(insp, "Config"), "Labels");
-	if (!id[0] || !sbx_has_identity_labels(labels) || sbx_label(labels, MAFSBX_LABEL_ROLE)) {
-		json_decref(insp);
-		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox (it lacks the identity labels)",
-					name);
-	}
-	const char *label_wd = sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1);
+	int r = sbx_inspect_sandbox(b, name, &insp, id, err);
+	if (r < 0)
+		return r;
+	struct mafsbx_error e;
+	const char *label_wd = sbx_label(sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);
 	char *wd = mafsbx_gp_normalise(label_wd ? label_wd : MAFSBX_DEFAULT_WORK_DIR, err);
 	json_decref(insp);
 	if (!wd)
@@ -107,7 +80,8 @@ int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const cha
 	}
 	if (res.exit_code != 0 || res.launch_failed) {
 		char msg[512];
-		rm_message(&res, msg, sizeof(msg));
+		/* rm's complaint: stderr, else stdout */
+		sbx_short_text(res.err_len ? res.err : res.out, res.err_len ? res.err_len : res.out_len, msg, sizeof(msg));
 		bool denied = strstr(msg, "Permission denied") || strstr(msg, "Operation not permitted");
 		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, denied ? EACCES : EIO, "OSError",
 					  "could not reclaim %s: rm exited %d%s%s", target, res.exit_code,

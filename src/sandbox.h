@@ -150,6 +150,17 @@ int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const 
 /* kind NULL: every kind of the key. A non-empty key->call adds the call filter. */
 int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
 			       struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+/*
+ * By instance ID (upstream §8.4): only the container whose ID is exactly
+ * `instance_id` and whose labels carry this key (scope, thread, agent, plus
+ * call when non-empty and kind when given). Absent, another key's, or a
+ * proxy: disposed 0 and nothing removed. An ID the engine resolves to
+ * another container (a prefix) or an inspect that fails is an "unlisted"
+ * failure. Its proxy (role proxy, same key labels) goes first, then the
+ * workload, then the network it is attached to as <name>-net (by that ID).
+ */
+int mafsbx_sandbox_dispose_instance(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
+				    const char *instance_id, struct mafsbx_dispose_result *res, struct mafsbx_error *err);
 int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, const char *thread,
 				 struct mafsbx_dispose_result *res, struct mafsbx_error *err);
 
@@ -172,6 +183,17 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
  */
 int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
 			struct mafsbx_exec_result *res, struct mafsbx_error *err);
+/*
+ * The same, streamed (the shell verb `mafsbx exec`): every output chunk goes
+ * to on_output(stream 1 or 2, ...) as it arrives, and res keeps only the
+ * first 64 KiB of each stream (res->truncated past that). Same rules, same
+ * freezer registration, same timeout (the sandbox is disposed). A negative
+ * return from on_output (-EPIPE: the reader went away) ends the run with an
+ * error; the guest's side of the stream is then closed.
+ */
+int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
+			       int (*on_output)(int stream, const void *data, size_t len, void *ctx), void *ctx,
+			       struct mafsbx_exec_result *res, struct mafsbx_error *err);
 
 /* ---- declarations ------------------------------------------------------- */
 

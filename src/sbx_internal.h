@@ -16,6 +16,7 @@
 #include "sandbox.h"
 
 #define SBX_EXEC_MAX_OUTPUT (8u * 1024 * 1024)
+#define SBX_STREAM_KEEP_OUTPUT (64u * 1024)
 #define SBX_PROBE_READ_LIMIT 1024
 #define SBX_PAUSED_RETRY_MS 50
 #define SBX_FACTS_MAX 1024
@@ -117,6 +118,13 @@ int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, jso
 int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
 	       struct mafsbx_error *err);
 
+/*
+ * Guest output as one line of a message: newlines and tabs become spaces,
+ * other control bytes '?', trailing spaces cut, host paths scrubbed; at most
+ * outsz - 1 bytes. `p` may be NULL (n is then ignored).
+ */
+void sbx_short_text(const unsigned char *p, size_t n, char *out, size_t outsz);
+
 /* Parse Config.User; exposed for the unit-free test of the forms through acquire. */
 struct sbx_user_spec {
 	bool uid_known, gid_known;
@@ -140,5 +148,13 @@ json_t *sbx_labels_of(json_t *obj);
 /* The four identity labels are present as non-empty strings. */
 bool sbx_has_identity_labels(json_t *labels);
 const char *sbx_label(json_t *labels, const char *key);
+/*
+ * Inspect `name` (or an ID) and require a sandbox: an ID, the identity
+ * labels and no role label. 0 with *insp (caller frees) and id[]; absent:
+ * EK_NO_CONTAINER "no sandbox named X"; not a sandbox: EK_NO_CONTAINER
+ * "X is not a sandbox (it lacks the identity labels)"; else the engine's error.
+ */
+int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],
+			struct mafsbx_error *err);
 
 #endif

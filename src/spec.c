@@ -481,6 +481,7 @@ void mafsbx_acquire_spec_free(struct mafsbx_acquire_spec *s)
 	free((char *)s->key.call);
 	free(s->kind);
 	free(s->image);
+	free(s->image_id);
 	free(s->work_dir);
 	free_strv(s->egress_allow, s->n_egress_allow);
 	free_strv(s->outputs, s->n_outputs);
@@ -545,12 +546,104 @@ static int parse_labels(const json_t *req, json_t **out, struct mafsbx_error *er
 	return 0;
 }
 
+/* An image reference or ID: passed to the engine unparsed, so only what cannot be one is refused. */
+static int check_image(const char *image, const char *field, struct mafsbx_error *err)
+{
+	if (has_ctl(image) || strchr(image, ' '))
+		return bad(err, field, "contains a space or a control character");
+	return 0;
+}
+
+/* The key, kind, image (image_id) and work_dir of an acquire. */
+static int acquire_strings(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_acquire_spec *s,
+			   struct mafsbx_error *err)
+{
+	const char *scope, *thread, *agent, *call, *kind, *image, *image_id, *work_dir;
+	int r;
+	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
+	    (r = get_str(req, "agent", true, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
+	    (r = get_str(req, "kind", true, false, &kind, err)) || (r = get_str(req, "image", false, false, &image, err)) ||
+	    (r = get_str(req, "image_id", false, false, &image_id, err)) ||
+	    (r = get_str(req, "work_dir", false, false, &work_dir, err)))
+		return r;
+	if (!image && cfg && cfg->default_image && *cfg->default_image)
+		image = cfg->default_image;
+	if (!image && !image_id)
+		return bad(err, "image", "required (no default image is configured)");
+	if ((image && (r = check_image(image, "image", err))) || (image_id && (r = check_image(image_id, "image_id", err))))
+		return r;
+	if (has_ctl(kind))
+		return bad(err, "kind", "contains a control character");
+	if (work_dir && (r = check_abs_path(work_dir, "work_dir", err)))
+		return r;
+	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)) ||
+	    (r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)) ||
+	    (r = dup_to(&s->kind, kind, err)) || (r = dup_to(&s->image, image ? image : image_id, err)) ||
+	    (image_id && (r = dup_to(&s->image_id, image_id, err))) ||
+	    (r = dup_to(&s->work_dir, work_dir ? work_dir : MAFSBX_DEFAULT_WORK_DIR, err)))
+		return r;
+	s->work_dir_explicit = work_dir != NULL;
+	return 0;
+}
+
+/* egress and egress_allow. */
+static int acquire_egress(const json_t *req, struct mafsbx_acquire_spec *s, struct mafsbx_error *err)
+{
+	const char *v;
+	int r = get_str(req, "egress", false, false, &v, err);
+	if (r)
+		return r;
+	if (!v || strcmp(v, "closed") == 0)
+		s->egress = MAFSBX_EGRESS_CLOSED;
+	else if (strcmp(v, "allowlist") == 0)
+		s->egress = MAFSBX_EGRESS_ALLOWLIST;
+	else if (strcmp(v, "unrestricted") == 0)
+		return unsupported(err, "SandboxEgressNotEnforced", "egress", "'unrestricted' is never served");
+	else
+		return bad(err, "egress", "unknown egress mode (want closed or allowlist)");
+	if ((r = parse_str_array(req, "egress_allow", &s->egress_allow, &s->n_egress_allow, 256, check_allow_pattern,
+				 err)))
+		return r;
+	if (s->n_egress_allow && s->egress != MAFSBX_EGRESS_ALLOWLIST)
+		return bad(err, "egress_allow", "non-empty list requires egress 'allowlist'");
+	return 0;
+}
+
+/* isolation_scope and requires_os_family. */
+static int acquire_scope_os(const json_t *req, struct mafsbx_acquire_spec *s, struct mafsbx_error *err)
+{
+	const char *v;
+	int r = get_str(req, "isolation_scope", false, false, &v, err);
+	if (r)
+		return r;
+	if (!v || strcmp(v, "conversation") == 0) {
+		s->isolation_scope = MAFSBX_SCOPE_CONVERSATION;
+	} else if (strcmp(v, "call") == 0) {
+		s->isolation_scope = MAFSBX_SCOPE_CALL;
+		if (!*s->key.call)
+			return bad(err, "call", "isolation_scope 'call' requires a non-empty call id");
+	} else {
+		return bad(err, "isolation_scope", "unknown isolation scope (want conversation or call)");
+	}
+	if ((r = get_str(req, "requires_os_family", false, false, &v, err)))
+		return r;
+	if (!v)
+		s->requires_os_family = MAFSBX_OS_ANY;
+	else if (strcmp(v, "posix") == 0)
+		s->requires_os_family = MAFSBX_OS_POSIX;
+	else if (strcmp(v, "windows") == 0)
+		s->requires_os_family = MAFSBX_OS_WINDOWS;
+	else
+		return bad(err, "requires_os_family", "unknown OS family (want posix or windows)");
+	return 0;
+}
+
 int mafsbx_acquire_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg,
 			      struct mafsbx_acquire_spec **out, struct mafsbx_error *err)
 {
-	static const char *const allowed[] = { "scope", "thread", "agent", "call", "kind", "image", "work_dir",
-					       "capabilities", "egress", "egress_allow", "outputs", "env", "labels",
-					       "isolation_scope", "requires_os_family", "limits", NULL };
+	static const char *const allowed[] = { "scope", "thread", "agent", "call", "kind", "image", "image_id",
+					       "work_dir", "capabilities", "egress", "egress_allow", "outputs", "env",
+					       "labels", "isolation_scope", "requires_os_family", "limits", NULL };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
 	if (r)
@@ -560,100 +653,17 @@ int mafsbx_acquire_spec_parse(const json_t *req, const struct mafsbx_spec_config
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	s->files_in = s->files_out = (struct mafsbx_transfer_limits){ MAFSBX_DEFAULT_BYTES_PER_FILE,
 								      MAFSBX_DEFAULT_TOTAL_BYTES, MAFSBX_DEFAULT_FILES };
-	const char *scope, *thread, *agent, *call, *kind, *image, *work_dir, *v;
-	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
-	    (r = get_str(req, "agent", true, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
-	    (r = get_str(req, "kind", true, false, &kind, err)) || (r = get_str(req, "image", false, false, &image, err)) ||
-	    (r = get_str(req, "work_dir", false, false, &work_dir, err)))
-		goto fail;
-	if (!image && cfg && cfg->default_image && *cfg->default_image)
-		image = cfg->default_image;
-	if (!image) {
-		r = bad(err, "image", "required (no default image is configured)");
-		goto fail;
+	if ((r = acquire_strings(req, cfg, s, err)) || (r = parse_caps(req, &s->caps, err)) ||
+	    (r = acquire_egress(req, s, err)) ||
+	    (r = parse_str_array(req, "outputs", &s->outputs, &s->n_outputs, MAFSBX_CEIL_FILES,
+				 mafsbx_output_name_check, err)) ||
+	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = parse_labels(req, &s->labels, err)) ||
+	    (r = acquire_scope_os(req, s, err)) || (r = parse_limits(req, s, err))) {
+		mafsbx_acquire_spec_free(s);
+		return r;
 	}
-	if (has_ctl(image) || strchr(image, ' ')) {
-		r = bad(err, "image", "contains a space or a control character");
-		goto fail;
-	}
-	if (has_ctl(kind)) {
-		r = bad(err, "kind", "contains a control character");
-		goto fail;
-	}
-	if (work_dir && (r = check_abs_path(work_dir, "work_dir", err)))
-		goto fail;
-	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)) ||
-	    (r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)) ||
-	    (r = dup_to(&s->kind, kind, err)) || (r = dup_to(&s->image, image, err)) ||
-	    (r = dup_to(&s->work_dir, work_dir ? work_dir : MAFSBX_DEFAULT_WORK_DIR, err)))
-		goto fail;
-	s->work_dir_explicit = work_dir != NULL;
-
-	if ((r = parse_caps(req, &s->caps, err)))
-		goto fail;
-
-	if ((r = get_str(req, "egress", false, false, &v, err)))
-		goto fail;
-	if (!v || strcmp(v, "closed") == 0) {
-		s->egress = MAFSBX_EGRESS_CLOSED;
-	} else if (strcmp(v, "allowlist") == 0) {
-		s->egress = MAFSBX_EGRESS_ALLOWLIST;
-	} else if (strcmp(v, "unrestricted") == 0) {
-		r = unsupported(err, "SandboxEgressNotEnforced", "egress", "'unrestricted' is never served");
-		goto fail;
-	} else {
-		r = bad(err, "egress", "unknown egress mode (want closed or allowlist)");
-		goto fail;
-	}
-	if ((r = parse_str_array(req, "egress_allow", &s->egress_allow, &s->n_egress_allow, 256, check_allow_pattern,
-				 err)))
-		goto fail;
-	if (s->n_egress_allow && s->egress != MAFSBX_EGRESS_ALLOWLIST) {
-		r = bad(err, "egress_allow", "non-empty list requires egress 'allowlist'");
-		goto fail;
-	}
-	if ((r = parse_str_array(req, "outputs", &s->outputs, &s->n_outputs, MAFSBX_CEIL_FILES,
-				 mafsbx_output_name_check, err)))
-		goto fail;
-	if ((r = parse_env(req, &s->env, &s->n_env, err)))
-		goto fail;
-	if ((r = parse_labels(req, &s->labels, err)))
-		goto fail;
-
-	if ((r = get_str(req, "isolation_scope", false, false, &v, err)))
-		goto fail;
-	if (!v || strcmp(v, "conversation") == 0) {
-		s->isolation_scope = MAFSBX_SCOPE_CONVERSATION;
-	} else if (strcmp(v, "call") == 0) {
-		s->isolation_scope = MAFSBX_SCOPE_CALL;
-		if (!*s->key.call) {
-			r = bad(err, "call", "isolation_scope 'call' requires a non-empty call id");
-			goto fail;
-		}
-	} else {
-		r = bad(err, "isolation_scope", "unknown isolation scope (want conversation or call)");
-		goto fail;
-	}
-
-	if ((r = get_str(req, "requires_os_family", false, false, &v, err)))
-		goto fail;
-	if (!v)
-		s->requires_os_family = MAFSBX_OS_ANY;
-	else if (strcmp(v, "posix") == 0)
-		s->requires_os_family = MAFSBX_OS_POSIX;
-	else if (strcmp(v, "windows") == 0)
-		s->requires_os_family = MAFSBX_OS_WINDOWS;
-	else {
-		r = bad(err, "requires_os_family", "unknown OS family (want posix or windows)");
-		goto fail;
-	}
-	if ((r = parse_limits(req, s, err)))
-		goto fail;
 	*out = s;
 	return 0;
-fail:
-	mafsbx_acquire_spec_free(s);
-	return r;
 }
 
 /* ---- dispose ----------------------------------------------------------- */
@@ -669,13 +679,15 @@ void mafsbx_dispose_spec_free(struct mafsbx_dispose_spec *s)
 	free((char *)s->key.call);
 	free(s->kind);
 	free(s->reclaim);
+	free(s->instance_id);
 	free(s);
 }
 
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err)
 {
-	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", "reclaim", NULL };
-	static const char *const key_fields[] = { "scope", "thread", "agent", "call", "kind" };
+	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", "reclaim",
+					       "instance_id", NULL };
+	static const char *const key_fields[] = { "scope", "thread", "agent", "call", "kind", "instance_id" };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
 	if (r)
@@ -683,7 +695,7 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 	struct mafsbx_dispose_spec *s = calloc(1, sizeof(*s));
 	if (!s)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	const char *name, *scope, *thread, *agent, *call, *kind;
+	const char *name, *scope, *thread, *agent, *call, *kind, *instance_id;
 	if ((r = get_str(req, "name", false, false, &name, err)))
 		goto fail;
 	if (name) {
@@ -718,9 +730,18 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 	}
 	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
 	    (r = get_str(req, "agent", false, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
-	    (r = get_str(req, "kind", false, false, &kind, err)))
+	    (r = get_str(req, "kind", false, false, &kind, err)) ||
+	    (r = get_str(req, "instance_id", false, false, &instance_id, err)))
 		goto fail;
+	if (instance_id && (has_ctl(instance_id) || strchr(instance_id, '/'))) {
+		r = bad(err, "instance_id", "not a container ID");
+		goto fail;
+	}
 	if (!agent) {
+		if (instance_id) {
+			r = bad(err, "instance_id", "requires 'agent' (the key the instance must carry)");
+			goto fail;
+		}
 		if (call) {
 			r = bad(err, "call", "requires 'agent'");
 			goto fail;
@@ -734,7 +755,8 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 		s->by = MAFSBX_DISPOSE_BY_KEY;
 		if ((r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)))
 			goto fail;
-		if (kind && (r = dup_to(&s->kind, kind, err)))
+		if ((kind && (r = dup_to(&s->kind, kind, err))) ||
+		    (instance_id && (r = dup_to(&s->instance_id, instance_id, err))))
 			goto fail;
 	}
 	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)))
@@ -784,6 +806,135 @@ static int check_rel_cwd(const char *cwd, struct mafsbx_error *err)
 	return 0;
 }
 
+/* argv as given, or `command` as {"sh", "-c", command}: exactly one of the two. */
+static int exec_argv(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	const char *command;
+	json_t *argv = json_object_get(req, "argv");
+	if (argv && json_is_null(argv))
+		argv = NULL;
+	int r = get_str(req, "command", false, false, &command, err);
+	if (r)
+		return r;
+	if (argv && command)
+		return bad(err, "command", "give exactly one of 'argv' and 'command'");
+	if (!argv && !command)
+		return bad(err, "argv", "required (or 'command')");
+	if (!argv) {
+		const char *const sh[] = { "sh", "-c", command };
+		if (!(s->argv = calloc(4, sizeof(char *))))
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		for (size_t i = 0; i < 3; i++, s->argc = i)
+			if ((r = dup_to(&s->argv[i], sh[i], err)))
+				return r;
+		s->shell = true;
+		return 0;
+	}
+	if (!json_is_array(argv) || json_array_size(argv) == 0)
+		return bad(err, "argv", "must be a non-empty array of strings");
+	size_t n = json_array_size(argv);
+	if (!(s->argv = calloc(n + 1, sizeof(char *))))
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(argv, i);
+		char f[48];
+		snprintf(f, sizeof(f), "argv[%zu]", i);
+		if (!json_is_string(e))
+			return bad(err, f, "must be a string");
+		if (strlen(json_string_value(e)) != json_string_length(e))
+			return bad(err, f, "contains a NUL character");
+		if (i == 0 && json_string_length(e) == 0)
+			return bad(err, f, "must not be empty");
+		if ((r = dup_to(&s->argv[i], json_string_value(e), err)))
+			return r;
+		s->argc = i + 1;
+	}
+	return 0;
+}
+
+/* cwd: "." by default; relative ones may not climb above the work dir. */
+static int exec_cwd(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	const char *cwd;
+	int r = get_str(req, "cwd", false, true, &cwd, err);
+	if (r)
+		return r;
+	if (!cwd || !*cwd)
+		cwd = ".";
+	if (strchr(cwd, '\\'))
+		return bad(err, "cwd", "contains a backslash");
+	if (has_ctl(cwd))
+		return bad(err, "cwd", "contains a control character");
+	if (strlen(cwd) > MAFSBX_WORK_DIR_MAX)
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field 'cwd': longer than %d bytes",
+					MAFSBX_WORK_DIR_MAX);
+	if (cwd[0] != '/' && (r = check_rel_cwd(cwd, err)))
+		return r;
+	return dup_to(&s->cwd, cwd, err);
+}
+
+/* stdin (its UTF-8 bytes) or stdin_b64 (decoded): at most one. */
+static int exec_stdin(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	json_t *jin = json_object_get(req, "stdin");
+	if (jin && json_is_null(jin))
+		jin = NULL;
+	json_t *jin64 = json_object_get(req, "stdin_b64");
+	if (jin64 && json_is_null(jin64))
+		jin64 = NULL;
+	if (jin && jin64)
+		return bad(err, "stdin_b64", "give at most one of 'stdin' and 'stdin_b64'");
+	if (jin) {
+		if (!json_is_string(jin))
+			return bad(err, "stdin", "must be a string");
+		size_t n = json_string_length(jin);
+		if (!(s->stdin_data = malloc(n + 1)))
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		memcpy(s->stdin_data, json_string_value(jin), n);
+		s->stdin_data[n] = '\0';
+		s->stdin_len = n;
+		s->has_stdin = true;
+	} else if (jin64) {
+		if (!json_is_string(jin64))
+			return bad(err, "stdin_b64", "must be a string");
+		int r = mafsbx_base64_decode(json_string_value(jin64), json_string_length(jin64), MAFSBX_B64_STD,
+					     &s->stdin_data, &s->stdin_len);
+		if (r == -ENOMEM)
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		else if (r)
+			return bad(err, "stdin_b64", "not valid base64 (standard alphabet, padded)");
+		s->has_stdin = true;
+	}
+	return 0;
+}
+
+/* timeout: seconds, > 0 and at most the ceiling (its default), rounded up to whole milliseconds. */
+static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec *s,
+			struct mafsbx_error *err)
+{
+	long ceiling_s = cfg && cfg->exec_timeout_max_s > 0 ? cfg->exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
+	json_t *t = json_object_get(req, "timeout");
+	if (!t || json_is_null(t)) {
+		s->timeout_ms = ceiling_s * 1000;
+		return 0;
+	}
+	if (!json_is_number(t))
+		return bad(err, "timeout", "must be a number of seconds");
+	double secs = json_number_value(t);
+	if (!(secs > 0))
+		return bad(err, "timeout", "must be positive");
+	if (secs > (double)ceiling_s)
+		return bad(err, "timeout", "over the ceiling of %ld s", ceiling_s);
+	/* round up: a fraction of a millisecond still asks for a bound */
+	double ms = secs * 1000.0;
+	s->timeout_ms = (long)ms;
+	if ((double)s->timeout_ms < ms)
+		s->timeout_ms++;
+	if (s->timeout_ms < 1)
+		s->timeout_ms = 1;
+	return 0;
+}
+
 int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec **out,
 			   struct mafsbx_error *err)
 {
@@ -796,169 +947,17 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 	struct mafsbx_exec_spec *s = calloc(1, sizeof(*s));
 	if (!s)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	const char *sandbox, *command, *cwd, *in, *in64;
+	const char *sandbox;
 	if ((r = get_str(req, "sandbox", true, false, &sandbox, err)))
 		goto fail;
 	if (!mafsbx_is_workload_name(sandbox)) {
 		r = bad(err, "sandbox", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
 		goto fail;
 	}
-	if ((r = dup_to(&s->sandbox, sandbox, err)))
+	if ((r = dup_to(&s->sandbox, sandbox, err)) || (r = exec_argv(req, s, err)) || (r = exec_cwd(req, s, err)) ||
+	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = exec_stdin(req, s, err)) ||
+	    (r = exec_timeout(req, cfg, s, err)))
 		goto fail;
-
-	json_t *argv = json_object_get(req, "argv");
-	if (argv && json_is_null(argv))
-		argv = NULL;
-	if ((r = get_str(req, "command", false, false, &command, err)))
-		goto fail;
-	if (argv && command) {
-		r = bad(err, "command", "give exactly one of 'argv' and 'command'");
-		goto fail;
-	}
-	if (!argv && !command) {
-		r = bad(err, "argv", "required (or 'command')");
-		goto fail;
-	}
-	if (argv) {
-		if (!json_is_array(argv) || json_array_size(argv) == 0) {
-			r = bad(err, "argv", "must be a non-empty array of strings");
-			goto fail;
-		}
-		size_t n = json_array_size(argv);
-		if (!(s->argv = calloc(n + 1, sizeof(char *)))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-		for (size_t i = 0; i < n; i++) {
-			json_t *e = json_array_get(argv, i);
-			char f[48];
-			snprintf(f, sizeof(f), "argv[%zu]", i);
-			if (!json_is_string(e)) {
-				r = bad(err, f, "must be a string");
-				goto fail;
-			}
-			if (strlen(json_string_value(e)) != json_string_length(e)) {
-				r = bad(err, f, "contains a NUL character");
-				goto fail;
-			}
-			if (i == 0 && json_string_length(e) == 0) {
-				r = bad(err, f, "must not be empty");
-				goto fail;
-			}
-			if ((r = dup_to(&s->argv[i], json_string_value(e), err)))
-				goto fail;
-			s->argc = i + 1;
-		}
-	} else {
-		if (!(s->argv = calloc(4, sizeof(char *)))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-		if ((r = dup_to(&s->argv[0], "sh", err)))
-			goto fail;
-		s->argc = 1;
-		if ((r = dup_to(&s->argv[1], "-c", err)))
-			goto fail;
-		s->argc = 2;
-		if ((r = dup_to(&s->argv[2], command, err)))
-			goto fail;
-		s->argc = 3;
-		s->shell = true;
-	}
-
-	if ((r = get_str(req, "cwd", false, true, &cwd, err)))
-		goto fail;
-	if (!cwd || !*cwd)
-		cwd = ".";
-	if (strchr(cwd, '\\')) {
-		r = bad(err, "cwd", "contains a backslash");
-		goto fail;
-	}
-	if (has_ctl(cwd)) {
-		r = bad(err, "cwd", "contains a control character");
-		goto fail;
-	}
-	if (strlen(cwd) > MAFSBX_WORK_DIR_MAX) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field 'cwd': longer than %d bytes", MAFSBX_WORK_DIR_MAX);
-		goto fail;
-	}
-	if (cwd[0] != '/' && (r = check_rel_cwd(cwd, err)))
-		goto fail;
-	if ((r = dup_to(&s->cwd, cwd, err)))
-		goto fail;
-
-	if ((r = parse_env(req, &s->env, &s->n_env, err)))
-		goto fail;
-
-	json_t *jin = json_object_get(req, "stdin");
-	if (jin && json_is_null(jin))
-		jin = NULL;
-	json_t *jin64 = json_object_get(req, "stdin_b64");
-	if (jin64 && json_is_null(jin64))
-		jin64 = NULL;
-	if (jin && jin64) {
-		r = bad(err, "stdin_b64", "give at most one of 'stdin' and 'stdin_b64'");
-		goto fail;
-	}
-	if (jin) {
-		if (!json_is_string(jin)) {
-			r = bad(err, "stdin", "must be a string");
-			goto fail;
-		}
-		in = json_string_value(jin);
-		size_t n = json_string_length(jin);
-		if (!(s->stdin_data = malloc(n + 1))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-		memcpy(s->stdin_data, in, n);
-		s->stdin_data[n] = '\0';
-		s->stdin_len = n;
-		s->has_stdin = true;
-	} else if (jin64) {
-		if (!json_is_string(jin64)) {
-			r = bad(err, "stdin_b64", "must be a string");
-			goto fail;
-		}
-		in64 = json_string_value(jin64);
-		r = mafsbx_base64_decode(in64, json_string_length(jin64), MAFSBX_B64_STD, &s->stdin_data,
-					 &s->stdin_len);
-		if (r == -ENOMEM) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		} else if (r) {
-			r = bad(err, "stdin_b64", "not valid base64 (standard alphabet, padded)");
-			goto fail;
-		}
-		s->has_stdin = true;
-	}
-
-	long ceiling_s = cfg && cfg->exec_timeout_max_s > 0 ? cfg->exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
-	json_t *t = json_object_get(req, "timeout");
-	if (!t || json_is_null(t)) {
-		s->timeout_ms = ceiling_s * 1000;
-	} else {
-		if (!json_is_number(t)) {
-			r = bad(err, "timeout", "must be a number of seconds");
-			goto fail;
-		}
-		double secs = json_number_value(t);
-		if (!(secs > 0)) {
-			r = bad(err, "timeout", "must be positive");
-			goto fail;
-		}
-		if (secs > (double)ceiling_s) {
-			r = bad(err, "timeout", "over the ceiling of %ld s", ceiling_s);
-			goto fail;
-		}
-		/* round up: a fraction of a millisecond still asks for a bound */
-		double ms = secs * 1000.0;
-		s->timeout_ms = (long)ms;
-		if ((double)s->timeout_ms < ms)
-			s->timeout_ms++;
-		if (s->timeout_ms < 1)
-			s->timeout_ms = 1;
-	}
 	*out = s;
 	return 0;
 fail:

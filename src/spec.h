@@ -9,6 +9,11 @@
  * EK_UNSUPPORTED (EOPNOTSUPP). Unknown fields are always refused.
  *
  * Choices where INTERFACE.md is silent (documented in the man page):
+ *  - `image_id` (acquire): a pinned image ID that takes precedence over
+ *    `image` (upstream §1.3); like `image` it is passed on unparsed, so only
+ *    an empty string, a space or a control character is refused.
+ *  - `instance_id` (dispose, with a key: scope, thread and agent): only the
+ *    container of exactly that ID, when it carries the key (upstream §8.4).
  *  - `work_dir` null or absent means /maf-sandbox/work; an explicit value must
  *    be absolute, is kept exactly as given (it is the work-dir.v1 label), and
  *    must not contain NUL, backslash or control characters; at most 4095 bytes.
@@ -16,10 +21,8 @@
  *    or "." or empty segment, no backslash, no ASCII 0-31, each segment
  *    <= 255 bytes, valid UTF-8; duplicates are dropped.
  *  - exec `cwd` is relative to the sandbox's work_dir; ".." may not climb
- *    above it. An absolute cwd is accepted only when it lies at or under the
- *    work_dir (checked at exec time, when the work_dir is known): the contract
- *    says "relative to work_dir", and a command can always `cd` elsewhere, so
- *    refusing absolute paths outside loses nothing and keeps the rule simple.
+ *    above it. An absolute cwd may name any directory of the guest, as
+ *    `docker exec -w` takes it (INTERFACE.md §4; see mafsbx_exec_cwd_resolve).
  *  - exec `timeout` is seconds (integer or real), > 0 and <= the configured
  *    ceiling (default 300); absent means the ceiling.
  *  - `limits`: optional object with any of max_read_bytes (per file read out
@@ -97,7 +100,8 @@ struct mafsbx_spec_config {
 struct mafsbx_acquire_spec {
 	struct mafsbx_key key;       /* all four strings owned; call is "" when absent */
 	char *kind;
-	char *image;                 /* the request's image, else the configured default */
+	char *image;                 /* the request's image, else the configured default; NULL when only image_id */
+	char *image_id;              /* pinned image ID (upstream §1.3): takes precedence over image; NULL = none */
 	char *work_dir;              /* never NULL: default /maf-sandbox/work */
 	bool work_dir_explicit;
 	unsigned caps;               /* enum mafsbx_cap bits */
@@ -140,6 +144,7 @@ struct mafsbx_dispose_spec {
 	struct mafsbx_key key;       /* BY_KEY / BY_SCOPE: owned; agent NULL for BY_SCOPE, call "" when absent */
 	char *kind;                  /* BY_KEY: NULL = every kind of that key */
 	char *reclaim;               /* BY_NAME only: {"name", "reclaim": DIR} removes DIR instead (reclaim.h) */
+	char *instance_id;           /* BY_KEY only: remove only this container instance (upstream §8.4) */
 };
 
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err);

@@ -22,6 +22,9 @@ struct subcommand {
 
 /* The subcommand table: one row per tools/cmd_NAME.c. */
 static const struct subcommand subcommands[] = {
+	{ "acquire", cmd_acquire, "get or create a sandbox and print its name (no mount needed)" },
+	{ "exec", cmd_exec, "run a command in a sandbox, output streamed, its exit status" },
+	{ "dispose", cmd_dispose, "remove a sandbox, a key's sandboxes or a conversation's" },
 	{ "mkimage", cmd_mkimage, "build the offline busybox test image (docker import)" },
 	{ "reap", cmd_reap, "remove sandboxes older than a cutoff (for cron)" },
 	{ "ls", cmd_ls, "list the sandboxes on the engine" },

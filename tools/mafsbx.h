@@ -26,6 +26,9 @@ enum {
 };
 
 /* Subcommands. Keep in step with the table in mafsbx.c. */
+int cmd_acquire(int argc, char **argv);   /* cmd_sandbox.c */
+int cmd_exec(int argc, char **argv);      /* cmd_sandbox.c */
+int cmd_dispose(int argc, char **argv);   /* cmd_sandbox.c */
 int cmd_mkimage(int argc, char **argv);
 int cmd_reap(int argc, char **argv);
 int cmd_ls(int argc, char **argv);

@@ -284,6 +284,121 @@ static void test_fingerprint_files(void **state)
 	assert_int_equal(unlink(bad), 0);
 }
 
+#define SBX "maf-sandbox-docker-6f8a8ed7a21c"
+#define KEY "--scope", "s", "--thread", "t", "--agent", "a", "--kind", "k"
+
+/* The shell verbs (INTERFACE.md §7): the ctl rules and messages, before any engine call. */
+static void test_verbs_acquire(void **state)
+{
+	(void)state;
+	struct run r;
+	run(&r, "--help", NULL);
+	expect(&r, 0, "  acquire ", NULL);
+	run(&r, "--help", NULL);
+	expect(&r, 0, "  dispose ", NULL);
+	run(&r, "acquire", "--help", NULL);
+	expect(&r, 0, "--image-id ID", NULL);
+	run(&r, "help", "acquire", NULL);
+	expect(&r, 0, "Exit status: 0 done", NULL);
+	run(&r, "acquire", NULL);
+	expect(&r, 2, NULL, "field 'scope': required");
+	run(&r, "acquire", "--scope", "s", "--thread", "t", "--agent", "a", NULL);
+	expect(&r, 2, NULL, "field 'kind': required");
+	run(&r, "acquire", KEY, NULL);
+	expect(&r, 2, NULL, "field 'image': required");
+	run(&r, "acquire", KEY, "--image", "i", "--output", "/etc/passwd", NULL);
+	expect(&r, 2, NULL, "field 'outputs[0]': must be a relative path");
+	run(&r, "acquire", KEY, "--image", "i", "--egress-allow", "a,b", NULL);
+	expect(&r, 2, NULL, "field 'egress_allow[0]'");
+	run(&r, "acquire", KEY, "--image-id", "", NULL);
+	expect(&r, 2, NULL, "field 'image_id': must not be empty");
+	run(&r, "acquire", KEY, "--image", "i", "--env", "NOEQUALS", NULL);
+	expect(&r, 2, NULL, "--env: want KEY=VALUE");
+	run(&r, "acquire", KEY, "--image", "i", "--env", "1X=v", NULL);
+	expect(&r, 2, NULL, "field 'env': invalid variable name");
+	run(&r, "acquire", KEY, "--image", "i", "--cap", "files_list", NULL);
+	expect(&r, 2, NULL, "field 'capabilities[0]'");
+	run(&r, "acquire", KEY, "--image", "i", "--isolation-scope", "call", NULL);
+	expect(&r, 2, NULL, "field 'call': isolation_scope 'call' requires");
+	run(&r, "acquire", KEY, "--image", "i", "--work-dir", "rel", NULL);
+	expect(&r, 2, NULL, "field 'work_dir': must be an absolute path");
+	run(&r, "acquire", "--bogus", NULL);
+	expect(&r, 2, NULL, "unknown option '--bogus'");
+	run(&r, "acquire", KEY, "--image", NULL);
+	expect(&r, 2, NULL, "needs an argument");
+	run(&r, "acquire", KEY, "--image", "i", "extra", NULL);
+	expect(&r, 2, NULL, "unexpected argument 'extra'");
+	/* a good request with no engine answering: 3, nothing printed */
+	run(&r, "acquire", KEY, "--image", "i", "--image-id", "sha256:abc", NULL);
+	expect(&r, 3, NULL, NULL);
+}
+
+static void test_verbs_exec(void **state)
+{
+	(void)state;
+	struct run r;
+	run(&r, "exec", "--help", NULL);
+	expect(&r, 0, "124 timed out", NULL);
+	/* every failure of the request itself is 125, never a status a command could give */
+	run(&r, "exec", NULL);
+	expect(&r, 125, NULL, "no sandbox NAME given");
+	run(&r, "exec", SBX, NULL);
+	expect(&r, 125, NULL, "no command given");
+	run(&r, "exec", SBX, "--", NULL);
+	expect(&r, 125, NULL, "no command given");
+	run(&r, "exec", "--", SBX, "true", NULL);
+	expect(&r, 125, NULL, "no sandbox NAME given");
+	run(&r, "exec", "box", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'sandbox': not a sandbox name");
+	run(&r, "exec", SBX, "--timeout", "0", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'timeout': must be positive");
+	run(&r, "exec", SBX, "--timeout", "301", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'timeout': over the ceiling of 300 s");
+	run(&r, "exec", SBX, "--timeout", "5x", "--", "true", NULL);
+	expect(&r, 125, NULL, "--timeout: want a number of seconds");
+	run(&r, "exec", SBX, "--cwd", "..", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'cwd': climbs above");
+	run(&r, "exec", SBX, "--env", "A", "--", "true", NULL);
+	expect(&r, 125, NULL, "--env: want KEY=VALUE");
+	run(&r, "exec", "--bogus", SBX, "--", "true", NULL);
+	expect(&r, 125, NULL, "unknown option '--bogus'");
+	run(&r, "exec", SBX, "--", "", NULL);
+	expect(&r, 125, NULL, "field 'argv[0]': must not be empty");
+	/* options after NAME, ARGV without "--"; no engine answering: 125 */
+	run(&r, "exec", SBX, "--cwd", "sub", "ls", "-l", NULL);
+	expect(&r, 125, NULL, NULL);
+}
+
+static void test_verbs_dispose(void **state)
+{
+	(void)state;
+	struct run r;
+	run(&r, "dispose", "--help", NULL);
+	expect(&r, 0, "--id ID", NULL);
+	run(&r, "dispose", NULL);
+	expect(&r, 2, NULL, "give a sandbox NAME, or --scope and --thread");
+	run(&r, "dispose", "box", NULL);
+	expect(&r, 2, NULL, "field 'name': not a sandbox name");
+	run(&r, "dispose", SBX, "--scope", "s", NULL);
+	expect(&r, 2, NULL, "give a NAME, or --scope and --thread, not both");
+	run(&r, "dispose", SBX, SBX, NULL);
+	expect(&r, 2, NULL, "not both");
+	run(&r, "dispose", "--scope", "s", NULL);
+	expect(&r, 2, NULL, "field 'thread': required");
+	run(&r, "dispose", "--scope", "s", "--thread", "t", "--kind", "k", NULL);
+	expect(&r, 2, NULL, "field 'kind': requires 'agent'");
+	run(&r, "dispose", "--scope", "s", "--thread", "t", "--id", "abc", NULL);
+	expect(&r, 2, NULL, "field 'instance_id': requires 'agent'");
+	run(&r, "dispose", "--scope", "s", "--thread", "t", "--agent", "a", "--id", "", NULL);
+	expect(&r, 2, NULL, "field 'instance_id': must not be empty");
+	run(&r, "dispose", "--frob", NULL);
+	expect(&r, 2, NULL, "unknown option '--frob'");
+	run(&r, "dispose", SBX, NULL);
+	expect(&r, 3, NULL, NULL);
+	run(&r, "dispose", "--scope", "s", "--thread", "t", NULL);
+	expect(&r, 3, NULL, NULL);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -310,6 +425,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_mkimage_refusals),
 		cmocka_unit_test(test_fingerprint_files),
+		cmocka_unit_test(test_verbs_acquire),
+		cmocka_unit_test(test_verbs_exec),
+		cmocka_unit_test(test_verbs_dispose),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -41,6 +41,12 @@ static const struct bad_row bad_rows[] = {
 	{ ACQ, "{\"scope\":\"s\\u0000x\",\"thread\":\"t\",\"agent\":\"a\",\"kind\":\"k\",\"image\":\"i\"}", EINVAL, "field 'scope': contains a NUL" },
 	{ ACQ, "{" K ",\"image\":\"\"}", EINVAL, "field 'image': must not be empty" },
 	{ ACQ, "{" K ",\"image\":\"a b\"}", EINVAL, "field 'image'" },
+	/* image_id (upstream §1.3): a string passed on unparsed, so only what cannot be one is refused */
+	{ ACQ, "{" K ",\"image_id\":\"\"}", EINVAL, "field 'image_id': must not be empty" },
+	{ ACQ, "{" K ",\"image_id\":7}", EINVAL, "field 'image_id': must be a string" },
+	{ ACQ, "{" K ",\"image_id\":\"sha256:a b\"}", EINVAL, "field 'image_id': contains a space" },
+	{ ACQ, "{" K ",\"image_id\":\"sha256:a\\u0001\"}", EINVAL, "field 'image_id': contains a space or a control" },
+	{ ACQ, "{" K ",\"image_id\":null}", EINVAL, "field 'image': required" },
 	/* capabilities */
 	{ ACQ, "{" K ",\"image\":\"i\",\"capabilities\":\"exec\"}", EINVAL, "field 'capabilities': must be an array" },
 	{ ACQ, "{" K ",\"image\":\"i\",\"capabilities\":[\"exec\",\"bogus\"]}", EINVAL, "field 'capabilities[1]': unknown capability" },
@@ -111,6 +117,12 @@ static const struct bad_row bad_rows[] = {
 	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"reclaim\":\"a/b\"}", EINVAL, "field 'reclaim': requires 'name'" },
 	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"reclaim\":\"\"}", EINVAL, "field 'reclaim': must not be empty" },
 	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"reclaim\":[]}", EINVAL, "field 'reclaim': must be a string" },
+	/* instance_id (upstream §8.4): with a key only */
+	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"instance_id\":\"abc\"}", EINVAL, "field 'instance_id': not allowed together with 'name'" },
+	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"instance_id\":\"abc\"}", EINVAL, "field 'instance_id': requires 'agent'" },
+	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"agent\":\"a\",\"instance_id\":\"\"}", EINVAL, "field 'instance_id': must not be empty" },
+	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"agent\":\"a\",\"instance_id\":5}", EINVAL, "field 'instance_id': must be a string" },
+	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"agent\":\"a\",\"instance_id\":\"../x\"}", EINVAL, "field 'instance_id': not a container ID" },
 
 	/* exec */
 	{ EXEC, "{\"argv\":[\"true\"]}", EINVAL, "field 'sandbox': required" },
@@ -301,7 +313,45 @@ static void test_dispose_shapes(void **state)
 	assert_int_equal(mafsbx_dispose_spec_parse(req, &s, &e), 0);
 	assert_string_equal(s->key.call, "c");
 	assert_string_equal(s->kind, "k");
+	assert_null(s->instance_id);
 	mafsbx_dispose_spec_free(s);
+	json_decref(req);
+
+	/* by instance ID: a key-shaped request naming the one container */
+	req = load("{\"scope\":\"s\",\"thread\":\"t\",\"agent\":\"a\",\"kind\":\"k\",\"instance_id\":"
+		   "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}");
+	assert_int_equal(mafsbx_dispose_spec_parse(req, &s, &e), 0);
+	assert_int_equal(s->by, MAFSBX_DISPOSE_BY_KEY);
+	assert_string_equal(s->kind, "k");
+	assert_string_equal(s->instance_id, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+	mafsbx_dispose_spec_free(s);
+	json_decref(req);
+}
+
+static void test_acquire_image_id(void **state)
+{
+	(void)state;
+	struct mafsbx_acquire_spec *s = NULL;
+	struct mafsbx_error e;
+	/* alone: no image needed; image carries the ID too (never NULL) */
+	json_t *req = load("{" K ",\"image_id\":\"sha256:f9645b9d\"}");
+	assert_int_equal(mafsbx_acquire_spec_parse(req, NULL, &s, &e), 0);
+	assert_string_equal(s->image_id, "sha256:f9645b9d");
+	assert_string_equal(s->image, "sha256:f9645b9d");
+	mafsbx_acquire_spec_free(s);
+	json_decref(req);
+	/* with an image: both kept (the backend runs the ID) */
+	req = load("{" K ",\"image\":\"mafsbx/busybox:latest\",\"image_id\":\"f9645b9dbbad\"}");
+	assert_int_equal(mafsbx_acquire_spec_parse(req, NULL, &s, &e), 0);
+	assert_string_equal(s->image_id, "f9645b9dbbad");
+	assert_string_equal(s->image, "mafsbx/busybox:latest");
+	mafsbx_acquire_spec_free(s);
+	json_decref(req);
+	/* none: image_id stays NULL */
+	req = load("{" K ",\"image\":\"i\"}");
+	assert_int_equal(mafsbx_acquire_spec_parse(req, NULL, &s, &e), 0);
+	assert_null(s->image_id);
+	mafsbx_acquire_spec_free(s);
 	json_decref(req);
 }
 
@@ -440,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_acquire_full),
 		cmocka_unit_test(test_acquire_defaults),
+		cmocka_unit_test(test_acquire_image_id),
 		cmocka_unit_test(test_dispose_shapes),
 		cmocka_unit_test(test_exec_shapes),
 		cmocka_unit_test(test_output_names),
