@@ -23,6 +23,7 @@
 
 #include "base64.h"
 #include "buf.h"
+#include "duration.h"
 #include "http.h"
 #include "names.h"
 
@@ -131,93 +132,14 @@ mode_t mafsbx_go_mode_to_st(uint32_t m)
 	return st;
 }
 
-static int digits(const char **p, int n)
-{
-	int v = 0;
-	for (int i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)**p))
-			return -1;
-		v = v * 10 + (**p - '0');
-		(*p)++;
-	}
-	return v;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (civil calendar arithmetic). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static bool leap(int y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-/* RFC 3339 with 0-9 fractional digits and Z or a numeric offset. */
+/* An RFC 3339 text (duration.c parses it) as a timespec. */
 static int parse_rfc3339(const char *s, struct timespec *ts)
 {
-	const char *p = s;
-	int Y = digits(&p, 4);
-	if (Y < 0 || *p++ != '-')
+	struct mafsbx_time t;
+	if (mafsbx_time_parse(s, &t, NULL) < 0)
 		return -1;
-	int M = digits(&p, 2);
-	if (M < 1 || M > 12 || *p++ != '-')
-		return -1;
-	int D = digits(&p, 2);
-	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int dim = mdays[M - 1] + (M == 2 && leap(Y));
-	if (D < 1 || D > dim || (*p != 'T' && *p != 't'))
-		return -1;
-	p++;
-	int h = digits(&p, 2);
-	if (h < 0 || h > 23 || *p++ != ':')
-		return -1;
-	int mi = digits(&p, 2);
-	if (mi < 0 || mi > 59 || *p++ != ':')
-		return -1;
-	int sec = digits(&p, 2);
-	if (sec < 0 || sec > 59)
-		return -1;
-	long ns = 0;
-	if (*p == '.') {
-		p++;
-		int nd = 0;
-		while (isdigit((unsigned char)*p)) {
-			if (++nd > 9)
-				return -1;
-			ns = ns * 10 + (*p++ - '0');
-		}
-		if (nd == 0)
-			return -1;
-		for (int k = nd; k < 9; k++)
-			ns *= 10;
-	}
-	int64_t off = 0;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int sign = *p++ == '-' ? -1 : 1;
-		int oh = digits(&p, 2);
-		if (oh < 0 || oh > 23 || *p++ != ':')
-			return -1;
-		int om = digits(&p, 2);
-		if (om < 0 || om > 59)
-			return -1;
-		off = sign * (int64_t)(oh * 3600 + om * 60);
-	} else {
-		return -1;
-	}
-	if (*p)
-		return -1;
-	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec - off;
-	ts->tv_sec = (time_t)t;
-	ts->tv_nsec = ns;
+	ts->tv_sec = (time_t)t.sec;
+	ts->tv_nsec = t.nsec;
 	return 0;
 }
 
