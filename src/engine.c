@@ -536,6 +536,104 @@ static int copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error
 	return 0;
 }
 
+/* The JSON type an answer must have. */
+enum answer { ANSWER_ANY, ANSWER_OBJECT, ANSWER_ARRAY };
+
+static int check_answer(json_t **out, enum answer want, const char *what, struct mafsbx_error *err)
+{
+	if (want == ANSWER_ANY || (want == ANSWER_OBJECT ? json_is_object(*out) : json_is_array(*out)))
+		return 0;
+	json_decref(*out);
+	*out = NULL;
+	return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not %s", what,
+				want == ANSWER_OBJECT ? "an object" : "an array");
+}
+
+/* Image references keep '/', ':' and '@' (the router takes the rest of the path). */
+static char *escape_image(const char *ref)
+{
+	return escape(ref, "/:@");
+}
+
+static int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
+{
+	if (!ref || !ref[0])
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty image reference", what);
+	if (strlen(ref) > 512)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: image reference too long", what);
+	for (const unsigned char *p = (const unsigned char *)ref; *p; p++)
+		if (*p < 0x21 || *p == 0x7f || *p == '?' || *p == '#' || *p == '%')
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid character in image reference", what);
+	if (strstr(ref, "..") || ref[0] == '/')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid image reference", what);
+	return 0;
+}
+
+/*
+ * A call on one named object (container, network, image), the sequence every
+ * object call shares: `what` is "<verb> <ref>" unless the caller wrote its
+ * own; the reference is checked (an image reference when `image`) and
+ * escaped into the target "<head><ref><tail>"; the call is made and the
+ * answer's JSON type checked. A missing image is EK_NO_IMAGE.
+ */
+struct obj_call {
+	const char *verb;        /* "inspect container" */
+	const char *ref;
+	bool image;
+	const char *head;        /* "/containers/" */
+	const char *tail;        /* "/json", "?force=1", or NULL */
+	struct call c;           /* method, body, ok, out, ...; target and what are filled in */
+	enum answer want;
+	char what[600];
+};
+
+/* The first half: `what`, the reference check and the target (malloc'd), or NULL with *r set. */
+static char *obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err)
+{
+	if (!o->what[0])  /* room for a 255-byte name; an image reference may be 512 */
+		snprintf(o->what, o->image ? sizeof(o->what) : 320, "%s %s", o->verb, o->ref ? o->ref : "");
+	*r = o->image ? check_image_ref(o->ref, o->what, err) : check_ref(o->ref, o->what, err);
+	if (*r < 0)
+		return NULL;
+	__do_free char *er = o->image ? escape_image(o->ref) : mafsbx_query_escape(o->ref);
+	if (!er) {
+		*r = nomem(err);
+		return NULL;
+	}
+	return target(e, err, r, "%s%s%s", o->head, er, o->tail ? o->tail : "");
+}
+
+static int obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err)
+{
+	if (o->c.out)
+		*o->c.out = NULL;
+	int r;
+	__do_free char *t = obj_target(e, o, &r, err);
+	if (!t)
+		return r;
+	o->c.target = t;
+	o->c.what = o->what;
+	r = do_call(e, &o->c, err);
+	if (r < 0 && o->image && err && err->kind == MAFSBX_EK_NO_OBJECT)
+		err->kind = MAFSBX_EK_NO_IMAGE;
+	if (r == 0 && o->c.out)
+		r = check_answer(o->c.out, o->want, o->what, err);
+	return r;
+}
+
+/* GET <prefix><path> (a path needing no escape), its JSON answer into *out. */
+static int get_json(struct mafsbx_engine *e, const char *path, long timeout_ms, const char *what, json_t **out,
+		    struct mafsbx_error *err)
+{
+	int r;
+	__do_free char *t = target(e, err, &r, "%s", path);
+	if (!t)
+		return r;
+	struct call c = { .method = "GET", .target = t, .timeout_ms = timeout_ms, .what = what, .ok = { 200 },
+			  .out = out };
+	return do_call(e, &c, err);
+}
+
 /* ---- version ------------------------------------------------------------- */
 
 static void copy_field(char *dst, size_t cap, json_t *j, const char *key)
@@ -548,13 +646,8 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 {
 	if (!e || !v)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "version: bad arguments");
-	int r;
-	__do_free char *t = target(e, err, &r, "/version");
-	if (!t)
-		return r;
 	json_t *j = NULL;
-	struct call c = { .method = "GET", .target = t, .what = "engine version", .ok = { 200 }, .out = &j };
-	r = do_call(e, &c, err);
+	int r = get_json(e, "/version", 0, "engine version", &j, err);
 	if (r < 0)
 		return r;
 	memset(v, 0, sizeof(*v));
@@ -605,19 +698,12 @@ int mafsbx_container_create(struct mafsbx_engine *e, const char *name, const jso
 static int container_post(struct mafsbx_engine *e, const char *container, const char *verb, long ok1, long ok2,
 			  struct mafsbx_error *err)
 {
-	char what[320];
-	snprintf(what, sizeof(what), "%s container %s", verb, container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/containers/%s/%s", ec, verb);
-	if (!t)
-		return r;
-	struct call c = { .method = "POST", .target = t, .what = what, .ok = { ok1, ok2 } };
-	return do_call(e, &c, err);
+	char vb[32], tail[32];
+	snprintf(vb, sizeof(vb), "%s container", verb);
+	snprintf(tail, sizeof(tail), "/%s", verb);
+	struct obj_call o = { .verb = vb, .ref = container, .head = "/containers/", .tail = tail,
+			      .c = { .method = "POST", .ok = { ok1, ok2 } } };
+	return obj_call(e, &o, err);
 }
 
 int mafsbx_container_start(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err)
@@ -645,26 +731,9 @@ int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, jso
 {
 	if (!e || !out)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect container: bad arguments");
-	*out = NULL;
-	char what[320];
-	snprintf(what, sizeof(what), "inspect container %s", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/containers/%s/json", ec);
-	if (!t)
-		return r;
-	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
-	r = do_call(e, &c, err);
-	if (r == 0 && !json_is_object(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an object", what);
-	}
-	return r;
+	struct obj_call o = { .verb = "inspect container", .ref = container, .head = "/containers/", .tail = "/json",
+			      .c = { .method = "GET", .ok = { 200 }, .out = out }, .want = ANSWER_OBJECT };
+	return obj_call(e, &o, err);
 }
 
 static int list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
@@ -682,12 +751,7 @@ static int list_call(struct mafsbx_engine *e, const char *path, const json_t *fi
 		return r;
 	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
 	r = do_call(e, &c, err);
-	if (r == 0 && !json_is_array(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an array", what);
-	}
-	return r;
+	return r < 0 ? r : check_answer(out, ANSWER_ARRAY, what, err);
 }
 
 int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool all, json_t **out,
@@ -770,14 +834,9 @@ int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_err
 {
 	if (!e || !ns)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine time: bad arguments");
-	int r;
-	__do_free char *t = target(e, err, &r, "/info");
-	if (!t)
-		return r;
 	json_t *j = NULL;
-	struct call c = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms, .what = "read the engine's clock",
-			  .ok = { 200 }, .out = &j };
-	if ((r = do_call(e, &c, err)) < 0)
+	int r = get_json(e, "/info", e->to.request_ms, "read the engine's clock", &j, err);
+	if (r < 0)
 		return r;
 	const char *st = json_string_value(json_object_get(j, "SystemTime"));
 	struct timespec ts;
@@ -794,19 +853,9 @@ int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete container: no engine");
-	char what[320];
-	snprintf(what, sizeof(what), "delete container %s", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/containers/%s?%sv=1", ec, force ? "force=1&" : "");
-	if (!t)
-		return r;
-	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 204, 200 } };
-	return do_call(e, &c, err);
+	struct obj_call o = { .verb = "delete container", .ref = container, .head = "/containers/",
+			      .tail = force ? "?force=1&v=1" : "?v=1", .c = { .method = "DELETE", .ok = { 204, 200 } } };
+	return obj_call(e, &o, err);
 }
 
 static int demux_sink(const void *data, size_t len, void *ctx);
@@ -837,18 +886,13 @@ int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsign
 	res->exit_code = -1;
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "container logs: no engine");
-	char what[320];
-	snprintf(what, sizeof(what), "read the log of %s", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	char tl[16] = "all";
+	char tl[48] = "/logs?stdout=1&stderr=1&tail=all";
 	if (tail)
-		snprintf(tl, sizeof(tl), "%u", tail);
-	__do_free char *t = target(e, err, &r, "/containers/%s/logs?stdout=1&stderr=1&tail=%s", ec, tl);
+		snprintf(tl, sizeof(tl), "/logs?stdout=1&stderr=1&tail=%u", tail);
+	struct obj_call o = { .verb = "read the log of", .ref = container, .head = "/containers/", .tail = tl };
+	const char *what = o.what;
+	int r;
+	__do_free char *t = obj_target(e, &o, &r, err);
 	if (!t)
 		return r;
 	struct logs_ctx lc = { .stop = false };
@@ -878,9 +922,19 @@ int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsign
 
 /* ---- archive ------------------------------------------------------------- */
 
-static char *archive_target(struct mafsbx_engine *e, const char *container, const char *path, const char *extra,
-			    int *r, struct mafsbx_error *err)
+/*
+ * The archive calls' object call: `what` is "<verb> <path> <prep> <container>",
+ * the container and the guest path are checked, then the target is built
+ * (or NULL, *r set).
+ */
+static char *archive_target(struct mafsbx_engine *e, char what[320], const char *verb, const char *prep,
+			    const char *container, const char *path, const char *extra, int *r,
+			    struct mafsbx_error *err)
 {
+	snprintf(what, 320, "%s %.200s %s %s", verb, path ? path : "", prep, container ? container : "");
+	*r = check_ref(container, what, err);
+	if (*r < 0 || (*r = check_guest_path(path, err)) < 0)
+		return NULL;
 	__do_free char *ec = mafsbx_query_escape(container);
 	__do_free char *ep = mafsbx_query_escape(path);
 	if (!ec || !ep) {
@@ -913,17 +967,26 @@ static int head_failure(struct mafsbx_engine *e, const char *t, long head_status
 	return r;
 }
 
+/* The stat header of a successful answer, decoded. */
+static int stat_from_header(const struct mafsbx_http_resp *resp, struct mafsbx_path_stat *st, const char *what,
+			    struct mafsbx_error *err)
+{
+	if (!resp->header_seen)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
+	int r = mafsbx_path_stat_decode(resp->header.data, st, err);
+	if (r < 0)
+		mafsbx_error_prefix(err, "%s", what);
+	return r;
+}
+
 int mafsbx_archive_head(struct mafsbx_engine *e, const char *container, const char *path,
 			struct mafsbx_path_stat *st, struct mafsbx_error *err)
 {
 	if (!e || !st)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "stat: bad arguments");
 	char what[320];
-	snprintf(what, sizeof(what), "stat %.200s in %s", path ? path : "", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0 || (r = check_guest_path(path, err)) < 0)
-		return r;
-	__do_free char *t = archive_target(e, container, path, NULL, &r, err);
+	int r;
+	__do_free char *t = archive_target(e, what, "stat", "in", container, path, NULL, &r, err);
 	if (!t)
 		return r;
 	struct mafsbx_http_resp resp = { 0 };
@@ -933,12 +996,8 @@ int mafsbx_archive_head(struct mafsbx_engine *e, const char *container, const ch
 		mafsbx_error_prefix(err, "%s", what);
 	} else if (resp.status != 200) {
 		r = head_failure(e, t, resp.status, what, path, err);
-	} else if (!resp.header_seen) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
 	} else {
-		r = mafsbx_path_stat_decode(resp.header.data, st, err);
-		if (r < 0)
-			mafsbx_error_prefix(err, "%s", what);
+		r = stat_from_header(&resp, st, what, err);
 	}
 	mafsbx_http_resp_free(&resp);
 	return r;
@@ -950,11 +1009,8 @@ int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const cha
 	if (!e || !sink)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "read archive: bad arguments");
 	char what[320];
-	snprintf(what, sizeof(what), "read %.200s from %s", path ? path : "", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0 || (r = check_guest_path(path, err)) < 0)
-		return r;
-	__do_free char *t = archive_target(e, container, path, NULL, &r, err);
+	int r;
+	__do_free char *t = archive_target(e, what, "read", "from", container, path, NULL, &r, err);
 	if (!t)
 		return r;
 	struct mafsbx_http_resp resp = { 0 };
@@ -969,10 +1025,7 @@ int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const cha
 	} else if (resp.status != 200) {
 		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
 	} else if (st) {
-		if (!resp.header_seen)
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
-		else if ((r = mafsbx_path_stat_decode(resp.header.data, st, err)) < 0)
-			mafsbx_error_prefix(err, "%s", what);
+		r = stat_from_header(&resp, st, what, err);
 	}
 	mafsbx_http_resp_free(&resp);
 	return r;
@@ -984,11 +1037,8 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
 	if (!e || (!tar && tar_len))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write archive: bad arguments");
 	char what[320];
-	snprintf(what, sizeof(what), "write into %.200s in %s", dir ? dir : "", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0 || (r = check_guest_path(dir, err)) < 0)
-		return r;
-	__do_free char *t = archive_target(e, container, dir, "&noOverwriteDirNonDir=1", &r, err);
+	int r;
+	__do_free char *t = archive_target(e, what, "write into", "in", container, dir, "&noOverwriteDirNonDir=1", &r, err);
 	if (!t)
 		return r;
 	struct mafsbx_http_resp resp = { 0 };
@@ -1220,14 +1270,11 @@ int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *runn
 {
 	if (!e || !mafsbx_is_engine_id(exec_id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
-	int r;
-	__do_free char *t = target(e, err, &r, "/exec/%s/json", exec_id);
-	if (!t)
-		return r;
+	char path[96];
+	snprintf(path, sizeof(path), "/exec/%s/json", exec_id);
 	json_t *j = NULL;
-	struct call c = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms, .what = "inspect exec",
-			  .ok = { 200 }, .out = &j };
-	if ((r = do_call(e, &c, err)) < 0)
+	int r = get_json(e, path, e->to.request_ms, "inspect exec", &j, err);
+	if (r < 0)
 		return r;
 	*running = json_is_true(json_object_get(j, "Running"));
 	json_t *code = json_object_get(j, "ExitCode");
@@ -1238,47 +1285,13 @@ int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *runn
 
 /* ---- images -------------------------------------------------------------- */
 
-/* Image references keep '/', ':' and '@' (the router takes the rest of the path). */
-static char *escape_image(const char *ref)
-{
-	return escape(ref, "/:@");
-}
-
-static int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
-{
-	if (!ref || !ref[0])
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty image reference", what);
-	if (strlen(ref) > 512)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: image reference too long", what);
-	for (const unsigned char *p = (const unsigned char *)ref; *p; p++)
-		if (*p < 0x21 || *p == 0x7f || *p == '?' || *p == '#' || *p == '%')
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid character in image reference", what);
-	if (strstr(ref, "..") || ref[0] == '/')
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid image reference", what);
-	return 0;
-}
-
 int mafsbx_image_inspect(struct mafsbx_engine *e, const char *ref, json_t **out, struct mafsbx_error *err)
 {
 	if (!e || !out)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect image: bad arguments");
-	*out = NULL;
-	char what[600];
-	snprintf(what, sizeof(what), "inspect image %s", ref ? ref : "");
-	int r = check_image_ref(ref, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *er = escape_image(ref);
-	if (!er)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/images/%s/json", er);
-	if (!t)
-		return r;
-	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
-	r = do_call(e, &c, err);
-	if (r < 0 && err && err->kind == MAFSBX_EK_NO_OBJECT)
-		err->kind = MAFSBX_EK_NO_IMAGE;
-	return r;
+	struct obj_call o = { .verb = "inspect image", .ref = ref, .image = true, .head = "/images/", .tail = "/json",
+			      .c = { .method = "GET", .ok = { 200 }, .out = out } };
+	return obj_call(e, &o, err);
 }
 
 /*
@@ -1429,22 +1442,9 @@ int mafsbx_image_delete(struct mafsbx_engine *e, const char *ref, struct mafsbx_
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete image: no engine");
-	char what[600];
-	snprintf(what, sizeof(what), "delete image %s", ref ? ref : "");
-	int r = check_image_ref(ref, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *er = escape_image(ref);
-	if (!er)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/images/%s?force=1", er);
-	if (!t)
-		return r;
-	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 200 } };
-	r = do_call(e, &c, err);
-	if (r < 0 && err && err->kind == MAFSBX_EK_NO_OBJECT)
-		err->kind = MAFSBX_EK_NO_IMAGE;
-	return r;
+	struct obj_call o = { .verb = "delete image", .ref = ref, .image = true, .head = "/images/", .tail = "?force=1",
+			      .c = { .method = "DELETE", .ok = { 200 } } };
+	return obj_call(e, &o, err);
 }
 
 /* ---- networks ------------------------------------------------------------ */
@@ -1478,26 +1478,9 @@ int mafsbx_network_inspect(struct mafsbx_engine *e, const char *network, json_t 
 {
 	if (!e || !out)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect network: bad arguments");
-	*out = NULL;
-	char what[320];
-	snprintf(what, sizeof(what), "inspect network %s", network ? network : "");
-	int r = check_ref(network, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *en = mafsbx_query_escape(network);
-	if (!en)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/networks/%s", en);
-	if (!t)
-		return r;
-	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
-	r = do_call(e, &c, err);
-	if (r == 0 && !json_is_object(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an object", what);
-	}
-	return r;
+	struct obj_call o = { .verb = "inspect network", .ref = network, .head = "/networks/",
+			      .c = { .method = "GET", .ok = { 200 }, .out = out }, .want = ANSWER_OBJECT };
+	return obj_call(e, &o, err);
 }
 
 int mafsbx_network_list(struct mafsbx_engine *e, const json_t *filters, json_t **out, struct mafsbx_error *err)
@@ -1511,19 +1494,9 @@ int mafsbx_network_delete(struct mafsbx_engine *e, const char *network, struct m
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete network: no engine");
-	char what[320];
-	snprintf(what, sizeof(what), "delete network %s", network ? network : "");
-	int r = check_ref(network, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *en = mafsbx_query_escape(network);
-	if (!en)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/networks/%s", en);
-	if (!t)
-		return r;
-	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 204, 200 } };
-	return do_call(e, &c, err);
+	struct obj_call o = { .verb = "delete network", .ref = network, .head = "/networks/",
+			      .c = { .method = "DELETE", .ok = { 204, 200 } } };
+	return obj_call(e, &o, err);
 }
 
 int mafsbx_network_connect(struct mafsbx_engine *e, const char *network, const char *container,
@@ -1531,21 +1504,19 @@ int mafsbx_network_connect(struct mafsbx_engine *e, const char *network, const c
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "connect network: no engine");
-	char what[600];
-	snprintf(what, sizeof(what), "connect %s to network %s", container ? container : "", network ? network : "");
-	int r = check_ref(network, what, err);
-	if (r < 0 || (r = check_ref(container, what, err)) < 0)
+	struct obj_call o = { .ref = network, .head = "/networks/", .tail = "/connect",
+			      .c = { .method = "POST", .ctype = "application/json", .ok = { 200 } } };
+	snprintf(o.what, sizeof(o.what), "connect %s to network %s", container ? container : "",
+		 network ? network : "");
+	int r = check_ref(network, o.what, err);
+	if (r < 0 || (r = check_ref(container, o.what, err)) < 0)
 		return r;
-	__do_free char *en = mafsbx_query_escape(network);
 	json_t *b = json_pack("{s:s}", "Container", container);
 	__do_free char *body = b ? dump_json(b) : NULL;
 	json_decref(b);
-	if (!en || !body)
+	if (!body)
 		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/networks/%s/connect", en);
-	if (!t)
-		return r;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .what = what, .ok = { 200 } };
-	return do_call(e, &c, err);
+	o.c.body = body;
+	o.c.body_len = strlen(body);
+	return obj_call(e, &o, err);
 }
