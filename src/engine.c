@@ -1102,6 +1102,167 @@ static bool launch_failure(const struct mafsbx_exec_result *res, bool never_star
 	return never_started && res->exit_code == 126;
 }
 
+/* The exec's configuration (Cmd, Env, User, WorkingDir, attached streams), or NULL with *r set. */
+static json_t *exec_config(const struct mafsbx_exec_request *rq, const char *what, int *r, struct mafsbx_error *err)
+{
+	bool bad = false;
+	json_t *cmd = string_array(rq->argv, &bad);
+	json_t *env = rq->env ? string_array(rq->env, &bad) : NULL;
+	json_t *cfg = json_object();
+	*r = 0;
+	if (bad)
+		*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
+	else if (!cmd || !cfg || (rq->env && !env))
+		*r = nomem(err);
+	if (*r == 0) {
+		json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL));
+		json_object_set_new(cfg, "AttachStdout", json_true());
+		json_object_set_new(cfg, "AttachStderr", json_true());
+		json_object_set_new(cfg, "Tty", json_false());
+		json_object_set(cfg, "Cmd", cmd);
+		if (env)
+			json_object_set(cfg, "Env", env);
+		if (rq->user && (json_object_set_new(cfg, "User", json_string(rq->user)) < 0))
+			*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: user is not valid UTF-8", what);
+		else if (rq->workdir && (json_object_set_new(cfg, "WorkingDir", json_string(rq->workdir)) < 0))
+			*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: working directory is not valid UTF-8", what);
+	}
+	json_decref(cmd);
+	json_decref(env);
+	if (*r < 0) {
+		json_decref(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/* Step 1: create the exec; its ID into res->exec_id. */
+static int exec_create(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
+		       const char *what, long long deadline, struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	int r;
+	json_t *cfg = exec_config(rq, what, &r, err);
+	if (!cfg)
+		return r;
+	__do_free char *body = dump_json(cfg);
+	json_decref(cfg);
+	if (!body)
+		return nomem(err);
+	json_t *j = NULL;
+	struct obj_call o = { .ref = container, .head = "/containers/", .tail = "/exec",
+			      .c = { .method = "POST", .ctype = "application/json", .body = body,
+				     .body_len = strlen(body), .timeout_ms = call_timeout(e, deadline), .ok = { 201 },
+				     .out = &j } };
+	snprintf(o.what, sizeof(o.what), "%s", what);
+	if ((r = obj_call(e, &o, err)) < 0) {
+		if (err && err->kind == MAFSBX_EK_TIMEOUT)
+			res->timed_out = true;
+		return r;
+	}
+	r = copy_id(j, res->exec_id, what, err);
+	json_decref(j);
+	return r;
+}
+
+/* Step 2: start on a fresh connection; the output stream, demultiplexed into dm, ends when the engine closes it. */
+static int exec_start(struct mafsbx_engine *e, const struct mafsbx_exec_request *rq, const char *what,
+		      long long deadline, struct mafsbx_demux *dm, struct mafsbx_error *err)
+{
+	struct mafsbx_exec_result *res = dm->res;
+	int r;
+	__do_free char *tstart = target(e, err, &r, "/exec/%s/start", res->exec_id);
+	if (!tstart)
+		return r;
+	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_hijack_req hq = {
+		.method = "POST", .target = tstart, .content_type = "application/json", .body = start_body,
+		.body_len = sizeof(start_body) - 1, .in = rq->stdin_data, .in_len = rq->stdin_len,
+		.deadline_ms = deadline, .on_data = demux_sink, .ctx = dm,
+	};
+	r = mafsbx_http_hijack(e->http, &hq, &resp, err);
+	if (r < 0) {
+		if (err && err->kind == MAFSBX_EK_TIMEOUT)
+			res->timed_out = true;
+		if (err)
+			mafsbx_error_prefix(err, "%s", what);
+	} else if (resp.status != 101 && resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
+	}
+	mafsbx_http_resp_free(&resp);
+	if (r < 0)
+		return r;
+	int fr = mafsbx_demux_finish(dm);
+	if (fr == -ENOMEM)
+		return nomem(err);
+	if (fr < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: output stream is not well framed", what);
+	return 0;
+}
+
+/*
+ * One exec inspect of step 3: 1 with res->exit_code set when the process
+ * ended, 0 while it runs, or a negative errno.
+ */
+static int exec_exited(struct mafsbx_engine *e, const char *path, const char *what, long long deadline,
+		       struct mafsbx_exec_result *res, bool *never_started, struct mafsbx_error *err)
+{
+	json_t *ij = NULL;
+	int r = get_json(e, path, call_timeout(e, deadline), what, &ij, err);
+	if (r < 0)
+		return r;
+	json_t *code = json_object_get(ij, "ExitCode");
+	bool running = json_is_true(json_object_get(ij, "Running"));
+	if (running || !json_is_integer(code)) {
+		json_decref(ij);
+		return 0;
+	}
+	res->exit_code = (int)json_integer_value(code);
+	/*
+	 * A pause that lands between the engine's own "is paused" check and
+	 * runc's exec makes runc refuse ("cannot exec in a paused state"): HTTP
+	 * 200, exit 126, message on stdout. Pid 0 proves no process ever
+	 * started, which the guest cannot forge, so this is the same refusal as
+	 * a 409 and safe to re-issue.
+	 */
+	json_t *pid = json_object_get(ij, "Pid");
+	static const char paused[] = "paused";
+	*never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
+	json_decref(ij);
+	if (*never_started && res->exit_code == 126 && res->out && memmem(res->out, res->out_len, paused,
+									    sizeof(paused) - 1))
+		return mafsbx_error_set(err, MAFSBX_EK_PAUSED, "%s: the container was paused as the exec started", what);
+	return 1;
+}
+
+/* Step 3, the exit code: set when the stream ends in practice; poll briefly to be sure. */
+static int exec_exit_code(struct mafsbx_engine *e, const char *what, long long deadline,
+			  struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/exec/%s/json", res->exec_id);
+	long wait_ms = 1;
+	bool never_started = false;
+	long long poll_end = mafsbx_now_ms() + 5000;
+	int r;
+	while ((r = exec_exited(e, path, what, deadline, res, &never_started, err)) == 0) {
+		long long now = mafsbx_now_ms();
+		if (now >= poll_end || (deadline && now >= deadline)) {
+			if (deadline && now >= deadline)
+				res->timed_out = true;
+			return mafsbx_error_set(err, deadline && now >= deadline ? MAFSBX_EK_TIMEOUT : MAFSBX_EK_PROTOCOL,
+						"%s: output ended but the exit code is not known", what);
+		}
+		usleep((useconds_t)wait_ms * 1000);
+		if (wait_ms < 50)
+			wait_ms *= 2;
+	}
+	if (r < 0)
+		return r;
+	res->launch_failed = launch_failure(res, never_started);
+	return 0;
+}
+
 int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
 		    struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
@@ -1118,150 +1279,16 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 		return r;
 	long long t0 = mafsbx_now_ms();
 	long long deadline = rq->timeout_ms > 0 ? t0 + rq->timeout_ms : 0;
-
-	/* 1. create */
-	bool bad = false;
-	json_t *cmd = string_array(rq->argv, &bad);
-	json_t *env = rq->env ? string_array(rq->env, &bad) : NULL;
-	json_t *cfg = json_object();
 	struct mafsbx_demux dm;
 	mafsbx_demux_init(&dm, res, rq->max_output);
-	__do_free char *body = NULL, *ec = NULL, *t = NULL, *tstart = NULL, *tinsp = NULL;
-	if (bad) {
-		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
-		goto out;
-	}
-	if (!cmd || !cfg || (rq->env && !env)) {
-		r = nomem(err);
-		goto out;
-	}
-	json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL));
-	json_object_set_new(cfg, "AttachStdout", json_true());
-	json_object_set_new(cfg, "AttachStderr", json_true());
-	json_object_set_new(cfg, "Tty", json_false());
-	json_object_set(cfg, "Cmd", cmd);
-	if (env)
-		json_object_set(cfg, "Env", env);
-	if (rq->user && (json_object_set_new(cfg, "User", json_string(rq->user)) < 0)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: user is not valid UTF-8", what);
-		goto out;
-	}
-	if (rq->workdir && (json_object_set_new(cfg, "WorkingDir", json_string(rq->workdir)) < 0)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: working directory is not valid UTF-8", what);
-		goto out;
-	}
-	body = dump_json(cfg);
-	ec = mafsbx_query_escape(container);
-	if (!body || !ec) {
-		r = nomem(err);
-		goto out;
-	}
-	if (!(t = target(e, err, &r, "/containers/%s/exec", ec)))
-		goto out;
-	json_t *j = NULL;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .timeout_ms = call_timeout(e, deadline), .what = what,
-			  .ok = { 201 }, .out = &j };
-	if ((r = do_call(e, &c, err)) < 0) {
-		if (err && err->kind == MAFSBX_EK_TIMEOUT)
-			res->timed_out = true;
-		goto out;
-	}
-	r = copy_id(j, res->exec_id, what, err);
-	json_decref(j);
-	if (r < 0)
-		goto out;
-
-	/* 2. start on a fresh connection; the stream ends when the engine closes it */
-	if (!(tstart = target(e, err, &r, "/exec/%s/start", res->exec_id)))
-		goto out;
-	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
-	struct mafsbx_http_resp resp = { 0 };
-	r = mafsbx_http_hijack(e->http, "POST", tstart, "application/json", start_body, sizeof(start_body) - 1,
-			       rq->stdin_data, rq->stdin_len,
-			       deadline, demux_sink, &dm, &resp, err);
-	if (r < 0) {
-		if (err && err->kind == MAFSBX_EK_TIMEOUT)
-			res->timed_out = true;
-		if (err)
-			mafsbx_error_prefix(err, "%s", what);
-		mafsbx_http_resp_free(&resp);
-		goto out;
-	}
-	if (resp.status != 101 && resp.status != 200) {
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
-		mafsbx_http_resp_free(&resp);
-		goto out;
-	}
-	mafsbx_http_resp_free(&resp);
-	int fr = mafsbx_demux_finish(&dm);
-	if (fr == -ENOMEM) {
-		r = nomem(err);
-		goto out;
-	}
-	if (fr < 0) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: output stream is not well framed", what);
-		goto out;
-	}
-
-	/* 3. exit code: set when the stream ends in practice; poll briefly to be sure */
-	if (!(tinsp = target(e, err, &r, "/exec/%s/json", res->exec_id)))
-		goto out;
-	long wait_ms = 1;
-	bool never_started = false;
-	long long poll_end = mafsbx_now_ms() + 5000;
-	for (;;) {
-		json_t *ij = NULL;
-		struct call ic = { .method = "GET", .target = tinsp, .timeout_ms = call_timeout(e, deadline),
-				   .what = what, .ok = { 200 }, .out = &ij };
-		if ((r = do_call(e, &ic, err)) < 0)
-			goto out;
-		json_t *code = json_object_get(ij, "ExitCode");
-		bool running = json_is_true(json_object_get(ij, "Running"));
-		if (!running && json_is_integer(code)) {
-			res->exit_code = (int)json_integer_value(code);
-			/*
-			 * A pause that lands between the engine's own "is paused"
-			 * check and runc's exec makes runc refuse ("cannot exec in a
-			 * paused state"): HTTP 200, exit 126, message on stdout. Pid 0
-			 * proves no process ever started, which the guest cannot
-			 * forge, so this is the same refusal as a 409 and safe to
-			 * re-issue.
-			 */
-			json_t *pid = json_object_get(ij, "Pid");
-			static const char paused[] = "paused";
-			never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
-			json_decref(ij);
-			if (never_started && res->exit_code == 126 && res->out &&
-			    memmem(res->out, res->out_len, paused, sizeof(paused) - 1)) {
-				r = mafsbx_error_set(err, MAFSBX_EK_PAUSED, "%s: the container was paused as the exec started",
-						     what);
-				goto out;
-			}
-			break;
-		}
-		json_decref(ij);
-		long long now = mafsbx_now_ms();
-		if (now >= poll_end || (deadline && now >= deadline)) {
-			r = mafsbx_error_set(err, deadline && now >= deadline ? MAFSBX_EK_TIMEOUT : MAFSBX_EK_PROTOCOL,
-					     "%s: output ended but the exit code is not known", what);
-			if (deadline && now >= deadline)
-				res->timed_out = true;
-			goto out;
-		}
-		usleep((useconds_t)wait_ms * 1000);
-		if (wait_ms < 50)
-			wait_ms *= 2;
-	}
-	res->launch_failed = launch_failure(res, never_started);
-	r = 0;
-out:
+	r = exec_create(e, container, rq, what, deadline, res, err);
+	if (r == 0)
+		r = exec_start(e, rq, what, deadline, &dm, err);
+	if (r == 0)
+		r = exec_exit_code(e, what, deadline, res, err);
 	if (r < 0)
 		(void)mafsbx_demux_finish(&dm);  /* out/err stay valid, "" at least */
 	res->duration_ms = mafsbx_now_ms() - t0;
-	json_decref(cmd);
-	json_decref(env);
-	json_decref(cfg);
 	return r;
 }
 

@@ -1359,157 +1359,159 @@ static long parse_content_length(const char *head)
 	return -1;
 }
 
-int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *target, const char *content_type,
-		       const void *body, size_t body_len, const void *in, size_t in_len, long long deadline_ms,
-		       mafsbx_http_sink_fn on_data, void *ctx, struct mafsbx_http_resp *resp,
-		       struct mafsbx_error *err)
-{
-	if (!h || !method || !target || target[0] != '/' || !resp || !on_data)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http hijack: bad arguments");
-	resp->status = 0;
-	resp->body_bytes = 0;
-	mafsbx_buf_reset(&resp->body);
-	mafsbx_buf_reset(&resp->header);
-
-	char errbuf[CURL_ERROR_SIZE] = "";
+/* One hijacked stream in flight. */
+struct hijack {
+	struct mafsbx_http *h;
+	const struct mafsbx_http_hijack_req *rq;
+	struct mafsbx_http_resp *resp;
+	struct pconn *pc;
+	CURL *c;
+	curl_socket_t fd;
+	long long head_deadline;     /* bounds the request and the answer's headers */
+	struct mafsbx_buf head;      /* the request, then the answer's status line and headers */
 	char buf[16384];
-	struct mafsbx_buf head = MAFSBX_BUF_INIT;
-	int r = 0;
-	request_count++;
-	struct pconn *pc = pconn_new(h);
-	if (!pc)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
-	CURL *c = pc->c;
-	if (setup_common(h, pc, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK) {
-		r = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http hijack: cannot set up the connection");
-		goto out;
-	}
-	CURLcode rc = curl_easy_perform(c);
-	if (rc == CURLE_OK && h->ep.scheme == MAFSBX_EP_SSH && ssh_attach(pc) < 0)
-		rc = CURLE_ABORTED_BY_CALLBACK;
-	if (rc != CURLE_OK) {
-		r = map_curl_error(h, pc, rc, errbuf, method, target, err);
-		goto out;
-	}
-	curl_socket_t fd = CURL_SOCKET_BAD;
-	if (curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
-		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "http hijack: no socket after connect");
-		goto out;
-	}
+};
 
-	if (mafsbx_buf_printf(&head,
+/* Phase 1: a fresh connection (CONNECT_ONLY), its socket in hj->fd. */
+static int hijack_connect(struct hijack *hj, struct mafsbx_error *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct mafsbx_http *h = hj->h;
+	CURL *c = hj->c;
+	if (setup_common(h, hj->pc, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK)
+		return mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http hijack: cannot set up the connection");
+	CURLcode rc = curl_easy_perform(c);
+	if (rc == CURLE_OK && h->ep.scheme == MAFSBX_EP_SSH && ssh_attach(hj->pc) < 0)
+		rc = CURLE_ABORTED_BY_CALLBACK;
+	if (rc != CURLE_OK)
+		return map_curl_error(h, hj->pc, rc, errbuf, hj->rq->method, hj->rq->target, err);
+	hj->fd = CURL_SOCKET_BAD;
+	if (curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &hj->fd) != CURLE_OK || hj->fd == CURL_SOCKET_BAD)
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "http hijack: no socket after connect");
+	return 0;
+}
+
+/* Phase 2: the request with its JSON body and the Upgrade headers. */
+static int hijack_send(struct hijack *hj, struct mafsbx_error *err)
+{
+	const struct mafsbx_http_hijack_req *rq = hj->rq;
+	if (mafsbx_buf_printf(&hj->head,
 			      "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: mafsbxfs/%s\r\n"
 			      "Content-Type: %s\r\nContent-Length: %zu\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
-			      method, target, MAFSBX_VERSION, content_type ? content_type : "application/json",
-			      body ? body_len : 0) < 0 ||
-	    (body && mafsbx_buf_append(&head, body, body_len) < 0)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
-	/* Until the answer's headers are in, a run without a deadline still has the request timeout. */
-	long long head_deadline = deadline_ms ? deadline_ms : mafsbx_now_ms() + h->timeout_ms;
-	int s = send_all(c, fd, head.data, head.len, head_deadline);
-	if (s == -ETIMEDOUT) {
-		r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out sending the request", method, target);
-		goto out;
-	} else if (s < 0) {
-		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection", method, target);
-		goto out;
-	}
+			      rq->method, rq->target, MAFSBX_VERSION,
+			      rq->content_type ? rq->content_type : "application/json", rq->body ? rq->body_len : 0) < 0 ||
+	    (rq->body && mafsbx_buf_append(&hj->head, rq->body, rq->body_len) < 0))
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	int s = send_all(hj->c, hj->fd, hj->head.data, hj->head.len, hj->head_deadline);
+	if (s == -ETIMEDOUT)
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out sending the request", rq->method,
+					rq->target);
+	if (s < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection", rq->method,
+					rq->target);
+	return 0;
+}
 
-	/* Status line and headers; whatever follows them is already stream data. */
-	mafsbx_buf_reset(&head);
+/*
+ * Phase 3: status line and headers into hj->head; whatever follows them is
+ * already stream data. Sets resp->status and *hlen (the headers' length).
+ */
+static int hijack_read_head(struct hijack *hj, size_t *hlen, struct mafsbx_error *err)
+{
+	const char *method = hj->rq->method, *target = hj->rq->target;
+	struct mafsbx_buf *head = &hj->head;
+	mafsbx_buf_reset(head);
 	char *eoh = NULL;
 	while (!eoh) {
-		ssize_t n = recv_some(c, buf, sizeof(buf));
+		ssize_t n = recv_some(hj->c, hj->buf, sizeof(hj->buf));
 		if (n == -EAGAIN) {
-			int w = wait_fd(fd, POLLIN, head_deadline);
-			if (w == -ETIMEDOUT) {
-				r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out waiting for the answer",
-						     method, target);
-				goto out;
-			}
-			if (w < 0) {
-				r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
-				goto out;
-			}
+			int w = wait_fd(hj->fd, POLLIN, hj->head_deadline);
+			if (w == -ETIMEDOUT)
+				return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out waiting for the answer",
+							method, target);
+			if (w < 0)
+				return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
 			continue;
 		}
-		if (n <= 0) {
-			r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection before answering",
-					     method, target);
-			goto out;
-		}
-		if (head.len + (size_t)n > HIJACK_HEAD_MAX) {
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: answer headers too large", method, target);
-			goto out;
-		}
-		if (mafsbx_buf_append(&head, buf, (size_t)n) < 0) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
-		eoh = strstr(head.data, "\r\n\r\n");
-		if (!eoh && memchr(head.data, '\0', head.len)) {
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: NUL byte in answer headers", method, target);
-			goto out;
-		}
+		if (n <= 0)
+			return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+						"%s %.200s: engine closed the connection before answering", method, target);
+		if (head->len + (size_t)n > HIJACK_HEAD_MAX)
+			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: answer headers too large", method,
+						target);
+		if (mafsbx_buf_append(head, hj->buf, (size_t)n) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		eoh = strstr(head->data, "\r\n\r\n");
+		if (!eoh && memchr(head->data, '\0', head->len))
+			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: NUL byte in answer headers", method,
+						target);
 	}
-	size_t hlen = (size_t)(eoh - head.data) + 4;
+	*hlen = (size_t)(eoh - head->data) + 4;
 	long status = 0;
-	if (strncmp(head.data, "HTTP/1.", 7) != 0 || head.len < 12 ||
-	    sscanf(head.data + 8, " %ld", &status) != 1 || status < 100 || status > 999) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: malformed status line", method, target);
-		goto out;
-	}
-	resp->status = status;
-	const char *rest = head.data + hlen;
-	size_t rest_len = head.len - hlen;
+	if (strncmp(head->data, "HTTP/1.", 7) != 0 || head->len < 12 ||
+	    sscanf(head->data + 8, " %ld", &status) != 1 || status < 100 || status > 999)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: malformed status line", method, target);
+	hj->resp->status = status;
+	return 0;
+}
 
-	if (status != 101 && !status_ok(status)) {
-		/* Error answer: bounded body by Content-Length, else to EOF. */
-		*eoh = '\0';
-		long cl = parse_content_length(head.data);
-		size_t want = cl >= 0 ? (size_t)cl : MAFSBX_HTTP_ERROR_BODY_MAX;
-		if (want > MAFSBX_HTTP_ERROR_BODY_MAX)
-			want = MAFSBX_HTTP_ERROR_BODY_MAX;
-		if (mafsbx_buf_append(&resp->body, rest, rest_len < want ? rest_len : want) < 0) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
-		while (resp->body.len < want) {
-			ssize_t n = recv_some(c, buf, sizeof(buf));
-			if (n == -EAGAIN) {
-				if (wait_fd(fd, POLLIN, head_deadline) < 0)
-					break;
-				continue;
-			}
-			if (n <= 0)
+/* Phase 4a, an error answer: its body, bounded by Content-Length, else read to EOF. */
+static int hijack_error_body(struct hijack *hj, size_t hlen, struct mafsbx_error *err)
+{
+	struct mafsbx_http_resp *resp = hj->resp;
+	const char *rest = hj->head.data + hlen;
+	size_t rest_len = hj->head.len - hlen;
+	hj->head.data[hlen - 4] = '\0';  /* the headers alone, for Content-Length */
+	long cl = parse_content_length(hj->head.data);
+	size_t want = cl >= 0 ? (size_t)cl : MAFSBX_HTTP_ERROR_BODY_MAX;
+	if (want > MAFSBX_HTTP_ERROR_BODY_MAX)
+		want = MAFSBX_HTTP_ERROR_BODY_MAX;
+	if (mafsbx_buf_append(&resp->body, rest, rest_len < want ? rest_len : want) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	while (resp->body.len < want) {
+		ssize_t n = recv_some(hj->c, hj->buf, sizeof(hj->buf));
+		if (n == -EAGAIN) {
+			if (wait_fd(hj->fd, POLLIN, hj->head_deadline) < 0)
 				break;
-			size_t take = (size_t)n < want - resp->body.len ? (size_t)n : want - resp->body.len;
-			if (mafsbx_buf_append(&resp->body, buf, take) < 0)
-				break;
+			continue;
 		}
-		resp->body_bytes = resp->body.len;
-		goto out;
+		if (n <= 0)
+			break;
+		size_t take = (size_t)n < want - resp->body.len ? (size_t)n : want - resp->body.len;
+		if (mafsbx_buf_append(&resp->body, hj->buf, take) < 0)
+			break;
 	}
+	resp->body_bytes = resp->body.len;
+	return 0;
+}
 
-	if (rest_len) {
-		resp->body_bytes += rest_len;
-		int cr = on_data(rest, rest_len, ctx);
-		if (cr < 0) {
-			r = sink_error(cr, err);
-			goto out;
-		}
-	}
+/* Hand stream bytes to the caller's sink. */
+static int hijack_deliver(struct hijack *hj, const void *data, size_t len, struct mafsbx_error *err)
+{
+	hj->resp->body_bytes += len;
+	int cr = hj->rq->on_data(data, len, hj->rq->ctx);
+	return cr < 0 ? sink_error(cr, err) : 0;
+}
 
-	const char *inp = in;
-	size_t in_left = in ? in_len : 0;
-	bool shut = !in;
+/*
+ * Phase 4b, the stream: the bytes that came with the headers, then stdin
+ * written and the write side half-closed, while every byte that arrives goes
+ * to on_data, until the engine closes the stream or the deadline passes.
+ */
+static int hijack_stream(struct hijack *hj, size_t hlen, struct mafsbx_error *err)
+{
+	const struct mafsbx_http_hijack_req *rq = hj->rq;
+	int r;
+	if (hj->head.len > hlen && (r = hijack_deliver(hj, hj->head.data + hlen, hj->head.len - hlen, err)) < 0)
+		return r;
+	const char *inp = rq->in;
+	size_t in_left = rq->in ? rq->in_len : 0;
+	bool shut = !rq->in;
 	for (;;) {
 		if (in_left) {
 			size_t sent = 0;
-			rc = curl_easy_send(c, inp, in_left, &sent);
+			CURLcode rc = curl_easy_send(hj->c, inp, in_left, &sent);
 			if (rc == CURLE_OK) {
 				inp += sent;
 				in_left -= sent;
@@ -1518,36 +1520,55 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 			}
 		}
 		if (!in_left && !shut) {
-			(void)shutdown(fd, SHUT_WR);
+			(void)shutdown(hj->fd, SHUT_WR);
 			shut = true;
 		}
 		ssize_t n;
-		bool eof = false;
-		while ((n = recv_some(c, buf, sizeof(buf))) > 0) {
-			resp->body_bytes += (uint64_t)n;
-			int cr = on_data(buf, (size_t)n, ctx);
-			if (cr < 0) {
-				r = sink_error(cr, err);
-				goto out;
-			}
-		}
+		while ((n = recv_some(hj->c, hj->buf, sizeof(hj->buf))) > 0)
+			if ((r = hijack_deliver(hj, hj->buf, (size_t)n, err)) < 0)
+				return r;
 		if (n == 0 || n == -ECONNRESET)
-			eof = true;
-		if (eof)
-			break;
-		int w = wait_fd(fd, (short)(POLLIN | (in_left ? POLLOUT : 0)), deadline_ms);
-		if (w == -ETIMEDOUT) {
-			r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: stream timed out; closed", method, target);
-			goto out;
-		}
-		if (w < 0) {
-			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
-			goto out;
-		}
+			return 0;
+		int w = wait_fd(hj->fd, (short)(POLLIN | (in_left ? POLLOUT : 0)), rq->deadline_ms);
+		if (w == -ETIMEDOUT)
+			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: stream timed out; closed", rq->method,
+						rq->target);
+		if (w < 0)
+			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
 	}
+}
 
-out:
-	mafsbx_buf_free(&head);
+int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_req *rq, struct mafsbx_http_resp *resp,
+		       struct mafsbx_error *err)
+{
+	if (!h || !rq || !rq->method || !rq->target || rq->target[0] != '/' || !resp || !rq->on_data)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http hijack: bad arguments");
+	resp->status = 0;
+	resp->body_bytes = 0;
+	mafsbx_buf_reset(&resp->body);
+	mafsbx_buf_reset(&resp->header);
+
+	request_count++;
+	struct hijack *hj = calloc(1, sizeof(*hj));
+	struct pconn *pc = hj ? pconn_new(h) : NULL;
+	if (!pc) {
+		free(hj);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
+	}
+	*hj = (struct hijack){ .h = h, .rq = rq, .resp = resp, .pc = pc, .c = pc->c, .head = MAFSBX_BUF_INIT };
+	/* Until the answer's headers are in, a run without a deadline still has the request timeout. */
+	size_t hlen = 0;
+	int r = hijack_connect(hj, err);
+	hj->head_deadline = rq->deadline_ms ? rq->deadline_ms : mafsbx_now_ms() + h->timeout_ms;
+	if (r == 0)
+		r = hijack_send(hj, err);
+	if (r == 0)
+		r = hijack_read_head(hj, &hlen, err);
+	if (r == 0)
+		r = resp->status != 101 && !status_ok(resp->status) ? hijack_error_body(hj, hlen, err)
+								       : hijack_stream(hj, hlen, err);
+	mafsbx_buf_free(&hj->head);
 	pconn_free(pc);  /* a hijacked connection is never reused */
+	free(hj);
 	return r;
 }
