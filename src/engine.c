@@ -663,6 +663,21 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 	return 0;
 }
 
+/* POST a JSON body that creates an object; the answer's Id into id. */
+static int create_call(struct mafsbx_engine *e, const char *t, const char *body, const char *what, long ok1, long ok2,
+		       char id[65], struct mafsbx_error *err)
+{
+	json_t *j = NULL;
+	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
+			  .body_len = strlen(body), .what = what, .ok = { ok1, ok2 }, .out = &j };
+	int r = do_call(e, &c, err);
+	if (r < 0)
+		return r;
+	r = copy_id(j, id, what, err);
+	json_decref(j);
+	return r;
+}
+
 /* ---- containers ---------------------------------------------------------- */
 
 int mafsbx_container_create(struct mafsbx_engine *e, const char *name, const json_t *config, char id[65],
@@ -683,15 +698,7 @@ int mafsbx_container_create(struct mafsbx_engine *e, const char *name, const jso
 		return r;
 	char what[320];
 	snprintf(what, sizeof(what), "create container %s", name ? name : "(unnamed)");
-	json_t *j = NULL;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .what = what, .ok = { 201 }, .out = &j };
-	r = do_call(e, &c, err);
-	if (r < 0)
-		return r;
-	r = copy_id(j, id, what, err);
-	json_decref(j);
-	return r;
+	return create_call(e, t, body, what, 201, 0, id, err);
 }
 
 /* POST /containers/C/<verb> without a body; `ok` statuses are success. */
@@ -979,28 +986,43 @@ static int stat_from_header(const struct mafsbx_http_resp *resp, struct mafsbx_p
 	return r;
 }
 
+/*
+ * One archive call: rq (method, body, sink, ...) sent to the target built by
+ * archive_target. Status 200 is success, the stat header decoded into `st`
+ * when given; a failed HEAD is asked again for its reason (head_failure).
+ */
+static int archive_call(struct mafsbx_engine *e, const char *verb, const char *prep, const char *container,
+			const char *path, const char *extra, struct mafsbx_http_req *rq, struct mafsbx_path_stat *st,
+			struct mafsbx_error *err)
+{
+	char what[320];
+	int r;
+	__do_free char *t = archive_target(e, what, verb, prep, container, path, extra, &r, err);
+	if (!t)
+		return r;
+	rq->target = t;
+	rq->want_header = st ? STAT_HEADER : NULL;
+	struct mafsbx_http_resp resp = { 0 };
+	r = mafsbx_http_request(e->http, rq, &resp, err);
+	if (r < 0)
+		mafsbx_error_prefix(err, "%s", what);
+	else if (resp.status != 200 && strcmp(rq->method, "HEAD") == 0)
+		r = head_failure(e, t, resp.status, what, path, err);
+	else if (resp.status != 200)
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
+	else if (st)
+		r = stat_from_header(&resp, st, what, err);
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
 int mafsbx_archive_head(struct mafsbx_engine *e, const char *container, const char *path,
 			struct mafsbx_path_stat *st, struct mafsbx_error *err)
 {
 	if (!e || !st)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "stat: bad arguments");
-	char what[320];
-	int r;
-	__do_free char *t = archive_target(e, what, "stat", "in", container, path, NULL, &r, err);
-	if (!t)
-		return r;
-	struct mafsbx_http_resp resp = { 0 };
-	struct mafsbx_http_req rq = { .method = "HEAD", .target = t, .want_header = STAT_HEADER };
-	r = mafsbx_http_request(e->http, &rq, &resp, err);
-	if (r < 0) {
-		mafsbx_error_prefix(err, "%s", what);
-	} else if (resp.status != 200) {
-		r = head_failure(e, t, resp.status, what, path, err);
-	} else {
-		r = stat_from_header(&resp, st, what, err);
-	}
-	mafsbx_http_resp_free(&resp);
-	return r;
+	struct mafsbx_http_req rq = { .method = "HEAD" };
+	return archive_call(e, "stat", "in", container, path, NULL, &rq, st, err);
 }
 
 int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const char *path, uint64_t max_bytes,
@@ -1008,27 +1030,10 @@ int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const cha
 {
 	if (!e || !sink)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "read archive: bad arguments");
-	char what[320];
-	int r;
-	__do_free char *t = archive_target(e, what, "read", "from", container, path, NULL, &r, err);
-	if (!t)
-		return r;
-	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
-		.method = "GET", .target = t, .stall_s = e->to.stream_stall_s,
-		.sink = sink, .sink_ctx = sink_ctx, .max_body = max_bytes,
-		.want_header = st ? STAT_HEADER : NULL,
+		.method = "GET", .stall_s = e->to.stream_stall_s, .sink = sink, .sink_ctx = sink_ctx, .max_body = max_bytes,
 	};
-	r = mafsbx_http_request(e->http, &rq, &resp, err);
-	if (r < 0) {
-		mafsbx_error_prefix(err, "%s", what);
-	} else if (resp.status != 200) {
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
-	} else if (st) {
-		r = stat_from_header(&resp, st, what, err);
-	}
-	mafsbx_http_resp_free(&resp);
-	return r;
+	return archive_call(e, "read", "from", container, path, NULL, &rq, st, err);
 }
 
 int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const char *dir, const void *tar,
@@ -1036,23 +1041,11 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
 {
 	if (!e || (!tar && tar_len))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write archive: bad arguments");
-	char what[320];
-	int r;
-	__do_free char *t = archive_target(e, what, "write into", "in", container, dir, "&noOverwriteDirNonDir=1", &r, err);
-	if (!t)
-		return r;
-	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
-		.method = "PUT", .target = t, .content_type = "application/x-tar",
-		.body = tar ? tar : "", .body_len = tar_len, .stall_s = e->to.stream_stall_s,
+		.method = "PUT", .content_type = "application/x-tar", .body = tar ? tar : "", .body_len = tar_len,
+		.stall_s = e->to.stream_stall_s,
 	};
-	r = mafsbx_http_request(e->http, &rq, &resp, err);
-	if (r < 0)
-		mafsbx_error_prefix(err, "%s", what);
-	else if (resp.status != 200)
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, dir);
-	mafsbx_http_resp_free(&resp);
-	return r;
+	return archive_call(e, "write into", "in", container, dir, "&noOverwriteDirNonDir=1", &rq, NULL, err);
 }
 
 /* ---- exec ---------------------------------------------------------------- */
@@ -1490,15 +1483,7 @@ int mafsbx_network_create(struct mafsbx_engine *e, const json_t *config, char id
 	__do_free char *t = target(e, err, &r, "/networks/create");
 	if (!t)
 		return r;
-	json_t *j = NULL;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .what = what, .ok = { 201, 200 }, .out = &j };
-	r = do_call(e, &c, err);
-	if (r < 0)
-		return r;
-	r = copy_id(j, id, what, err);
-	json_decref(j);
-	return r;
+	return create_call(e, t, body, what, 201, 200, id, err);
 }
 
 int mafsbx_network_inspect(struct mafsbx_engine *e, const char *network, json_t **out, struct mafsbx_error *err)
