@@ -258,6 +258,25 @@ static int parse_unix_url(const char *url, const char *rest, struct mafsbx_endpo
 }
 
 /*
+ * A user or host name of the URL (len bytes at s) into dst: not empty (the
+ * `empty` complaint), shorter than cap, not an option to ssh (no leading '-').
+ */
+static int url_name(const char *url, const char *what, const char *empty, const char *s, size_t len, char *dst,
+		    size_t cap, struct mafsbx_error *err)
+{
+	if (len == 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' %s", url, empty);
+	if (len >= cap)
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "%s in engine endpoint '%s' is too long", what, url);
+	if (s[0] == '-')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s in engine endpoint '%s' must not start with '-'", what,
+					url);
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+/*
  * ssh://user@host: the login goes to ssh as -l USER, never as an option.
  * `at` is the '@' in the authority *rest (*alen bytes), which then moves past it.
  */
@@ -273,18 +292,14 @@ static int url_user(const char *url, const char *at, const char **rest, size_t *
 					"engine endpoint '%s' carries a password; ssh:// takes only a user name "
 					"(use keys or an agent)",
 					url);
-	if (ulen == 0)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has an empty user name", url);
-	if (ulen >= sizeof(out->user))
-		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "user name in engine endpoint '%s' is too long", url);
-	if (u[0] == '-')
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "user name in engine endpoint '%s' must not start with '-'",
-					url);
+	int r = url_name(url, "user name", "has an empty user name", u, ulen, out->user, sizeof(out->user), err);
+	if (r < 0)
+		return r;
 	for (const char *p = u; p < at; p++)
-		if (!valid_host_char((unsigned char)*p))
+		if (!valid_host_char((unsigned char)*p)) {
+			out->user[0] = '\0';
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed user name in engine endpoint '%s'", url);
-	memcpy(out->user, u, ulen);
-	out->user[ulen] = '\0';
+		}
 	*alen -= ulen + 1;
 	*rest = at + 1;
 	return 0;
@@ -323,17 +338,7 @@ static int url_host(const char *url, const char *rest, size_t alen, struct mafsb
 				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed host in engine endpoint '%s'",
 							url);
 	}
-	size_t hlen = (size_t)(hend - host);
-	if (hlen == 0)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' names no host", url);
-	if (hlen >= sizeof(out->host))
-		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "host in engine endpoint '%s' is too long", url);
-	if (host[0] == '-')
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "host in engine endpoint '%s' must not start with '-'",
-					url);
-	memcpy(out->host, host, hlen);
-	out->host[hlen] = '\0';
-	return 0;
+	return url_name(url, "host", "names no host", host, (size_t)(hend - host), out->host, sizeof(out->host), err);
 }
 
 /* The decimal port from portp to pend into out->port. */
