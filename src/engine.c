@@ -2,9 +2,9 @@
  * engine.c: the typed Docker Engine API calls of engine.h. This is the only
  * file that knows Engine API URLs, their query parameters and their JSON.
  * Transport (connections, timeouts, stall cut-off, the hijacked exec stream)
- * is http.c's; error mapping of engine answers is error.c's. The pure parts
- * (stat-header decoding, Go FileMode bits, RFC 3339 times, frame
- * demultiplexing, query and filter encoding) are exposed for unit tests.
+ * is http.c's; error mapping of engine answers is error.c's; RFC 3339 times
+ * are duration.c's. The pure parts (stat-header decoding, Go FileMode bits,
+ * frame demultiplexing, query and filter encoding) are exposed for unit tests.
  *
  * Behaviour follows reference/engine-api.md, measured on dockerd 20.10.
  */
