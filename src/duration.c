@@ -167,7 +167,7 @@ int mafsbx_time_parse(const char *text, struct mafsbx_time *out, struct mafsbx_e
 	int y = fixed_digits(&p, 4);
 	int mo = (y >= 0 && expect(&p, '-') == 0) ? fixed_digits(&p, 2) : -1;
 	int d = (mo >= 0 && expect(&p, '-') == 0) ? fixed_digits(&p, 2) : -1;
-	int h = (d >= 0 && expect(&p, 'T') == 0) ? fixed_digits(&p, 2) : -1;
+	int h = (d >= 0 && (expect(&p, 'T') == 0 || expect(&p, 't') == 0)) ? fixed_digits(&p, 2) : -1;
 	int mi = (h >= 0 && expect(&p, ':') == 0) ? fixed_digits(&p, 2) : -1;
 	int s = (mi >= 0 && expect(&p, ':') == 0) ? fixed_digits(&p, 2) : -1;
 	if (s < 0)
@@ -190,7 +190,7 @@ int mafsbx_time_parse(const char *text, struct mafsbx_time *out, struct mafsbx_e
 	}
 
 	int offset_s = 0;
-	if (*p == 'Z') {
+	if (*p == 'Z' || *p == 'z') {
 		p++;
 	} else if (*p == '+' || *p == '-') {
 		int sign = *p == '-' ? -1 : 1;

@@ -33,8 +33,11 @@ struct mafsbx_time {
 /*
  * Parse an ISO-8601 / RFC 3339 date-time with a zone:
  * YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM|+HHMM|-HHMM), the fraction 1..9
- * digits. A missing zone, an out-of-range field or trailing text is
- * EK_INVALID. Returns 0 or -EINVAL.
+ * digits, 'T' and 'Z' also in lower case (RFC 3339 5.6), years 0001..9999
+ * (Go's zero time 0001-01-01T00:00:00Z included). The one time parser of the
+ * tree: engine timestamps (`Created`, an archive stat's mtime, /info's
+ * SystemTime) all come through it. A missing zone, an out-of-range field or
+ * trailing text is EK_INVALID (err may be NULL). Returns 0 or -EINVAL.
  */
 int mafsbx_time_parse(const char *text, struct mafsbx_time *out, struct mafsbx_error *err);
 

@@ -206,57 +206,170 @@ static bool valid_host_char(unsigned char c)
  * Parse into out; *port_given says whether the URL named a port, so TLS found
  * later can still move the default from 2375 to 2376.
  */
-static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_given, struct mafsbx_error *err)
+/* The URL's scheme in lower case ("tcp" for a bare "host:port") and what follows "://". */
+static int url_scheme(const char *url, char scheme[16], const char **rest, struct mafsbx_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	*port_given = false;
 	if (!url || !*url)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "empty engine endpoint URL");
 	for (const char *p = url; *p; p++)
 		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p))
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
 						"engine endpoint URL '%s' contains whitespace or control characters", url);
-
 	const char *sep = strstr(url, "://");
-	const char *rest;
-	char scheme[16];
 	if (!sep) {
 		if (url[0] == '/')
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
 						"engine endpoint '%s' has no scheme; write unix://%s for a socket", url, url);
 		/* The CLI reads "host:port" as tcp. */
-		snprintf(scheme, sizeof(scheme), "tcp");
-		rest = url;
-	} else {
-		size_t sl = (size_t)(sep - url);
-		if (sl == 0 || sl >= sizeof(scheme))
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-						"unsupported scheme in engine endpoint '%s'; use unix://, tcp:// or ssh://", url);
-		for (size_t i = 0; i < sl; i++)
-			scheme[i] = (char)tolower((unsigned char)url[i]);
-		scheme[sl] = '\0';
-		rest = sep + 3;
-	}
-
-	if (strcmp(scheme, "unix") == 0) {
-		out->scheme = MAFSBX_EP_UNIX;
-		if (!*rest)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' names no socket path",
-						url);
-		if (rest[0] != '/')
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-						"socket path in engine endpoint '%s' is not absolute", url);
-		if (strlen(rest) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG,
-						"socket path in engine endpoint '%s' is longer than a unix socket "
-						"address allows (%zu bytes)",
-						url, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-		int r = copy_field(out->socket_path, sizeof(out->socket_path), rest, "socket path", err);
-		if (r < 0)
-			return r;
-		snprintf(out->url, sizeof(out->url), "unix://%s", rest);
+		snprintf(scheme, 16, "tcp");
+		*rest = url;
 		return 0;
 	}
+	size_t sl = (size_t)(sep - url);
+	if (sl == 0 || sl >= 16)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"unsupported scheme in engine endpoint '%s'; use unix://, tcp:// or ssh://", url);
+	for (size_t i = 0; i < sl; i++)
+		scheme[i] = (char)tolower((unsigned char)url[i]);
+	scheme[sl] = '\0';
+	*rest = sep + 3;
+	return 0;
+}
+
+/* unix://PATH */
+static int parse_unix_url(const char *url, const char *rest, struct mafsbx_endpoint *out, struct mafsbx_error *err)
+{
+	out->scheme = MAFSBX_EP_UNIX;
+	if (!*rest)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' names no socket path", url);
+	if (rest[0] != '/')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "socket path in engine endpoint '%s' is not absolute",
+					url);
+	if (strlen(rest) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG,
+					"socket path in engine endpoint '%s' is longer than a unix socket "
+					"address allows (%zu bytes)",
+					url, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	int r = copy_field(out->socket_path, sizeof(out->socket_path), rest, "socket path", err);
+	if (r < 0)
+		return r;
+	snprintf(out->url, sizeof(out->url), "unix://%s", rest);
+	return 0;
+}
+
+/*
+ * A user or host name of the URL (len bytes at s) into dst: not empty (the
+ * `empty` complaint), shorter than cap, not an option to ssh (no leading '-').
+ */
+static int url_name(const char *url, const char *what, const char *empty, const char *s, size_t len, char *dst,
+		    size_t cap, struct mafsbx_error *err)
+{
+	if (len == 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' %s", url, empty);
+	if (len >= cap)
+		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "%s in engine endpoint '%s' is too long", what, url);
+	if (s[0] == '-')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s in engine endpoint '%s' must not start with '-'", what,
+					url);
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+/*
+ * ssh://user@host: the login goes to ssh as -l USER, never as an option.
+ * `at` is the '@' in the authority *rest (*alen bytes), which then moves past it.
+ */
+static int url_user(const char *url, const char *at, const char **rest, size_t *alen, struct mafsbx_endpoint *out,
+		    struct mafsbx_error *err)
+{
+	const char *u = *rest;
+	size_t ulen = (size_t)(at - u);
+	if (memchr(at + 1, '@', *alen - ulen - 1))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has more than one '@'", url);
+	if (memchr(u, ':', ulen))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"engine endpoint '%s' carries a password; ssh:// takes only a user name "
+					"(use keys or an agent)",
+					url);
+	int r = url_name(url, "user name", "has an empty user name", u, ulen, out->user, sizeof(out->user), err);
+	if (r < 0)
+		return r;
+	for (const char *p = u; p < at; p++)
+		if (!valid_host_char((unsigned char)*p)) {
+			out->user[0] = '\0';
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed user name in engine endpoint '%s'", url);
+		}
+	*alen -= ulen + 1;
+	*rest = at + 1;
+	return 0;
+}
+
+/* The host of the authority (alen bytes at rest; "[v6]" or a name), and where a port starts (or NULL). */
+static int url_host(const char *url, const char *rest, size_t alen, struct mafsbx_endpoint *out, const char **portp,
+		    struct mafsbx_error *err)
+{
+	const char *host = rest, *hend;
+	*portp = NULL;
+	if (alen && rest[0] == '[') {
+		const char *close = memchr(rest, ']', alen);
+		if (!close)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "unclosed '[' in engine endpoint '%s'", url);
+		host = rest + 1;
+		hend = close;
+		const char *after = close + 1;
+		if (after < rest + alen) {
+			if (*after != ':')
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed host in engine endpoint '%s'",
+							url);
+			*portp = after + 1;
+		}
+		for (const char *p = host; p < hend; p++)
+			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+							"malformed IPv6 address in engine endpoint '%s'", url);
+	} else {
+		const char *colon = memchr(rest, ':', alen);
+		hend = colon ? colon : rest + alen;
+		if (colon)
+			*portp = colon + 1;
+		for (const char *p = host; p < hend; p++)
+			if (!valid_host_char((unsigned char)*p))
+				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed host in engine endpoint '%s'",
+							url);
+	}
+	return url_name(url, "host", "names no host", host, (size_t)(hend - host), out->host, sizeof(out->host), err);
+}
+
+/* The decimal port from portp to pend into out->port. */
+static int url_port(const char *url, const char *portp, const char *pend, struct mafsbx_endpoint *out,
+		    struct mafsbx_error *err)
+{
+	long port = 0;
+	if (portp == pend)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has an empty port", url);
+	for (const char *p = portp; p < pend; p++) {
+		if (!isdigit((unsigned char)*p) || port > 65535)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed port in engine endpoint '%s'", url);
+		port = port * 10 + (*p - '0');
+	}
+	if (port < 1 || port > 65535)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "port out of range in engine endpoint '%s'", url);
+	out->port = (int)port;
+	return 0;
+}
+
+static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_given, struct mafsbx_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	*port_given = false;
+	const char *rest = NULL;
+	char scheme[16];
+	int r = url_scheme(url, scheme, &rest, err);
+	if (r < 0)
+		return r;
+	if (strcmp(scheme, "unix") == 0)
+		return parse_unix_url(url, rest, out, err);
 
 	bool tls = false, ssh = false;
 	if (strcmp(scheme, "tcp") == 0 || strcmp(scheme, "http") == 0)
@@ -285,93 +398,18 @@ static int parse_url(const char *url, struct mafsbx_endpoint *out, bool *port_gi
 	if (at && !ssh)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' must not carry user information",
 					url);
-	if (at) {
-		/* ssh://user@host: the login goes to ssh as -l USER, never as an option. */
-		size_t ulen = (size_t)(at - rest);
-		if (memchr(at + 1, '@', alen - ulen - 1))
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has more than one '@'", url);
-		if (memchr(rest, ':', ulen))
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-						"engine endpoint '%s' carries a password; ssh:// takes only a user name "
-						"(use keys or an agent)",
-						url);
-		if (ulen == 0)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has an empty user name", url);
-		if (ulen >= sizeof(out->user))
-			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "user name in engine endpoint '%s' is too long",
-						url);
-		if (rest[0] == '-')
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-						"user name in engine endpoint '%s' must not start with '-'", url);
-		for (const char *p = rest; p < at; p++)
-			if (!valid_host_char((unsigned char)*p))
-				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-							"malformed user name in engine endpoint '%s'", url);
-		memcpy(out->user, rest, ulen);
-		out->user[ulen] = '\0';
-		alen -= ulen + 1;
-		rest = at + 1;
-	}
-
-	const char *host = rest, *hend, *portp = NULL;
-	if (alen && rest[0] == '[') {
-		const char *close = memchr(rest, ']', alen);
-		if (!close)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "unclosed '[' in engine endpoint '%s'", url);
-		host = rest + 1;
-		hend = close;
-		const char *after = close + 1;
-		if (after < rest + alen) {
-			if (*after != ':')
-				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed host in engine endpoint '%s'",
-							url);
-			portp = after + 1;
-		}
-		for (const char *p = host; p < hend; p++)
-			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
-				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-							"malformed IPv6 address in engine endpoint '%s'", url);
-	} else {
-		const char *colon = memchr(rest, ':', alen);
-		hend = colon ? colon : rest + alen;
-		if (colon)
-			portp = colon + 1;
-		for (const char *p = host; p < hend; p++)
-			if (!valid_host_char((unsigned char)*p))
-				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed host in engine endpoint '%s'",
-							url);
-	}
-	size_t hlen = (size_t)(hend - host);
-	if (hlen == 0)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' names no host", url);
-	if (hlen >= sizeof(out->host))
-		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "host in engine endpoint '%s' is too long", url);
-	if (host[0] == '-')
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "host in engine endpoint '%s' must not start with '-'",
-					url);
-	memcpy(out->host, host, hlen);
-	out->host[hlen] = '\0';
-
-	if (portp) {
-		const char *pend = rest + alen;
-		long port = 0;
-		if (portp == pend)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine endpoint '%s' has an empty port", url);
-		for (const char *p = portp; p < pend; p++) {
-			if (!isdigit((unsigned char)*p) || port > 65535)
-				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed port in engine endpoint '%s'",
-							url);
-			port = port * 10 + (*p - '0');
-		}
-		if (port < 1 || port > 65535)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "port out of range in engine endpoint '%s'",
-						url);
-		out->port = (int)port;
-		*port_given = true;
-	} else {
+	const char *portp;
+	if ((at && (r = url_user(url, at, &rest, &alen, out, err)) < 0) ||
+	    (r = url_host(url, rest, alen, out, &portp, err)) < 0)
+		return r;
+	if (!portp) {
 		/* ssh: no port means ssh's own choice (22 or ~/.ssh/config), as in the CLI. */
 		out->port = ssh ? 0 : tls ? PORT_TLS : PORT_PLAIN;
+		return 0;
 	}
+	if ((r = url_port(url, portp, rest + alen, out, err)) < 0)
+		return r;
+	*port_given = true;
 	return 0;
 }
 

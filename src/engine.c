@@ -2,9 +2,9 @@
  * engine.c: the typed Docker Engine API calls of engine.h. This is the only
  * file that knows Engine API URLs, their query parameters and their JSON.
  * Transport (connections, timeouts, stall cut-off, the hijacked exec stream)
- * is http.c's; error mapping of engine answers is error.c's. The pure parts
- * (stat-header decoding, Go FileMode bits, RFC 3339 times, frame
- * demultiplexing, query and filter encoding) are exposed for unit tests.
+ * is http.c's; error mapping of engine answers is error.c's; RFC 3339 times
+ * are duration.c's. The pure parts (stat-header decoding, Go FileMode bits,
+ * frame demultiplexing, query and filter encoding) are exposed for unit tests.
  *
  * Behaviour follows reference/engine-api.md, measured on dockerd 20.10.
  */
@@ -23,6 +23,7 @@
 
 #include "base64.h"
 #include "buf.h"
+#include "duration.h"
 #include "http.h"
 #include "names.h"
 
@@ -131,93 +132,14 @@ mode_t mafsbx_go_mode_to_st(uint32_t m)
 	return st;
 }
 
-static int digits(const char **p, int n)
-{
-	int v = 0;
-	for (int i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)**p))
-			return -1;
-		v = v * 10 + (**p - '0');
-		(*p)++;
-	}
-	return v;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (civil calendar arithmetic). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static bool leap(int y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-/* RFC 3339 with 0-9 fractional digits and Z or a numeric offset. */
+/* An RFC 3339 text (duration.c parses it) as a timespec. */
 static int parse_rfc3339(const char *s, struct timespec *ts)
 {
-	const char *p = s;
-	int Y = digits(&p, 4);
-	if (Y < 0 || *p++ != '-')
+	struct mafsbx_time t;
+	if (mafsbx_time_parse(s, &t, NULL) < 0)
 		return -1;
-	int M = digits(&p, 2);
-	if (M < 1 || M > 12 || *p++ != '-')
-		return -1;
-	int D = digits(&p, 2);
-	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int dim = mdays[M - 1] + (M == 2 && leap(Y));
-	if (D < 1 || D > dim || (*p != 'T' && *p != 't'))
-		return -1;
-	p++;
-	int h = digits(&p, 2);
-	if (h < 0 || h > 23 || *p++ != ':')
-		return -1;
-	int mi = digits(&p, 2);
-	if (mi < 0 || mi > 59 || *p++ != ':')
-		return -1;
-	int sec = digits(&p, 2);
-	if (sec < 0 || sec > 59)
-		return -1;
-	long ns = 0;
-	if (*p == '.') {
-		p++;
-		int nd = 0;
-		while (isdigit((unsigned char)*p)) {
-			if (++nd > 9)
-				return -1;
-			ns = ns * 10 + (*p++ - '0');
-		}
-		if (nd == 0)
-			return -1;
-		for (int k = nd; k < 9; k++)
-			ns *= 10;
-	}
-	int64_t off = 0;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int sign = *p++ == '-' ? -1 : 1;
-		int oh = digits(&p, 2);
-		if (oh < 0 || oh > 23 || *p++ != ':')
-			return -1;
-		int om = digits(&p, 2);
-		if (om < 0 || om > 59)
-			return -1;
-		off = sign * (int64_t)(oh * 3600 + om * 60);
-	} else {
-		return -1;
-	}
-	if (*p)
-		return -1;
-	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec - off;
-	ts->tv_sec = (time_t)t;
-	ts->tv_nsec = ns;
+	ts->tv_sec = (time_t)t.sec;
+	ts->tv_nsec = t.nsec;
 	return 0;
 }
 
@@ -619,6 +541,104 @@ static int copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error
 	return 0;
 }
 
+/* The JSON type an answer must have. */
+enum answer { ANSWER_ANY, ANSWER_OBJECT, ANSWER_ARRAY };
+
+static int check_answer(json_t **out, enum answer want, const char *what, struct mafsbx_error *err)
+{
+	if (want == ANSWER_ANY || (want == ANSWER_OBJECT ? json_is_object(*out) : json_is_array(*out)))
+		return 0;
+	json_decref(*out);
+	*out = NULL;
+	return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not %s", what,
+				want == ANSWER_OBJECT ? "an object" : "an array");
+}
+
+/* Image references keep '/', ':' and '@' (the router takes the rest of the path). */
+static char *escape_image(const char *ref)
+{
+	return escape(ref, "/:@");
+}
+
+static int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
+{
+	if (!ref || !ref[0])
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty image reference", what);
+	if (strlen(ref) > 512)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: image reference too long", what);
+	for (const unsigned char *p = (const unsigned char *)ref; *p; p++)
+		if (*p < 0x21 || *p == 0x7f || *p == '?' || *p == '#' || *p == '%')
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid character in image reference", what);
+	if (strstr(ref, "..") || ref[0] == '/')
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid image reference", what);
+	return 0;
+}
+
+/*
+ * A call on one named object (container, network, image), the sequence every
+ * object call shares: `what` is "<verb> <ref>" unless the caller wrote its
+ * own; the reference is checked (an image reference when `image`) and
+ * escaped into the target "<head><ref><tail>"; the call is made and the
+ * answer's JSON type checked. A missing image is EK_NO_IMAGE.
+ */
+struct obj_call {
+	const char *verb;        /* "inspect container" */
+	const char *ref;
+	bool image;
+	const char *head;        /* "/containers/" */
+	const char *tail;        /* "/json", "?force=1", or NULL */
+	struct call c;           /* method, body, ok, out, ...; target and what are filled in */
+	enum answer want;
+	char what[600];
+};
+
+/* The first half: `what`, the reference check and the target (malloc'd), or NULL with *r set. */
+static char *obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err)
+{
+	if (!o->what[0])  /* room for a 255-byte name; an image reference may be 512 */
+		snprintf(o->what, o->image ? sizeof(o->what) : 320, "%s %s", o->verb, o->ref ? o->ref : "");
+	*r = o->image ? check_image_ref(o->ref, o->what, err) : check_ref(o->ref, o->what, err);
+	if (*r < 0)
+		return NULL;
+	__do_free char *er = o->image ? escape_image(o->ref) : mafsbx_query_escape(o->ref);
+	if (!er) {
+		*r = nomem(err);
+		return NULL;
+	}
+	return target(e, err, r, "%s%s%s", o->head, er, o->tail ? o->tail : "");
+}
+
+static int obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err)
+{
+	if (o->c.out)
+		*o->c.out = NULL;
+	int r;
+	__do_free char *t = obj_target(e, o, &r, err);
+	if (!t)
+		return r;
+	o->c.target = t;
+	o->c.what = o->what;
+	r = do_call(e, &o->c, err);
+	if (r < 0 && o->image && err && err->kind == MAFSBX_EK_NO_OBJECT)
+		err->kind = MAFSBX_EK_NO_IMAGE;
+	if (r == 0 && o->c.out)
+		r = check_answer(o->c.out, o->want, o->what, err);
+	return r;
+}
+
+/* GET <prefix><path> (a path needing no escape), its JSON answer into *out. */
+static int get_json(struct mafsbx_engine *e, const char *path, long timeout_ms, const char *what, json_t **out,
+		    struct mafsbx_error *err)
+{
+	int r;
+	__do_free char *t = target(e, err, &r, "%s", path);
+	if (!t)
+		return r;
+	struct call c = { .method = "GET", .target = t, .timeout_ms = timeout_ms, .what = what, .ok = { 200 },
+			  .out = out };
+	return do_call(e, &c, err);
+}
+
 /* ---- version ------------------------------------------------------------- */
 
 static void copy_field(char *dst, size_t cap, json_t *j, const char *key)
@@ -631,13 +651,8 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 {
 	if (!e || !v)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "version: bad arguments");
-	int r;
-	__do_free char *t = target(e, err, &r, "/version");
-	if (!t)
-		return r;
 	json_t *j = NULL;
-	struct call c = { .method = "GET", .target = t, .what = "engine version", .ok = { 200 }, .out = &j };
-	r = do_call(e, &c, err);
+	int r = get_json(e, "/version", 0, "engine version", &j, err);
 	if (r < 0)
 		return r;
 	memset(v, 0, sizeof(*v));
@@ -651,6 +666,21 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 	if (!v->api_version[0])
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "engine version: no ApiVersion in the answer");
 	return 0;
+}
+
+/* POST a JSON body that creates an object; the answer's Id into id. */
+static int create_call(struct mafsbx_engine *e, const char *t, const char *body, const char *what, long ok1, long ok2,
+		       char id[65], struct mafsbx_error *err)
+{
+	json_t *j = NULL;
+	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
+			  .body_len = strlen(body), .what = what, .ok = { ok1, ok2 }, .out = &j };
+	int r = do_call(e, &c, err);
+	if (r < 0)
+		return r;
+	r = copy_id(j, id, what, err);
+	json_decref(j);
+	return r;
 }
 
 /* ---- containers ---------------------------------------------------------- */
@@ -673,34 +703,19 @@ int mafsbx_container_create(struct mafsbx_engine *e, const char *name, const jso
 		return r;
 	char what[320];
 	snprintf(what, sizeof(what), "create container %s", name ? name : "(unnamed)");
-	json_t *j = NULL;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .what = what, .ok = { 201 }, .out = &j };
-	r = do_call(e, &c, err);
-	if (r < 0)
-		return r;
-	r = copy_id(j, id, what, err);
-	json_decref(j);
-	return r;
+	return create_call(e, t, body, what, 201, 0, id, err);
 }
 
 /* POST /containers/C/<verb> without a body; `ok` statuses are success. */
 static int container_post(struct mafsbx_engine *e, const char *container, const char *verb, long ok1, long ok2,
 			  struct mafsbx_error *err)
 {
-	char what[320];
-	snprintf(what, sizeof(what), "%s container %s", verb, container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/containers/%s/%s", ec, verb);
-	if (!t)
-		return r;
-	struct call c = { .method = "POST", .target = t, .what = what, .ok = { ok1, ok2 } };
-	return do_call(e, &c, err);
+	char vb[32], tail[32];
+	snprintf(vb, sizeof(vb), "%s container", verb);
+	snprintf(tail, sizeof(tail), "/%s", verb);
+	struct obj_call o = { .verb = vb, .ref = container, .head = "/containers/", .tail = tail,
+			      .c = { .method = "POST", .ok = { ok1, ok2 } } };
+	return obj_call(e, &o, err);
 }
 
 int mafsbx_container_start(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err)
@@ -728,26 +743,9 @@ int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, jso
 {
 	if (!e || !out)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect container: bad arguments");
-	*out = NULL;
-	char what[320];
-	snprintf(what, sizeof(what), "inspect container %s", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/containers/%s/json", ec);
-	if (!t)
-		return r;
-	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
-	r = do_call(e, &c, err);
-	if (r == 0 && !json_is_object(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an object", what);
-	}
-	return r;
+	struct obj_call o = { .verb = "inspect container", .ref = container, .head = "/containers/", .tail = "/json",
+			      .c = { .method = "GET", .ok = { 200 }, .out = out }, .want = ANSWER_OBJECT };
+	return obj_call(e, &o, err);
 }
 
 static int list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
@@ -765,12 +763,7 @@ static int list_call(struct mafsbx_engine *e, const char *path, const json_t *fi
 		return r;
 	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
 	r = do_call(e, &c, err);
-	if (r == 0 && !json_is_array(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an array", what);
-	}
-	return r;
+	return r < 0 ? r : check_answer(out, ANSWER_ARRAY, what, err);
 }
 
 int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool all, json_t **out,
@@ -853,14 +846,9 @@ int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_err
 {
 	if (!e || !ns)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine time: bad arguments");
-	int r;
-	__do_free char *t = target(e, err, &r, "/info");
-	if (!t)
-		return r;
 	json_t *j = NULL;
-	struct call c = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms, .what = "read the engine's clock",
-			  .ok = { 200 }, .out = &j };
-	if ((r = do_call(e, &c, err)) < 0)
+	int r = get_json(e, "/info", e->to.request_ms, "read the engine's clock", &j, err);
+	if (r < 0)
 		return r;
 	const char *st = json_string_value(json_object_get(j, "SystemTime"));
 	struct timespec ts;
@@ -877,19 +865,9 @@ int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete container: no engine");
-	char what[320];
-	snprintf(what, sizeof(what), "delete container %s", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/containers/%s?%sv=1", ec, force ? "force=1&" : "");
-	if (!t)
-		return r;
-	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 204, 200 } };
-	return do_call(e, &c, err);
+	struct obj_call o = { .verb = "delete container", .ref = container, .head = "/containers/",
+			      .tail = force ? "?force=1&v=1" : "?v=1", .c = { .method = "DELETE", .ok = { 204, 200 } } };
+	return obj_call(e, &o, err);
 }
 
 static int demux_sink(const void *data, size_t len, void *ctx);
@@ -920,18 +898,13 @@ int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsign
 	res->exit_code = -1;
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "container logs: no engine");
-	char what[320];
-	snprintf(what, sizeof(what), "read the log of %s", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *ec = mafsbx_query_escape(container);
-	if (!ec)
-		return nomem(err);
-	char tl[16] = "all";
+	char tl[48] = "/logs?stdout=1&stderr=1&tail=all";
 	if (tail)
-		snprintf(tl, sizeof(tl), "%u", tail);
-	__do_free char *t = target(e, err, &r, "/containers/%s/logs?stdout=1&stderr=1&tail=%s", ec, tl);
+		snprintf(tl, sizeof(tl), "/logs?stdout=1&stderr=1&tail=%u", tail);
+	struct obj_call o = { .verb = "read the log of", .ref = container, .head = "/containers/", .tail = tl };
+	const char *what = o.what;
+	int r;
+	__do_free char *t = obj_target(e, &o, &r, err);
 	if (!t)
 		return r;
 	struct logs_ctx lc = { .stop = false };
@@ -961,9 +934,19 @@ int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsign
 
 /* ---- archive ------------------------------------------------------------- */
 
-static char *archive_target(struct mafsbx_engine *e, const char *container, const char *path, const char *extra,
-			    int *r, struct mafsbx_error *err)
+/*
+ * The archive calls' object call: `what` is "<verb> <path> <prep> <container>",
+ * the container and the guest path are checked, then the target is built
+ * (or NULL, *r set).
+ */
+static char *archive_target(struct mafsbx_engine *e, char what[320], const char *verb, const char *prep,
+			    const char *container, const char *path, const char *extra, int *r,
+			    struct mafsbx_error *err)
 {
+	snprintf(what, 320, "%s %.200s %s %s", verb, path ? path : "", prep, container ? container : "");
+	*r = check_ref(container, what, err);
+	if (*r < 0 || (*r = check_guest_path(path, err)) < 0)
+		return NULL;
 	__do_free char *ec = mafsbx_query_escape(container);
 	__do_free char *ep = mafsbx_query_escape(path);
 	if (!ec || !ep) {
@@ -996,35 +979,55 @@ static int head_failure(struct mafsbx_engine *e, const char *t, long head_status
 	return r;
 }
 
+/* The stat header of a successful answer, decoded. */
+static int stat_from_header(const struct mafsbx_http_resp *resp, struct mafsbx_path_stat *st, const char *what,
+			    struct mafsbx_error *err)
+{
+	if (!resp->header_seen)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
+	int r = mafsbx_path_stat_decode(resp->header.data, st, err);
+	if (r < 0)
+		mafsbx_error_prefix(err, "%s", what);
+	return r;
+}
+
+/*
+ * One archive call: rq (method, body, sink, ...) sent to the target built by
+ * archive_target. Status 200 is success, the stat header decoded into `st`
+ * when given; a failed HEAD is asked again for its reason (head_failure).
+ */
+static int archive_call(struct mafsbx_engine *e, const char *verb, const char *prep, const char *container,
+			const char *path, const char *extra, struct mafsbx_http_req *rq, struct mafsbx_path_stat *st,
+			struct mafsbx_error *err)
+{
+	char what[320];
+	int r;
+	__do_free char *t = archive_target(e, what, verb, prep, container, path, extra, &r, err);
+	if (!t)
+		return r;
+	rq->target = t;
+	rq->want_header = st ? STAT_HEADER : NULL;
+	struct mafsbx_http_resp resp = { 0 };
+	r = mafsbx_http_request(e->http, rq, &resp, err);
+	if (r < 0)
+		mafsbx_error_prefix(err, "%s", what);
+	else if (resp.status != 200 && strcmp(rq->method, "HEAD") == 0)
+		r = head_failure(e, t, resp.status, what, path, err);
+	else if (resp.status != 200)
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
+	else if (st)
+		r = stat_from_header(&resp, st, what, err);
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
 int mafsbx_archive_head(struct mafsbx_engine *e, const char *container, const char *path,
 			struct mafsbx_path_stat *st, struct mafsbx_error *err)
 {
 	if (!e || !st)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "stat: bad arguments");
-	char what[320];
-	snprintf(what, sizeof(what), "stat %.200s in %s", path ? path : "", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0 || (r = check_guest_path(path, err)) < 0)
-		return r;
-	__do_free char *t = archive_target(e, container, path, NULL, &r, err);
-	if (!t)
-		return r;
-	struct mafsbx_http_resp resp = { 0 };
-	struct mafsbx_http_req rq = { .method = "HEAD", .target = t, .want_header = STAT_HEADER };
-	r = mafsbx_http_request(e->http, &rq, &resp, err);
-	if (r < 0) {
-		mafsbx_error_prefix(err, "%s", what);
-	} else if (resp.status != 200) {
-		r = head_failure(e, t, resp.status, what, path, err);
-	} else if (!resp.header_seen) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
-	} else {
-		r = mafsbx_path_stat_decode(resp.header.data, st, err);
-		if (r < 0)
-			mafsbx_error_prefix(err, "%s", what);
-	}
-	mafsbx_http_resp_free(&resp);
-	return r;
+	struct mafsbx_http_req rq = { .method = "HEAD" };
+	return archive_call(e, "stat", "in", container, path, NULL, &rq, st, err);
 }
 
 int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const char *path, uint64_t max_bytes,
@@ -1032,33 +1035,10 @@ int mafsbx_archive_get(struct mafsbx_engine *e, const char *container, const cha
 {
 	if (!e || !sink)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "read archive: bad arguments");
-	char what[320];
-	snprintf(what, sizeof(what), "read %.200s from %s", path ? path : "", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0 || (r = check_guest_path(path, err)) < 0)
-		return r;
-	__do_free char *t = archive_target(e, container, path, NULL, &r, err);
-	if (!t)
-		return r;
-	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
-		.method = "GET", .target = t, .stall_s = e->to.stream_stall_s,
-		.sink = sink, .sink_ctx = sink_ctx, .max_body = max_bytes,
-		.want_header = st ? STAT_HEADER : NULL,
+		.method = "GET", .stall_s = e->to.stream_stall_s, .sink = sink, .sink_ctx = sink_ctx, .max_body = max_bytes,
 	};
-	r = mafsbx_http_request(e->http, &rq, &resp, err);
-	if (r < 0) {
-		mafsbx_error_prefix(err, "%s", what);
-	} else if (resp.status != 200) {
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
-	} else if (st) {
-		if (!resp.header_seen)
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer has no %s header", what, STAT_HEADER);
-		else if ((r = mafsbx_path_stat_decode(resp.header.data, st, err)) < 0)
-			mafsbx_error_prefix(err, "%s", what);
-	}
-	mafsbx_http_resp_free(&resp);
-	return r;
+	return archive_call(e, "read", "from", container, path, NULL, &rq, st, err);
 }
 
 int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const char *dir, const void *tar,
@@ -1066,26 +1046,11 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
 {
 	if (!e || (!tar && tar_len))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write archive: bad arguments");
-	char what[320];
-	snprintf(what, sizeof(what), "write into %.200s in %s", dir ? dir : "", container ? container : "");
-	int r = check_ref(container, what, err);
-	if (r < 0 || (r = check_guest_path(dir, err)) < 0)
-		return r;
-	__do_free char *t = archive_target(e, container, dir, "&noOverwriteDirNonDir=1", &r, err);
-	if (!t)
-		return r;
-	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
-		.method = "PUT", .target = t, .content_type = "application/x-tar",
-		.body = tar ? tar : "", .body_len = tar_len, .stall_s = e->to.stream_stall_s,
+		.method = "PUT", .content_type = "application/x-tar", .body = tar ? tar : "", .body_len = tar_len,
+		.stall_s = e->to.stream_stall_s,
 	};
-	r = mafsbx_http_request(e->http, &rq, &resp, err);
-	if (r < 0)
-		mafsbx_error_prefix(err, "%s", what);
-	else if (resp.status != 200)
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, dir);
-	mafsbx_http_resp_free(&resp);
-	return r;
+	return archive_call(e, "write into", "in", container, dir, "&noOverwriteDirNonDir=1", &rq, NULL, err);
 }
 
 /* ---- exec ---------------------------------------------------------------- */
@@ -1135,6 +1100,167 @@ static bool launch_failure(const struct mafsbx_exec_result *res, bool never_star
 	return never_started && res->exit_code == 126;
 }
 
+/* The exec's configuration (Cmd, Env, User, WorkingDir, attached streams), or NULL with *r set. */
+static json_t *exec_config(const struct mafsbx_exec_request *rq, const char *what, int *r, struct mafsbx_error *err)
+{
+	bool bad = false;
+	json_t *cmd = string_array(rq->argv, &bad);
+	json_t *env = rq->env ? string_array(rq->env, &bad) : NULL;
+	json_t *cfg = json_object();
+	*r = 0;
+	if (bad)
+		*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
+	else if (!cmd || !cfg || (rq->env && !env))
+		*r = nomem(err);
+	if (*r == 0) {
+		json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL));
+		json_object_set_new(cfg, "AttachStdout", json_true());
+		json_object_set_new(cfg, "AttachStderr", json_true());
+		json_object_set_new(cfg, "Tty", json_false());
+		json_object_set(cfg, "Cmd", cmd);
+		if (env)
+			json_object_set(cfg, "Env", env);
+		if (rq->user && (json_object_set_new(cfg, "User", json_string(rq->user)) < 0))
+			*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: user is not valid UTF-8", what);
+		else if (rq->workdir && (json_object_set_new(cfg, "WorkingDir", json_string(rq->workdir)) < 0))
+			*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: working directory is not valid UTF-8", what);
+	}
+	json_decref(cmd);
+	json_decref(env);
+	if (*r < 0) {
+		json_decref(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/* Step 1: create the exec; its ID into res->exec_id. */
+static int exec_create(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
+		       const char *what, long long deadline, struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	int r;
+	json_t *cfg = exec_config(rq, what, &r, err);
+	if (!cfg)
+		return r;
+	__do_free char *body = dump_json(cfg);
+	json_decref(cfg);
+	if (!body)
+		return nomem(err);
+	json_t *j = NULL;
+	struct obj_call o = { .ref = container, .head = "/containers/", .tail = "/exec",
+			      .c = { .method = "POST", .ctype = "application/json", .body = body,
+				     .body_len = strlen(body), .timeout_ms = call_timeout(e, deadline), .ok = { 201 },
+				     .out = &j } };
+	snprintf(o.what, sizeof(o.what), "%s", what);
+	if ((r = obj_call(e, &o, err)) < 0) {
+		if (err && err->kind == MAFSBX_EK_TIMEOUT)
+			res->timed_out = true;
+		return r;
+	}
+	r = copy_id(j, res->exec_id, what, err);
+	json_decref(j);
+	return r;
+}
+
+/* Step 2: start on a fresh connection; the output stream, demultiplexed into dm, ends when the engine closes it. */
+static int exec_start(struct mafsbx_engine *e, const struct mafsbx_exec_request *rq, const char *what,
+		      long long deadline, struct mafsbx_demux *dm, struct mafsbx_error *err)
+{
+	struct mafsbx_exec_result *res = dm->res;
+	int r;
+	__do_free char *tstart = target(e, err, &r, "/exec/%s/start", res->exec_id);
+	if (!tstart)
+		return r;
+	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_hijack_req hq = {
+		.method = "POST", .target = tstart, .content_type = "application/json", .body = start_body,
+		.body_len = sizeof(start_body) - 1, .in = rq->stdin_data, .in_len = rq->stdin_len,
+		.deadline_ms = deadline, .on_data = demux_sink, .ctx = dm,
+	};
+	r = mafsbx_http_hijack(e->http, &hq, &resp, err);
+	if (r < 0) {
+		if (err && err->kind == MAFSBX_EK_TIMEOUT)
+			res->timed_out = true;
+		if (err)
+			mafsbx_error_prefix(err, "%s", what);
+	} else if (resp.status != 101 && resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
+	}
+	mafsbx_http_resp_free(&resp);
+	if (r < 0)
+		return r;
+	int fr = mafsbx_demux_finish(dm);
+	if (fr == -ENOMEM)
+		return nomem(err);
+	if (fr < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: output stream is not well framed", what);
+	return 0;
+}
+
+/*
+ * One exec inspect of step 3: 1 with res->exit_code set when the process
+ * ended, 0 while it runs, or a negative errno.
+ */
+static int exec_exited(struct mafsbx_engine *e, const char *path, const char *what, long long deadline,
+		       struct mafsbx_exec_result *res, bool *never_started, struct mafsbx_error *err)
+{
+	json_t *ij = NULL;
+	int r = get_json(e, path, call_timeout(e, deadline), what, &ij, err);
+	if (r < 0)
+		return r;
+	json_t *code = json_object_get(ij, "ExitCode");
+	bool running = json_is_true(json_object_get(ij, "Running"));
+	if (running || !json_is_integer(code)) {
+		json_decref(ij);
+		return 0;
+	}
+	res->exit_code = (int)json_integer_value(code);
+	/*
+	 * A pause that lands between the engine's own "is paused" check and
+	 * runc's exec makes runc refuse ("cannot exec in a paused state"): HTTP
+	 * 200, exit 126, message on stdout. Pid 0 proves no process ever
+	 * started, which the guest cannot forge, so this is the same refusal as
+	 * a 409 and safe to re-issue.
+	 */
+	json_t *pid = json_object_get(ij, "Pid");
+	static const char paused[] = "paused";
+	*never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
+	json_decref(ij);
+	if (*never_started && res->exit_code == 126 && res->out && memmem(res->out, res->out_len, paused,
+									    sizeof(paused) - 1))
+		return mafsbx_error_set(err, MAFSBX_EK_PAUSED, "%s: the container was paused as the exec started", what);
+	return 1;
+}
+
+/* Step 3, the exit code: set when the stream ends in practice; poll briefly to be sure. */
+static int exec_exit_code(struct mafsbx_engine *e, const char *what, long long deadline,
+			  struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/exec/%s/json", res->exec_id);
+	long wait_ms = 1;
+	bool never_started = false;
+	long long poll_end = mafsbx_now_ms() + 5000;
+	int r;
+	while ((r = exec_exited(e, path, what, deadline, res, &never_started, err)) == 0) {
+		long long now = mafsbx_now_ms();
+		if (now >= poll_end || (deadline && now >= deadline)) {
+			if (deadline && now >= deadline)
+				res->timed_out = true;
+			return mafsbx_error_set(err, deadline && now >= deadline ? MAFSBX_EK_TIMEOUT : MAFSBX_EK_PROTOCOL,
+						"%s: output ended but the exit code is not known", what);
+		}
+		usleep((useconds_t)wait_ms * 1000);
+		if (wait_ms < 50)
+			wait_ms *= 2;
+	}
+	if (r < 0)
+		return r;
+	res->launch_failed = launch_failure(res, never_started);
+	return 0;
+}
+
 int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct mafsbx_exec_request *rq,
 		    struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
@@ -1151,152 +1277,18 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 		return r;
 	long long t0 = mafsbx_now_ms();
 	long long deadline = rq->timeout_ms > 0 ? t0 + rq->timeout_ms : 0;
-
-	/* 1. create */
-	bool bad = false;
-	json_t *cmd = string_array(rq->argv, &bad);
-	json_t *env = rq->env ? string_array(rq->env, &bad) : NULL;
-	json_t *cfg = json_object();
 	struct mafsbx_demux dm;
 	mafsbx_demux_init(&dm, res, rq->max_output);
 	dm.on_output = rq->on_output;
 	dm.output_ctx = rq->output_ctx;
-	__do_free char *body = NULL, *ec = NULL, *t = NULL, *tstart = NULL, *tinsp = NULL;
-	if (bad) {
-		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
-		goto out;
-	}
-	if (!cmd || !cfg || (rq->env && !env)) {
-		r = nomem(err);
-		goto out;
-	}
-	json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL));
-	json_object_set_new(cfg, "AttachStdout", json_true());
-	json_object_set_new(cfg, "AttachStderr", json_true());
-	json_object_set_new(cfg, "Tty", json_false());
-	json_object_set(cfg, "Cmd", cmd);
-	if (env)
-		json_object_set(cfg, "Env", env);
-	if (rq->user && (json_object_set_new(cfg, "User", json_string(rq->user)) < 0)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: user is not valid UTF-8", what);
-		goto out;
-	}
-	if (rq->workdir && (json_object_set_new(cfg, "WorkingDir", json_string(rq->workdir)) < 0)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: working directory is not valid UTF-8", what);
-		goto out;
-	}
-	body = dump_json(cfg);
-	ec = mafsbx_query_escape(container);
-	if (!body || !ec) {
-		r = nomem(err);
-		goto out;
-	}
-	if (!(t = target(e, err, &r, "/containers/%s/exec", ec)))
-		goto out;
-	json_t *j = NULL;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .timeout_ms = call_timeout(e, deadline), .what = what,
-			  .ok = { 201 }, .out = &j };
-	if ((r = do_call(e, &c, err)) < 0) {
-		if (err && err->kind == MAFSBX_EK_TIMEOUT)
-			res->timed_out = true;
-		goto out;
-	}
-	r = copy_id(j, res->exec_id, what, err);
-	json_decref(j);
-	if (r < 0)
-		goto out;
-
-	/* 2. start on a fresh connection; the stream ends when the engine closes it */
-	if (!(tstart = target(e, err, &r, "/exec/%s/start", res->exec_id)))
-		goto out;
-	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
-	struct mafsbx_http_resp resp = { 0 };
-	r = mafsbx_http_hijack(e->http, "POST", tstart, "application/json", start_body, sizeof(start_body) - 1,
-			       rq->stdin_data, rq->stdin_len,
-			       deadline, demux_sink, &dm, &resp, err);
-	if (r < 0) {
-		if (err && err->kind == MAFSBX_EK_TIMEOUT)
-			res->timed_out = true;
-		if (err)
-			mafsbx_error_prefix(err, "%s", what);
-		mafsbx_http_resp_free(&resp);
-		goto out;
-	}
-	if (resp.status != 101 && resp.status != 200) {
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
-		mafsbx_http_resp_free(&resp);
-		goto out;
-	}
-	mafsbx_http_resp_free(&resp);
-	int fr = mafsbx_demux_finish(&dm);
-	if (fr == -ENOMEM) {
-		r = nomem(err);
-		goto out;
-	}
-	if (fr < 0) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: output stream is not well framed", what);
-		goto out;
-	}
-
-	/* 3. exit code: set when the stream ends in practice; poll briefly to be sure */
-	if (!(tinsp = target(e, err, &r, "/exec/%s/json", res->exec_id)))
-		goto out;
-	long wait_ms = 1;
-	bool never_started = false;
-	long long poll_end = mafsbx_now_ms() + 5000;
-	for (;;) {
-		json_t *ij = NULL;
-		struct call ic = { .method = "GET", .target = tinsp, .timeout_ms = call_timeout(e, deadline),
-				   .what = what, .ok = { 200 }, .out = &ij };
-		if ((r = do_call(e, &ic, err)) < 0)
-			goto out;
-		json_t *code = json_object_get(ij, "ExitCode");
-		bool running = json_is_true(json_object_get(ij, "Running"));
-		if (!running && json_is_integer(code)) {
-			res->exit_code = (int)json_integer_value(code);
-			/*
-			 * A pause that lands between the engine's own "is paused"
-			 * check and runc's exec makes runc refuse ("cannot exec in a
-			 * paused state"): HTTP 200, exit 126, message on stdout. Pid 0
-			 * proves no process ever started, which the guest cannot
-			 * forge, so this is the same refusal as a 409 and safe to
-			 * re-issue.
-			 */
-			json_t *pid = json_object_get(ij, "Pid");
-			static const char paused[] = "paused";
-			never_started = json_is_integer(pid) && json_integer_value(pid) == 0;
-			json_decref(ij);
-			if (never_started && res->exit_code == 126 && res->out &&
-			    memmem(res->out, res->out_len, paused, sizeof(paused) - 1)) {
-				r = mafsbx_error_set(err, MAFSBX_EK_PAUSED, "%s: the container was paused as the exec started",
-						     what);
-				goto out;
-			}
-			break;
-		}
-		json_decref(ij);
-		long long now = mafsbx_now_ms();
-		if (now >= poll_end || (deadline && now >= deadline)) {
-			r = mafsbx_error_set(err, deadline && now >= deadline ? MAFSBX_EK_TIMEOUT : MAFSBX_EK_PROTOCOL,
-					     "%s: output ended but the exit code is not known", what);
-			if (deadline && now >= deadline)
-				res->timed_out = true;
-			goto out;
-		}
-		usleep((useconds_t)wait_ms * 1000);
-		if (wait_ms < 50)
-			wait_ms *= 2;
-	}
-	res->launch_failed = launch_failure(res, never_started);
-	r = 0;
-out:
+	r = exec_create(e, container, rq, what, deadline, res, err);
+	if (r == 0)
+		r = exec_start(e, rq, what, deadline, &dm, err);
+	if (r == 0)
+		r = exec_exit_code(e, what, deadline, res, err);
 	if (r < 0)
 		(void)mafsbx_demux_finish(&dm);  /* out/err stay valid, "" at least */
 	res->duration_ms = mafsbx_now_ms() - t0;
-	json_decref(cmd);
-	json_decref(env);
-	json_decref(cfg);
 	return r;
 }
 
@@ -1305,14 +1297,11 @@ int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *runn
 {
 	if (!e || !mafsbx_is_engine_id(exec_id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
-	int r;
-	__do_free char *t = target(e, err, &r, "/exec/%s/json", exec_id);
-	if (!t)
-		return r;
+	char path[96];
+	snprintf(path, sizeof(path), "/exec/%s/json", exec_id);
 	json_t *j = NULL;
-	struct call c = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms, .what = "inspect exec",
-			  .ok = { 200 }, .out = &j };
-	if ((r = do_call(e, &c, err)) < 0)
+	int r = get_json(e, path, e->to.request_ms, "inspect exec", &j, err);
+	if (r < 0)
 		return r;
 	*running = json_is_true(json_object_get(j, "Running"));
 	json_t *code = json_object_get(j, "ExitCode");
@@ -1323,47 +1312,13 @@ int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *runn
 
 /* ---- images -------------------------------------------------------------- */
 
-/* Image references keep '/', ':' and '@' (the router takes the rest of the path). */
-static char *escape_image(const char *ref)
-{
-	return escape(ref, "/:@");
-}
-
-static int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
-{
-	if (!ref || !ref[0])
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty image reference", what);
-	if (strlen(ref) > 512)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: image reference too long", what);
-	for (const unsigned char *p = (const unsigned char *)ref; *p; p++)
-		if (*p < 0x21 || *p == 0x7f || *p == '?' || *p == '#' || *p == '%')
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid character in image reference", what);
-	if (strstr(ref, "..") || ref[0] == '/')
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: invalid image reference", what);
-	return 0;
-}
-
 int mafsbx_image_inspect(struct mafsbx_engine *e, const char *ref, json_t **out, struct mafsbx_error *err)
 {
 	if (!e || !out)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect image: bad arguments");
-	*out = NULL;
-	char what[600];
-	snprintf(what, sizeof(what), "inspect image %s", ref ? ref : "");
-	int r = check_image_ref(ref, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *er = escape_image(ref);
-	if (!er)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/images/%s/json", er);
-	if (!t)
-		return r;
-	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
-	r = do_call(e, &c, err);
-	if (r < 0 && err && err->kind == MAFSBX_EK_NO_OBJECT)
-		err->kind = MAFSBX_EK_NO_IMAGE;
-	return r;
+	struct obj_call o = { .verb = "inspect image", .ref = ref, .image = true, .head = "/images/", .tail = "/json",
+			      .c = { .method = "GET", .ok = { 200 }, .out = out } };
+	return obj_call(e, &o, err);
 }
 
 /*
@@ -1514,22 +1469,9 @@ int mafsbx_image_delete(struct mafsbx_engine *e, const char *ref, struct mafsbx_
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete image: no engine");
-	char what[600];
-	snprintf(what, sizeof(what), "delete image %s", ref ? ref : "");
-	int r = check_image_ref(ref, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *er = escape_image(ref);
-	if (!er)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/images/%s?force=1", er);
-	if (!t)
-		return r;
-	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 200 } };
-	r = do_call(e, &c, err);
-	if (r < 0 && err && err->kind == MAFSBX_EK_NO_OBJECT)
-		err->kind = MAFSBX_EK_NO_IMAGE;
-	return r;
+	struct obj_call o = { .verb = "delete image", .ref = ref, .image = true, .head = "/images/", .tail = "?force=1",
+			      .c = { .method = "DELETE", .ok = { 200 } } };
+	return obj_call(e, &o, err);
 }
 
 /* ---- networks ------------------------------------------------------------ */
@@ -1548,41 +1490,16 @@ int mafsbx_network_create(struct mafsbx_engine *e, const json_t *config, char id
 	__do_free char *t = target(e, err, &r, "/networks/create");
 	if (!t)
 		return r;
-	json_t *j = NULL;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .what = what, .ok = { 201, 200 }, .out = &j };
-	r = do_call(e, &c, err);
-	if (r < 0)
-		return r;
-	r = copy_id(j, id, what, err);
-	json_decref(j);
-	return r;
+	return create_call(e, t, body, what, 201, 200, id, err);
 }
 
 int mafsbx_network_inspect(struct mafsbx_engine *e, const char *network, json_t **out, struct mafsbx_error *err)
 {
 	if (!e || !out)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect network: bad arguments");
-	*out = NULL;
-	char what[320];
-	snprintf(what, sizeof(what), "inspect network %s", network ? network : "");
-	int r = check_ref(network, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *en = mafsbx_query_escape(network);
-	if (!en)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/networks/%s", en);
-	if (!t)
-		return r;
-	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
-	r = do_call(e, &c, err);
-	if (r == 0 && !json_is_object(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: answer is not an object", what);
-	}
-	return r;
+	struct obj_call o = { .verb = "inspect network", .ref = network, .head = "/networks/",
+			      .c = { .method = "GET", .ok = { 200 }, .out = out }, .want = ANSWER_OBJECT };
+	return obj_call(e, &o, err);
 }
 
 int mafsbx_network_list(struct mafsbx_engine *e, const json_t *filters, json_t **out, struct mafsbx_error *err)
@@ -1596,19 +1513,9 @@ int mafsbx_network_delete(struct mafsbx_engine *e, const char *network, struct m
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete network: no engine");
-	char what[320];
-	snprintf(what, sizeof(what), "delete network %s", network ? network : "");
-	int r = check_ref(network, what, err);
-	if (r < 0)
-		return r;
-	__do_free char *en = mafsbx_query_escape(network);
-	if (!en)
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/networks/%s", en);
-	if (!t)
-		return r;
-	struct call c = { .method = "DELETE", .target = t, .what = what, .ok = { 204, 200 } };
-	return do_call(e, &c, err);
+	struct obj_call o = { .verb = "delete network", .ref = network, .head = "/networks/",
+			      .c = { .method = "DELETE", .ok = { 204, 200 } } };
+	return obj_call(e, &o, err);
 }
 
 int mafsbx_network_connect(struct mafsbx_engine *e, const char *network, const char *container,
@@ -1616,21 +1523,19 @@ int mafsbx_network_connect(struct mafsbx_engine *e, const char *network, const c
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "connect network: no engine");
-	char what[600];
-	snprintf(what, sizeof(what), "connect %s to network %s", container ? container : "", network ? network : "");
-	int r = check_ref(network, what, err);
-	if (r < 0 || (r = check_ref(container, what, err)) < 0)
+	struct obj_call o = { .ref = network, .head = "/networks/", .tail = "/connect",
+			      .c = { .method = "POST", .ctype = "application/json", .ok = { 200 } } };
+	snprintf(o.what, sizeof(o.what), "connect %s to network %s", container ? container : "",
+		 network ? network : "");
+	int r = check_ref(network, o.what, err);
+	if (r < 0 || (r = check_ref(container, o.what, err)) < 0)
 		return r;
-	__do_free char *en = mafsbx_query_escape(network);
 	json_t *b = json_pack("{s:s}", "Container", container);
 	__do_free char *body = b ? dump_json(b) : NULL;
 	json_decref(b);
-	if (!en || !body)
+	if (!body)
 		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/networks/%s/connect", en);
-	if (!t)
-		return r;
-	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
-			  .body_len = strlen(body), .what = what, .ok = { 200 } };
-	return do_call(e, &c, err);
+	o.c.body = body;
+	o.c.body_len = strlen(body);
+	return obj_call(e, &o, err);
 }

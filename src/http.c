@@ -276,39 +276,20 @@ static int fd_above_stdio(int fd)
 }
 
 /*
- * Start `ssh -o BatchMode=yes -o ConnectTimeout=N -T [-l USER] [-p PORT] --
- * HOST docker system dial-stdio` (the Docker CLI's arguments plus BatchMode,
- * so a missing key fails at once instead of prompting) with `conn` as its
- * stdin and stdout and a pipe as its stderr; with `ctl`, over that master's
- * control socket (-S CTL -o ControlMaster=no: a session on the master's
- * connection, no handshake of its own; ssh connects by itself when the
- * socket is not there). `conn` < 0 starts the master instead: -M -S CTL
- * running `docker system dial-stdio` too (a session that lasts as long as
- * its stdin: the read end of a pipe whose write end we hold, so the master
- * ends with this process even when it dies without a clean close), stdin
- * from `*errfd` (taken), stdout and stderr on /dev/null. ssh runs in its own
- * process group, so a terminal's ^C for the daemon does not cut the engine
- * connections under a clean unmount. Takes `conn` (closed in every case).
+ * ssh_spawn's descriptors: `in` (the master's stdin, taken from *errfd),
+ * sv[1] (stdin and stdout: `conn`, or /dev/null for the master) and ev[1]
+ * (stderr: a pipe whose read end ev[0] is non-blocking, or /dev/null for the
+ * master), all >= 3 and close-on-exec. -1 with `diag` set on failure.
  */
-static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid_t *pid, int *errfd, char *diag,
-		     size_t diagsz)
+static int ssh_fds(bool master, int conn, int *errfd, int *in, int sv[2], int ev[2], char *diag, size_t diagsz)
 {
-	const struct mafsbx_endpoint *ep = &h->ep;
-	bool master = conn < 0;
-	int sv[2] = { -1, -1 }, ev[2] = { -1, -1 };
-	int r = -1;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	bool fa_init = false, at_init = false;
-
-	int in = -1;
 	if (master) {
-		in = fd_above_stdio(*errfd);
+		*in = fd_above_stdio(*errfd);
 		*errfd = -1;
 		sv[1] = open("/dev/null", O_RDWR | O_CLOEXEC);
 		ev[1] = sv[1] >= 0 ? fcntl(sv[1], F_DUPFD_CLOEXEC, 3) : -1;
 		sv[1] = fd_above_stdio(sv[1]);
-		if (in < 0)
+		if (*in < 0)
 			sv[1] = -1;
 	} else {
 		sv[1] = fd_above_stdio(conn);
@@ -318,16 +299,21 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid
 	}
 	if (sv[1] < 0 || ev[1] < 0 || (!master && ev[0] < 0)) {
 		snprintf(diag, diagsz, "cannot make the ssh pipe: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
 	if (!master)
 		(void)fcntl(ev[0], F_SETFL, O_NONBLOCK);
+	return 0;
+}
 
-	char timeout[64], port[16];
+/* ssh_spawn's command line into argv (24 slots); `timeout` and `port` hold its option texts. */
+static void ssh_argv(const struct mafsbx_http *h, bool master, const char *ctl, char *argv[24], char timeout[64],
+		     char port[16])
+{
+	const struct mafsbx_endpoint *ep = &h->ep;
 	long secs = (h->connect_ms + 999) / 1000;
-	snprintf(timeout, sizeof(timeout), "ConnectTimeout=%ld", secs > 0 ? secs : 1);
-	snprintf(port, sizeof(port), "%d", ep->port);
-	char *argv[24];
+	snprintf(timeout, 64, "ConnectTimeout=%ld", secs > 0 ? secs : 1);
+	snprintf(port, 16, "%d", ep->port);
 	int n = 0;
 	argv[n++] = "ssh";
 	argv[n++] = "-o";
@@ -361,40 +347,71 @@ static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid
 	argv[n++] = "system";
 	argv[n++] = "dial-stdio";
 	argv[n] = NULL;
+}
 
+/* posix_spawnp ssh with fd0/fd1/fd2 as its stdio, default signals, its own process group. 0 or an errno. */
+static int ssh_exec(pid_t *pid, int fd0, int fd1, int fd2, char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	sigset_t none, all;
 	sigemptyset(&none);
 	sigfillset(&all);
-	int e;
-	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
-		goto spawn_failed;
-	fa_init = true;
-	if ((e = posix_spawnattr_init(&at)) != 0)
-		goto spawn_failed;
-	at_init = true;
-	if ((e = posix_spawn_file_actions_adddup2(&fa, master ? in : sv[1], 0)) != 0 ||
-	    (e = posix_spawn_file_actions_adddup2(&fa, sv[1], 1)) != 0 ||
-	    (e = posix_spawn_file_actions_adddup2(&fa, ev[1], 2)) != 0 ||
+	int e = posix_spawn_file_actions_init(&fa);
+	if (e != 0)
+		return e;
+	if ((e = posix_spawnattr_init(&at)) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return e;
+	}
+	if ((e = posix_spawn_file_actions_adddup2(&fa, fd0, 0)) != 0 ||
+	    (e = posix_spawn_file_actions_adddup2(&fa, fd1, 1)) != 0 ||
+	    (e = posix_spawn_file_actions_adddup2(&fa, fd2, 2)) != 0 ||
 	    (e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
 						       POSIX_SPAWN_SETPGROUP)) != 0 ||
 	    (e = posix_spawnattr_setsigmask(&at, &none)) != 0 || (e = posix_spawnattr_setsigdefault(&at, &all)) != 0 ||
 	    (e = posix_spawnattr_setpgroup(&at, 0)) != 0)
-		goto spawn_failed;
-	if ((e = posix_spawnp(pid, "ssh", &fa, &at, argv, environ)) != 0)
-		goto spawn_failed;
-	if (!master) {
-		*errfd = ev[0];
-		ev[0] = -1;
-	}
-	r = 0;
-	goto out;
-spawn_failed:
-	snprintf(diag, diagsz, "cannot run ssh: %s", strerror(e));
+		goto out;
+	e = posix_spawnp(pid, "ssh", &fa, &at, argv, environ);
 out:
-	if (fa_init)
-		posix_spawn_file_actions_destroy(&fa);
-	if (at_init)
-		posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return e;
+}
+
+/*
+ * Start `ssh -o BatchMode=yes -o ConnectTimeout=N -T [-l USER] [-p PORT] --
+ * HOST docker system dial-stdio` (the Docker CLI's arguments plus BatchMode,
+ * so a missing key fails at once instead of prompting) with `conn` as its
+ * stdin and stdout and a pipe as its stderr; with `ctl`, over that master's
+ * control socket (-S CTL -o ControlMaster=no: a session on the master's
+ * connection, no handshake of its own; ssh connects by itself when the
+ * socket is not there). `conn` < 0 starts the master instead: -M -S CTL
+ * running `docker system dial-stdio` too (a session that lasts as long as
+ * its stdin: the read end of a pipe whose write end we hold, so the master
+ * ends with this process even when it dies without a clean close), stdin
+ * from `*errfd` (taken), stdout and stderr on /dev/null. ssh runs in its own
+ * process group, so a terminal's ^C for the daemon does not cut the engine
+ * connections under a clean unmount. Takes `conn` (closed in every case).
+ */
+static int ssh_spawn(const struct mafsbx_http *h, int conn, const char *ctl, pid_t *pid, int *errfd, char *diag,
+		     size_t diagsz)
+{
+	bool master = conn < 0;
+	int sv[2] = { -1, -1 }, ev[2] = { -1, -1 };
+	int in = -1, r = ssh_fds(master, conn, errfd, &in, sv, ev, diag, diagsz);
+	if (r == 0) {
+		char timeout[64], port[16], *argv[24];
+		ssh_argv(h, master, ctl, argv, timeout, port);
+		int e = ssh_exec(pid, master ? in : sv[1], sv[1], ev[1], argv);
+		if (e != 0) {
+			snprintf(diag, diagsz, "cannot run ssh: %s", strerror(e));
+			r = -1;
+		} else if (!master) {
+			*errfd = ev[0];
+			ev[0] = -1;
+		}
+	}
 	for (int i = 0; i < 2; i++) {
 		if (sv[i] >= 0)
 			close(sv[i]);
@@ -1174,53 +1191,29 @@ static int sink_error(int rc, struct mafsbx_error *err)
 				     strerror(e > 0 ? e : EIO));
 }
 
-int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq, struct mafsbx_http_resp *resp,
-			struct mafsbx_error *err)
+/* The request's headers: an explicit Content-Type always (libcurl would otherwise send form-urlencoded), no Expect. */
+static struct curl_slist *request_headers(const struct mafsbx_http_req *rq)
 {
-	if (!h || !rq || !rq->method || !rq->target || rq->target[0] != '/' || !resp)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http request: bad arguments");
-	if (rq->body && !rq->content_type)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http request %s: a body needs a content type",
-					rq->method);
-	resp->status = 0;
-	resp->header_seen = false;
-	resp->body_bytes = 0;
-	mafsbx_buf_reset(&resp->body);
-	mafsbx_buf_reset(&resp->header);
-
-	char errbuf[CURL_ERROR_SIZE] = "";
-	struct mafsbx_buf url = MAFSBX_BUF_INIT;
-	struct curl_slist *hdrs = NULL, *tmp;
-	struct xfer x = { .h = h, .rq = rq, .resp = resp };
-	x.max_body = rq->max_body ? rq->max_body : (rq->sink ? 0 : MAFSBX_HTTP_BODY_MAX_DEFAULT);
-	int r = 0;
-	bool reusable = false;
-
-	request_count++;
-	struct pconn *pc = pool_get(h);
-	if (!pc)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
-	CURL *c = pc->c;
-	x.pc = pc;
-	if (setup_common(h, pc, errbuf) < 0 || mafsbx_buf_puts(&url, h->base) < 0 ||
-	    mafsbx_buf_puts(&url, rq->target) < 0) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "http request: cannot set up the transfer");
-		goto out;
-	}
-
-	/* An explicit type always: libcurl would otherwise send form-urlencoded. */
 	char ct[160];
 	snprintf(ct, sizeof(ct), "Content-Type:%s%s", rq->content_type ? " " : "",
 		 rq->content_type ? rq->content_type : "");
-	if (!(tmp = curl_slist_append(hdrs, ct)) || !(hdrs = tmp, tmp = curl_slist_append(hdrs, "Expect:"))) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
+	struct curl_slist *hdrs = curl_slist_append(NULL, ct), *tmp;
+	if (!hdrs)
+		return NULL;
+	if (!(tmp = curl_slist_append(hdrs, "Expect:"))) {
+		curl_slist_free_all(hdrs);
+		return NULL;
 	}
-	hdrs = tmp;
+	return tmp;
+}
 
+/* The transfer's options: URL, headers, method and body, timeouts, callbacks, the stall watch. */
+static CURLcode request_options(struct mafsbx_http *h, CURL *c, const struct mafsbx_http_req *rq, const char *url,
+				struct curl_slist *hdrs, struct xfer *x)
+{
 	CURLcode rc = CURLE_OK;
 #define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
-	SET(CURLOPT_URL, url.data);
+	SET(CURLOPT_URL, url);
 	SET(CURLOPT_HTTPHEADER, hdrs);
 	if (strcmp(rq->method, "GET") == 0) {
 		SET(CURLOPT_HTTPGET, 1L);
@@ -1247,17 +1240,83 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 		SET(CURLOPT_FRESH_CONNECT, 1L);
 	SET(CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : h->timeout_ms);
 	SET(CURLOPT_HEADERFUNCTION, on_header);
-	SET(CURLOPT_HEADERDATA, &x);
+	SET(CURLOPT_HEADERDATA, x);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
-	SET(CURLOPT_WRITEDATA, &x);
+	SET(CURLOPT_WRITEDATA, x);
 	if (rq->stall_s > 0) {
 		SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
 		SET(CURLOPT_LOW_SPEED_TIME, rq->stall_s);
 		SET(CURLOPT_NOPROGRESS, 0L);
 		SET(CURLOPT_XFERINFOFUNCTION, on_progress);
-		SET(CURLOPT_XFERINFODATA, &x);
+		SET(CURLOPT_XFERINFODATA, x);
 	}
 #undef SET
+	return rc;
+}
+
+/* What a performed transfer came to: 0 for an HTTP answer, else the error (stall, bound, sink, transport). */
+static int request_outcome(struct xfer *x, CURLcode rc, bool fired, const char *errbuf, struct mafsbx_error *err)
+{
+	const struct mafsbx_http_req *rq = x->rq;
+	if (fired && rc != CURLE_OK)
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
+					"%s %.200s: stream stalled for %ld s (no byte moved); connection closed",
+					rq->method, rq->target, rq->stall_s);
+	if (x->too_big)
+		return mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "%s %.200s: answer larger than %" PRIu64 " bytes",
+					rq->method, rq->target, x->max_body);
+	if (x->nomem)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading the engine's answer");
+	if (x->sink_rc < 0)
+		return sink_error(x->sink_rc, err);
+	if (x->probe_aborted)
+		return 0;
+	if (rc != CURLE_OK)
+		return map_curl_error(x->h, x->pc, rc, errbuf, rq->method, rq->target, err);
+	if (x->resp->status < 100)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: no HTTP status from the engine",
+					rq->method, rq->target);
+	return 0;
+}
+
+int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq, struct mafsbx_http_resp *resp,
+			struct mafsbx_error *err)
+{
+	if (!h || !rq || !rq->method || !rq->target || rq->target[0] != '/' || !resp)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http request: bad arguments");
+	if (rq->body && !rq->content_type)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http request %s: a body needs a content type",
+					rq->method);
+	resp->status = 0;
+	resp->header_seen = false;
+	resp->body_bytes = 0;
+	mafsbx_buf_reset(&resp->body);
+	mafsbx_buf_reset(&resp->header);
+
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct mafsbx_buf url = MAFSBX_BUF_INIT;
+	struct curl_slist *hdrs = NULL;
+	struct xfer x = { .h = h, .rq = rq, .resp = resp };
+	x.max_body = rq->max_body ? rq->max_body : (rq->sink ? 0 : MAFSBX_HTTP_BODY_MAX_DEFAULT);
+	int r = 0;
+	bool reusable = false;
+
+	request_count++;
+	struct pconn *pc = pool_get(h);
+	if (!pc)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
+	CURL *c = pc->c;
+	x.pc = pc;
+	if (setup_common(h, pc, errbuf) < 0 || mafsbx_buf_puts(&url, h->base) < 0 ||
+	    mafsbx_buf_puts(&url, rq->target) < 0) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "http request: cannot set up the transfer");
+		goto out;
+	}
+	if (!(hdrs = request_headers(rq))) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
+	CURLcode rc = request_options(h, c, rq, url.data, hdrs, &x);
 	if (rc != CURLE_OK) {
 		r = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http request: curl option refused: %s",
 				     curl_easy_strerror(rc));
@@ -1267,25 +1326,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	rc = curl_easy_perform(c);
 	bool fired = x.watching ? watch_remove(h, &x.w) : false;
 	x.watching = false;
-
-	if (fired && rc != CURLE_OK)
-		r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
-				     "%s %.200s: stream stalled for %ld s (no byte moved); connection closed",
-				     rq->method, rq->target, rq->stall_s);
-	else if (x.too_big)
-		r = mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "%s %.200s: answer larger than %" PRIu64 " bytes",
-				     rq->method, rq->target, x.max_body);
-	else if (x.nomem)
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading the engine's answer");
-	else if (x.sink_rc < 0)
-		r = sink_error(x.sink_rc, err);
-	else if (x.probe_aborted)
-		r = 0;
-	else if (rc != CURLE_OK)
-		r = map_curl_error(h, pc, rc, errbuf, rq->method, rq->target, err);
-	else if (resp->status < 100)
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: no HTTP status from the engine", rq->method,
-				     rq->target);
+	r = request_outcome(&x, rc, fired, errbuf, err);
 	/* Cut just as it completed: the answer is whole, the connection is not. */
 	reusable = rc == CURLE_OK && r == 0 && !fired;
 
@@ -1359,157 +1400,159 @@ static long parse_content_length(const char *head)
 	return -1;
 }
 
-int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *target, const char *content_type,
-		       const void *body, size_t body_len, const void *in, size_t in_len, long long deadline_ms,
-		       mafsbx_http_sink_fn on_data, void *ctx, struct mafsbx_http_resp *resp,
-		       struct mafsbx_error *err)
-{
-	if (!h || !method || !target || target[0] != '/' || !resp || !on_data)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http hijack: bad arguments");
-	resp->status = 0;
-	resp->body_bytes = 0;
-	mafsbx_buf_reset(&resp->body);
-	mafsbx_buf_reset(&resp->header);
-
-	char errbuf[CURL_ERROR_SIZE] = "";
+/* One hijacked stream in flight. */
+struct hijack {
+	struct mafsbx_http *h;
+	const struct mafsbx_http_hijack_req *rq;
+	struct mafsbx_http_resp *resp;
+	struct pconn *pc;
+	CURL *c;
+	curl_socket_t fd;
+	long long head_deadline;     /* bounds the request and the answer's headers */
+	struct mafsbx_buf head;      /* the request, then the answer's status line and headers */
 	char buf[16384];
-	struct mafsbx_buf head = MAFSBX_BUF_INIT;
-	int r = 0;
-	request_count++;
-	struct pconn *pc = pconn_new(h);
-	if (!pc)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
-	CURL *c = pc->c;
-	if (setup_common(h, pc, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK) {
-		r = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http hijack: cannot set up the connection");
-		goto out;
-	}
-	CURLcode rc = curl_easy_perform(c);
-	if (rc == CURLE_OK && h->ep.scheme == MAFSBX_EP_SSH && ssh_attach(pc) < 0)
-		rc = CURLE_ABORTED_BY_CALLBACK;
-	if (rc != CURLE_OK) {
-		r = map_curl_error(h, pc, rc, errbuf, method, target, err);
-		goto out;
-	}
-	curl_socket_t fd = CURL_SOCKET_BAD;
-	if (curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
-		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "http hijack: no socket after connect");
-		goto out;
-	}
+};
 
-	if (mafsbx_buf_printf(&head,
+/* Phase 1: a fresh connection (CONNECT_ONLY), its socket in hj->fd. */
+static int hijack_connect(struct hijack *hj, struct mafsbx_error *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct mafsbx_http *h = hj->h;
+	CURL *c = hj->c;
+	if (setup_common(h, hj->pc, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK)
+		return mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http hijack: cannot set up the connection");
+	CURLcode rc = curl_easy_perform(c);
+	if (rc == CURLE_OK && h->ep.scheme == MAFSBX_EP_SSH && ssh_attach(hj->pc) < 0)
+		rc = CURLE_ABORTED_BY_CALLBACK;
+	if (rc != CURLE_OK)
+		return map_curl_error(h, hj->pc, rc, errbuf, hj->rq->method, hj->rq->target, err);
+	hj->fd = CURL_SOCKET_BAD;
+	if (curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &hj->fd) != CURLE_OK || hj->fd == CURL_SOCKET_BAD)
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "http hijack: no socket after connect");
+	return 0;
+}
+
+/* Phase 2: the request with its JSON body and the Upgrade headers. */
+static int hijack_send(struct hijack *hj, struct mafsbx_error *err)
+{
+	const struct mafsbx_http_hijack_req *rq = hj->rq;
+	if (mafsbx_buf_printf(&hj->head,
 			      "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: mafsbxfs/%s\r\n"
 			      "Content-Type: %s\r\nContent-Length: %zu\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
-			      method, target, MAFSBX_VERSION, content_type ? content_type : "application/json",
-			      body ? body_len : 0) < 0 ||
-	    (body && mafsbx_buf_append(&head, body, body_len) < 0)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
-	/* Until the answer's headers are in, a run without a deadline still has the request timeout. */
-	long long head_deadline = deadline_ms ? deadline_ms : mafsbx_now_ms() + h->timeout_ms;
-	int s = send_all(c, fd, head.data, head.len, head_deadline);
-	if (s == -ETIMEDOUT) {
-		r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out sending the request", method, target);
-		goto out;
-	} else if (s < 0) {
-		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection", method, target);
-		goto out;
-	}
+			      rq->method, rq->target, MAFSBX_VERSION,
+			      rq->content_type ? rq->content_type : "application/json", rq->body ? rq->body_len : 0) < 0 ||
+	    (rq->body && mafsbx_buf_append(&hj->head, rq->body, rq->body_len) < 0))
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	int s = send_all(hj->c, hj->fd, hj->head.data, hj->head.len, hj->head_deadline);
+	if (s == -ETIMEDOUT)
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out sending the request", rq->method,
+					rq->target);
+	if (s < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection", rq->method,
+					rq->target);
+	return 0;
+}
 
-	/* Status line and headers; whatever follows them is already stream data. */
-	mafsbx_buf_reset(&head);
+/*
+ * Phase 3: status line and headers into hj->head; whatever follows them is
+ * already stream data. Sets resp->status and *hlen (the headers' length).
+ */
+static int hijack_read_head(struct hijack *hj, size_t *hlen, struct mafsbx_error *err)
+{
+	const char *method = hj->rq->method, *target = hj->rq->target;
+	struct mafsbx_buf *head = &hj->head;
+	mafsbx_buf_reset(head);
 	char *eoh = NULL;
 	while (!eoh) {
-		ssize_t n = recv_some(c, buf, sizeof(buf));
+		ssize_t n = recv_some(hj->c, hj->buf, sizeof(hj->buf));
 		if (n == -EAGAIN) {
-			int w = wait_fd(fd, POLLIN, head_deadline);
-			if (w == -ETIMEDOUT) {
-				r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out waiting for the answer",
-						     method, target);
-				goto out;
-			}
-			if (w < 0) {
-				r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
-				goto out;
-			}
+			int w = wait_fd(hj->fd, POLLIN, hj->head_deadline);
+			if (w == -ETIMEDOUT)
+				return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out waiting for the answer",
+							method, target);
+			if (w < 0)
+				return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
 			continue;
 		}
-		if (n <= 0) {
-			r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "%s %.200s: engine closed the connection before answering",
-					     method, target);
-			goto out;
-		}
-		if (head.len + (size_t)n > HIJACK_HEAD_MAX) {
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: answer headers too large", method, target);
-			goto out;
-		}
-		if (mafsbx_buf_append(&head, buf, (size_t)n) < 0) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
-		eoh = strstr(head.data, "\r\n\r\n");
-		if (!eoh && memchr(head.data, '\0', head.len)) {
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: NUL byte in answer headers", method, target);
-			goto out;
-		}
+		if (n <= 0)
+			return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+						"%s %.200s: engine closed the connection before answering", method, target);
+		if (head->len + (size_t)n > HIJACK_HEAD_MAX)
+			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: answer headers too large", method,
+						target);
+		if (mafsbx_buf_append(head, hj->buf, (size_t)n) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		eoh = strstr(head->data, "\r\n\r\n");
+		if (!eoh && memchr(head->data, '\0', head->len))
+			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: NUL byte in answer headers", method,
+						target);
 	}
-	size_t hlen = (size_t)(eoh - head.data) + 4;
+	*hlen = (size_t)(eoh - head->data) + 4;
 	long status = 0;
-	if (strncmp(head.data, "HTTP/1.", 7) != 0 || head.len < 12 ||
-	    sscanf(head.data + 8, " %ld", &status) != 1 || status < 100 || status > 999) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: malformed status line", method, target);
-		goto out;
-	}
-	resp->status = status;
-	const char *rest = head.data + hlen;
-	size_t rest_len = head.len - hlen;
+	if (strncmp(head->data, "HTTP/1.", 7) != 0 || head->len < 12 ||
+	    sscanf(head->data + 8, " %ld", &status) != 1 || status < 100 || status > 999)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s %.200s: malformed status line", method, target);
+	hj->resp->status = status;
+	return 0;
+}
 
-	if (status != 101 && !status_ok(status)) {
-		/* Error answer: bounded body by Content-Length, else to EOF. */
-		*eoh = '\0';
-		long cl = parse_content_length(head.data);
-		size_t want = cl >= 0 ? (size_t)cl : MAFSBX_HTTP_ERROR_BODY_MAX;
-		if (want > MAFSBX_HTTP_ERROR_BODY_MAX)
-			want = MAFSBX_HTTP_ERROR_BODY_MAX;
-		if (mafsbx_buf_append(&resp->body, rest, rest_len < want ? rest_len : want) < 0) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
-		while (resp->body.len < want) {
-			ssize_t n = recv_some(c, buf, sizeof(buf));
-			if (n == -EAGAIN) {
-				if (wait_fd(fd, POLLIN, head_deadline) < 0)
-					break;
-				continue;
-			}
-			if (n <= 0)
+/* Phase 4a, an error answer: its body, bounded by Content-Length, else read to EOF. */
+static int hijack_error_body(struct hijack *hj, size_t hlen, struct mafsbx_error *err)
+{
+	struct mafsbx_http_resp *resp = hj->resp;
+	const char *rest = hj->head.data + hlen;
+	size_t rest_len = hj->head.len - hlen;
+	hj->head.data[hlen - 4] = '\0';  /* the headers alone, for Content-Length */
+	long cl = parse_content_length(hj->head.data);
+	size_t want = cl >= 0 ? (size_t)cl : MAFSBX_HTTP_ERROR_BODY_MAX;
+	if (want > MAFSBX_HTTP_ERROR_BODY_MAX)
+		want = MAFSBX_HTTP_ERROR_BODY_MAX;
+	if (mafsbx_buf_append(&resp->body, rest, rest_len < want ? rest_len : want) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	while (resp->body.len < want) {
+		ssize_t n = recv_some(hj->c, hj->buf, sizeof(hj->buf));
+		if (n == -EAGAIN) {
+			if (wait_fd(hj->fd, POLLIN, hj->head_deadline) < 0)
 				break;
-			size_t take = (size_t)n < want - resp->body.len ? (size_t)n : want - resp->body.len;
-			if (mafsbx_buf_append(&resp->body, buf, take) < 0)
-				break;
+			continue;
 		}
-		resp->body_bytes = resp->body.len;
-		goto out;
+		if (n <= 0)
+			break;
+		size_t take = (size_t)n < want - resp->body.len ? (size_t)n : want - resp->body.len;
+		if (mafsbx_buf_append(&resp->body, hj->buf, take) < 0)
+			break;
 	}
+	resp->body_bytes = resp->body.len;
+	return 0;
+}
 
-	if (rest_len) {
-		resp->body_bytes += rest_len;
-		int cr = on_data(rest, rest_len, ctx);
-		if (cr < 0) {
-			r = sink_error(cr, err);
-			goto out;
-		}
-	}
+/* Hand stream bytes to the caller's sink. */
+static int hijack_deliver(struct hijack *hj, const void *data, size_t len, struct mafsbx_error *err)
+{
+	hj->resp->body_bytes += len;
+	int cr = hj->rq->on_data(data, len, hj->rq->ctx);
+	return cr < 0 ? sink_error(cr, err) : 0;
+}
 
-	const char *inp = in;
-	size_t in_left = in ? in_len : 0;
-	bool shut = !in;
+/*
+ * Phase 4b, the stream: the bytes that came with the headers, then stdin
+ * written and the write side half-closed, while every byte that arrives goes
+ * to on_data, until the engine closes the stream or the deadline passes.
+ */
+static int hijack_stream(struct hijack *hj, size_t hlen, struct mafsbx_error *err)
+{
+	const struct mafsbx_http_hijack_req *rq = hj->rq;
+	int r;
+	if (hj->head.len > hlen && (r = hijack_deliver(hj, hj->head.data + hlen, hj->head.len - hlen, err)) < 0)
+		return r;
+	const char *inp = rq->in;
+	size_t in_left = rq->in ? rq->in_len : 0;
+	bool shut = !rq->in;
 	for (;;) {
 		if (in_left) {
 			size_t sent = 0;
-			rc = curl_easy_send(c, inp, in_left, &sent);
+			CURLcode rc = curl_easy_send(hj->c, inp, in_left, &sent);
 			if (rc == CURLE_OK) {
 				inp += sent;
 				in_left -= sent;
@@ -1518,36 +1561,55 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *ta
 			}
 		}
 		if (!in_left && !shut) {
-			(void)shutdown(fd, SHUT_WR);
+			(void)shutdown(hj->fd, SHUT_WR);
 			shut = true;
 		}
 		ssize_t n;
-		bool eof = false;
-		while ((n = recv_some(c, buf, sizeof(buf))) > 0) {
-			resp->body_bytes += (uint64_t)n;
-			int cr = on_data(buf, (size_t)n, ctx);
-			if (cr < 0) {
-				r = sink_error(cr, err);
-				goto out;
-			}
-		}
+		while ((n = recv_some(hj->c, hj->buf, sizeof(hj->buf))) > 0)
+			if ((r = hijack_deliver(hj, hj->buf, (size_t)n, err)) < 0)
+				return r;
 		if (n == 0 || n == -ECONNRESET)
-			eof = true;
-		if (eof)
-			break;
-		int w = wait_fd(fd, (short)(POLLIN | (in_left ? POLLOUT : 0)), deadline_ms);
-		if (w == -ETIMEDOUT) {
-			r = mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: stream timed out; closed", method, target);
-			goto out;
-		}
-		if (w < 0) {
-			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
-			goto out;
-		}
+			return 0;
+		int w = wait_fd(hj->fd, (short)(POLLIN | (in_left ? POLLOUT : 0)), rq->deadline_ms);
+		if (w == -ETIMEDOUT)
+			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: stream timed out; closed", rq->method,
+						rq->target);
+		if (w < 0)
+			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -w, NULL, "poll: %s", strerror(-w));
 	}
+}
 
-out:
-	mafsbx_buf_free(&head);
+int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_req *rq, struct mafsbx_http_resp *resp,
+		       struct mafsbx_error *err)
+{
+	if (!h || !rq || !rq->method || !rq->target || rq->target[0] != '/' || !resp || !rq->on_data)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "http hijack: bad arguments");
+	resp->status = 0;
+	resp->body_bytes = 0;
+	mafsbx_buf_reset(&resp->body);
+	mafsbx_buf_reset(&resp->header);
+
+	request_count++;
+	struct hijack *hj = calloc(1, sizeof(*hj));
+	struct pconn *pc = hj ? pconn_new(h) : NULL;
+	if (!pc) {
+		free(hj);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
+	}
+	*hj = (struct hijack){ .h = h, .rq = rq, .resp = resp, .pc = pc, .c = pc->c, .head = MAFSBX_BUF_INIT };
+	/* Until the answer's headers are in, a run without a deadline still has the request timeout. */
+	size_t hlen = 0;
+	int r = hijack_connect(hj, err);
+	hj->head_deadline = rq->deadline_ms ? rq->deadline_ms : mafsbx_now_ms() + h->timeout_ms;
+	if (r == 0)
+		r = hijack_send(hj, err);
+	if (r == 0)
+		r = hijack_read_head(hj, &hlen, err);
+	if (r == 0)
+		r = resp->status != 101 && !status_ok(resp->status) ? hijack_error_body(hj, hlen, err)
+								       : hijack_stream(hj, hlen, err);
+	mafsbx_buf_free(&hj->head);
 	pconn_free(pc);  /* a hijacked connection is never reused */
+	free(hj);
 	return r;
 }

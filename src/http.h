@@ -82,9 +82,23 @@ void mafsbx_http_close(struct mafsbx_http *h);
 int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq, struct mafsbx_http_resp *resp,
 			struct mafsbx_error *err);
 
+/* A hijacked stream's request (exec start). */
+struct mafsbx_http_hijack_req {
+	const char *method;          /* "POST" */
+	const char *target;          /* origin-form: "/v1.41/exec/ID/start" */
+	const char *content_type;    /* NULL: "application/json" */
+	const void *body;            /* request body, or NULL */
+	size_t body_len;
+	const void *in;              /* stdin for the stream, or NULL (write side closed at once) */
+	size_t in_len;
+	long long deadline_ms;       /* absolute mafsbx_now_ms() time, 0: none */
+	mafsbx_http_sink_fn on_data; /* every byte of the stream; required */
+	void *ctx;
+};
+
 /*
  * A hijacked stream (exec start): a fresh connection that is never pooled.
- * Sends `method target` with the JSON body and the Upgrade headers, reads
+ * Sends `method target` with the body and the Upgrade headers, reads
  * the status and headers. On 101/200 writes `in` (if any) and then half-
  * closes the write side, delivering every byte that arrives to `on_data`
  * until the engine closes the stream. On another status the (bounded) error
@@ -95,9 +109,7 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
  * transport: TCP (also under TLS, as the Docker client does it), unix
  * sockets and ssh pipes.
  */
-int mafsbx_http_hijack(struct mafsbx_http *h, const char *method, const char *target, const char *content_type,
-		       const void *body, size_t body_len, const void *in, size_t in_len, long long deadline_ms,
-		       mafsbx_http_sink_fn on_data, void *ctx, struct mafsbx_http_resp *resp,
+int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_req *rq, struct mafsbx_http_resp *resp,
 		       struct mafsbx_error *err);
 
 /*
