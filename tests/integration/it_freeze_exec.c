@@ -47,7 +47,7 @@
 #define STORM_MS 10000
 #define READERS 4
 
-static char rundir[128];
+static char rundir[HARNESS_RUNDIR_MAX];
 static char cname[HARNESS_NAME_MAX];
 static char cid[65];
 static struct mafsbx_freezer *fz;
@@ -372,13 +372,11 @@ static void test_held_freeze_delays_exec(void **state)
 static int exec_child(const char *id, const char *dir)
 {
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		return 2;
-	struct mafsbx_engine *e = mafsbx_engine_open(&ep, NULL, &err);
-	struct mafsbx_freezer *f = e ? mafsbx_freezer_new(e, dir, &err) : NULL;
-	if (!f)
-		return 3;
+	struct mafsbx_engine *e;
+	struct mafsbx_freezer *f;
+	int rc = harness_child_freezer(dir, &e, &f);
+	if (rc)
+		return rc;
 	struct mafsbx_freeze_exec *x = NULL;
 	if (mafsbx_freeze_exec_begin(f, id, mafsbx_now_ms() + 20000, &x, &err) < 0) {
 		fprintf(stderr, "child: %s\n", err.message);
@@ -396,8 +394,7 @@ static int exec_child(const char *id, const char *dir)
 	if (write(1, "D", 1) != 1)
 		return 5;
 	mafsbx_freeze_exec_end(x);
-	mafsbx_freezer_free(f);
-	mafsbx_engine_close(e);
+	harness_child_close(e, f);
 	return code == 0 ? 0 : 6;
 }
 
@@ -405,13 +402,11 @@ static int exec_child(const char *id, const char *dir)
 static int freeze_child(const char *id, const char *dir)
 {
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		return 2;
-	struct mafsbx_engine *e = mafsbx_engine_open(&ep, NULL, &err);
-	struct mafsbx_freezer *f = e ? mafsbx_freezer_new(e, dir, &err) : NULL;
-	if (!f)
-		return 3;
+	struct mafsbx_engine *e;
+	struct mafsbx_freezer *f;
+	int rc = harness_child_freezer(dir, &e, &f);
+	if (rc)
+		return rc;
 	struct mafsbx_freeze *h = NULL;
 	if (mafsbx_freeze_enter(f, id, mafsbx_now_ms() + 20000, &h, &err) < 0) {
 		fprintf(stderr, "child: %s\n", err.message);
@@ -423,8 +418,7 @@ static int freeze_child(const char *id, const char *dir)
 	if (write(1, "L", 1) != 1)
 		return 5;
 	mafsbx_freeze_leave(h);
-	mafsbx_freezer_free(f);
-	mafsbx_engine_close(e);
+	harness_child_close(e, f);
 	return 0;
 }
 
@@ -561,11 +555,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "--freeze-child") == 0)
 		return freeze_child(argv[2], argv[3]);
 	harness_init();
-	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxtest-fzx-run-XXXXXX");
-	if (!mkdtemp(rundir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	harness_rundir("fzx", rundir);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_storm_in_process),
 		cmocka_unit_test(test_long_exec_refuses_then_admits),
@@ -574,9 +564,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cross_process_freeze_delays_exec),
 	};
 	int r = cmocka_run_group_tests(tests, group_setup, group_teardown);
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rundir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", rundir);
+	harness_rundir_remove(rundir);
 	return r;
 }
