@@ -154,16 +154,10 @@ int main(int argc, char **argv)
 		runs = 3;
 	atexit(cleanup);
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		die("endpoint", &err);
-	if (!(eng = mafsbx_engine_open(&ep, NULL, &err)) || mafsbx_engine_ping(eng, &err) < 0)
-		die("engine", &err);
 	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxbench-egress-XXXXXX");
-	if (!mkdtemp(rundir))
-		die("mkdtemp", NULL);
-	if (!(fz = mafsbx_freezer_new(eng, rundir, &err)))
-		die("freezer", &err);
+	const char *step = bench_engine_setup(rundir, &eng, &fz, &err);
+	if (step)
+		die(step, &err);
 	const char *image = getenv("MAFSBX_TEST_IMAGE") ? getenv("MAFSBX_TEST_IMAGE") : "mafsbx/busybox:latest";
 	srand((unsigned)(time(NULL) ^ getpid()));
 	unsigned tag = (unsigned)rand();

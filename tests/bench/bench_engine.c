@@ -42,13 +42,7 @@ static void die(const char *what, const struct mafsbx_error *err)
 }
 
 /* The CLI with argv, stdout to /dev/null; returns its exit status. */
-static int run_cli(const char *const *args)
-{
-	int r = bench_cli(cli, NULL, 0, 0, NULL, 0, args);
-	if (r < 0)
-		die("spawn the docker CLI", NULL);
-	return r;
-}
+#define run_cli(args) bench_cli_run(cli, (args), die)
 
 static int discard(const void *d, size_t l, void *c)
 {

@@ -81,13 +81,7 @@ static void die(const char *what, const struct mafsbx_error *err)
 }
 
 /* The CLI with argv, stdout to /dev/null; returns its exit status. */
-static int run_cli(const char *const *args)
-{
-	int r = bench_cli(cli, NULL, 0, 0, NULL, 0, args);
-	if (r < 0)
-		die("spawn the docker CLI", NULL);
-	return r;
-}
+#define run_cli(args) bench_cli_run(cli, (args), die)
 
 static const char *const rel_paths[3] = { "f1.bin", "a/b/c/f4.bin", "a/b/c/d/e/f/g/f8.bin" };
 static const int depths[3] = { 1, 4, 8 };
@@ -288,16 +282,10 @@ int main(int argc, char **argv)
 	atexit(cleanup);
 
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		die("endpoint", &err);
-	if (!(eng = mafsbx_engine_open(&ep, NULL, &err)) || mafsbx_engine_ping(eng, &err) < 0)
-		die("engine", &err);
 	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxbench-files-XXXXXX");
-	if (!mkdtemp(rundir))
-		die("mkdtemp", NULL);
-	if (!(fz = mafsbx_freezer_new(eng, rundir, &err)))
-		die("freezer", &err);
+	const char *step = bench_engine_setup(rundir, &eng, &fz, &err);
+	if (step)
+		die(step, &err);
 
 	const char *image = getenv("MAFSBX_TEST_IMAGE") ? getenv("MAFSBX_TEST_IMAGE") : "mafsbx/busybox:latest";
 	srand((unsigned)(time(NULL) ^ getpid()));

@@ -232,20 +232,6 @@ static int walk_cat(const char *dir)
 	return n;
 }
 
-static long rss_kb(pid_t p)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)p);
-	FILE *f = fopen(path, "r");
-	long kb = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			kb = strtol(line + 6, NULL, 10);
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 static atomic_bool sampling;
 static atomic_long rss_peak;
 
@@ -253,7 +239,7 @@ static void *rss_sampler(void *arg)
 {
 	pid_t p = *(pid_t *)arg;
 	while (atomic_load(&sampling)) {
-		long kb = rss_kb(p);
+		long kb = bench_rss_kb(p);
 		if (kb > atomic_load(&rss_peak))
 			atomic_store(&rss_peak, kb);
 		usleep(20000);
@@ -490,7 +476,7 @@ int main(int argc, char **argv)
 	(void)read_rate(big);   /* into the page cache: every column reads it warm */
 	double mb_floor = read_rate(big);
 	snprintf(big, sizeof(big), "%s/%s/work/big.bin", mnt_local, name);
-	long rss_idle = rss_kb(pid_local);
+	long rss_idle = bench_rss_kb(pid_local);
 	atomic_store(&rss_peak, rss_idle);
 	atomic_store(&sampling, true);
 	pthread_t th;
