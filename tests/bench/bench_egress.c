@@ -146,6 +146,49 @@ fail:
 	return -1;
 }
 
+/* The outbound network and, on it, the test host: busybox httpd on 443. */
+static void make_outbound(const char *image)
+{
+	struct mafsbx_error err;
+	char id[65];
+	json_t *ncfg = json_pack("{s:s, s:s, s:{s:s}}", "Name", net, "Driver", "bridge", "Labels", "mafsbxtest", "1");
+	if (mafsbx_network_create(eng, ncfg, id, &err) < 0)
+		die("outbound network", &err);
+	json_decref(ncfg);
+	json_t *rcfg = json_pack("{s:s, s:[s,s,s], s:{s:s}, s:{s:s}}", "Image", image, "Cmd", "sh", "-c",
+				 "mkdir -p /www && echo hello > /www/i && exec httpd -f -p 443 -h /www", "Labels",
+				 "mafsbxtest", "1", "HostConfig", "NetworkMode", net);
+	if (mafsbx_container_create(eng, resp, rcfg, id, &err) < 0 || mafsbx_container_start(eng, id, &err) < 0)
+		die("responder", &err);
+	json_decref(rcfg);
+}
+
+struct requests {
+	double via[50], direct[50];
+	int nv, nd;
+};
+
+/* 50 requests from this host: to the proxy's outbound address, and directly. */
+static void measure_requests(const char *proxy, struct requests *q)
+{
+	char pip[64], rip[64];
+	snprintf(pip, sizeof(pip), "%s", ip_on(proxy, net));
+	snprintf(rip, sizeof(rip), "%s", ip_on(resp, net));
+	enum { REQS = 50 };
+	q->nv = q->nd = 0;
+	for (int i = 0; i < REQS; i++) {
+		double a = request_ms(pip, MAFSBX_EGRESS_PROXY_PORT, true);
+		double b = request_ms(rip, 443, false);
+		if (a >= 0)
+			q->via[q->nv++] = a;
+		if (b >= 0)
+			q->direct[q->nd++] = b;
+	}
+	if (!q->nv || !q->nd)
+		die("no request through the proxy or directly succeeded", NULL);
+
+}
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 5;
@@ -165,17 +208,7 @@ int main(int argc, char **argv)
 	snprintf(net, sizeof(net), "mafsbxbench-egnet-%08x", tag);
 	snprintf(resp, sizeof(resp), "mafsbxbench-egresp-%08x", tag);
 
-	char id[65];
-	json_t *ncfg = json_pack("{s:s, s:s, s:{s:s}}", "Name", net, "Driver", "bridge", "Labels", "mafsbxtest", "1");
-	if (mafsbx_network_create(eng, ncfg, id, &err) < 0)
-		die("outbound network", &err);
-	json_decref(ncfg);
-	json_t *rcfg = json_pack("{s:s, s:[s,s,s], s:{s:s}, s:{s:s}}", "Image", image, "Cmd", "sh", "-c",
-				 "mkdir -p /www && echo hello > /www/i && exec httpd -f -p 443 -h /www", "Labels",
-				 "mafsbxtest", "1", "HostConfig", "NetworkMode", net);
-	if (mafsbx_container_create(eng, resp, rcfg, id, &err) < 0 || mafsbx_container_start(eng, id, &err) < 0)
-		die("responder", &err);
-	json_decref(rcfg);
+	make_outbound(image);
 
 	struct mafsbx_sandbox_config cfg;
 	mafsbx_sandbox_config_defaults(&cfg);
@@ -199,33 +232,18 @@ int main(int argc, char **argv)
 		warm_c[i] = acquire_ms(2 * i + 1, false, &r);
 	}
 
-	/* requests from this host: to the proxy's outbound address, and directly */
-	char pip[64], rip[64];
-	snprintf(pip, sizeof(pip), "%s", ip_on(proxy, net));
-	snprintf(rip, sizeof(rip), "%s", ip_on(resp, net));
-	enum { REQS = 50 };
-	double via[REQS], direct[REQS];
-	int nv = 0, nd = 0;
-	for (int i = 0; i < REQS; i++) {
-		double a = request_ms(pip, MAFSBX_EGRESS_PROXY_PORT, true);
-		double b = request_ms(rip, 443, false);
-		if (a >= 0)
-			via[nv++] = a;
-		if (b >= 0)
-			direct[nd++] = b;
-	}
-	if (!nv || !nd)
-		die("no request through the proxy or directly succeeded", NULL);
+	struct requests q;
+	measure_requests(proxy, &q);
 
 	printf("| allowlist egress (medians, ms) | value |\n|---|---:|\n");
 	printf("| acquire cold, allowlist (network + proxy + workload + proof) | %.0f |\n", bench_median(cold_a, runs));
 	printf("| acquire warm, allowlist (reuse + proof) | %.1f |\n", bench_median(warm_a, runs));
 	printf("| acquire cold, closed | %.0f |\n", bench_median(cold_c, runs));
 	printf("| acquire warm, closed | %.1f |\n", bench_median(warm_c, runs));
-	double mv = bench_median(via, nv), md = bench_median(direct, nd);
+	double mv = bench_median(q.via, q.nv), md = bench_median(q.direct, q.nd);
 	printf("| one request via the proxy (CONNECT + GET) | %.2f |\n", mv);
 	printf("| the same request, direct | %.2f |\n", md);
 	printf("| added by the proxy per connection | %.2f |\n", mv - md);
-	printf("\n(%d acquires each, %d/%d requests; %s)\n", runs, nv, nd, pimg);
+	printf("\n(%d acquires each, %d/%d requests; %s)\n", runs, q.nv, q.nd, pimg);
 	return 0;
 }
