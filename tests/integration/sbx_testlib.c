@@ -107,7 +107,7 @@ struct mafsbx_acquire_spec *sbxt_spec(const char *fmt, ...)
 
 /* Acquire on backend b; registers the container for cleanup. Returns the call's result. */
 int sbxt_acquire_on(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *s,
-				       struct mafsbx_acquire_result *res, struct mafsbx_error *e)
+		    struct mafsbx_acquire_result *res, struct mafsbx_error *e)
 {
 	char name[MAFSBX_NAME_LEN + 1];
 	mafsbx_container_name(&s->key, s->kind, "", name);
@@ -125,7 +125,7 @@ static struct mafsbx_acquire_spec *key_spec(const char *scope, const char *agent
 
 /* Acquire {scope, thread "t", agent, kind} + extra JSON members; must succeed. */
 void sbxt_acquire_ok(const char *scope, const char *agent, const char *kind, const char *extra,
-					struct mafsbx_acquire_result *res)
+		     struct mafsbx_acquire_result *res)
 {
 	struct mafsbx_acquire_spec *s = key_spec(scope, agent, kind, extra);
 	struct mafsbx_error e;
@@ -145,7 +145,7 @@ void sbxt_acquire_created(char scope[HARNESS_NAME_MAX], const char *agent, const
 
 /* Same, expecting a failure: returns the negative errno and leaves the error in *e. */
 int sbxt_acquire_fails(const char *scope, const char *agent, const char *kind, const char *extra,
-					  struct mafsbx_error *e)
+		       struct mafsbx_error *e)
 {
 	struct mafsbx_acquire_spec *s = key_spec(scope, agent, kind, extra);
 	struct mafsbx_acquire_result res;
@@ -214,7 +214,7 @@ char *sbxt_sh_out(const char *container, const char *script)
  * not. Returns the ID in id and the name in name.
  */
 void sbxt_upstream_container(const char *scope, const char *agent, const char *kind,
-						json_t *extra, bool start, char name[MAFSBX_NAME_LEN + 1], char id[65])
+			     json_t *extra, bool start, char name[MAFSBX_NAME_LEN + 1], char id[65])
 {
 	struct mafsbx_key k = { scope, SBXT_THREAD, agent, "" };
 	mafsbx_container_name(&k, kind, "", name);
@@ -261,8 +261,8 @@ const void *sbxt_busybox(size_t *len)
  * removal. `changes` NULL-terminated Dockerfile instructions (CMD, USER).
  */
 void sbxt_tiny_image(const char *what, const char *const *applets,
-					const struct sbxt_file *files, size_t n_files, const char *const *changes,
-					char ref[HARNESS_NAME_MAX + 16])
+		     const struct sbxt_file *files, size_t n_files, const char *const *changes,
+		     char ref[HARNESS_NAME_MAX + 16])
 {
 	struct mafsbx_error e;
 	struct mafsbx_tar *t = mafsbx_tar_new(&e);
