@@ -388,6 +388,8 @@ int main(int argc, char **argv)
 	if (runs < 3)
 		runs = 3;
 	int cli_runs = runs / 2 < 5 ? 5 : runs / 2;
+	if (cli_runs > runs)
+		cli_runs = runs;   /* the CLI samples are taken inside the `runs` loop */
 	cli = getenv("MAFSBX_DOCKER_CLI") ? getenv("MAFSBX_DOCKER_CLI") : "docker";
 	atexit(cleanup);
 

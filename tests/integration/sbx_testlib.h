@@ -61,7 +61,7 @@ struct mafsbx_backend *sbxt_backend_with(const struct mafsbx_sandbox_config *cfg
 void sbxt_scope(char out[HARNESS_NAME_MAX]);
 
 /* vasprintf that fails the test when out of memory (caller frees). */
-char *sbxt_vformat(const char *fmt, va_list ap);
+char *sbxt_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Parse printf-formatted JSON (caller decrefs). */
 json_t *sbxt_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
