@@ -146,31 +146,10 @@ fail:
 	return -1;
 }
 
-int main(int argc, char **argv)
+/* The outbound network and, on it, the test host: busybox httpd on 443. */
+static void make_outbound(const char *image)
 {
-	int runs = argc > 1 ? atoi(argv[1]) : 5;
-	const char *pimg = argc > 2 ? argv[2] : MAFSBX_DEFAULT_PROXY_IMAGE;
-	if (runs < 3)
-		runs = 3;
-	atexit(cleanup);
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		die("endpoint", &err);
-	if (!(eng = mafsbx_engine_open(&ep, NULL, &err)) || mafsbx_engine_ping(eng, &err) < 0)
-		die("engine", &err);
-	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxbench-egress-XXXXXX");
-	if (!mkdtemp(rundir))
-		die("mkdtemp", NULL);
-	if (!(fz = mafsbx_freezer_new(eng, rundir, &err)))
-		die("freezer", &err);
-	const char *image = getenv("MAFSBX_TEST_IMAGE") ? getenv("MAFSBX_TEST_IMAGE") : "mafsbx/busybox:latest";
-	srand((unsigned)(time(NULL) ^ getpid()));
-	unsigned tag = (unsigned)rand();
-	snprintf(scope, sizeof(scope), "mafsbxbench-egress-%08x", tag);
-	snprintf(net, sizeof(net), "mafsbxbench-egnet-%08x", tag);
-	snprintf(resp, sizeof(resp), "mafsbxbench-egresp-%08x", tag);
-
 	char id[65];
 	json_t *ncfg = json_pack("{s:s, s:s, s:{s:s}}", "Name", net, "Driver", "bridge", "Labels", "mafsbxtest", "1");
 	if (mafsbx_network_create(eng, ncfg, id, &err) < 0)
@@ -182,6 +161,54 @@ int main(int argc, char **argv)
 	if (mafsbx_container_create(eng, resp, rcfg, id, &err) < 0 || mafsbx_container_start(eng, id, &err) < 0)
 		die("responder", &err);
 	json_decref(rcfg);
+}
+
+struct requests {
+	double via[50], direct[50];
+	int nv, nd;
+};
+
+/* 50 requests from this host: to the proxy's outbound address, and directly. */
+static void measure_requests(const char *proxy, struct requests *q)
+{
+	char pip[64], rip[64];
+	snprintf(pip, sizeof(pip), "%s", ip_on(proxy, net));
+	snprintf(rip, sizeof(rip), "%s", ip_on(resp, net));
+	enum { REQS = 50 };
+	q->nv = q->nd = 0;
+	for (int i = 0; i < REQS; i++) {
+		double a = request_ms(pip, MAFSBX_EGRESS_PROXY_PORT, true);
+		double b = request_ms(rip, 443, false);
+		if (a >= 0)
+			q->via[q->nv++] = a;
+		if (b >= 0)
+			q->direct[q->nd++] = b;
+	}
+	if (!q->nv || !q->nd)
+		die("no request through the proxy or directly succeeded", NULL);
+
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 5;
+	const char *pimg = argc > 2 ? argv[2] : MAFSBX_DEFAULT_PROXY_IMAGE;
+	if (runs < 3)
+		runs = 3;
+	atexit(cleanup);
+	struct mafsbx_error err;
+	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxbench-egress-XXXXXX");
+	const char *step = bench_engine_setup(rundir, &eng, &fz, &err);
+	if (step)
+		die(step, &err);
+	const char *image = getenv("MAFSBX_TEST_IMAGE") ? getenv("MAFSBX_TEST_IMAGE") : "mafsbx/busybox:latest";
+	srand((unsigned)(time(NULL) ^ getpid()));
+	unsigned tag = (unsigned)rand();
+	snprintf(scope, sizeof(scope), "mafsbxbench-egress-%08x", tag);
+	snprintf(net, sizeof(net), "mafsbxbench-egnet-%08x", tag);
+	snprintf(resp, sizeof(resp), "mafsbxbench-egresp-%08x", tag);
+
+	make_outbound(image);
 
 	struct mafsbx_sandbox_config cfg;
 	mafsbx_sandbox_config_defaults(&cfg);
@@ -205,33 +232,18 @@ int main(int argc, char **argv)
 		warm_c[i] = acquire_ms(2 * i + 1, false, &r);
 	}
 
-	/* requests from this host: to the proxy's outbound address, and directly */
-	char pip[64], rip[64];
-	snprintf(pip, sizeof(pip), "%s", ip_on(proxy, net));
-	snprintf(rip, sizeof(rip), "%s", ip_on(resp, net));
-	enum { REQS = 50 };
-	double via[REQS], direct[REQS];
-	int nv = 0, nd = 0;
-	for (int i = 0; i < REQS; i++) {
-		double a = request_ms(pip, MAFSBX_EGRESS_PROXY_PORT, true);
-		double b = request_ms(rip, 443, false);
-		if (a >= 0)
-			via[nv++] = a;
-		if (b >= 0)
-			direct[nd++] = b;
-	}
-	if (!nv || !nd)
-		die("no request through the proxy or directly succeeded", NULL);
+	struct requests q;
+	measure_requests(proxy, &q);
 
 	printf("| allowlist egress (medians, ms) | value |\n|---|---:|\n");
 	printf("| acquire cold, allowlist (network + proxy + workload + proof) | %.0f |\n", bench_median(cold_a, runs));
 	printf("| acquire warm, allowlist (reuse + proof) | %.1f |\n", bench_median(warm_a, runs));
 	printf("| acquire cold, closed | %.0f |\n", bench_median(cold_c, runs));
 	printf("| acquire warm, closed | %.1f |\n", bench_median(warm_c, runs));
-	double mv = bench_median(via, nv), md = bench_median(direct, nd);
+	double mv = bench_median(q.via, q.nv), md = bench_median(q.direct, q.nd);
 	printf("| one request via the proxy (CONNECT + GET) | %.2f |\n", mv);
 	printf("| the same request, direct | %.2f |\n", md);
 	printf("| added by the proxy per connection | %.2f |\n", mv - md);
-	printf("\n(%d acquires each, %d/%d requests; %s)\n", runs, nv, nd, pimg);
+	printf("\n(%d acquires each, %d/%d requests; %s)\n", runs, q.nv, q.nd, pimg);
 	return 0;
 }

@@ -42,13 +42,7 @@ static void die(const char *what, const struct mafsbx_error *err)
 }
 
 /* The CLI with argv, stdout to /dev/null; returns its exit status. */
-static int run_cli(const char *const *args)
-{
-	int r = bench_cli(cli, NULL, 0, 0, NULL, 0, args);
-	if (r < 0)
-		die("spawn the docker CLI", NULL);
-	return r;
-}
+#define run_cli(args) bench_cli_run(cli, (args), die)
 
 static int discard(const void *d, size_t l, void *c)
 {
@@ -140,32 +134,10 @@ static double theirs(enum op op)
 	return dt;
 }
 
-int main(int argc, char **argv)
+/* The throw-away container, with /w/file (6 B) and /w/mib (1 MiB). */
+static void make_container(const char *image)
 {
-	int runs = argc > 1 ? atoi(argv[1]) : 25;
-	if (runs < 3 || runs > 1000) {
-		fprintf(stderr, "usage: bench_engine [RUNS 3..1000]\n");
-		return 2;
-	}
-	cli = getenv("MAFSBX_DOCKER_CLI");
-	if (!cli || !*cli)
-		cli = access("/usr/bin/docker", X_OK) == 0 ? "/usr/bin/docker" : "docker";
-	const char *image = getenv("MAFSBX_TEST_IMAGE");
-	if (!image || !*image)
-		image = "mafsbx/busybox:latest";
-
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		die("resolve endpoint", &err);
-	if (!(eng = mafsbx_engine_open(&ep, NULL, &err)))
-		die("open engine", &err);
-	if (mafsbx_engine_ping(eng, &err) < 0)
-		die("ping", &err);
-	struct mafsbx_engine_version v;
-	if (mafsbx_engine_version(eng, &v, &err) < 0)
-		die("version", &err);
-
 	unsigned rnd = (unsigned)getpid() ^ (unsigned)time(NULL) * 2654435761u;
 	snprintf(cname, sizeof(cname), "mafsbxtest-bench-%08x", rnd);
 	json_t *cfg = json_pack("{s:s, s:{s:s}, s:{s:s}}", "Image", image, "Labels", "mafsbxtest", "1", "HostConfig",
@@ -184,12 +156,16 @@ int main(int argc, char **argv)
 		die("plant fixtures", &err);
 	mafsbx_exec_result_free(&res);
 
+}
+
+/* Both sides interleaved, `runs` times per operation; medians into med_a (ours) and med_b (the CLI). */
+static void measure(int runs, double med_a[OP_N], double med_b[OP_N])
+{
 	/* Warm up both sides (page cache, connection, CLI binary). */
 	ours(OP_INSPECT);
 	theirs(OP_INSPECT);
 
 	double *a = calloc((size_t)runs, sizeof(double)), *b = calloc((size_t)runs, sizeof(double));
-	double med_a[OP_N], med_b[OP_N];
 	if (!a || !b)
 		die("out of memory", NULL);
 	for (int op = 0; op < OP_N; op++) {
@@ -220,6 +196,38 @@ int main(int argc, char **argv)
 	}
 	free(a);
 	free(b);
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 25;
+	if (runs < 3 || runs > 1000) {
+		fprintf(stderr, "usage: bench_engine [RUNS 3..1000]\n");
+		return 2;
+	}
+	cli = getenv("MAFSBX_DOCKER_CLI");
+	if (!cli || !*cli)
+		cli = access("/usr/bin/docker", X_OK) == 0 ? "/usr/bin/docker" : "docker";
+	const char *image = getenv("MAFSBX_TEST_IMAGE");
+	if (!image || !*image)
+		image = "mafsbx/busybox:latest";
+
+	struct mafsbx_error err;
+	struct mafsbx_endpoint ep;
+	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
+		die("resolve endpoint", &err);
+	if (!(eng = mafsbx_engine_open(&ep, NULL, &err)))
+		die("open engine", &err);
+	if (mafsbx_engine_ping(eng, &err) < 0)
+		die("ping", &err);
+	struct mafsbx_engine_version v;
+	if (mafsbx_engine_version(eng, &v, &err) < 0)
+		die("version", &err);
+
+	make_container(image);
+
+	double med_a[OP_N], med_b[OP_N];
+	measure(runs, med_a, med_b);
 	mafsbx_container_delete(eng, cname, true, &err);
 
 	printf("Engine %s (API %s), CLI %s, %d runs per operation, medians in ms\n\n", v.version, v.api_version, cli,

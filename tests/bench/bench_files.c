@@ -81,13 +81,7 @@ static void die(const char *what, const struct mafsbx_error *err)
 }
 
 /* The CLI with argv, stdout to /dev/null; returns its exit status. */
-static int run_cli(const char *const *args)
-{
-	int r = bench_cli(cli, NULL, 0, 0, NULL, 0, args);
-	if (r < 0)
-		die("spawn the docker CLI", NULL);
-	return r;
-}
+#define run_cli(args) bench_cli_run(cli, (args), die)
 
 static const char *const rel_paths[3] = { "f1.bin", "a/b/c/f4.bin", "a/b/c/d/e/f/g/f8.bin" };
 static const int depths[3] = { 1, 4, 8 };
@@ -277,28 +271,10 @@ static struct share cpu_phase(enum poller p, double seconds)
 	return s;
 }
 
-int main(int argc, char **argv)
+/* The container, and 1 KiB files at depth 1, 4 and 8 below the working directory. */
+static void make_fixtures(void)
 {
-	int runs = argc > 1 ? atoi(argv[1]) : 15;
-	double seconds = argc > 2 ? atof(argv[2]) : 10;
-	if (runs < 3)
-		runs = 3;
-	int cli_runs = runs / 2 < 5 ? 5 : runs / 2;
-	cli = getenv("MAFSBX_DOCKER_CLI") ? getenv("MAFSBX_DOCKER_CLI") : "docker";
-	atexit(cleanup);
-
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		die("endpoint", &err);
-	if (!(eng = mafsbx_engine_open(&ep, NULL, &err)) || mafsbx_engine_ping(eng, &err) < 0)
-		die("engine", &err);
-	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxbench-files-XXXXXX");
-	if (!mkdtemp(rundir))
-		die("mkdtemp", NULL);
-	if (!(fz = mafsbx_freezer_new(eng, rundir, &err)))
-		die("freezer", &err);
-
 	const char *image = getenv("MAFSBX_TEST_IMAGE") ? getenv("MAFSBX_TEST_IMAGE") : "mafsbx/busybox:latest";
 	srand((unsigned)(time(NULL) ^ getpid()));
 	snprintf(cname, sizeof(cname), "mafsbxbench-files-%08x%04x", (unsigned)rand(), (unsigned)(rand() & 0xffff));
@@ -310,7 +286,6 @@ int main(int argc, char **argv)
 	if (mafsbx_container_start(eng, cid, &err) < 0)
 		die("start", &err);
 
-	/* fixtures: 1 KiB files at depth 1, 4 and 8 below the working directory */
 	char kib[1024];
 	memset(kib, 'k', sizeof(kib));
 	unsigned made;
@@ -320,6 +295,14 @@ int main(int argc, char **argv)
 	for (int d = 0; d < 3; d++)
 		if (mafsbx_files_write(fz, &t, rel_paths[d], kib, sizeof(kib), 0, 0, &err) < 0)
 			die("fixture", &err);
+}
+
+/*
+ * The medians table: each way at each depth, `runs` times (the CLI
+ * `cli_runs` times); the freezer's counters after it into fs.
+ */
+static void bench_medians(int runs, int cli_runs, struct mafsbx_freeze_stats *fs)
+{
 	/* warm the connections and the CLI */
 	lib_stat(rel_paths[0]);
 	lib_read(rel_paths[0]);
@@ -364,9 +347,16 @@ int main(int argc, char **argv)
 		       depths[d], heads, bench_median(v[0][d], runs), bench_median(v[4][d], runs), bench_median(v[1][d], runs),
 		       bench_median(v[3][d], runs), bench_median(v[2][d], cli_runs));
 	}
-	struct mafsbx_freeze_stats fs;
-	mafsbx_freezer_stats(fz, &fs);
+	mafsbx_freezer_stats(fz, fs);
 
+	for (int k = 0; k < 5; k++)
+		for (int d = 0; d < 3; d++)
+			free(v[k][d]);
+}
+
+/* The guest's CPU share with a busy loop, under each kind of polling. */
+static void bench_share(double seconds)
+{
 	/* guest CPU share: a busy loop counting iterations */
 	guest_sh("(i=0; while :; do i=$((i+1)); case $i in *0000) echo $i > /tmp/count;; esac; done) "
 		 ">/dev/null 2>&1 &",
@@ -389,10 +379,30 @@ int main(int argc, char **argv)
 		printf("| %s | %d | %s | %.0f | %.0f%% |\n", rows[i].name, rows[i].s.polls, cpu, rows[i].s.rate,
 		       none.rate > 0 ? 100 * rows[i].s.rate / none.rate : 0);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 15;
+	double seconds = argc > 2 ? atof(argv[2]) : 10;
+	if (runs < 3)
+		runs = 3;
+	int cli_runs = runs / 2 < 5 ? 5 : runs / 2;
+	if (cli_runs > runs)
+		cli_runs = runs;   /* the CLI samples are taken inside the `runs` loop */
+	cli = getenv("MAFSBX_DOCKER_CLI") ? getenv("MAFSBX_DOCKER_CLI") : "docker";
+	atexit(cleanup);
+
+	struct mafsbx_error err;
+	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxbench-files-XXXXXX");
+	const char *step = bench_engine_setup(rundir, &eng, &fz, &err);
+	if (step)
+		die(step, &err);
+	make_fixtures();
+	struct mafsbx_freeze_stats fs;
+	bench_medians(runs, cli_runs, &fs);
+	bench_share(seconds);
 	printf("\n(freezer during the medians: %llu pauses, %llu unpauses, %llu joins)\n",
 	       (unsigned long long)fs.pauses, (unsigned long long)fs.unpauses, (unsigned long long)fs.joins);
-	for (int k = 0; k < 5; k++)
-		for (int d = 0; d < 3; d++)
-			free(v[k][d]);
 	return 0;
 }

@@ -237,21 +237,6 @@ static void write_file(const char *path, const void *data, size_t len)
 		die("close %s: %s", path, strerror(errno));
 }
 
-static long rss_kb(pid_t pid)
-{
-	char p[64], line[256];
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(p, "r");
-	if (!f)
-		return -1;
-	long kb = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 static void mount_fs(void)
 {
 	snprintf(mnt, sizeof(mnt), "/tmp/mafsbx-bench-XXXXXX");
@@ -409,7 +394,7 @@ static void *rss_sampler(void *arg)
 {
 	(void)arg;
 	while (atomic_load(&sampling)) {
-		long kb = rss_kb(daemon_pid);
+		long kb = bench_rss_kb(daemon_pid);
 		if (kb > rss_peak)
 			rss_peak = kb;
 		usleep(20000);
@@ -490,24 +475,14 @@ int main(int argc, char **argv)
 	return 0;
 }
 
-/* The whole table over one endpoint: `host`, or the default one when NULL. */
-static void run_bench(const char *host)
+/*
+ * The TLS variables belong to the tcp:// hosts only: the docker CLI of the
+ * comparison column would try TLS on a unix socket or over ssh too.
+ */
+static void use_host(const char *host)
 {
-	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	/* One run after another: a fresh mount, scope and table each time. */
-	cleanup_done = 0;
-	nrows = 0;
-	rss_peak = 0;
-	memset(thaw_list, 0, sizeof(thaw_list));
-	loose_container[0] = '\0';
-	mnt[0] = '\0';
 	if (host && setenv("DOCKER_HOST", host, 1) != 0)
 		die("setenv: %s", strerror(errno));
-	/*
-	 * The TLS variables belong to the tcp:// hosts only: the docker CLI of
-	 * the comparison column would try TLS on a unix socket or over ssh too.
-	 */
 	static char *tls_verify, *cert_path;
 	static bool saved;
 	if (!saved) {
@@ -525,93 +500,104 @@ static void run_bench(const char *host)
 		if (cert_path)
 			setenv("DOCKER_CERT_PATH", cert_path, 1);
 	}
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		die("%s", err.message);
-	eng = mafsbx_engine_open(&ep, NULL, &err);
-	if (!eng || mafsbx_engine_ping(eng, &err) < 0)
-		die("engine: %s", err.message);
+}
 
-	srand((unsigned)getpid() ^ (unsigned)time(NULL));
-	snprintf(scope, sizeof(scope), "bench-%08x", (unsigned)rand());
-	mount_fs();
-	long rss_idle = rss_kb(daemon_pid);
-	fprintf(stderr, "mounted at %s (daemon pid %d), scope %s\n", mnt, (int)daemon_pid, scope);
+/* The upstream cold acquire through the CLI, command by command (§4.3-§4.8); the median of n. */
+static double cli_acquire_cold(int cold_runs)
+{
+	struct mafsbx_error err;
+	double *t = calloc((size_t)cold_runs, sizeof(double));
+	struct mafsbx_tar *tar = mafsbx_tar_new(&err);
+	mafsbx_tar_add_dir(tar, "maf-sandbox", 0755, 0, 0, time(NULL), &err);
+	mafsbx_tar_add_dir(tar, "maf-sandbox/work", 0755, 0, 0, time(NULL), &err);
+	const void *tdata;
+	size_t tlen;
+	mafsbx_tar_finish(tar, &tdata, &tlen, &err);
+	for (int i = 0; i < cold_runs; i++) {
+		char n[64], id[128], lscope[96];
+		snprintf(n, sizeof(n), "mafsbxbench-cli-%08x", (unsigned)rand());
+		snprintf(loose_container, sizeof(loose_container), "%s", n);
+		snprintf(lscope, sizeof(lscope), "maf-sandbox.scope=%s", scope);
+		double t0 = bench_now_ms();
+		CLI("inspect", "-f", "{{json .Config.Labels}}", n);
+		CLI("inspect", "-f", "{{.State.Running}} {{.State.Paused}}", n);
+		CLI("inspect", "-f", "{{.State.Status}}", n);
+		CLI("version", "--format", "{{.Server.Os}}");
+		CLI("image", "inspect", opt_image);
+		CLI("run", "-d", "--name", n, "--security-opt", "no-new-privileges", "--pids-limit", "512",
+		    "--network", "none", "--label", lscope, "--label", "maf-sandbox.thread=cli",
+		    "--label", "maf-sandbox.agent=cli", "--label", "maf-sandbox.kind=bench",
+		    "--label", "maf-sandbox.work-dir.v1=/maf-sandbox/work", opt_image, "sleep", "infinity");
+		CLI("inspect", "-f", "{{.Id}}", n);
+		snprintf(id, sizeof(id), "%s", n);
+		CLI("inspect", "-f", "{{json .Config.Labels}}", id);
+		CLI_BOUNDED(512, "cp", (snprintf(id, sizeof(id), "%s:/", n), id), "-");
+		CLI("inspect", "-f", "{{.HostConfig.CapDrop}}", n);
+		CLI("inspect", "-f", "{{.Config.User}}", n);
+		CLI("exec", "-w", "/", n, "sh", "-c", "exit 0");
+		CLI("pause", n);
+		cli_stat_one(n, "/maf-sandbox");
+		snprintf(id, sizeof(id), "%s:/", n);
+		cli(tdata, tlen, 0, NULL, (const char *const[]){ "cp", "-", id, NULL });
+		CLI("unpause", n);
+		t[i] = bench_now_ms() - t0;
+		CLI("rm", "-f", n);
+	}
+	double v = bench_median(t, cold_runs);
+	mafsbx_tar_free(tar);
+	free(t);
+	return v;
+}
 
-	/* --- acquire cold and warm --- */
+/* The engine floor of a cold acquire: create and start; the median of n. */
+static double floor_acquire_cold(int cold_runs)
+{
+	struct mafsbx_error err;
+	double *t = calloc((size_t)cold_runs, sizeof(double));
+	for (int i = 0; i < cold_runs; i++) {
+		char n[64], id[65];
+		snprintf(n, sizeof(n), "mafsbxbench-floor-%08x", (unsigned)rand());
+		snprintf(loose_container, sizeof(loose_container), "%s", n);
+		json_t *cfg = json_pack("{s:s, s:[s,s], s:{s:s}}", "Image", opt_image, "Cmd", "sleep", "infinity",
+					"HostConfig", "NetworkMode", "none");
+		double t0 = bench_now_ms();
+		floor_check(mafsbx_container_create(eng, n, cfg, id, &err), &err, "create");
+		floor_check(mafsbx_container_start(eng, id, &err), &err, "start");
+		t[i] = bench_now_ms() - t0;
+		json_decref(cfg);
+		mafsbx_container_delete(eng, id, true, &err);
+	}
+	double v = bench_median(t, cold_runs);
+	free(t);
+	return v;
+
+}
+
+/* Cold acquires (create) three ways. */
+static void bench_acquire_cold(void)
+{
 	int cold_runs = opt_runs / 4 < 5 ? 5 : opt_runs / 4;
 	double v_fs, v_cli, v_floor;
-	{
-		double *t = calloc((size_t)cold_runs, sizeof(double));
-		for (int i = 0; i < cold_runs; i++) {
-			char agent[32], name[64];
-			snprintf(agent, sizeof(agent), "cold-%d", i);
-			double t0 = bench_now_ms();
-			acquire("cold", agent, NULL, name);
-			t[i] = bench_now_ms() - t0;
-		}
-		v_fs = bench_median(t, cold_runs);
-		/* The upstream cold path, command by command (§4.3-§4.8). */
-		char tarfile_dirs[1] = { 0 };
-		(void)tarfile_dirs;
-		struct mafsbx_tar *tar = mafsbx_tar_new(&err);
-		mafsbx_tar_add_dir(tar, "maf-sandbox", 0755, 0, 0, time(NULL), &err);
-		mafsbx_tar_add_dir(tar, "maf-sandbox/work", 0755, 0, 0, time(NULL), &err);
-		const void *tdata;
-		size_t tlen;
-		mafsbx_tar_finish(tar, &tdata, &tlen, &err);
-		for (int i = 0; i < cold_runs; i++) {
-			char n[64], id[128], lscope[96];
-			snprintf(n, sizeof(n), "mafsbxbench-cli-%08x", (unsigned)rand());
-			snprintf(loose_container, sizeof(loose_container), "%s", n);
-			snprintf(lscope, sizeof(lscope), "maf-sandbox.scope=%s", scope);
-			double t0 = bench_now_ms();
-			CLI("inspect", "-f", "{{json .Config.Labels}}", n);
-			CLI("inspect", "-f", "{{.State.Running}} {{.State.Paused}}", n);
-			CLI("inspect", "-f", "{{.State.Status}}", n);
-			CLI("version", "--format", "{{.Server.Os}}");
-			CLI("image", "inspect", opt_image);
-			CLI("run", "-d", "--name", n, "--security-opt", "no-new-privileges", "--pids-limit", "512",
-			    "--network", "none", "--label", lscope, "--label", "maf-sandbox.thread=cli",
-			    "--label", "maf-sandbox.agent=cli", "--label", "maf-sandbox.kind=bench",
-			    "--label", "maf-sandbox.work-dir.v1=/maf-sandbox/work", opt_image, "sleep", "infinity");
-			CLI("inspect", "-f", "{{.Id}}", n);
-			snprintf(id, sizeof(id), "%s", n);
-			CLI("inspect", "-f", "{{json .Config.Labels}}", id);
-			CLI_BOUNDED(512, "cp", (snprintf(id, sizeof(id), "%s:/", n), id), "-");
-			CLI("inspect", "-f", "{{.HostConfig.CapDrop}}", n);
-			CLI("inspect", "-f", "{{.Config.User}}", n);
-			CLI("exec", "-w", "/", n, "sh", "-c", "exit 0");
-			CLI("pause", n);
-			cli_stat_one(n, "/maf-sandbox");
-			snprintf(id, sizeof(id), "%s:/", n);
-			cli(tdata, tlen, 0, NULL, (const char *const[]){ "cp", "-", id, NULL });
-			CLI("unpause", n);
-			t[i] = bench_now_ms() - t0;
-			CLI("rm", "-f", n);
-		}
-		v_cli = bench_median(t, cold_runs);
-		mafsbx_tar_free(tar);
-		for (int i = 0; i < cold_runs; i++) {
-			char n[64], id[65];
-			snprintf(n, sizeof(n), "mafsbxbench-floor-%08x", (unsigned)rand());
-			snprintf(loose_container, sizeof(loose_container), "%s", n);
-			json_t *cfg = json_pack("{s:s, s:[s,s], s:{s:s}}", "Image", opt_image, "Cmd", "sleep", "infinity",
-						"HostConfig", "NetworkMode", "none");
-			double t0 = bench_now_ms();
-			floor_check(mafsbx_container_create(eng, n, cfg, id, &err), &err, "create");
-			floor_check(mafsbx_container_start(eng, id, &err), &err, "start");
-			t[i] = bench_now_ms() - t0;
-			json_decref(cfg);
-			mafsbx_container_delete(eng, id, true, &err);
-		}
-		v_floor = bench_median(t, cold_runs);
-		free(t);
-		add_row("acquire, cold (create)", v_fs, v_cli, v_floor);
+	double *t = calloc((size_t)cold_runs, sizeof(double));
+	for (int i = 0; i < cold_runs; i++) {
+		char agent[32], name[64];
+		snprintf(agent, sizeof(agent), "cold-%d", i);
+		double t0 = bench_now_ms();
+		acquire("cold", agent, NULL, name);
+		t[i] = bench_now_ms() - t0;
 	}
+	v_fs = bench_median(t, cold_runs);
+	v_cli = cli_acquire_cold(cold_runs);
+	v_floor = floor_acquire_cold(cold_runs);
+	free(t);
+	add_row("acquire, cold (create)", v_fs, v_cli, v_floor);
+}
 
-	char sbx[64];
-	acquire("bench", "main", NULL, sbx);
-	snprintf(thaw_list[0], sizeof(thaw_list[0]), "%s", sbx);
+/* Reuse of a running sandbox. */
+static void bench_acquire_warm(const char *sbx)
+{
+	struct mafsbx_error err;
+	double v_fs, v_cli, v_floor;
 	TIMED(opt_runs, v_fs, { char nm[64]; acquire("bench", "main", NULL, nm); });
 	TIMED(opt_runs, v_cli, {
 		CLI("inspect", "-f", "{{json .Config.Labels}}", sbx);
@@ -630,12 +616,12 @@ static void run_bench(const char *host)
 	});
 	add_row("acquire, warm (reuse)", v_fs, v_cli, v_floor);
 
-	/* --- plant outputs --- */
-	sh_in(sbx, "cd " WORK_DIR " && mkdir -p a/b/c d1/d2/d3/d4/d5/d6/d7 && "
-		   "head -c 1024 /dev/urandom > f1k && cp f1k a/b/c/f1k && cp f1k d1/d2/d3/d4/d5/d6/d7/f1k && "
-		   "head -c 1048576 /dev/urandom > f1m && head -c 67108864 /dev/urandom > f64m && "
-		   "head -c 268435456 /dev/zero > f256m");
+}
 
+static void bench_stats(const char *sbx)
+{
+	struct mafsbx_error err;
+	double v_fs, v_cli, v_floor;
 	/* --- stat at depth 1/4/8 --- */
 	static const struct { const char *rel; const char *label; } depths[] = {
 		{ "f1k", "stat, depth 1" },
@@ -664,7 +650,11 @@ static void run_bench(const char *host)
 		});
 		add_row(depths[d].label, v_fs, v_cli, v_floor);
 	}
+}
 
+static void bench_cats(const char *sbx)
+{
+	double v_fs, v_cli, v_floor;
 	/* --- cat 1 KiB / 1 MiB / 64 MiB --- */
 	static const struct { const char *rel; const char *label; uint64_t size; int div; } cats[] = {
 		{ "f1k", "cat 1 KiB", 1024, 1 },
@@ -690,7 +680,12 @@ static void run_bench(const char *host)
 		TIMED(n, v_floor, { floor_get(sbx, guest, true); });
 		add_row(cats[i].label, v_fs, v_cli, v_floor);
 	}
+}
 
+static void bench_writes(const char *sbx)
+{
+	struct mafsbx_error err;
+	double v_fs, v_cli, v_floor;
 	/* --- write 1 KiB / 1 MiB --- */
 	static const struct { size_t size; const char *label; } writes[] = {
 		{ 1024, "write 1 KiB" },
@@ -725,7 +720,12 @@ static void run_bench(const char *host)
 		free(data);
 		add_row(writes[i].label, v_fs, v_cli, v_floor);
 	}
+}
 
+static void bench_exec(const char *sbx)
+{
+	struct mafsbx_error err;
+	double v_fs, v_cli, v_floor;
 	/* --- exec true --- */
 	TIMED(opt_runs, v_fs, {
 		json_t *rep = ctl_ok("exec", json_pack("{s:s, s:[s]}", "sandbox", sbx, "argv", "true"));
@@ -740,133 +740,191 @@ static void run_bench(const char *host)
 		mafsbx_exec_result_free(&res);
 	});
 	add_row("exec `true`", v_fs, v_cli, v_floor);
+}
 
-	/* --- ls -l of a sandbox with 20 declared outputs --- */
-	{
-		json_t *outs = json_array();
-		for (int i = 0; i < 20; i++) {
-			char o[32];
-			snprintf(o, sizeof(o), "out%02d.txt", i);
-			json_array_append_new(outs, json_string(o));
-		}
-		char lsb[64];
-		acquire("bench", "ls", outs, lsb);
-		snprintf(thaw_list[1], sizeof(thaw_list[1]), "%s", lsb);
-		sh_in(lsb, "cd " WORK_DIR " && for i in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19; "
-			   "do echo output $i > out$i.txt; done");
-		TIMED(opt_runs, v_fs, {
-			char dir[4096];
-			snprintf(dir, sizeof(dir), "%s", mpath("%s/work", lsb));
-			int cnt = 0;
-			/* what `ls -l` does: readdir, then lstat of each entry */
-			DIR *dp = opendir(dir);
-			if (!dp)
-				die("opendir %s: %s", dir, strerror(errno));
-			struct dirent *de;
-			while ((de = readdir(dp))) {
-				if (de->d_name[0] == '.')
-					continue;
-				struct stat st;
-				char p[4400];
-				snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-				if (lstat(p, &st) < 0)
-					die("lstat %s: %s", p, strerror(errno));
-				cnt++;
-			}
-			closedir(dp);
-			if (cnt != 20)
-				die("ls -l listed %d outputs, want 20", cnt);
-		});
-		TIMED(opt_runs, v_cli, {
-			for (int i = 0; i < 20; i++) {
-				char g[128];
-				snprintf(g, sizeof(g), WORK_DIR "/out%02d.txt", i);
-				CLI("pause", lsb);
-				cli_walk(lsb, g);
-				cli_stat_one(lsb, g);
-				CLI("unpause", lsb);
-			}
-		});
-		TIMED(opt_runs, v_floor, {
-			floor_check(mafsbx_container_pause(eng, lsb, &err), &err, "pause");
-			for (int i = 0; i < 20; i++) {
-				char g[128];
-				struct mafsbx_path_stat pst;
-				snprintf(g, sizeof(g), WORK_DIR "/out%02d.txt", i);
-				floor_check(mafsbx_archive_head(eng, lsb, g, &pst, &err), &err, "head");
-			}
-			floor_check(mafsbx_container_unpause(eng, lsb, &err), &err, "unpause");
-		});
-		add_row("`ls -l` of 20 declared outputs", v_fs, v_cli, v_floor);
+/* `ls -l` of a sandbox with 20 declared outputs. */
+static void bench_ls(void)
+{
+	struct mafsbx_error err;
+	double v_fs, v_cli, v_floor;
+	json_t *outs = json_array();
+	for (int i = 0; i < 20; i++) {
+		char o[32];
+		snprintf(o, sizeof(o), "out%02d.txt", i);
+		json_array_append_new(outs, json_string(o));
 	}
-
-	/* --- 256 MiB throughput and RSS during it --- */
-	double mbps_fs, mbps_cli, mbps_floor;
-	{
-		pthread_t th;
-		atomic_store(&sampling, true);
-		rss_peak = 0;
-		pthread_create(&th, NULL, rss_sampler, NULL);
-		double t0 = bench_now_ms();
-		uint64_t n = cat_file(mpath("%s/work/f256m", sbx));
-		double dt = bench_now_ms() - t0;
-		atomic_store(&sampling, false);
-		pthread_join(th, NULL);
-		if (n != 256 * MIB)
-			die("256 MiB read returned %llu bytes", (unsigned long long)n);
-		mbps_fs = 256.0 / (dt / 1000.0);
-		char src[256];
-		snprintf(src, sizeof(src), "%s:" WORK_DIR "/f256m", sbx);
-		t0 = bench_now_ms();
-		uint64_t got;
-		cli(NULL, 0, 0, &got, (const char *const[]){ "cp", src, "-", NULL });
-		dt = bench_now_ms() - t0;
-		mbps_cli = 256.0 / (dt / 1000.0);
-		t0 = bench_now_ms();
-		floor_get(sbx, WORK_DIR "/f256m", false);
-		dt = bench_now_ms() - t0;
-		mbps_floor = 256.0 / (dt / 1000.0);
-	}
-	long rss_read = rss_peak;
-
-	/* --- N sandboxes mounted --- */
-	double t_many;
-	long rss_many;
-	{
-		double t0 = bench_now_ms();
-		for (int i = 0; i < opt_sandboxes; i++) {
-			char agent[32], name[64];
-			snprintf(agent, sizeof(agent), "a%03d", i);
-			acquire("many", agent, NULL, name);
-		}
-		t_many = bench_now_ms() - t0;
-		t0 = bench_now_ms();
-		DIR *dp = opendir(mnt);
+	char lsb[64];
+	acquire("bench", "ls", outs, lsb);
+	snprintf(thaw_list[1], sizeof(thaw_list[1]), "%s", lsb);
+	sh_in(lsb, "cd " WORK_DIR " && for i in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19; "
+		   "do echo output $i > out$i.txt; done");
+	TIMED(opt_runs, v_fs, {
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", mpath("%s/work", lsb));
 		int cnt = 0;
+		/* what `ls -l` does: readdir, then lstat of each entry */
+		DIR *dp = opendir(dir);
+		if (!dp)
+			die("opendir %s: %s", dir, strerror(errno));
 		struct dirent *de;
-		while (dp && (de = readdir(dp)))
+		while ((de = readdir(dp))) {
+			if (de->d_name[0] == '.')
+				continue;
+			struct stat st;
+			char p[4400];
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			if (lstat(p, &st) < 0)
+				die("lstat %s: %s", p, strerror(errno));
 			cnt++;
-		if (dp)
-			closedir(dp);
-		double t_ls = bench_now_ms() - t0;
-		rss_many = rss_kb(daemon_pid);
-		fprintf(stderr, "  %d sandboxes acquired in %.1f s; ls of the root (%d entries) %.1f ms\n", opt_sandboxes,
-			t_many / 1000, cnt, t_ls);
-		add_row("`ls` of the root with all sandboxes", t_ls, -1, -1);
-	}
+		}
+		closedir(dp);
+		if (cnt != 20)
+			die("ls -l listed %d outputs, want 20", cnt);
+	});
+	TIMED(opt_runs, v_cli, {
+		for (int i = 0; i < 20; i++) {
+			char g[128];
+			snprintf(g, sizeof(g), WORK_DIR "/out%02d.txt", i);
+			CLI("pause", lsb);
+			cli_walk(lsb, g);
+			cli_stat_one(lsb, g);
+			CLI("unpause", lsb);
+		}
+	});
+	TIMED(opt_runs, v_floor, {
+		floor_check(mafsbx_container_pause(eng, lsb, &err), &err, "pause");
+		for (int i = 0; i < 20; i++) {
+			char g[128];
+			struct mafsbx_path_stat pst;
+			snprintf(g, sizeof(g), WORK_DIR "/out%02d.txt", i);
+			floor_check(mafsbx_archive_head(eng, lsb, g, &pst, &err), &err, "head");
+		}
+		floor_check(mafsbx_container_unpause(eng, lsb, &err), &err, "unpause");
+	});
+	add_row("`ls -l` of 20 declared outputs", v_fs, v_cli, v_floor);
+}
 
+struct results {
+	long rss_idle, rss_read, rss_many;
+	double mbps_fs, mbps_cli, mbps_floor, t_many;
+};
+
+/* The 256 MiB read three ways, and the daemon's RSS peak during the mafsbxfs one. */
+static void bench_throughput(const char *sbx, struct results *r)
+{
+	pthread_t th;
+	atomic_store(&sampling, true);
+	rss_peak = 0;
+	pthread_create(&th, NULL, rss_sampler, NULL);
+	double t0 = bench_now_ms();
+	uint64_t n = cat_file(mpath("%s/work/f256m", sbx));
+	double dt = bench_now_ms() - t0;
+	atomic_store(&sampling, false);
+	pthread_join(th, NULL);
+	if (n != 256 * MIB)
+		die("256 MiB read returned %llu bytes", (unsigned long long)n);
+	r->mbps_fs = 256.0 / (dt / 1000.0);
+	char src[256];
+	snprintf(src, sizeof(src), "%s:" WORK_DIR "/f256m", sbx);
+	t0 = bench_now_ms();
+	uint64_t got;
+	cli(NULL, 0, 0, &got, (const char *const[]){ "cp", src, "-", NULL });
+	dt = bench_now_ms() - t0;
+	r->mbps_cli = 256.0 / (dt / 1000.0);
+	t0 = bench_now_ms();
+	floor_get(sbx, WORK_DIR "/f256m", false);
+	dt = bench_now_ms() - t0;
+	r->mbps_floor = 256.0 / (dt / 1000.0);
+	r->rss_read = rss_peak;
+}
+
+/* opt_sandboxes more sandboxes, then `ls` of the root and the RSS. */
+static void bench_many(struct results *r)
+{
+	double t0 = bench_now_ms();
+	for (int i = 0; i < opt_sandboxes; i++) {
+		char agent[32], name[64];
+		snprintf(agent, sizeof(agent), "a%03d", i);
+		acquire("many", agent, NULL, name);
+	}
+	r->t_many = bench_now_ms() - t0;
+	t0 = bench_now_ms();
+	DIR *dp = opendir(mnt);
+	int cnt = 0;
+	struct dirent *de;
+	while (dp && (de = readdir(dp)))
+		cnt++;
+	if (dp)
+		closedir(dp);
+	double t_ls = bench_now_ms() - t0;
+	r->rss_many = bench_rss_kb(daemon_pid);
+	fprintf(stderr, "  %d sandboxes acquired in %.1f s; ls of the root (%d entries) %.1f ms\n", opt_sandboxes,
+		r->t_many / 1000, cnt, t_ls);
+	add_row("`ls` of the root with all sandboxes", t_ls, -1, -1);
+}
+
+static void print_results(const struct mafsbx_endpoint *ep, const struct results *r)
+{
 	printf("\n## mafsbxfs end-to-end benchmark (%d runs; medians; attr_timeout=0)\n\n", opt_runs);
-	printf("Endpoint: %s (%s; the %s plane).\n\n", ep.url, mafsbx_endpoint_kind(&ep), mafsbx_endpoint_plane(&ep));
+	printf("Endpoint: %s (%s; the %s plane).\n\n", ep->url, mafsbx_endpoint_kind(ep), mafsbx_endpoint_plane(ep));
 	print_table();
 	printf("\n| throughput, 256 MiB file | MB/s |\n|---|---:|\n");
-	printf("| `cat` through mafsbxfs (one frozen GET, spooled) | %.0f |\n", mbps_fs);
-	printf("| `docker cp c:file -` to /dev/null | %.0f |\n", mbps_cli);
-	printf("| engine floor: one archive GET, discarded | %.0f |\n", mbps_floor);
+	printf("| `cat` through mafsbxfs (one frozen GET, spooled) | %.0f |\n", r->mbps_fs);
+	printf("| `docker cp c:file -` to /dev/null | %.0f |\n", r->mbps_cli);
+	printf("| engine floor: one archive GET, discarded | %.0f |\n", r->mbps_floor);
 	printf("\n| daemon RSS | KiB |\n|---|---:|\n");
-	printf("| idle, just mounted | %ld |\n", rss_idle);
-	printf("| peak during the 256 MiB read | %ld |\n", rss_read);
-	printf("| with %d more sandboxes mounted (acquired in %.1f s) | %ld |\n", opt_sandboxes, t_many / 1000,
-	       rss_many);
+	printf("| idle, just mounted | %ld |\n", r->rss_idle);
+	printf("| peak during the 256 MiB read | %ld |\n", r->rss_read);
+	printf("| with %d more sandboxes mounted (acquired in %.1f s) | %ld |\n", opt_sandboxes, r->t_many / 1000,
+	       r->rss_many);
+
+}
+
+/* The whole table over one endpoint: `host`, or the default one when NULL. */
+static void run_bench(const char *host)
+{
+	struct mafsbx_error err;
+	struct mafsbx_endpoint ep;
+	struct results r = { 0 };
+	/* One run after another: a fresh mount, scope and table each time. */
+	cleanup_done = 0;
+	nrows = 0;
+	rss_peak = 0;
+	memset(thaw_list, 0, sizeof(thaw_list));
+	loose_container[0] = '\0';
+	mnt[0] = '\0';
+	use_host(host);
+	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
+		die("%s", err.message);
+	eng = mafsbx_engine_open(&ep, NULL, &err);
+	if (!eng || mafsbx_engine_ping(eng, &err) < 0)
+		die("engine: %s", err.message);
+
+	srand((unsigned)getpid() ^ (unsigned)time(NULL));
+	snprintf(scope, sizeof(scope), "bench-%08x", (unsigned)rand());
+	mount_fs();
+	r.rss_idle = bench_rss_kb(daemon_pid);
+	fprintf(stderr, "mounted at %s (daemon pid %d), scope %s\n", mnt, (int)daemon_pid, scope);
+
+	bench_acquire_cold();
+	char sbx[64];
+	acquire("bench", "main", NULL, sbx);
+	snprintf(thaw_list[0], sizeof(thaw_list[0]), "%s", sbx);
+	bench_acquire_warm(sbx);
+	/* --- plant outputs --- */
+	sh_in(sbx, "cd " WORK_DIR " && mkdir -p a/b/c d1/d2/d3/d4/d5/d6/d7 && "
+		   "head -c 1024 /dev/urandom > f1k && cp f1k a/b/c/f1k && cp f1k d1/d2/d3/d4/d5/d6/d7/f1k && "
+		   "head -c 1048576 /dev/urandom > f1m && head -c 67108864 /dev/urandom > f64m && "
+		   "head -c 268435456 /dev/zero > f256m");
+
+	bench_stats(sbx);
+	bench_cats(sbx);
+	bench_writes(sbx);
+	bench_exec(sbx);
+	bench_ls();
+	bench_throughput(sbx, &r);
+	bench_many(&r);
+	print_results(&ep, &r);
 
 	cleanup();
 	mafsbx_engine_close(eng);

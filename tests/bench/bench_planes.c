@@ -180,13 +180,19 @@ static double t_cat(const char *path)
 	return bench_now_ms() - t;
 }
 
+static DIR *open_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		die("opendir %s: %s", dir, strerror(errno));
+	return d;
+}
+
 /* ls -l: one listing, then an lstat of every entry. */
 static double t_lsl(const char *dir, int want)
 {
 	double t = bench_now_ms();
-	DIR *d = opendir(dir);
-	if (!d)
-		die("opendir %s: %s", dir, strerror(errno));
+	DIR *d = open_dir(dir);
 	int n = 0;
 	struct dirent *de;
 	char p[512];
@@ -208,9 +214,7 @@ static double t_lsl(const char *dir, int want)
 /* find DIR -type f | xargs cat: a walk, a stat and a read of every file. */
 static int walk_cat(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		die("opendir %s: %s", dir, strerror(errno));
+	DIR *d = open_dir(dir);
 	int n = 0;
 	struct dirent *de;
 	char p[1024];
@@ -232,20 +236,6 @@ static int walk_cat(const char *dir)
 	return n;
 }
 
-static long rss_kb(pid_t p)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)p);
-	FILE *f = fopen(path, "r");
-	long kb = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			kb = strtol(line + 6, NULL, 10);
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 static atomic_bool sampling;
 static atomic_long rss_peak;
 
@@ -253,7 +243,7 @@ static void *rss_sampler(void *arg)
 {
 	pid_t p = *(pid_t *)arg;
 	while (atomic_load(&sampling)) {
-		long kb = rss_kb(p);
+		long kb = bench_rss_kb(p);
 		if (kb > atomic_load(&rss_peak))
 			atomic_store(&rss_peak, kb);
 		usleep(20000);
@@ -401,7 +391,15 @@ static double med_ls(const char *dir, int runs)
 	return m;
 }
 
-int main(int argc, char **argv)
+struct results {
+	double st1[3], st4[3], st8[3], cat[3], ls[3];   /* kernel floor, local plane, engine plane */
+	double find[2];                                /* kernel floor, local plane */
+	double mb_floor, mb_local, mb_engine, mb_cp;
+	long rss_idle, rss_peak;
+	double base_it, loc_it, eng_it;
+};
+
+static void parse_args(int argc, char **argv)
 {
 	static const struct option lo[] = { { "mafsbxfs", required_argument, NULL, 'm' },
 					     { "runs", required_argument, NULL, 'r' },
@@ -413,18 +411,16 @@ int main(int argc, char **argv)
 		case 'm': opt_mafsbxfs = optarg; break;
 		case 'r': opt_runs = atoi(optarg); break;
 		case 'i': opt_image = optarg; break;
-		default: fprintf(stderr, "usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG]\n"); return 2;
+		default: fprintf(stderr, "usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG]\n"); exit(2);
 		}
 	}
 	if (opt_runs < 3)
 		opt_runs = 3;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	srand((unsigned)time(NULL) ^ (unsigned)getpid());
-	snprintf(scope, sizeof(scope), "bench-planes-%06x", rand() & 0xffffff);
+}
 
-	pid_local = mount_one(mnt_local, "local");
-	pid_engine = mount_one(mnt_engine, "engine");
+/* The sandbox, through the local mount: twenty outputs, files at depth 1, 4, 8, a 1,000-file tree, 256 MiB. */
+static void make_sandbox(void)
+{
 	char req[2048], rep[8192];
 	int k = snprintf(req, sizeof(req),
 			 "{\"scope\": \"%s\", \"thread\": \"t\", \"agent\": \"a\", \"kind\": \"bench\", \"image\": \"%s\", "
@@ -443,21 +439,21 @@ int main(int argc, char **argv)
 	      "for i in $(seq -w 0 19); do echo out$i > outs/o$i.txt; done && "
 	      "for d in $(seq 0 9); do mkdir tree/$d; for i in $(seq 0 99); do echo $d$i > tree/$d/f$i; done; done && "
 	      "dd if=/dev/zero of=big.bin bs=1M count=256 2>/dev/null");
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "docker inspect -f '{{.State.Pid}}' %s", name);
-		FILE *p = popen(cmd, "r");
-		int pid = 0;
-		if (!p || fscanf(p, "%d", &pid) != 1 || pid <= 0)
-			die("no PID for %s", name);
-		pclose(p);
-		snprintf(rootp, sizeof(rootp), "/proc/%d/root", pid);
-	}
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "docker inspect -f '{{.State.Pid}}' %s", name);
+	FILE *p = popen(cmd, "r");
+	int pid = 0;
+	if (!p || fscanf(p, "%d", &pid) != 1 || pid <= 0)
+		die("no PID for %s", name);
+	pclose(p);
+	snprintf(rootp, sizeof(rootp), "/proc/%d/root", pid);
+}
 
+/* stat at depth 1, 4, 8, cat 1 KiB and ls -l of the outputs: on the kernel alone and through both mounts. */
+static void measure_small(struct results *r)
+{
 	const char *where[3] = { rootp, mnt_local, mnt_engine };
-	const char *label[3] = { "kernel floor (no FUSE)", "mafsbxfs local plane", "mafsbxfs engine plane" };
 	char p1[256], p4[256], p8[256], outs[256];
-	double r_st1[3], r_st4[3], r_st8[3], r_cat[3], r_ls[3];
 	for (int w = 0; w < 3; w++) {
 		const char *base = where[w];
 		const char *sub = w == 0 ? GW : "";
@@ -472,14 +468,17 @@ int main(int argc, char **argv)
 		snprintf(outs, sizeof(outs), "%s/outs", pre);
 		int runs = w == 2 ? (opt_runs < 20 ? opt_runs : 20) : opt_runs;
 		gap_us = w == 2 ? 100000 : 0;
-		r_st1[w] = med(t_lstat, p1, runs);
-		r_st4[w] = med(t_lstat, p4, runs);
-		r_st8[w] = med(t_lstat, p8, runs);
-		r_cat[w] = med(t_cat, p1, runs);
-		r_ls[w] = med_ls(outs, runs);
+		r->st1[w] = med(t_lstat, p1, runs);
+		r->st4[w] = med(t_lstat, p4, runs);
+		r->st8[w] = med(t_lstat, p8, runs);
+		r->cat[w] = med(t_cat, p1, runs);
+		r->ls[w] = med_ls(outs, runs);
 	}
-	/* find + cat of 1,000 files: the floor and the local plane (the engine plane cannot list them). */
-	double r_find[2];
+}
+
+/* find + cat of 1,000 files: the floor and the local plane (the engine plane cannot list them). */
+static void measure_find(struct results *r)
+{
 	for (int w = 0; w < 2; w++) {
 		char tree[256];
 		if (w == 0)
@@ -494,47 +493,80 @@ int main(int argc, char **argv)
 			if (n != 1000)
 				die("find+cat saw %d files", n);
 		}
-		r_find[w] = bench_median(v, 5);
+		r->find[w] = bench_median(v, 5);
 	}
+}
+
+static void measure_big(struct results *r)
+{
 	/* 256 MiB: floor, local (with the daemon's RSS), engine (spooled), docker cp. */
 	char big[256];
 	snprintf(big, sizeof(big), "%s%s/big.bin", rootp, GW);
 	(void)read_rate(big);   /* into the page cache: every column reads it warm */
-	double mb_floor = read_rate(big);
+	r->mb_floor = read_rate(big);
 	snprintf(big, sizeof(big), "%s/%s/work/big.bin", mnt_local, name);
-	long rss_idle = rss_kb(pid_local);
-	atomic_store(&rss_peak, rss_idle);
+	r->rss_idle = bench_rss_kb(pid_local);
+	atomic_store(&rss_peak, r->rss_idle);
 	atomic_store(&sampling, true);
 	pthread_t th;
 	pthread_create(&th, NULL, rss_sampler, &pid_local);
-	double mb_local = read_rate(big);
+	r->mb_local = read_rate(big);
 	atomic_store(&sampling, false);
 	pthread_join(th, NULL);
 	snprintf(big, sizeof(big), "%s/%s/work/big.bin", mnt_engine, name);
-	double mb_engine = read_rate(big);
-	double mb_cp = cp_rate();
-	/* The guest's CPU share while the host polls a stat at 50 Hz. */
-	double base_it = share_under(NULL);
-	snprintf(p1, sizeof(p1), "%s/%s/work/d1.txt", mnt_local, name);
-	double loc_it = share_under(p1);
-	snprintf(p4, sizeof(p4), "%s/%s/work/d1.txt", mnt_engine, name);
-	double eng_it = share_under(p4);
+	r->mb_engine = read_rate(big);
+	r->mb_cp = cp_rate();
+	r->rss_peak = atomic_load(&rss_peak);
+}
 
+/* The guest's CPU share while the host polls a stat at 50 Hz. */
+static void measure_share(struct results *r)
+{
+	r->base_it = share_under(NULL);
+	char p1[256], p4[256];
+	snprintf(p1, sizeof(p1), "%s/%s/work/d1.txt", mnt_local, name);
+	r->loc_it = share_under(p1);
+	snprintf(p4, sizeof(p4), "%s/%s/work/d1.txt", mnt_engine, name);
+	r->eng_it = share_under(p4);
+
+}
+
+static void print_results(const struct results *r)
+{
 	printf("\n## Local plane vs engine plane (%d runs; medians in ms; attr_timeout=0)\n\n", opt_runs);
-	printf("| operation | %s | %s | %s |\n|---|---|---|---|\n", label[0], label[1], label[2]);
-	printf("| stat, depth 1 | %.3f | %.3f | %.1f |\n", r_st1[0], r_st1[1], r_st1[2]);
-	printf("| stat, depth 4 | %.3f | %.3f | %.1f |\n", r_st4[0], r_st4[1], r_st4[2]);
-	printf("| stat, depth 8 | %.3f | %.3f | %.1f |\n", r_st8[0], r_st8[1], r_st8[2]);
-	printf("| cat 1 KiB | %.3f | %.3f | %.1f |\n", r_cat[0], r_cat[1], r_cat[2]);
-	printf("| ls -l of 20 outputs | %.3f | %.3f | %.1f |\n", r_ls[0], r_ls[1], r_ls[2]);
-	printf("| find + cat of 1,000 files | %.1f | %.1f | (not listable) |\n", r_find[0], r_find[1]);
-	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f |\n", mb_floor, mb_local, mb_engine);
-	printf("\n- docker cp of the same 256 MiB: %.0f MB/s (local plane: %.1fx)\n", mb_cp, mb_local / mb_cp);
-	printf("- daemon RSS (local plane): %ld KiB idle, %ld KiB peak during the 256 MiB read\n", rss_idle,
-	       atomic_load(&rss_peak));
+	printf("| operation | %s | %s | %s |\n|---|---|---|---|\n", "kernel floor (no FUSE)", "mafsbxfs local plane", "mafsbxfs engine plane");
+	printf("| stat, depth 1 | %.3f | %.3f | %.1f |\n", r->st1[0], r->st1[1], r->st1[2]);
+	printf("| stat, depth 4 | %.3f | %.3f | %.1f |\n", r->st4[0], r->st4[1], r->st4[2]);
+	printf("| stat, depth 8 | %.3f | %.3f | %.1f |\n", r->st8[0], r->st8[1], r->st8[2]);
+	printf("| cat 1 KiB | %.3f | %.3f | %.1f |\n", r->cat[0], r->cat[1], r->cat[2]);
+	printf("| ls -l of 20 outputs | %.3f | %.3f | %.1f |\n", r->ls[0], r->ls[1], r->ls[2]);
+	printf("| find + cat of 1,000 files | %.1f | %.1f | (not listable) |\n", r->find[0], r->find[1]);
+	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f |\n", r->mb_floor, r->mb_local, r->mb_engine);
+	printf("\n- docker cp of the same 256 MiB: %.0f MB/s (local plane: %.1fx)\n", r->mb_cp, r->mb_local / r->mb_cp);
+	printf("- daemon RSS (local plane): %ld KiB idle, %ld KiB peak during the 256 MiB read\n", r->rss_idle,
+	       r->rss_peak);
 	printf("- guest busy-loop iterations per second (median): %.0f unpolled, %.0f with 50 Hz stat polling on the local plane "
 	       "(%.1f%%), %.0f on the engine plane (%.1f%%)\n",
-	       base_it, loc_it, 100.0 * loc_it / base_it, eng_it, 100.0 * eng_it / base_it);
+	       r->base_it, r->loc_it, 100.0 * r->loc_it / r->base_it, r->eng_it, 100.0 * r->eng_it / r->base_it);
+}
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	snprintf(scope, sizeof(scope), "bench-planes-%06x", rand() & 0xffffff);
+
+	pid_local = mount_one(mnt_local, "local");
+	pid_engine = mount_one(mnt_engine, "engine");
+	make_sandbox();
+	struct results r;
+	measure_small(&r);
+	measure_find(&r);
+	measure_big(&r);
+	measure_share(&r);
+	print_results(&r);
 	cleanup();
 	return 0;
 }

@@ -1,10 +1,12 @@
 /*
- * benchlib.c: clock, median and the docker CLI runner shared by the
- * benchmark programs in tests/bench/.
+ * benchlib.c: clock, median, the docker CLI runner, the RSS of a process and
+ * the engine set-up shared by the benchmark programs in tests/bench/ (and
+ * the fault soak).
  */
 #include "benchlib.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -14,6 +16,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "endpoint.h"
+#include "engine.h"
+#include "error.h"
+#include "freeze.h"
 
 extern char **environ;
 
@@ -124,4 +131,45 @@ int bench_cli(const char *cli, const void *in, size_t in_len, size_t limit, uint
 	if (killed)
 		return 0;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int bench_cli_run(const char *cli, const char *const *args,
+		  void (*fail)(const char *what, const struct mafsbx_error *err))
+{
+	int r = bench_cli(cli, NULL, 0, 0, NULL, 0, args);
+	if (r < 0)
+		fail("spawn the docker CLI", NULL);
+	return r;
+}
+
+long bench_rss_kb(long pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	long kb = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+const char *bench_engine_setup(char *rundir, struct mafsbx_engine **eng, struct mafsbx_freezer **fz,
+			       struct mafsbx_error *err)
+{
+	struct mafsbx_endpoint ep;
+	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, err) < 0)
+		return "endpoint";
+	if (!(*eng = mafsbx_engine_open(&ep, NULL, err)) || mafsbx_engine_ping(*eng, err) < 0)
+		return "engine";
+	if (!mkdtemp(rundir)) {
+		mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "%s", strerror(errno));
+		return "mkdtemp";
+	}
+	if (!(*fz = mafsbx_freezer_new(*eng, rundir, err)))
+		return "freezer";
+	return NULL;
 }

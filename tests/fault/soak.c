@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
 #include "faultctl.h"
 
 #define HDR 64
@@ -458,21 +459,6 @@ static void *chaos(void *arg)
 	return NULL;
 }
 
-static long rss_kb(void)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%ld/status", daemon_pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	long kb = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: soak --mount M --relay-ctl CTL --pid PID [--seconds N] [--readers N] [--writers N]\n"
@@ -568,13 +554,13 @@ int main(int argc, char **argv)
 	long long t0 = now_ms(), end = t0 + (long long)seconds * 1000, max_gap = 0;
 	for (int k = 0; k < n_sbx; k++)
 		atomic_store(&exec_ok_ms[k], t0);
-	long rss0 = rss_kb(), rss_base = -1, rss_peak = 0, rss_last = rss0;
+	long rss0 = bench_rss_kb(daemon_pid), rss_base = -1, rss_peak = 0, rss_last = rss0;
 	long long next_report = t0 + 60000;
 	bool hung_seen = false;
 	while (now_ms() < end) {
 		sleep(1);
 		long long now = now_ms();
-		long kb = rss_kb();
+		long kb = bench_rss_kb(daemon_pid);
 		if (kb < 0) {
 			msg("the daemon (pid %ld) is gone", daemon_pid);
 			hung_seen = true;

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "endpoint.h"
+#include "freeze.h"
 
 #define MAX_OBJECTS 256
 
@@ -270,4 +271,41 @@ int harness_sh(const char *container, const char *script, int *exit_code)
 	}
 	mafsbx_exec_result_free(&res);
 	return r;
+}
+
+void harness_rundir(const char *what, char dir[HARNESS_RUNDIR_MAX])
+{
+	snprintf(dir, HARNESS_RUNDIR_MAX, "/tmp/mafsbxtest-%s-run-XXXXXX", what);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+}
+
+void harness_rundir_remove(const char *dir)
+{
+	char cmd[HARNESS_RUNDIR_MAX + 32];
+	/* only our own private runtime dir */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int harness_child_freezer(const char *dir, struct mafsbx_engine **eng, struct mafsbx_freezer **fz)
+{
+	struct mafsbx_error err;
+	struct mafsbx_endpoint ep;
+	*eng = NULL;
+	*fz = NULL;
+	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
+		return 2;
+	*eng = mafsbx_engine_open(&ep, NULL, &err);
+	*fz = *eng ? mafsbx_freezer_new(*eng, dir, &err) : NULL;
+	return *fz ? 0 : 3;
+}
+
+void harness_child_close(struct mafsbx_engine *eng, struct mafsbx_freezer *fz)
+{
+	mafsbx_freezer_free(fz);
+	mafsbx_engine_close(eng);
 }

@@ -51,6 +51,9 @@
 
 #define HARNESS_SKIP 77
 #define HARNESS_NAME_MAX 96
+#define HARNESS_RUNDIR_MAX 128
+
+struct mafsbx_freezer;
 
 /* Resolve the endpoint, ping, check the test image; skip or fail as above. Idempotent. */
 void harness_init(void);
@@ -102,6 +105,23 @@ int harness_sh(const char *container, const char *script, int *exit_code);
 
 /* Same, keeping the full result (caller frees it with mafsbx_exec_result_free). */
 int harness_sh_result(const char *container, const char *script, struct mafsbx_exec_result *res);
+
+/*
+ * A private freeze runtime directory "/tmp/mafsbxtest-<what>-run-XXXXXX",
+ * made with mkdtemp, into dir; exits 1 when it cannot be made.
+ * harness_rundir_remove() removes such a directory and everything in it.
+ */
+void harness_rundir(const char *what, char dir[HARNESS_RUNDIR_MAX]);
+void harness_rundir_remove(const char *dir);
+
+/*
+ * For a child process of a cross-process test: its own engine on the
+ * default endpoint and a freezer over dir. Returns 0, or 2 when no endpoint
+ * resolves, 3 when the engine or the freezer cannot be opened (the exit
+ * codes the children report). harness_child_close() frees both.
+ */
+int harness_child_freezer(const char *dir, struct mafsbx_engine **engine, struct mafsbx_freezer **fz);
+void harness_child_close(struct mafsbx_engine *engine, struct mafsbx_freezer *fz);
 
 /* Fail the current test with the error's kind and message when r < 0. */
 void harness_check(int r, const struct mafsbx_error *err, const char *what);

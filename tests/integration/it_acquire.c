@@ -16,10 +16,8 @@ static void test_create_then_reuse(void **state)
 {
 	(void)state;
 	char scope[HARNESS_NAME_MAX];
-	sbxt_scope(scope);
 	struct mafsbx_acquire_result a, b;
-	sbxt_acquire_ok(scope, "a", "python", NULL, &a);
-	assert_int_equal(a.state, MAFSBX_ACQ_CREATED);
+	sbxt_acquire_created(scope, "a", "python", &a);
 	struct mafsbx_key k = { scope, SBXT_THREAD, "a", "" };
 	char want[MAFSBX_NAME_LEN + 1];
 	mafsbx_container_name(&k, "python", "", want);
@@ -477,6 +475,23 @@ static void test_unresolvable_user(void **state)
 	assert_int_equal(sbxt_dispose_scope(scope), 1);
 }
 
+/*
+ * Acquire (scope, "a", kind) with work_dir wd and no capabilities, plant the
+ * hostile layout with `plant` in the guest, then a second acquire (extra JSON
+ * after the work_dir) must fail with want: the base is checked again.
+ */
+static void planted_work_dir_refused(const char *scope, const char *kind, const char *wd, const char *plant,
+				     const char *extra, int want, struct mafsbx_acquire_result *r)
+{
+	char req[256];
+	struct mafsbx_error e;
+	snprintf(req, sizeof(req), "\"work_dir\":\"%s\",\"capabilities\":[]", wd);
+	sbxt_acquire_ok(scope, "a", kind, req, r);
+	free(sbxt_sh_out(r->name, plant));
+	snprintf(req, sizeof(req), "\"work_dir\":\"%s\"%s", wd, extra);
+	assert_int_equal(sbxt_acquire_fails(scope, "a", kind, req, &e), want);
+}
+
 static void test_work_dir_cases(void **state)
 {
 	(void)state;
@@ -506,26 +521,20 @@ static void test_work_dir_cases(void **state)
 	free(o);
 
 	/* a symlink: refused (ELOOP), nothing made through it */
-	sbxt_acquire_ok(scope, "a", "link", "\"work_dir\":\"/srv/wdl\",\"capabilities\":[]", &r);
-	free(sbxt_sh_out(r.name, "mkdir -p /tmp/target /srv && ln -s /tmp/target /srv/wdl"));
-	assert_int_equal(sbxt_acquire_fails(scope, "a", "link", "\"work_dir\":\"/srv/wdl\"", &e), -ELOOP);
+	planted_work_dir_refused(scope, "link", "/srv/wdl", "mkdir -p /tmp/target /srv && ln -s /tmp/target /srv/wdl", "",
+				 -ELOOP, &r);
 	/* ... and a link above the base too */
-	sbxt_acquire_ok(scope, "a", "link2", "\"work_dir\":\"/srv/wdl/deeper\",\"capabilities\":[]", &r);
-	free(sbxt_sh_out(r.name, "mkdir -p /tmp/target /srv && ln -s /tmp/target /srv/wdl"));
-	assert_int_equal(sbxt_acquire_fails(scope, "a", "link2", "\"work_dir\":\"/srv/wdl/deeper\"", &e), -ELOOP);
+	planted_work_dir_refused(scope, "link2", "/srv/wdl/deeper", "mkdir -p /tmp/target /srv && ln -s /tmp/target /srv/wdl",
+				 "", -ELOOP, &r);
 	o = sbxt_sh_out(r.name, "ls -A /tmp/target | wc -l");
 	assert_string_equal(o, "0");
 	free(o);
 
 	/* a file: refused (ENOTDIR) */
-	sbxt_acquire_ok(scope, "a", "file", "\"work_dir\":\"/srv/wdf\",\"capabilities\":[]", &r);
-	free(sbxt_sh_out(r.name, "mkdir -p /srv && echo x > /srv/wdf"));
-	assert_int_equal(sbxt_acquire_fails(scope, "a", "file", "\"work_dir\":\"/srv/wdf\"", &e), -ENOTDIR);
+	planted_work_dir_refused(scope, "file", "/srv/wdf", "mkdir -p /srv && echo x > /srv/wdf", "", -ENOTDIR, &r);
 	/* a file as an ancestor of the base */
-	sbxt_acquire_ok(scope, "a", "file2", "\"work_dir\":\"/srv/wdf2/sub\",\"capabilities\":[]", &r);
-	free(sbxt_sh_out(r.name, "mkdir -p /srv && echo x > /srv/wdf2"));
-	assert_int_equal(sbxt_acquire_fails(scope, "a", "file2", "\"work_dir\":\"/srv/wdf2/sub\",\"capabilities\":[\"files_in\"]", &e),
-			 -ENOTDIR);
+	planted_work_dir_refused(scope, "file2", "/srv/wdf2/sub", "mkdir -p /srv && echo x > /srv/wdf2",
+				 ",\"capabilities\":[\"files_in\"]", -ENOTDIR, &r);
 
 	/* another work dir for an existing sandbox: refused, asking to dispose it */
 	assert_int_equal(sbxt_acquire_fails(scope, "a", "present", "\"work_dir\":\"/srv/other\"", &e), -EINVAL);

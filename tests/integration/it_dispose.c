@@ -12,11 +12,9 @@
 static unsigned dispose_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static unsigned dispose_json(const char *fmt, ...)
 {
-	char *text = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	if (vasprintf(&text, fmt, ap) < 0)
-		text = NULL;
+	char *text = sbxt_vformat(fmt, ap);
 	va_end(ap);
 	json_t *j = sbxt_json("%s", text);
 	struct mafsbx_dispose_spec *s = NULL;

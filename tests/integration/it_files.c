@@ -49,7 +49,7 @@
 #define SECRET "the guest must not reach this\n"
 #define INSIDE "a legitimate output\n"
 
-static char rundir[128];
+static char rundir[HARNESS_RUNDIR_MAX];
 static char cname[HARNESS_NAME_MAX];  /* the conformance container (guest uid 1000) */
 static char cid[65];
 static struct mafsbx_freezer *fz;
@@ -1004,18 +1004,15 @@ static int hold_child(const char *id, const char *dir, const char *ms)
 {
 	setenv(MAFSBX_FREEZE_HOLD_ENV, ms, 1);
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		return 2;
-	struct mafsbx_engine *e = mafsbx_engine_open(&ep, NULL, &err);
-	struct mafsbx_freezer *f = e ? mafsbx_freezer_new(e, dir, &err) : NULL;
-	if (!f)
-		return 3;
+	struct mafsbx_engine *e;
+	struct mafsbx_freezer *f;
+	int rc = harness_child_freezer(dir, &e, &f);
+	if (rc)
+		return rc;
 	struct mafsbx_files_target t = { .container = id, .work_dir = W, .uid = 1000, .gid = 1000 };
 	struct mafsbx_fstat st;
 	int r = mafsbx_files_stat(f, &t, "real/inside.txt", 0, &st, &err);
-	mafsbx_freezer_free(f);
-	mafsbx_engine_close(e);
+	harness_child_close(e, f);
 	return r == 0 && st.kind == MAFSBX_FK_FILE ? 0 : 4;
 }
 
@@ -1087,11 +1084,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "--hold-child") == 0)
 		return hold_child(argv[2], argv[3], argv[4]);
-	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxtest-files-run-XXXXXX");
-	if (!mkdtemp(rundir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	harness_rundir("files", rundir);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_out_legitimate_read),
 		cmocka_unit_test(test_out_link_is_named_a_link),
@@ -1141,9 +1134,6 @@ int main(int argc, char **argv)
 	if (getenv("IT_SKIP"))
 		cmocka_set_skip_filter(getenv("IT_SKIP"));
 	int r = cmocka_run_group_tests(tests, group_setup, group_teardown);
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rundir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", rundir);
+	harness_rundir_remove(rundir);
 	return r;
 }

@@ -55,7 +55,7 @@
 #define STORM_MIN 10
 #define READERS 4
 
-static char rundir[128];
+static char rundir[HARNESS_RUNDIR_MAX];
 static char cname[HARNESS_NAME_MAX];
 static char cid[65];
 static struct mafsbx_freezer *fz;
@@ -387,17 +387,10 @@ static void test_held_freeze_delays_exec(void **state)
 
 /* ---- 3. across processes ------------------------------------------------- */
 
-/* The child: its own engine and freezer over the same runtime directory; one registered `sleep 2`. */
-static int exec_child(const char *id, const char *dir)
+/* The exec child: one registered `sleep 2`. */
+static int exec_child(struct mafsbx_engine *e, struct mafsbx_freezer *f, const char *id)
 {
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		return 2;
-	struct mafsbx_engine *e = mafsbx_engine_open(&ep, NULL, &err);
-	struct mafsbx_freezer *f = e ? mafsbx_freezer_new(e, dir, &err) : NULL;
-	if (!f)
-		return 3;
 	struct mafsbx_freeze_exec *x = NULL;
 	if (mafsbx_freeze_exec_begin(f, id, mafsbx_now_ms() + 20000, &x, &err) < 0) {
 		fprintf(stderr, "child: %s\n", err.message);
@@ -415,22 +408,13 @@ static int exec_child(const char *id, const char *dir)
 	if (write(1, "D", 1) != 1)
 		return 5;
 	mafsbx_freeze_exec_end(x);
-	mafsbx_freezer_free(f);
-	mafsbx_engine_close(e);
 	return code == 0 ? 0 : 6;
 }
 
-/* The child: one freeze held 1.5 s ("F" once in, "L" just before the leave). */
-static int freeze_child(const char *id, const char *dir)
+/* The freeze child: one freeze held 1.5 s ("F" once in, "L" just before the leave). */
+static int freeze_child(struct mafsbx_engine *e, struct mafsbx_freezer *f, const char *id)
 {
 	struct mafsbx_error err;
-	struct mafsbx_endpoint ep;
-	if (mafsbx_endpoint_resolve(NULL, NULL, NULL, &ep, &err) < 0)
-		return 2;
-	struct mafsbx_engine *e = mafsbx_engine_open(&ep, NULL, &err);
-	struct mafsbx_freezer *f = e ? mafsbx_freezer_new(e, dir, &err) : NULL;
-	if (!f)
-		return 3;
 	struct mafsbx_freeze *h = NULL;
 	if (mafsbx_freeze_enter(f, id, mafsbx_now_ms() + 20000, &h, &err) < 0) {
 		fprintf(stderr, "child: %s\n", err.message);
@@ -442,9 +426,21 @@ static int freeze_child(const char *id, const char *dir)
 	if (write(1, "L", 1) != 1)
 		return 5;
 	mafsbx_freeze_leave(h);
-	mafsbx_freezer_free(f);
-	mafsbx_engine_close(e);
 	return 0;
+}
+
+/* A child process: its own engine and freezer over the same runtime directory, then its role. */
+static int run_child(int (*role)(struct mafsbx_engine *, struct mafsbx_freezer *, const char *), const char *id,
+		     const char *dir)
+{
+	struct mafsbx_engine *e;
+	struct mafsbx_freezer *f;
+	int rc = harness_child_freezer(dir, &e, &f);
+	if (rc)
+		return rc;
+	rc = role(e, f, id);
+	harness_child_close(e, f);
+	return rc;
 }
 
 /* Start this program as `mode` child with its stdout on a pipe; wait for its first byte `first`. */
@@ -576,15 +572,11 @@ static int group_teardown(void **state)
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "--exec-child") == 0)
-		return exec_child(argv[2], argv[3]);
+		return run_child(exec_child, argv[2], argv[3]);
 	if (argc == 4 && strcmp(argv[1], "--freeze-child") == 0)
-		return freeze_child(argv[2], argv[3]);
+		return run_child(freeze_child, argv[2], argv[3]);
 	harness_init();
-	snprintf(rundir, sizeof(rundir), "/tmp/mafsbxtest-fzx-run-XXXXXX");
-	if (!mkdtemp(rundir)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	harness_rundir("fzx", rundir);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_storm_in_process),
 		cmocka_unit_test(test_long_exec_refuses_then_admits),
@@ -593,9 +585,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cross_process_freeze_delays_exec),
 	};
 	int r = cmocka_run_group_tests(tests, group_setup, group_teardown);
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", rundir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", rundir);
+	harness_rundir_remove(rundir);
 	return r;
 }

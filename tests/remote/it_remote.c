@@ -139,10 +139,8 @@ static void test_acquire_files_dispose(void **state)
 {
 	(void)state;
 	char scope[HARNESS_NAME_MAX];
-	sbxt_scope(scope);
 	struct mafsbx_acquire_result a, b;
-	sbxt_acquire_ok(scope, "a", "python", NULL, &a);
-	assert_int_equal(a.state, MAFSBX_ACQ_CREATED);
+	sbxt_acquire_created(scope, "a", "python", &a);
 	/*
 	 * Warm: one inspect, plus on a remote engine one HEAD per component of
 	 * the work dir (/maf-sandbox, /maf-sandbox/work) and no freeze; the
