@@ -194,32 +194,38 @@ void mafsbx_fp_free(struct mafsbx_fp *fp)
 	free(fp);
 }
 
+/* Room for one more of `n` elements of `size` in *arr (doubling *cap, from `first`). 0 or -ENOMEM. */
+static int room_for_one(void **arr, size_t *cap, size_t n, size_t size, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : first;
+	void *p = realloc(*arr, nc * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
 int mafsbx_fp_add_entry(struct mafsbx_fp *fp, const struct mafsbx_fp_entry *e)
 {
-	if (fp->n_entries == fp->cap_entries) {
-		size_t cap = fp->cap_entries ? fp->cap_entries * 2 : 1024;
-		void *n = realloc(fp->entries, cap * sizeof(*fp->entries));
-		if (!n)
-			return -ENOMEM;
-		fp->entries = n;
-		fp->cap_entries = cap;
-	}
-	fp->entries[fp->n_entries++] = *e;
-	return 0;
+	void *arr = fp->entries;
+	int r = room_for_one(&arr, &fp->cap_entries, fp->n_entries, sizeof(*fp->entries), 1024);
+	fp->entries = arr;
+	if (r == 0)
+		fp->entries[fp->n_entries++] = *e;
+	return r;
 }
 
 int mafsbx_fp_add_process(struct mafsbx_fp *fp, const struct mafsbx_fp_process *p)
 {
-	if (fp->n_procs == fp->cap_procs) {
-		size_t cap = fp->cap_procs ? fp->cap_procs * 2 : 16;
-		void *n = realloc(fp->procs, cap * sizeof(*fp->procs));
-		if (!n)
-			return -ENOMEM;
-		fp->procs = n;
-		fp->cap_procs = cap;
-	}
-	fp->procs[fp->n_procs++] = *p;
-	return 0;
+	void *arr = fp->procs;
+	int r = room_for_one(&arr, &fp->cap_procs, fp->n_procs, sizeof(*fp->procs), 16);
+	fp->procs = arr;
+	if (r == 0)
+		fp->procs[fp->n_procs++] = *p;
+	return r;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -874,15 +880,10 @@ static int split_cmdline(struct mafsbx_fp_process *p, const char *cmd, size_t cm
 /* Add `p` (moved: cleared on success) to the snapshot, and its host PID to those seen. 0 or -ENOMEM. */
 static int keep_process(struct walk *w, struct mafsbx_fp_process *p, long long hostpid)
 {
-	if (w->n_hostpids == w->cap_hostpids) {
-		size_t nc = w->cap_hostpids ? w->cap_hostpids * 2 : 16;
-		long long *nh = realloc(w->hostpids, nc * sizeof(*nh));
-		if (!nh)
-			return -ENOMEM;
-		w->hostpids = nh;
-		w->cap_hostpids = nc;
-	}
-	if (mafsbx_fp_add_process(w->fp, p) < 0)
+	void *arr = w->hostpids;
+	int r = room_for_one(&arr, &w->cap_hostpids, w->n_hostpids, sizeof(*w->hostpids), 16);
+	w->hostpids = arr;
+	if (r < 0 || mafsbx_fp_add_process(w->fp, p) < 0)
 		return -ENOMEM;
 	w->hostpids[w->n_hostpids++] = hostpid;
 	memset(p, 0, sizeof(*p));
@@ -1631,75 +1632,108 @@ static bool argv_equal(const struct mafsbx_fp_process *a, const struct mafsbx_fp
 	return true;
 }
 
+/* How the diff compares and shows one kind of item (mount, entry, process). */
+struct diff_kind {
+	size_t size;
+	int (*cmp)(const void *a, const void *b);           /* the order both arrays are sorted in */
+	void (*put)(FILE *out, char sign, const void *x);    /* an added (+) or removed (-) item */
+	bool (*changed)(FILE *out, const void *a, const void *b, unsigned flags);   /* says "~ ..." (out may be NULL) */
+};
+
+/* Walk two sorted arrays together; the number of differences, each printed on `out` when not NULL. */
+static size_t diff_sorted(const void *a, size_t na, const void *b, size_t nb, const struct diff_kind *dk,
+			  unsigned flags, FILE *out)
+{
+	const char *pa = a, *pb = b;
+	size_t n = 0, i = 0, k = 0;
+	while (i < na || k < nb) {
+		int c = i == na ? 1 : k == nb ? -1 : dk->cmp(pa + i * dk->size, pb + k * dk->size);
+		if (c < 0) {
+			if (out)
+				dk->put(out, '-', pa + i * dk->size);
+			n++, i++;
+		} else if (c > 0) {
+			if (out)
+				dk->put(out, '+', pb + k * dk->size);
+			n++, k++;
+		} else {
+			if (dk->changed(out, pa + i * dk->size, pb + k * dk->size, flags))
+				n++;
+			i++, k++;
+		}
+	}
+	return n;
+}
+
+static int mount_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct mafsbx_fp_mount *)a)->path, ((const struct mafsbx_fp_mount *)b)->path);
+}
+
+static void mount_put(FILE *out, char sign, const void *x)
+{
+	const struct mafsbx_fp_mount *m = x;
+	fprintf(out, "%c mount %s (%s)\n", sign, m->path, m->fstype);
+}
+
+static bool mount_changed(FILE *out, const void *x, const void *y, unsigned flags)
+{
+	const struct mafsbx_fp_mount *a = x, *b = y;
+	(void)flags;
+	if (!strcmp(a->fstype, b->fstype) && a->ro == b->ro)
+		return false;
+	if (out)
+		fprintf(out, "~ mount %s: %s %s -> %s %s\n", a->path, a->fstype, a->ro ? "ro" : "rw", b->fstype,
+			b->ro ? "ro" : "rw");
+	return true;
+}
+
+static void entry_put(FILE *out, char sign, const void *x)
+{
+	put_entry(out, sign, x);
+}
+
+static bool entry_diff(FILE *out, const void *x, const void *y, unsigned flags)
+{
+	const struct mafsbx_fp_entry *a = x, *b = y;
+	struct changes ch = { .len = 0 };
+	ch.text[0] = '\0';
+	if (!entry_changed(a, b, flags, &ch))
+		return false;
+	if (out)
+		fprintf(out, "~ %s: %s\n", a->path, ch.text);
+	return true;
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	return cmp_proc_key(a, b);
+}
+
+static void proc_put(FILE *out, char sign, const void *x)
+{
+	put_proc(out, sign, x);
+}
+
+static bool proc_changed(FILE *out, const void *x, const void *y, unsigned flags)
+{
+	(void)flags;
+	if (argv_equal(x, y))
+		return false;
+	if (out)
+		put_proc(out, '~', y);
+	return true;
+}
+
 size_t mafsbx_fp_diff(const struct mafsbx_fp *a, const struct mafsbx_fp *b, unsigned flags, FILE *out)
 {
-	size_t n = 0, i = 0, k = 0;
-	/* mounts */
-	while (i < a->n_mounts || k < b->n_mounts) {
-		int c = i == a->n_mounts ? 1 : k == b->n_mounts ? -1 : strcmp(a->mounts[i].path, b->mounts[k].path);
-		if (c < 0) {
-			if (out)
-				fprintf(out, "- mount %s (%s)\n", a->mounts[i].path, a->mounts[i].fstype);
-			n++, i++;
-		} else if (c > 0) {
-			if (out)
-				fprintf(out, "+ mount %s (%s)\n", b->mounts[k].path, b->mounts[k].fstype);
-			n++, k++;
-		} else {
-			if (strcmp(a->mounts[i].fstype, b->mounts[k].fstype) || a->mounts[i].ro != b->mounts[k].ro) {
-				if (out)
-					fprintf(out, "~ mount %s: %s %s -> %s %s\n", a->mounts[i].path, a->mounts[i].fstype,
-						a->mounts[i].ro ? "ro" : "rw", b->mounts[k].fstype,
-						b->mounts[k].ro ? "ro" : "rw");
-				n++;
-			}
-			i++, k++;
-		}
-	}
-	/* entries */
-	i = k = 0;
-	while (i < a->n_entries || k < b->n_entries) {
-		int c = i == a->n_entries ? 1 : k == b->n_entries ? -1 : strcmp(a->entries[i].path, b->entries[k].path);
-		if (c < 0) {
-			if (out)
-				put_entry(out, '-', &a->entries[i]);
-			n++, i++;
-		} else if (c > 0) {
-			if (out)
-				put_entry(out, '+', &b->entries[k]);
-			n++, k++;
-		} else {
-			struct changes ch = { .len = 0 };
-			ch.text[0] = '\0';
-			if (entry_changed(&a->entries[i], &b->entries[k], flags, &ch)) {
-				if (out)
-					fprintf(out, "~ %s: %s\n", a->entries[i].path, ch.text);
-				n++;
-			}
-			i++, k++;
-		}
-	}
+	static const struct diff_kind mounts = { sizeof(struct mafsbx_fp_mount), mount_cmp, mount_put, mount_changed };
+	static const struct diff_kind entries = { sizeof(struct mafsbx_fp_entry), cmp_entry, entry_put, entry_diff };
 	/* processes, by (pid, start): a recycled PID is another process */
-	i = k = 0;
-	while (i < a->n_procs || k < b->n_procs) {
-		int c = i == a->n_procs ? 1 : k == b->n_procs ? -1 : cmp_proc_key(&a->procs[i], &b->procs[k]);
-		if (c < 0) {
-			if (out)
-				put_proc(out, '-', &a->procs[i]);
-			n++, i++;
-		} else if (c > 0) {
-			if (out)
-				put_proc(out, '+', &b->procs[k]);
-			n++, k++;
-		} else {
-			if (!argv_equal(&a->procs[i], &b->procs[k])) {
-				if (out) {
-					put_proc(out, '~', &b->procs[k]);
-				}
-				n++;
-			}
-			i++, k++;
-		}
-	}
+	static const struct diff_kind procs = { sizeof(struct mafsbx_fp_process), proc_cmp, proc_put, proc_changed };
+	/* one statement each: mounts, then entries, then processes, in this order on `out` */
+	size_t n = diff_sorted(a->mounts, a->n_mounts, b->mounts, b->n_mounts, &mounts, flags, out);
+	n += diff_sorted(a->entries, a->n_entries, b->entries, b->n_entries, &entries, flags, out);
+	n += diff_sorted(a->procs, a->n_procs, b->procs, b->n_procs, &procs, flags, out);
 	return n;
 }
