@@ -194,32 +194,38 @@ void mafsbx_fp_free(struct mafsbx_fp *fp)
 	free(fp);
 }
 
+/* Room for one more of `n` elements of `size` in *arr (doubling *cap, from `first`). 0 or -ENOMEM. */
+static int room_for_one(void **arr, size_t *cap, size_t n, size_t size, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : first;
+	void *p = realloc(*arr, nc * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
 int mafsbx_fp_add_entry(struct mafsbx_fp *fp, const struct mafsbx_fp_entry *e)
 {
-	if (fp->n_entries == fp->cap_entries) {
-		size_t cap = fp->cap_entries ? fp->cap_entries * 2 : 1024;
-		void *n = realloc(fp->entries, cap * sizeof(*fp->entries));
-		if (!n)
-			return -ENOMEM;
-		fp->entries = n;
-		fp->cap_entries = cap;
-	}
-	fp->entries[fp->n_entries++] = *e;
-	return 0;
+	void *arr = fp->entries;
+	int r = room_for_one(&arr, &fp->cap_entries, fp->n_entries, sizeof(*fp->entries), 1024);
+	fp->entries = arr;
+	if (r == 0)
+		fp->entries[fp->n_entries++] = *e;
+	return r;
 }
 
 int mafsbx_fp_add_process(struct mafsbx_fp *fp, const struct mafsbx_fp_process *p)
 {
-	if (fp->n_procs == fp->cap_procs) {
-		size_t cap = fp->cap_procs ? fp->cap_procs * 2 : 16;
-		void *n = realloc(fp->procs, cap * sizeof(*fp->procs));
-		if (!n)
-			return -ENOMEM;
-		fp->procs = n;
-		fp->cap_procs = cap;
-	}
-	fp->procs[fp->n_procs++] = *p;
-	return 0;
+	void *arr = fp->procs;
+	int r = room_for_one(&arr, &fp->cap_procs, fp->n_procs, sizeof(*fp->procs), 16);
+	fp->procs = arr;
+	if (r == 0)
+		fp->procs[fp->n_procs++] = *p;
+	return r;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -303,12 +309,125 @@ static bool has_ro(const char *opts, size_t len)
 	return false;
 }
 
+/* The mounts read so far, with their raw (unescaped) mount points. */
+struct mount_list {
+	struct mafsbx_fp_mount *m;
+	char **raw;
+	size_t n, cap;
+};
+
+/*
+ * One mountinfo line's fields: id parent maj:min root mountpoint options
+ * [optional...] - fstype source superopts. The mount point (unescaped,
+ * allocated), the fstype field and the read-only flag. 0, -EINVAL, -ENOMEM.
+ */
+static int mountinfo_fields(const char *line, size_t ll, char **mp, const char **ft, size_t *ftl, bool *ro)
+{
+	const char *f[6];
+	size_t fl[6];
+	const char *p = line, *end = line + ll;
+	for (int i = 0; i < 6; i++) {
+		while (p < end && *p == ' ')
+			p++;
+		if (p >= end)
+			return -EINVAL;
+		const char *sp = memchr(p, ' ', (size_t)(end - p));
+		f[i] = p;
+		fl[i] = sp ? (size_t)(sp - p) : (size_t)(end - p);
+		p += fl[i];
+	}
+	const char *sep = NULL;
+	for (const char *q = p; q + 3 <= end; q++)
+		if (q[0] == ' ' && q[1] == '-' && q[2] == ' ') {
+			sep = q;
+			break;
+		}
+	if (!sep || fl[4] == 0 || f[4][0] != '/')
+		return -EINVAL;
+	*ft = sep + 3;
+	const char *ftend = memchr(*ft, ' ', (size_t)(end - *ft));
+	*ftl = ftend ? (size_t)(ftend - *ft) : (size_t)(end - *ft);
+	if (*ftl == 0)
+		return -EINVAL;
+	*ro = has_ro(f[5], fl[5]);
+	*mp = unoctal(f[4], fl[4]);
+	return *mp ? 0 : -ENOMEM;
+}
+
+/* The slot for mount point `mp`: the earlier mount on it, emptied (a later mount hides it), else a new one. */
+static int mount_slot(struct mount_list *ml, const char *mp, size_t *at)
+{
+	*at = ml->n;
+	for (size_t i = 0; i < ml->n; i++)
+		if (!strcmp(ml->raw[i], mp))
+			*at = i;
+	if (*at < ml->n) {
+		free(ml->m[*at].path);
+		free(ml->m[*at].fstype);
+		free(ml->raw[*at]);
+		ml->m[*at].path = ml->m[*at].fstype = ml->raw[*at] = NULL;
+		return 0;
+	}
+	if (ml->n == ml->cap) {
+		size_t nc = ml->cap ? ml->cap * 2 : 16;
+		void *nm = realloc(ml->m, nc * sizeof(*ml->m)), *nr = nm ? realloc(ml->raw, nc * sizeof(*ml->raw)) : NULL;
+		if (nm)
+			ml->m = nm;
+		if (!nm || !nr)
+			return -ENOMEM;
+		ml->raw = nr;
+		ml->cap = nc;
+	}
+	memset(&ml->m[ml->n], 0, sizeof(ml->m[ml->n]));
+	ml->raw[ml->n] = NULL;
+	ml->n++;
+	return 0;
+}
+
+/* One non-empty line: a mount added (or replacing the one it hides), or skipped (/proc, /sys). */
+static int mountinfo_line(struct mount_list *ml, const char *line, size_t ll)
+{
+	char *mp = NULL;
+	const char *ft = NULL;
+	size_t ftl = 0, at;
+	bool ro = false;
+	int r = mountinfo_fields(line, ll, &mp, &ft, &ftl, &ro);
+	if (r < 0)
+		return r;
+	if (excluded_mount(mp)) {
+		free(mp);
+		return 0;
+	}
+	if (mount_slot(ml, mp, &at) < 0) {
+		free(mp);
+		return -ENOMEM;
+	}
+	char *ftr = unoctal(ft, ftl);
+	ml->m[at].path = mafsbx_fp_escape(mp, strlen(mp));
+	ml->m[at].fstype = ftr ? mafsbx_fp_escape(ftr, strlen(ftr)) : NULL;
+	ml->m[at].ro = ro;
+	ml->raw[at] = mp;
+	free(ftr);
+	return ml->m[at].path && ml->m[at].fstype ? 0 : -ENOMEM;
+}
+
+/* Sort both arrays together by the escaped path. */
+static void sort_mounts(struct mount_list *ml)
+{
+	for (size_t i = 1; i < ml->n; i++)
+		for (size_t j = i; j > 0 && strcmp(ml->m[j - 1].path, ml->m[j].path) > 0; j--) {
+			struct mafsbx_fp_mount t = ml->m[j];
+			ml->m[j] = ml->m[j - 1];
+			ml->m[j - 1] = t;
+			char *tr = ml->raw[j];
+			ml->raw[j] = ml->raw[j - 1];
+			ml->raw[j - 1] = tr;
+		}
+}
+
 int mafsbx_fp_mountinfo_parse(const char *text, struct mafsbx_fp_mount **out, char ***raw_out, size_t *n_out)
 {
-	struct mafsbx_fp_mount *m = NULL;
-	char **raw = NULL;
-	size_t n = 0, cap = 0;
-	int r = 0;
+	struct mount_list ml = { NULL, NULL, 0, 0 };
 	*out = NULL;
 	if (raw_out)
 		*raw_out = NULL;
@@ -316,113 +435,21 @@ int mafsbx_fp_mountinfo_parse(const char *text, struct mafsbx_fp_mount **out, ch
 	for (const char *line = text; *line;) {
 		const char *eol = strchr(line, '\n');
 		size_t ll = eol ? (size_t)(eol - line) : strlen(line);
-		const char *next = eol ? eol + 1 : line + ll;
-		if (ll == 0) {
-			line = next;
-			continue;
+		int r = ll ? mountinfo_line(&ml, line, ll) : 0;
+		if (r < 0) {
+			mafsbx_fp_mounts_free(ml.m, ml.raw, ml.n);
+			return r;
 		}
-		/* fields: id parent maj:min root mountpoint options [optional...] - fstype source superopts */
-		const char *f[6];
-		size_t fl[6];
-		const char *p = line, *end = line + ll;
-		for (int i = 0; i < 6; i++) {
-			while (p < end && *p == ' ')
-				p++;
-			if (p >= end) {
-				r = -EINVAL;
-				goto fail;
-			}
-			const char *sp = memchr(p, ' ', (size_t)(end - p));
-			f[i] = p;
-			fl[i] = sp ? (size_t)(sp - p) : (size_t)(end - p);
-			p += fl[i];
-		}
-		const char *sep = NULL;
-		for (const char *q = p; q + 3 <= end; q++)
-			if (q[0] == ' ' && q[1] == '-' && q[2] == ' ') {
-				sep = q;
-				break;
-			}
-		if (!sep || fl[4] == 0 || f[4][0] != '/') {
-			r = -EINVAL;
-			goto fail;
-		}
-		const char *ft = sep + 3;
-		const char *ftend = memchr(ft, ' ', (size_t)(end - ft));
-		size_t ftl = ftend ? (size_t)(ftend - ft) : (size_t)(end - ft);
-		if (ftl == 0) {
-			r = -EINVAL;
-			goto fail;
-		}
-		char *mp = unoctal(f[4], fl[4]);
-		if (!mp) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		if (excluded_mount(mp)) {
-			free(mp);
-			line = next;
-			continue;
-		}
-		/* a later mount on the same point hides the earlier one */
-		size_t at = n;
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(raw[i], mp))
-				at = i;
-		if (at == n) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 16;
-				void *nm = realloc(m, nc * sizeof(*m)), *nr = nm ? realloc(raw, nc * sizeof(*raw)) : NULL;
-				if (nm)
-					m = nm;
-				if (!nm || !nr) {
-					free(mp);
-					r = -ENOMEM;
-					goto fail;
-				}
-				raw = nr;
-				cap = nc;
-			}
-			memset(&m[n], 0, sizeof(m[n]));
-			raw[n] = NULL;
-			n++;
-		} else {
-			free(m[at].path);
-			free(m[at].fstype);
-			free(raw[at]);
-		}
-		char *ftr = unoctal(ft, ftl);
-		m[at].path = mafsbx_fp_escape(mp, strlen(mp));
-		m[at].fstype = ftr ? mafsbx_fp_escape(ftr, strlen(ftr)) : NULL;
-		m[at].ro = has_ro(f[5], fl[5]);
-		raw[at] = mp;
-		free(ftr);
-		if (!m[at].path || !m[at].fstype) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		line = next;
+		line = eol ? eol + 1 : line + ll;
 	}
-	/* sort both arrays together by the escaped path */
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && strcmp(m[j - 1].path, m[j].path) > 0; j--) {
-			struct mafsbx_fp_mount t = m[j];
-			m[j] = m[j - 1];
-			m[j - 1] = t;
-			char *tr = raw[j];
-			raw[j] = raw[j - 1];
-			raw[j - 1] = tr;
-		}
-	*out = m;
-	*n_out = n;
+	sort_mounts(&ml);
+	*out = ml.m;
+	*n_out = ml.n;
 	if (raw_out)
-		*raw_out = raw;
+		*raw_out = ml.raw;
 	else
-		mafsbx_fp_mounts_free(NULL, raw, n);
+		mafsbx_fp_mounts_free(NULL, ml.raw, ml.n);
 	return 0;
-fail:
-	mafsbx_fp_mounts_free(m, raw, n);
-	return r;
 }
 
 /* ---- the walk ----------------------------------------------------------- */
@@ -789,6 +816,80 @@ static bool seen_pid(const struct walk *w, long long pid)
 	return false;
 }
 
+/* Field 22 of /proc/P/stat (the start time), counted after the ")" that ends the command name. */
+static bool stat_start(const char *stat, unsigned long long *start)
+{
+	const char *rp = strrchr(stat, ')');
+	if (!rp)
+		return false;
+	const char *q = rp + 1;
+	for (int field = 3; field <= 22 && q; field++) {
+		while (*q == ' ')
+			q++;
+		if (field == 22) {
+			*start = strtoull(q, NULL, 10);
+			break;
+		}
+		q = strchr(q, ' ');
+	}
+	return true;
+}
+
+/* The innermost PID of the NSpid: line of /proc/P/status (the PID the sandbox sees), -1 when none. */
+static long long nspid_last(const char *status)
+{
+	const char *ns = strstr(status, "\nNSpid:");
+	if (!ns)
+		return -1;
+	ns += 7;
+	const char *nl = strchr(ns, '\n');
+	long long last = -1;
+	for (const char *s = ns; *s && (!nl || s < nl);) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s < '0' || *s > '9')
+			break;
+		char *end;
+		last = strtoll(s, &end, 10);
+		s = end;
+	}
+	return last;
+}
+
+/* The command line's words (separated by NUL; a final NUL ends the last word), escaped, into p->argv. */
+static int split_cmdline(struct mafsbx_fp_process *p, const char *cmd, size_t cmdlen)
+{
+	size_t start = 0;
+	for (size_t i = 0; i <= cmdlen; i++) {
+		if (i < cmdlen && cmd[i] != '\0')
+			continue;
+		if (i == cmdlen && i == start)
+			break;
+		char **nv = realloc(p->argv, (p->argc + 1) * sizeof(*p->argv));
+		if (!nv)
+			return -ENOMEM;
+		p->argv = nv;
+		if (!(p->argv[p->argc] = mafsbx_fp_escape(cmd + start, i - start)))
+			return -ENOMEM;
+		p->argc++;
+		start = i + 1;
+	}
+	return 0;
+}
+
+/* Add `p` (moved: cleared on success) to the snapshot, and its host PID to those seen. 0 or -ENOMEM. */
+static int keep_process(struct walk *w, struct mafsbx_fp_process *p, long long hostpid)
+{
+	void *arr = w->hostpids;
+	int r = room_for_one(&arr, &w->cap_hostpids, w->n_hostpids, sizeof(*w->hostpids), 16);
+	w->hostpids = arr;
+	if (r < 0 || mafsbx_fp_add_process(w->fp, p) < 0)
+		return -ENOMEM;
+	w->hostpids[w->n_hostpids++] = hostpid;
+	memset(p, 0, sizeof(*p));
+	return 0;
+}
+
 /*
  * One process; 0 when kept, 1 when it is gone or not the container's.
  * parent < 0: a member of the cgroup, kept only when its own cgroup, read
@@ -821,75 +922,13 @@ static int read_process(struct walk *w, long long hostpid, long long parent)
 			goto out;
 		p.zombie = true;
 	}
-	const char *rp = strrchr(stat, ')');
-	if (!rp)
+	if (!stat_start(stat, &p.start) || (p.pid = nspid_last(status)) < 0)
 		goto out;
-	const char *q = rp + 1;
-	for (int field = 3; field <= 22 && q; field++) {
-		while (*q == ' ')
-			q++;
-		if (field == 22) {
-			p.start = strtoull(q, NULL, 10);
-			break;
-		}
-		q = strchr(q, ' ');
-	}
-	const char *ns = strstr(status, "\nNSpid:");
-	if (!ns)
-		goto out;
-	ns += 7;
-	const char *nl = strchr(ns, '\n');
-	long long last = -1;
-	for (const char *s = ns; *s && (!nl || s < nl);) {
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (*s < '0' || *s > '9')
-			break;
-		char *end;
-		last = strtoll(s, &end, 10);
-		s = end;
-	}
-	if (last < 0)
-		goto out;
-	p.pid = last;
 	p.truncated = trunc;
-	/* words separated by NUL; a final NUL ends the last word */
-	size_t start = 0;
-	for (size_t i = 0; i <= cmdlen; i++) {
-		if (i < cmdlen && cmd[i] != '\0')
-			continue;
-		if (i == cmdlen && i == start)
-			break;
-		char **nv = realloc(p.argv, (p.argc + 1) * sizeof(*p.argv));
-		if (!nv) {
-			r = -ENOMEM;
-			goto out;
-		}
-		p.argv = nv;
-		if (!(p.argv[p.argc] = mafsbx_fp_escape(cmd + start, i - start))) {
-			r = -ENOMEM;
-			goto out;
-		}
-		p.argc++;
-		start = i + 1;
-	}
-	if (w->n_hostpids == w->cap_hostpids) {
-		size_t nc = w->cap_hostpids ? w->cap_hostpids * 2 : 16;
-		long long *nh = realloc(w->hostpids, nc * sizeof(*nh));
-		if (!nh) {
-			r = -ENOMEM;
-			goto out;
-		}
-		w->hostpids = nh;
-		w->cap_hostpids = nc;
-	}
-	if (mafsbx_fp_add_process(w->fp, &p) < 0) {
+	if (split_cmdline(&p, cmd, cmdlen) < 0 || keep_process(w, &p, hostpid) < 0)
 		r = -ENOMEM;
-		goto out;
-	}
-	w->hostpids[w->n_hostpids++] = hostpid;
-	memset(&p, 0, sizeof(p));
-	r = 0;
+	else
+		r = 0;
 out:
 	proc_clear(&p);
 	free(stat);
@@ -1118,6 +1157,97 @@ static int check_declared(struct mafsbx_engine *e, const char *container, char i
 	return r;
 }
 
+static int stopped_while_measured(struct mafsbx_error *err, const char *container)
+{
+	return mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "fingerprint: sandbox %s stopped while measured", container);
+}
+
+/* Check the declared sandbox, pin it, and check the pin is the same container; fills fp's id and times. */
+static int pin_checked(struct mafsbx_engine *e, const char *container, struct mafsbx_fp *fp, struct mafsbx_pin **pin,
+		       struct mafsbx_error *err)
+{
+	char declared_id[65];
+	int r;
+	if ((r = check_declared(e, container, declared_id, &fp->name, err)) < 0)
+		return r;
+	if ((r = mafsbx_pin_open(e, container, pin, err)) < 0)
+		return r;
+	/* the pin's own inspects must describe the container that was checked */
+	if (strcmp((*pin)->id, declared_id) || (*pin)->privileged || (*pin)->host_pid)
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "fingerprint: sandbox %s was replaced while measured",
+					container);
+	snprintf(fp->id, sizeof(fp->id), "%s", (*pin)->id);
+	snprintf(fp->started_at, sizeof(fp->started_at), "%s", (*pin)->started_at);
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(fp->taken_at, sizeof(fp->taken_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return 0;
+}
+
+/* Open a trusted /proc (w->proc) and the pinned process's directory there; read and parse its mount table. */
+static int read_mounts(struct walk *w, const char *container, int *piddir, char ***raw)
+{
+	struct mafsbx_fp *fp = w->fp;
+	struct mafsbx_error *err = w->err;
+	char *mi = NULL;
+	int r = open_proc(&w->proc);
+	if (r < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "fingerprint: /proc cannot be trusted (%s)", strerror(-r));
+	char pidname[32];
+	snprintf(pidname, sizeof(pidname), "%d", w->pin->pid);
+	*piddir = openat(w->proc, pidname, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*piddir < 0 || read_at(*piddir, "mountinfo", FP_MOUNTINFO_MAX, &mi, NULL, NULL) < 0 ||
+	    !mafsbx_pin_alive(w->pin)) {
+		free(mi);
+		return stopped_while_measured(err, container);
+	}
+	r = mafsbx_fp_mountinfo_parse(mi, &fp->mounts, raw, &fp->n_mounts);
+	free(mi);
+	if (r < 0)
+		return mafsbx_error_set(err, r == -ENOMEM ? MAFSBX_EK_NOMEM : MAFSBX_EK_PROTOCOL,
+					"fingerprint: cannot parse the mount table of sandbox %s", container);
+	return 0;
+}
+
+/* Walk every mount from its mount point, reached from the container's root. */
+static int measure_mounts(struct walk *w, char **raw)
+{
+	struct mafsbx_fp *fp = w->fp;
+	for (size_t i = 0; i < fp->n_mounts; i++) {
+		const char *mp = raw[i];
+		const char *rel = mp[1] ? mp + 1 : ".";
+		/* from the container's root, across mounts, never through a link */
+		int fd = open2(w->pin->root, rel, O_PATH | O_NOFOLLOW, FP_RESOLVE);
+		if (fd < 0)
+			return mafsbx_error_set_full(w->err, MAFSBX_EK_SYSTEM, -fd, NULL,
+						     "fingerprint: cannot reach the mount point %s without following a "
+						     "link: %s",
+						     fp->mounts[i].path, strerror(-fd));
+		int r = measure(w, fd, mp, 0);
+		close(fd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Sorted entries; two mounts can show one entry (a mount point and its mount's root): keep the first. */
+static void sort_unique_entries(struct mafsbx_fp *fp)
+{
+	mafsbx_fp_sort(fp);
+	size_t k = 0;
+	for (size_t i = 0; i < fp->n_entries; i++) {
+		if (k && !strcmp(fp->entries[k - 1].path, fp->entries[i].path)) {
+			entry_clear(&fp->entries[i]);
+			continue;
+		}
+		fp->entries[k++] = fp->entries[i];
+	}
+	fp->n_entries = k;
+}
+
 int mafsbx_fingerprint_take(struct mafsbx_engine *e, const char *container, const struct mafsbx_fp_limits *lim,
 			    struct mafsbx_fp **out, struct mafsbx_error *err)
 {
@@ -1133,88 +1263,25 @@ int mafsbx_fingerprint_take(struct mafsbx_engine *e, const char *container, cons
 	struct walk w = { .fp = fp, .lim = lim, .proc = -1, .deadline = t0 + lim->max_ms, .err = err };
 	int piddir = -1, r;
 	char **raw = NULL;
-	char *mi = NULL;
 	if (!fp)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	fp->limits = *lim;
-	char declared_id[65];
-	if ((r = check_declared(e, container, declared_id, &fp->name, err)) < 0)
-		goto out;
-	if ((r = mafsbx_pin_open(e, container, &pin, err)) < 0)
+	if ((r = pin_checked(e, container, fp, &pin, err)) < 0)
 		goto out;
 	w.pin = pin;
-	/* the pin's own inspects must describe the container that was checked */
-	if (strcmp(pin->id, declared_id) || pin->privileged || pin->host_pid) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "fingerprint: sandbox %s was replaced while measured",
-				     container);
+	if ((r = read_mounts(&w, container, &piddir, &raw)) < 0)
 		goto out;
-	}
-	snprintf(fp->id, sizeof(fp->id), "%s", pin->id);
-	snprintf(fp->started_at, sizeof(fp->started_at), "%s", pin->started_at);
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(fp->taken_at, sizeof(fp->taken_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-
-	if ((r = open_proc(&w.proc)) < 0) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "fingerprint: /proc cannot be trusted (%s)", strerror(-r));
-		goto out;
-	}
-	char pidname[32];
-	snprintf(pidname, sizeof(pidname), "%d", pin->pid);
-	piddir = openat(w.proc, pidname, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (piddir < 0 || read_at(piddir, "mountinfo", FP_MOUNTINFO_MAX, &mi, NULL, NULL) < 0 ||
-	    !mafsbx_pin_alive(pin)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "fingerprint: sandbox %s stopped while measured",
-				     container);
-		goto out;
-	}
-	r = mafsbx_fp_mountinfo_parse(mi, &fp->mounts, &raw, &fp->n_mounts);
-	if (r < 0) {
-		r = mafsbx_error_set(err, r == -ENOMEM ? MAFSBX_EK_NOMEM : MAFSBX_EK_PROTOCOL,
-				     "fingerprint: cannot parse the mount table of sandbox %s", container);
-		goto out;
-	}
 	if (!(w.md = EVP_MD_CTX_new()) || !(w.buf = malloc(FP_READ_CHUNK))) {
 		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < fp->n_mounts; i++) {
-		const char *mp = raw[i];
-		const char *rel = mp[1] ? mp + 1 : ".";
-		/* from the container's root, across mounts, never through a link */
-		int fd = open2(pin->root, rel, O_PATH | O_NOFOLLOW, FP_RESOLVE);
-		if (fd < 0) {
-			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -fd, NULL,
-						  "fingerprint: cannot reach the mount point %s without following a "
-						  "link: %s",
-						  fp->mounts[i].path, strerror(-fd));
-			goto out;
-		}
-		r = measure(&w, fd, mp, 0);
-		close(fd);
-		if (r < 0)
-			goto out;
-	}
-	if ((r = read_processes(&w, piddir)) < 0)
+	if ((r = measure_mounts(&w, raw)) < 0 || (r = read_processes(&w, piddir)) < 0)
 		goto out;
 	if (!mafsbx_pin_alive(pin)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "fingerprint: sandbox %s stopped while measured",
-				     container);
+		r = stopped_while_measured(err, container);
 		goto out;
 	}
-	mafsbx_fp_sort(fp);
-	/* two mounts can show one entry (a mount point and its mount's root): keep the first */
-	size_t k = 0;
-	for (size_t i = 0; i < fp->n_entries; i++) {
-		if (k && !strcmp(fp->entries[k - 1].path, fp->entries[i].path)) {
-			entry_clear(&fp->entries[i]);
-			continue;
-		}
-		fp->entries[k++] = fp->entries[i];
-	}
-	fp->n_entries = k;
+	sort_unique_entries(fp);
 	fp->duration_ms = mafsbx_now_ms() - t0;
 	r = 0;
 out:
@@ -1227,7 +1294,6 @@ out:
 	EVP_MD_CTX_free(w.md);
 	free(w.buf);
 	free(w.hostpids);
-	free(mi);
 	if (raw)
 		mafsbx_fp_mounts_free(NULL, raw, fp->n_mounts);
 	mafsbx_pin_free(pin);
@@ -1349,6 +1415,94 @@ static char *dup_str(json_t *v)
 	return s ? strdup(s) : NULL;
 }
 
+static int mounts_from_json(struct mafsbx_fp *fp, json_t *mounts, struct mafsbx_error *err)
+{
+	size_t i;
+	json_t *v;
+	if (json_array_size(mounts) && !(fp->mounts = calloc(json_array_size(mounts), sizeof(*fp->mounts))))
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	json_array_foreach(mounts, i, v) {
+		struct mafsbx_fp_mount *m = &fp->mounts[fp->n_mounts++];
+		m->path = dup_str(json_object_get(v, "path"));
+		m->fstype = dup_str(json_object_get(v, "type"));
+		m->ro = json_is_true(json_object_get(v, "ro"));
+		if (!m->path || !m->fstype)
+			return bad_json(err, "a mount lacks path or type", i);
+	}
+	return 0;
+}
+
+/* Entry `i` of "entries", checked whole, added to fp. */
+static int entry_from_json(struct mafsbx_fp *fp, json_t *v, size_t i, struct mafsbx_error *err)
+{
+	struct mafsbx_fp_entry e;
+	memset(&e, 0, sizeof(e));
+	const char *mode = json_string_value(json_object_get(v, "mode"));
+	const char *sha = json_string_value(json_object_get(v, "sha256"));
+	const char *rdev = json_string_value(json_object_get(v, "rdev"));
+	e.type = mafsbx_fp_type_from_name(json_string_value(json_object_get(v, "type")));
+	e.path = dup_str(json_object_get(v, "path"));
+	e.target = dup_str(json_object_get(v, "target"));
+	char *mend = NULL;
+	unsigned long mv = mode ? strtoul(mode, &mend, 8) : 0;
+	bool ok = e.path && e.type && mode && *mend == '\0' && mv <= 07777 &&
+		  json_is_integer(json_object_get(v, "uid")) && json_is_integer(json_object_get(v, "gid")) &&
+		  json_is_integer(json_object_get(v, "size")) &&
+		  parse_time(json_object_get(v, "mtime"), &e.mtime_s, &e.mtime_ns) &&
+		  parse_time(json_object_get(v, "ctime"), &e.ctime_s, &e.ctime_ns) && (!sha || strlen(sha) == 64) &&
+		  (e.type != MAFSBX_FP_LINK || e.target);
+	if (rdev && sscanf(rdev, "%" SCNu32 ":%" SCNu32, &e.rdev_major, &e.rdev_minor) != 2)
+		ok = false;
+	if (!ok) {
+		entry_clear(&e);
+		return bad_json(err, "an entry is incomplete", i);
+	}
+	e.mode = (uint32_t)mv;
+	e.uid = (uint32_t)json_integer_value(json_object_get(v, "uid"));
+	e.gid = (uint32_t)json_integer_value(json_object_get(v, "gid"));
+	e.size = (uint64_t)json_integer_value(json_object_get(v, "size"));
+	if (sha)
+		memcpy(e.sha256, sha, 65);
+	e.changing = json_is_true(json_object_get(v, "changing"));
+	if (mafsbx_fp_add_entry(fp, &e) < 0) {
+		entry_clear(&e);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* Process `i` of "processes", checked whole, added to fp. */
+static int process_from_json(struct mafsbx_fp *fp, json_t *v, size_t i, struct mafsbx_error *err)
+{
+	struct mafsbx_fp_process p;
+	memset(&p, 0, sizeof(p));
+	json_t *argv = json_object_get(v, "cmdline"), *a;
+	if (!json_is_integer(json_object_get(v, "pid")) || !json_is_integer(json_object_get(v, "start")) ||
+	    !json_is_array(argv))
+		return bad_json(err, "a process lacks pid, start or cmdline", i);
+	p.pid = json_integer_value(json_object_get(v, "pid"));
+	p.start = (unsigned long long)json_integer_value(json_object_get(v, "start"));
+	p.truncated = json_is_true(json_object_get(v, "truncated"));
+	p.zombie = json_is_true(json_object_get(v, "zombie"));
+	if (json_array_size(argv) && !(p.argv = calloc(json_array_size(argv), sizeof(*p.argv))))
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	size_t k;
+	bool ok = true;
+	json_array_foreach(argv, k, a) {
+		if (!(p.argv[p.argc] = dup_str(a))) {
+			ok = false;
+			break;
+		}
+		p.argc++;
+	}
+	if (!ok || mafsbx_fp_add_process(fp, &p) < 0) {
+		proc_clear(&p);
+		return ok ? mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory")
+			  : bad_json(err, "a command-line word is not a string", i);
+	}
+	return 0;
+}
+
 int mafsbx_fp_from_json(const json_t *j, struct mafsbx_fp **out, struct mafsbx_error *err)
 {
 	*out = NULL;
@@ -1363,7 +1517,6 @@ int mafsbx_fp_from_json(const json_t *j, struct mafsbx_fp **out, struct mafsbx_e
 	struct mafsbx_fp *fp = calloc(1, sizeof(*fp));
 	if (!fp)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	int r = 0;
 	json_t *c = json_object_get(j, "container");
 	snprintf(fp->id, sizeof(fp->id), "%s", json_string_value(json_object_get(c, "id")) ?: "");
 	snprintf(fp->started_at, sizeof(fp->started_at), "%s",
@@ -1373,98 +1526,19 @@ int mafsbx_fp_from_json(const json_t *j, struct mafsbx_fp **out, struct mafsbx_e
 	json_t *st = json_object_get(j, "stats");
 	fp->bytes_hashed = (uint64_t)json_integer_value(json_object_get(st, "bytes_hashed"));
 	fp->duration_ms = json_integer_value(json_object_get(st, "duration_ms"));
+	int r = mounts_from_json(fp, mounts, err);
 	size_t i;
-	json_t *v;
-	if (json_array_size(mounts) && !(fp->mounts = calloc(json_array_size(mounts), sizeof(*fp->mounts)))) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto fail;
-	}
-	json_array_foreach(mounts, i, v) {
-		struct mafsbx_fp_mount *m = &fp->mounts[fp->n_mounts++];
-		m->path = dup_str(json_object_get(v, "path"));
-		m->fstype = dup_str(json_object_get(v, "type"));
-		m->ro = json_is_true(json_object_get(v, "ro"));
-		if (!m->path || !m->fstype) {
-			r = bad_json(err, "a mount lacks path or type", i);
-			goto fail;
-		}
-	}
-	json_array_foreach(entries, i, v) {
-		struct mafsbx_fp_entry e;
-		memset(&e, 0, sizeof(e));
-		const char *mode = json_string_value(json_object_get(v, "mode"));
-		const char *sha = json_string_value(json_object_get(v, "sha256"));
-		const char *rdev = json_string_value(json_object_get(v, "rdev"));
-		e.type = mafsbx_fp_type_from_name(json_string_value(json_object_get(v, "type")));
-		e.path = dup_str(json_object_get(v, "path"));
-		e.target = dup_str(json_object_get(v, "target"));
-		char *mend = NULL;
-		unsigned long mv = mode ? strtoul(mode, &mend, 8) : 0;
-		bool ok = e.path && e.type && mode && *mend == '\0' && mv <= 07777 &&
-			  json_is_integer(json_object_get(v, "uid")) && json_is_integer(json_object_get(v, "gid")) &&
-			  json_is_integer(json_object_get(v, "size")) &&
-			  parse_time(json_object_get(v, "mtime"), &e.mtime_s, &e.mtime_ns) &&
-			  parse_time(json_object_get(v, "ctime"), &e.ctime_s, &e.ctime_ns) &&
-			  (!sha || strlen(sha) == 64) && (e.type != MAFSBX_FP_LINK || e.target);
-		if (rdev && sscanf(rdev, "%" SCNu32 ":%" SCNu32, &e.rdev_major, &e.rdev_minor) != 2)
-			ok = false;
-		if (!ok) {
-			entry_clear(&e);
-			r = bad_json(err, "an entry is incomplete", i);
-			goto fail;
-		}
-		e.mode = (uint32_t)mv;
-		e.uid = (uint32_t)json_integer_value(json_object_get(v, "uid"));
-		e.gid = (uint32_t)json_integer_value(json_object_get(v, "gid"));
-		e.size = (uint64_t)json_integer_value(json_object_get(v, "size"));
-		if (sha)
-			memcpy(e.sha256, sha, 65);
-		e.changing = json_is_true(json_object_get(v, "changing"));
-		if (mafsbx_fp_add_entry(fp, &e) < 0) {
-			entry_clear(&e);
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-	}
-	json_array_foreach(procs, i, v) {
-		struct mafsbx_fp_process p;
-		memset(&p, 0, sizeof(p));
-		json_t *argv = json_object_get(v, "cmdline"), *a;
-		if (!json_is_integer(json_object_get(v, "pid")) || !json_is_integer(json_object_get(v, "start")) ||
-		    !json_is_array(argv)) {
-			r = bad_json(err, "a process lacks pid, start or cmdline", i);
-			goto fail;
-		}
-		p.pid = json_integer_value(json_object_get(v, "pid"));
-		p.start = (unsigned long long)json_integer_value(json_object_get(v, "start"));
-		p.truncated = json_is_true(json_object_get(v, "truncated"));
-		p.zombie = json_is_true(json_object_get(v, "zombie"));
-		if (json_array_size(argv) && !(p.argv = calloc(json_array_size(argv), sizeof(*p.argv)))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
-		size_t k;
-		bool ok = true;
-		json_array_foreach(argv, k, a) {
-			if (!(p.argv[p.argc] = dup_str(a))) {
-				ok = false;
-				break;
-			}
-			p.argc++;
-		}
-		if (!ok || mafsbx_fp_add_process(fp, &p) < 0) {
-			proc_clear(&p);
-			r = ok ? mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory")
-			       : bad_json(err, "a command-line word is not a string", i);
-			goto fail;
-		}
+	for (i = 0; r == 0 && i < json_array_size(entries); i++)
+		r = entry_from_json(fp, json_array_get(entries, i), i, err);
+	for (i = 0; r == 0 && i < json_array_size(procs); i++)
+		r = process_from_json(fp, json_array_get(procs, i), i, err);
+	if (r < 0) {
+		mafsbx_fp_free(fp);
+		return r;
 	}
 	mafsbx_fp_sort(fp);
 	*out = fp;
 	return 0;
-fail:
-	mafsbx_fp_free(fp);
-	return r;
 }
 
 /* ---- diff --------------------------------------------------------------- */
@@ -1558,75 +1632,108 @@ static bool argv_equal(const struct mafsbx_fp_process *a, const struct mafsbx_fp
 	return true;
 }
 
+/* How the diff compares and shows one kind of item (mount, entry, process). */
+struct diff_kind {
+	size_t size;
+	int (*cmp)(const void *a, const void *b);           /* the order both arrays are sorted in */
+	void (*put)(FILE *out, char sign, const void *x);    /* an added (+) or removed (-) item */
+	bool (*changed)(FILE *out, const void *a, const void *b, unsigned flags);   /* says "~ ..." (out may be NULL) */
+};
+
+/* Walk two sorted arrays together; the number of differences, each printed on `out` when not NULL. */
+static size_t diff_sorted(const void *a, size_t na, const void *b, size_t nb, const struct diff_kind *dk,
+			  unsigned flags, FILE *out)
+{
+	const char *pa = a, *pb = b;
+	size_t n = 0, i = 0, k = 0;
+	while (i < na || k < nb) {
+		int c = i == na ? 1 : k == nb ? -1 : dk->cmp(pa + i * dk->size, pb + k * dk->size);
+		if (c < 0) {
+			if (out)
+				dk->put(out, '-', pa + i * dk->size);
+			n++, i++;
+		} else if (c > 0) {
+			if (out)
+				dk->put(out, '+', pb + k * dk->size);
+			n++, k++;
+		} else {
+			if (dk->changed(out, pa + i * dk->size, pb + k * dk->size, flags))
+				n++;
+			i++, k++;
+		}
+	}
+	return n;
+}
+
+static int mount_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct mafsbx_fp_mount *)a)->path, ((const struct mafsbx_fp_mount *)b)->path);
+}
+
+static void mount_put(FILE *out, char sign, const void *x)
+{
+	const struct mafsbx_fp_mount *m = x;
+	fprintf(out, "%c mount %s (%s)\n", sign, m->path, m->fstype);
+}
+
+static bool mount_changed(FILE *out, const void *x, const void *y, unsigned flags)
+{
+	const struct mafsbx_fp_mount *a = x, *b = y;
+	(void)flags;
+	if (!strcmp(a->fstype, b->fstype) && a->ro == b->ro)
+		return false;
+	if (out)
+		fprintf(out, "~ mount %s: %s %s -> %s %s\n", a->path, a->fstype, a->ro ? "ro" : "rw", b->fstype,
+			b->ro ? "ro" : "rw");
+	return true;
+}
+
+static void entry_put(FILE *out, char sign, const void *x)
+{
+	put_entry(out, sign, x);
+}
+
+static bool entry_diff(FILE *out, const void *x, const void *y, unsigned flags)
+{
+	const struct mafsbx_fp_entry *a = x, *b = y;
+	struct changes ch = { .len = 0 };
+	ch.text[0] = '\0';
+	if (!entry_changed(a, b, flags, &ch))
+		return false;
+	if (out)
+		fprintf(out, "~ %s: %s\n", a->path, ch.text);
+	return true;
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	return cmp_proc_key(a, b);
+}
+
+static void proc_put(FILE *out, char sign, const void *x)
+{
+	put_proc(out, sign, x);
+}
+
+static bool proc_changed(FILE *out, const void *x, const void *y, unsigned flags)
+{
+	(void)flags;
+	if (argv_equal(x, y))
+		return false;
+	if (out)
+		put_proc(out, '~', y);
+	return true;
+}
+
 size_t mafsbx_fp_diff(const struct mafsbx_fp *a, const struct mafsbx_fp *b, unsigned flags, FILE *out)
 {
-	size_t n = 0, i = 0, k = 0;
-	/* mounts */
-	while (i < a->n_mounts || k < b->n_mounts) {
-		int c = i == a->n_mounts ? 1 : k == b->n_mounts ? -1 : strcmp(a->mounts[i].path, b->mounts[k].path);
-		if (c < 0) {
-			if (out)
-				fprintf(out, "- mount %s (%s)\n", a->mounts[i].path, a->mounts[i].fstype);
-			n++, i++;
-		} else if (c > 0) {
-			if (out)
-				fprintf(out, "+ mount %s (%s)\n", b->mounts[k].path, b->mounts[k].fstype);
-			n++, k++;
-		} else {
-			if (strcmp(a->mounts[i].fstype, b->mounts[k].fstype) || a->mounts[i].ro != b->mounts[k].ro) {
-				if (out)
-					fprintf(out, "~ mount %s: %s %s -> %s %s\n", a->mounts[i].path, a->mounts[i].fstype,
-						a->mounts[i].ro ? "ro" : "rw", b->mounts[k].fstype,
-						b->mounts[k].ro ? "ro" : "rw");
-				n++;
-			}
-			i++, k++;
-		}
-	}
-	/* entries */
-	i = k = 0;
-	while (i < a->n_entries || k < b->n_entries) {
-		int c = i == a->n_entries ? 1 : k == b->n_entries ? -1 : strcmp(a->entries[i].path, b->entries[k].path);
-		if (c < 0) {
-			if (out)
-				put_entry(out, '-', &a->entries[i]);
-			n++, i++;
-		} else if (c > 0) {
-			if (out)
-				put_entry(out, '+', &b->entries[k]);
-			n++, k++;
-		} else {
-			struct changes ch = { .len = 0 };
-			ch.text[0] = '\0';
-			if (entry_changed(&a->entries[i], &b->entries[k], flags, &ch)) {
-				if (out)
-					fprintf(out, "~ %s: %s\n", a->entries[i].path, ch.text);
-				n++;
-			}
-			i++, k++;
-		}
-	}
+	static const struct diff_kind mounts = { sizeof(struct mafsbx_fp_mount), mount_cmp, mount_put, mount_changed };
+	static const struct diff_kind entries = { sizeof(struct mafsbx_fp_entry), cmp_entry, entry_put, entry_diff };
 	/* processes, by (pid, start): a recycled PID is another process */
-	i = k = 0;
-	while (i < a->n_procs || k < b->n_procs) {
-		int c = i == a->n_procs ? 1 : k == b->n_procs ? -1 : cmp_proc_key(&a->procs[i], &b->procs[k]);
-		if (c < 0) {
-			if (out)
-				put_proc(out, '-', &a->procs[i]);
-			n++, i++;
-		} else if (c > 0) {
-			if (out)
-				put_proc(out, '+', &b->procs[k]);
-			n++, k++;
-		} else {
-			if (!argv_equal(&a->procs[i], &b->procs[k])) {
-				if (out) {
-					put_proc(out, '~', &b->procs[k]);
-				}
-				n++;
-			}
-			i++, k++;
-		}
-	}
+	static const struct diff_kind procs = { sizeof(struct mafsbx_fp_process), proc_cmp, proc_put, proc_changed };
+	/* one statement each: mounts, then entries, then processes, in this order on `out` */
+	size_t n = diff_sorted(a->mounts, a->n_mounts, b->mounts, b->n_mounts, &mounts, flags, out);
+	n += diff_sorted(a->entries, a->n_entries, b->entries, b->n_entries, &entries, flags, out);
+	n += diff_sorted(a->procs, a->n_procs, b->procs, b->n_procs, &procs, flags, out);
 	return n;
 }

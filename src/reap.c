@@ -31,49 +31,41 @@ static const char *const identity_labels[] = {
 	MAFSBX_LABEL_KIND,
 };
 
+/* Name of an enum value from a table indexed by it; `fallback` outside the table. */
+static const char *enum_name(const char *const *names, size_t n, int v, const char *fallback)
+{
+	return v >= 0 && (size_t)v < n && names[v] ? names[v] : fallback;
+}
+
 const char *mafsbx_reap_kind_name(enum mafsbx_reap_kind k)
 {
-	switch (k) {
-	case MAFSBX_REAP_PROXY:
-		return "proxy";
-	case MAFSBX_REAP_WORKLOAD:
-		return "workload";
-	case MAFSBX_REAP_NETWORK:
-		return "network";
-	}
-	return "?";
+	static const char *const names[] = {
+		[MAFSBX_REAP_PROXY] = "proxy",
+		[MAFSBX_REAP_WORKLOAD] = "workload",
+		[MAFSBX_REAP_NETWORK] = "network",
+	};
+	return enum_name(names, MAFSBX_ARRAY_SIZE(names), (int)k, "?");
 }
 
 const char *mafsbx_reap_outcome_name(enum mafsbx_reap_outcome o)
 {
-	switch (o) {
-	case MAFSBX_REAP_REMOVED:
-		return "removed";
-	case MAFSBX_REAP_WOULD_REMOVE:
-		return "would-remove";
-	case MAFSBX_REAP_GONE:
-		return "gone";
-	case MAFSBX_REAP_FAILED:
-		return "failed";
-	case MAFSBX_REAP_BLOCKED:
-		return "blocked";
-	}
-	return "?";
+	static const char *const names[] = {
+		[MAFSBX_REAP_REMOVED] = "removed", [MAFSBX_REAP_WOULD_REMOVE] = "would-remove",
+		[MAFSBX_REAP_GONE] = "gone",       [MAFSBX_REAP_FAILED] = "failed",
+		[MAFSBX_REAP_BLOCKED] = "blocked",
+	};
+	return enum_name(names, MAFSBX_ARRAY_SIZE(names), (int)o, "?");
 }
 
 const char *mafsbx_reap_code_name(enum mafsbx_reap_code c)
 {
-	switch (c) {
-	case MAFSBX_REAP_UNLISTED:
-		return "unlisted";
-	case MAFSBX_REAP_REFUSED:
-		return "refused";
-	case MAFSBX_REAP_UNREACHABLE:
-		return "unreachable";
-	case MAFSBX_REAP_TIMEOUT:
-		return "timeout";
-	}
-	return "unknown";
+	static const char *const names[] = {
+		[MAFSBX_REAP_UNLISTED] = "unlisted",
+		[MAFSBX_REAP_REFUSED] = "refused",
+		[MAFSBX_REAP_UNREACHABLE] = "unreachable",
+		[MAFSBX_REAP_TIMEOUT] = "timeout",
+	};
+	return enum_name(names, MAFSBX_ARRAY_SIZE(names), (int)c, "unknown");
 }
 
 bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kind *kind,
@@ -191,7 +183,7 @@ static int inventory_push(struct inventory *inv, const struct resource *r)
 	return 0;
 }
 
-static json_t *reap_filters(const char *scope_label)
+json_t *mafsbx_reap_filters(const char *scope_label)
 {
 	json_t *f = mafsbx_filters_new();
 	if (!f)
@@ -209,6 +201,18 @@ static json_t *reap_filters(const char *scope_label)
 		return NULL;
 	}
 	return f;
+}
+
+bool mafsbx_reap_has_identity_labels(const json_t *labels)
+{
+	if (!json_is_object(labels))
+		return false;
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(identity_labels); i++) {
+		const char *v = json_string_value(json_object_get(labels, identity_labels[i]));
+		if (!v || !v[0])
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -232,13 +236,8 @@ static int validate(const json_t *obj, bool network, const char *listed_id, cons
 		return 0;
 	const json_t *labels = network ? json_object_get(obj, "Labels")
 				       : json_object_get(json_object_get(obj, "Config"), "Labels");
-	if (!json_is_object(labels))
+	if (!mafsbx_reap_has_identity_labels(labels))
 		return 0;
-	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(identity_labels); i++) {
-		const char *v = json_string_value(json_object_get(labels, identity_labels[i]));
-		if (!v || !v[0])
-			return 0;
-	}
 	if (scope_label && strcmp(json_string_value(json_object_get(labels, MAFSBX_LABEL_SCOPE)), scope_label) != 0)
 		return 0;
 	if (!network) {
@@ -283,6 +282,88 @@ static bool fatal_transport(const struct mafsbx_error *e)
 	return e->kind == MAFSBX_EK_UNREACHABLE || e->kind == MAFSBX_EK_TIMEOUT;
 }
 
+static int oom(struct mafsbx_error *err)
+{
+	return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+}
+
+/* List one half by the filter. 0, or the first failure's negative errno (recorded in `res`, with `err`). */
+static int list_half(struct mafsbx_engine *e, bool network, const char *scope_label, json_t **list,
+		     struct mafsbx_reap_result *res, bool *fatal, struct mafsbx_error *err)
+{
+	int first = 0;
+	struct mafsbx_error lerr;
+	mafsbx_error_clear(&lerr);
+	json_t *filters = mafsbx_reap_filters(scope_label);
+	if (!filters)
+		return oom(err);
+	int r = network ? mafsbx_network_list(e, filters, list, &lerr) : mafsbx_container_list(e, filters, true, list, &lerr);
+	json_decref(filters);
+	if (r < 0 || !json_is_array(*list)) {
+		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "could not list %s, so nothing was deleted: %s",
+				network ? "networks" : "containers", r < 0 ? lerr.message : "the answer is not an array") < 0)
+			r = -ENOMEM;
+		note_first(err, &first, r, r < 0 ? &lerr : NULL, "list: the answer is not an array");
+		*fatal = r < 0 && fatal_transport(&lerr);
+	}
+	return first;
+}
+
+/* The engine listed something that is not an engine ID: an inventory failure. 0, or -ENOMEM (with `err`). */
+static int malformed_id(struct mafsbx_reap_result *res, bool network, const char *id, struct mafsbx_error *err,
+			int *first)
+{
+	char msg[160];
+	snprintf(msg, sizeof(msg), "the engine listed a malformed %s ID '%.70s'", network ? "network" : "container",
+		 id ? id : "(none)");
+	if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "%s", msg) < 0)
+		return oom(err);
+	note_first(err, first, -EIO, NULL, msg);
+	return 0;
+}
+
+#define INVENTORY_STOP 1
+
+/*
+ * One listed ID: inspect it, validate it, keep it when ours. 0 to go on,
+ * INVENTORY_STOP when the engine is gone (`*fatal` set), or -ENOMEM (with
+ * `err`). Failures are recorded in `res`, the first in `*first` and `err`.
+ */
+static int inventory_entry(struct mafsbx_engine *e, bool network, const char *id, const char *scope_label,
+			   struct inventory *inv, struct mafsbx_reap_result *res, bool *fatal, struct mafsbx_error *err,
+			   int *first)
+{
+	json_t *obj = NULL;
+	struct mafsbx_error ierr;
+	mafsbx_error_clear(&ierr);
+	int r = network ? mafsbx_network_inspect(e, id, &obj, &ierr) : mafsbx_container_inspect(e, id, &obj, &ierr);
+	if (r < 0) {
+		if (names_absent(&ierr, id))
+			return 0;   /* removed since the listing: not ours to judge */
+		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "could not inspect listed %s %s: %s",
+				network ? "network" : "container", id, ierr.message) < 0)
+			r = -ENOMEM;
+		note_first(err, first, r, &ierr, NULL);
+		if (!fatal_transport(&ierr))
+			return 0;
+		*fatal = true;
+		return INVENTORY_STOP;
+	}
+	struct resource rs;
+	memset(&rs, 0, sizeof(rs));
+	char why[MAFSBX_ERR_MSG_MAX / 2] = "";
+	int v = validate(obj, network, id, scope_label, &rs, why, sizeof(why));
+	json_decref(obj);
+	if (v < 0) {
+		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "%s", why) < 0)
+			return oom(err);
+		note_first(err, first, -EIO, NULL, why);
+	} else if (v > 0 && inventory_push(inv, &rs) < 0) {
+		return oom(err);
+	}
+	return 0;
+}
+
 /*
  * One half of the inventory (containers or networks). Failures are recorded
  * in `res`; returns 0, or the first failure's negative errno (with `err`).
@@ -292,95 +373,41 @@ static bool fatal_transport(const struct mafsbx_error *e)
 static int inventory_half(struct mafsbx_engine *e, bool network, const char *scope_label, struct inventory *inv,
 			  struct mafsbx_reap_result *res, bool *fatal, struct mafsbx_error *err)
 {
-	const char *what = network ? "networks" : "containers";
-	int first = 0;
-	json_t *filters = reap_filters(scope_label);
 	json_t *list = NULL;
 	char **seen = NULL;
 	size_t n_seen = 0;
-	struct mafsbx_error lerr;
-	mafsbx_error_clear(&lerr);
-
-	if (!filters) {
-		first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+	int first = list_half(e, network, scope_label, &list, res, fatal, err);
+	if (first < 0)
 		goto out;
-	}
-	int r = network ? mafsbx_network_list(e, filters, &list, &lerr) : mafsbx_container_list(e, filters, true, &list, &lerr);
-	if (r < 0 || !json_is_array(list)) {
-		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "could not list %s, so nothing was deleted: %s",
-				what, r < 0 ? lerr.message : "the answer is not an array") < 0)
-			r = -ENOMEM;
-		note_first(err, &first, r, r < 0 ? &lerr : NULL, "list: the answer is not an array");
-		*fatal = r < 0 && fatal_transport(&lerr);
-		goto out;
-	}
 	seen = calloc(json_array_size(list) + 1, sizeof(*seen));
 	if (!seen) {
-		first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
+		first = oom(err);
 		goto out;
 	}
-
 	size_t i;
 	json_t *entry;
 	json_array_foreach(list, i, entry) {
 		const char *id = json_string_value(json_object_get(entry, "Id"));
+		int r;
 		if (!mafsbx_is_engine_id(id)) {
-			char msg[160];
-			snprintf(msg, sizeof(msg), "the engine listed a malformed %s ID '%.70s'", network ? "network" : "container",
-				 id ? id : "(none)");
-			if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "%s", msg) < 0) {
-				first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
-				goto out;
-			}
-			note_first(err, &first, -EIO, NULL, msg);
-			continue;
+			r = malformed_id(res, network, id, err, &first);
+		} else {
+			bool dup = false;
+			for (size_t k = 0; k < n_seen && !dup; k++)
+				dup = strcmp(seen[k], id) == 0;
+			if (dup)
+				continue;
+			seen[n_seen++] = (char *)id;
+			r = inventory_entry(e, network, id, scope_label, inv, res, fatal, err, &first);
 		}
-		bool dup = false;
-		for (size_t k = 0; k < n_seen && !dup; k++)
-			dup = strcmp(seen[k], id) == 0;
-		if (dup)
-			continue;
-		seen[n_seen++] = (char *)id;
-
-		json_t *obj = NULL;
-		struct mafsbx_error ierr;
-		mafsbx_error_clear(&ierr);
-		r = network ? mafsbx_network_inspect(e, id, &obj, &ierr) : mafsbx_container_inspect(e, id, &obj, &ierr);
-		if (r < 0) {
-			if (names_absent(&ierr, id))
-				continue;   /* removed since the listing: not ours to judge */
-			if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "could not inspect listed %s %s: %s",
-					network ? "network" : "container", id, ierr.message) < 0)
-				r = -ENOMEM;
-			note_first(err, &first, r, &ierr, NULL);
-			if (fatal_transport(&ierr)) {
-				*fatal = true;
-				goto out;
-			}
-			continue;
-		}
-		struct resource rs;
-		memset(&rs, 0, sizeof(rs));
-		char why[MAFSBX_ERR_MSG_MAX / 2] = "";
-		int v = validate(obj, network, id, scope_label, &rs, why, sizeof(why));
-		json_decref(obj);
-		if (v < 0) {
-			if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "%s", why) < 0) {
-				first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
-				goto out;
-			}
-			note_first(err, &first, -EIO, NULL, why);
-		} else if (v > 0) {
-			if (inventory_push(inv, &rs) < 0) {
-				first = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
-				goto out;
-			}
-		}
+		if (r < 0)
+			first = r;
+		if (r != 0)
+			break;
 	}
 out:
 	free(seen);
 	json_decref(list);
-	json_decref(filters);
 	return first;
 }
 
@@ -438,6 +465,206 @@ static struct mafsbx_time realtime_now(void)
 	return (struct mafsbx_time){ .sec = ts.tv_sec, .nsec = (int32_t)ts.tv_nsec };
 }
 
+/* ---- the run, phase by phase -------------------------------------------- */
+
+struct reap_run {
+	struct mafsbx_engine *e;
+	const struct mafsbx_reap_options *opts;
+	struct mafsbx_reap_result *res;
+	struct mafsbx_error *err;
+	struct inventory inv;
+	struct group *groups;
+	size_t n_groups;
+};
+
+static void stage(const struct reap_run *run, enum mafsbx_reap_stage s)
+{
+	if (run->opts->hook)
+		run->opts->hook(s, run->opts->hook_ctx);
+}
+
+/* 1. Inventory: containers first, then networks. 0, or a negative errno (nothing is to be deleted). */
+static int take_inventory(struct reap_run *run, const char *scope_label)
+{
+	bool fatal = false;
+	int ret = inventory_half(run->e, false, scope_label, &run->inv, run->res, &fatal, run->err);
+	if (!fatal) {
+		/* Keep reading to report every unreadable resource; the first error stays in err. */
+		int r2 = inventory_half(run->e, true, scope_label, &run->inv, run->res, &fatal, ret < 0 ? NULL : run->err);
+		if (ret == 0)
+			ret = r2;
+	}
+	run->res->inventoried = run->inv.n;
+	if (ret < 0 || run->res->n_failures) {
+		run->res->inventory_failed = true;
+		if (ret == 0)
+			ret = -EIO;
+		log_info("reap: the inventory failed; nothing was deleted");
+	}
+	return ret;
+}
+
+/* The deciding resource: the workload, else the proxy, else the youngest network. -1 when none. */
+static long anchor_of(const struct inventory *inv, const struct group *g)
+{
+	if (g->workload >= 0)
+		return g->workload;
+	if (g->proxy >= 0)
+		return g->proxy;
+	long anchor = -1;
+	for (size_t i = 0; i < inv->n; i++)
+		if (inv->r[i].kind == MAFSBX_REAP_NETWORK && strcmp(inv->r[i].sandbox, g->sandbox) == 0 &&
+		    (anchor < 0 || mafsbx_time_cmp(inv->r[i].created, inv->r[anchor].created) > 0))
+			anchor = (long)i;
+	return anchor;
+}
+
+/* 2. Group by sandbox; the age is the anchor's. 0 or -ENOMEM. */
+static int group_inventory(struct reap_run *run)
+{
+	struct inventory *inv = &run->inv;
+	if (inv->n)
+		qsort(inv->r, inv->n, sizeof(*inv->r), cmp_resource);
+	run->groups = calloc(inv->n + 1, sizeof(*run->groups));
+	if (!run->groups)
+		return oom(run->err);
+	for (size_t i = 0; i < inv->n; i++) {
+		const struct resource *r = &inv->r[i];
+		struct group *g = find_group(run->groups, run->n_groups, r->sandbox);
+		if (!g) {
+			g = &run->groups[run->n_groups++];
+			snprintf(g->sandbox, sizeof(g->sandbox), "%s", r->sandbox);
+			g->workload = g->proxy = g->anchor = -1;
+		}
+		if (r->kind == MAFSBX_REAP_WORKLOAD)
+			g->workload = (long)i;
+		else if (r->kind == MAFSBX_REAP_PROXY)
+			g->proxy = (long)i;
+	}
+	for (size_t gi = 0; gi < run->n_groups; gi++) {
+		struct group *g = &run->groups[gi];
+		g->anchor = anchor_of(inv, g);
+		/* Strict: an anchor exactly at the cutoff is kept. */
+		g->expired = g->anchor >= 0 && mafsbx_time_cmp(inv->r[g->anchor].created, run->res->cutoff) < 0;
+	}
+	return 0;
+}
+
+/*
+ * Inspect one expired group's anchor by ID again. 0 to go on (a failure is
+ * recorded, the first in `*first`), 1 to stop (the engine is gone), -ENOMEM.
+ */
+static int revalidate_group(struct reap_run *run, struct group *g, int *first)
+{
+	const struct resource *a = &run->inv.r[g->anchor];
+	json_t *obj = NULL;
+	struct mafsbx_error rerr;
+	mafsbx_error_clear(&rerr);
+	int r = a->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_inspect(run->e, a->id, &obj, &rerr)
+					       : mafsbx_container_inspect(run->e, a->id, &obj, &rerr);
+	if (r < 0 && names_absent(&rerr, a->id)) {
+		g->skipped = true;
+		return 0;
+	}
+	const char *id = r == 0 ? json_string_value(json_object_get(obj, "Id")) : NULL;
+	if (r < 0 || !id || strcmp(id, a->id) != 0) {
+		enum mafsbx_reap_kind k = a->kind;
+		struct mafsbx_reap_result *res = run->res;
+		if (add_failure(res, MAFSBX_REAP_UNLISTED, &k, a->id, a->name, "could not revalidate %s %s: %s",
+				mafsbx_reap_kind_name(k), a->name, r < 0 ? rerr.message : "the engine answered another ID") < 0) {
+			json_decref(obj);
+			return oom(run->err);
+		}
+		note_first(run->err, first, r, r < 0 ? &rerr : NULL, res->failures[res->n_failures - 1].message);
+	}
+	json_decref(obj);
+	return r < 0 && fatal_transport(&rerr) ? 1 : 0;
+}
+
+/* 3. Revalidate each expired group's anchor by ID; any failure deletes nothing. */
+static int revalidate(struct reap_run *run)
+{
+	int first = 0;
+	for (size_t gi = 0; gi < run->n_groups; gi++) {
+		struct group *g = &run->groups[gi];
+		if (!g->expired)
+			continue;
+		int r = revalidate_group(run, g, &first);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			break;
+	}
+	if (first) {
+		run->res->inventory_failed = true;
+		log_info("reap: revalidation failed; nothing was deleted");
+	}
+	return first;
+}
+
+static void count_removed(struct mafsbx_reap_result *res, enum mafsbx_reap_kind k)
+{
+	if (k == MAFSBX_REAP_PROXY)
+		res->proxies_removed++;
+	else if (k == MAFSBX_REAP_WORKLOAD)
+		res->disposed++;
+	else
+		res->networks_removed++;
+}
+
+/* Remove (or, dry, count) one resource of an expired group by its ID. 0 or -ENOMEM. */
+static int remove_one(struct reap_run *run, const struct resource *r, struct group *g)
+{
+	if (g->blocked)
+		return add_item(run->res, r, MAFSBX_REAP_BLOCKED);
+	if (run->opts->dry_run) {
+		int ar = add_item(run->res, r, MAFSBX_REAP_WOULD_REMOVE);
+		count_removed(run->res, r->kind);
+		return ar;
+	}
+	struct mafsbx_error derr;
+	mafsbx_error_clear(&derr);
+	int dr = r->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_delete(run->e, r->id, &derr)
+						: mafsbx_container_delete(run->e, r->id, true, &derr);
+	enum mafsbx_reap_outcome o;
+	if (dr == 0) {
+		o = MAFSBX_REAP_REMOVED;
+		count_removed(run->res, r->kind);
+		log_info("reap: removed %s %s (%.12s)", mafsbx_reap_kind_name(r->kind), r->name, r->id);
+	} else if (names_absent(&derr, r->id)) {
+		o = MAFSBX_REAP_GONE;
+	} else {
+		o = MAFSBX_REAP_FAILED;
+		enum mafsbx_reap_kind k = r->kind;
+		if (add_failure(run->res, code_of(&derr), &k, r->id, r->name, "%s", derr.message) < 0)
+			return -ENOMEM;
+		log_info("reap: could not remove %s %s: %s", mafsbx_reap_kind_name(r->kind), r->name, derr.message);
+	}
+	/* A container left in place (or already replaced) keeps its group's age for a retry. */
+	if (o != MAFSBX_REAP_REMOVED && r->kind != MAFSBX_REAP_NETWORK)
+		g->blocked = true;
+	return add_item(run->res, r, o);
+}
+
+/* 4. Remove by ID: proxies, then workloads, then networks. 0 or -ENOMEM. */
+static int remove_expired(struct reap_run *run)
+{
+	static const enum mafsbx_reap_kind order[] = { MAFSBX_REAP_PROXY, MAFSBX_REAP_WORKLOAD, MAFSBX_REAP_NETWORK };
+	for (size_t oi = 0; oi < MAFSBX_ARRAY_SIZE(order); oi++) {
+		for (size_t i = 0; i < run->inv.n; i++) {
+			const struct resource *r = &run->inv.r[i];
+			if (r->kind != order[oi])
+				continue;
+			struct group *g = find_group(run->groups, run->n_groups, r->sandbox);
+			if (!g || !g->expired || g->skipped)
+				continue;
+			if (remove_one(run, r, g) < 0)
+				return oom(run->err);
+		}
+	}
+	return 0;
+}
+
 int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts, struct mafsbx_reap_result *res,
 		struct mafsbx_error *err)
 {
@@ -462,171 +689,20 @@ int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts,
 		scope_label = scope_buf;
 	}
 
-	struct inventory inv = { 0 };
-	struct group *groups = NULL;
-	size_t n_groups = 0;
-	int ret = 0;
-
-	/* 1. Inventory: containers first, then networks. */
-	bool fatal = false;
-	ret = inventory_half(e, false, scope_label, &inv, res, &fatal, err);
-	if (!fatal) {
-		/* Keep reading to report every unreadable resource; the first error stays in err. */
-		int r2 = inventory_half(e, true, scope_label, &inv, res, &fatal, ret < 0 ? NULL : err);
-		if (ret == 0)
-			ret = r2;
+	struct reap_run run = { .e = e, .opts = opts, .res = res, .err = err };
+	int ret = take_inventory(&run, scope_label);
+	if (ret == 0) {
+		stage(&run, MAFSBX_REAP_AFTER_INVENTORY);
+		ret = group_inventory(&run);
 	}
-	res->inventoried = inv.n;
-	if (ret < 0 || res->n_failures) {
-		res->inventory_failed = true;
-		if (ret == 0)
-			ret = -EIO;
-		log_info("reap: the inventory failed; nothing was deleted");
-		goto out;
+	if (ret == 0)
+		ret = revalidate(&run);
+	if (ret == 0) {
+		stage(&run, MAFSBX_REAP_BEFORE_DELETE);
+		ret = remove_expired(&run);
 	}
-	if (opts->hook)
-		opts->hook(MAFSBX_REAP_AFTER_INVENTORY, opts->hook_ctx);
-
-	/* 2. Group by sandbox; the age is the workload's, else the proxy's, else the (youngest) network's. */
-	if (inv.n)
-		qsort(inv.r, inv.n, sizeof(*inv.r), cmp_resource);
-	groups = calloc(inv.n + 1, sizeof(*groups));
-	if (!groups) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < inv.n; i++) {
-		const struct resource *r = &inv.r[i];
-		struct group *g = find_group(groups, n_groups, r->sandbox);
-		if (!g) {
-			g = &groups[n_groups++];
-			snprintf(g->sandbox, sizeof(g->sandbox), "%s", r->sandbox);
-			g->workload = g->proxy = g->anchor = -1;
-		}
-		if (r->kind == MAFSBX_REAP_WORKLOAD)
-			g->workload = (long)i;
-		else if (r->kind == MAFSBX_REAP_PROXY)
-			g->proxy = (long)i;
-	}
-	for (size_t gi = 0; gi < n_groups; gi++) {
-		struct group *g = &groups[gi];
-		if (g->workload >= 0) {
-			g->anchor = g->workload;
-		} else if (g->proxy >= 0) {
-			g->anchor = g->proxy;
-		} else {
-			for (size_t i = 0; i < inv.n; i++)
-				if (inv.r[i].kind == MAFSBX_REAP_NETWORK && strcmp(inv.r[i].sandbox, g->sandbox) == 0 &&
-				    (g->anchor < 0 || mafsbx_time_cmp(inv.r[i].created, inv.r[g->anchor].created) > 0))
-					g->anchor = (long)i;
-		}
-		/* Strict: an anchor exactly at the cutoff is kept. */
-		g->expired = g->anchor >= 0 && mafsbx_time_cmp(inv.r[g->anchor].created, res->cutoff) < 0;
-	}
-
-	/* 3. Revalidate each expired group's anchor by ID; any failure deletes nothing. */
-	int first = 0;
-	for (size_t gi = 0; gi < n_groups; gi++) {
-		struct group *g = &groups[gi];
-		if (!g->expired)
-			continue;
-		const struct resource *a = &inv.r[g->anchor];
-		json_t *obj = NULL;
-		struct mafsbx_error rerr;
-		mafsbx_error_clear(&rerr);
-		int r = a->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_inspect(e, a->id, &obj, &rerr)
-						       : mafsbx_container_inspect(e, a->id, &obj, &rerr);
-		if (r < 0 && names_absent(&rerr, a->id)) {
-			g->skipped = true;
-			continue;
-		}
-		const char *id = r == 0 ? json_string_value(json_object_get(obj, "Id")) : NULL;
-		if (r < 0 || !id || strcmp(id, a->id) != 0) {
-			enum mafsbx_reap_kind k = a->kind;
-			if (add_failure(res, MAFSBX_REAP_UNLISTED, &k, a->id, a->name, "could not revalidate %s %s: %s",
-					mafsbx_reap_kind_name(k), a->name,
-					r < 0 ? rerr.message : "the engine answered another ID") < 0) {
-				json_decref(obj);
-				ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
-				goto out;
-			}
-			note_first(err, &first, r, r < 0 ? &rerr : NULL, res->failures[res->n_failures - 1].message);
-		}
-		json_decref(obj);
-		if (r < 0 && fatal_transport(&rerr))
-			break;
-	}
-	if (first) {
-		res->inventory_failed = true;
-		ret = first;
-		log_info("reap: revalidation failed; nothing was deleted");
-		goto out;
-	}
-	if (opts->hook)
-		opts->hook(MAFSBX_REAP_BEFORE_DELETE, opts->hook_ctx);
-
-	/* 4. Remove by ID: proxies, then workloads, then networks. */
-	static const enum mafsbx_reap_kind order[] = { MAFSBX_REAP_PROXY, MAFSBX_REAP_WORKLOAD, MAFSBX_REAP_NETWORK };
-	for (size_t oi = 0; oi < MAFSBX_ARRAY_SIZE(order); oi++) {
-		for (size_t i = 0; i < inv.n; i++) {
-			const struct resource *r = &inv.r[i];
-			if (r->kind != order[oi])
-				continue;
-			struct group *g = find_group(groups, n_groups, r->sandbox);
-			if (!g || !g->expired || g->skipped)
-				continue;
-			int ar;
-			if (g->blocked) {
-				ar = add_item(res, r, MAFSBX_REAP_BLOCKED);
-			} else if (opts->dry_run) {
-				ar = add_item(res, r, MAFSBX_REAP_WOULD_REMOVE);
-				if (r->kind == MAFSBX_REAP_PROXY)
-					res->proxies_removed++;
-				else if (r->kind == MAFSBX_REAP_WORKLOAD)
-					res->disposed++;
-				else
-					res->networks_removed++;
-			} else {
-				struct mafsbx_error derr;
-				mafsbx_error_clear(&derr);
-				int dr = r->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_delete(e, r->id, &derr)
-									: mafsbx_container_delete(e, r->id, true, &derr);
-				enum mafsbx_reap_outcome o;
-				if (dr == 0) {
-					o = MAFSBX_REAP_REMOVED;
-					if (r->kind == MAFSBX_REAP_PROXY)
-						res->proxies_removed++;
-					else if (r->kind == MAFSBX_REAP_WORKLOAD)
-						res->disposed++;
-					else
-						res->networks_removed++;
-					log_info("reap: removed %s %s (%.12s)", mafsbx_reap_kind_name(r->kind), r->name, r->id);
-				} else if (names_absent(&derr, r->id)) {
-					o = MAFSBX_REAP_GONE;
-				} else {
-					o = MAFSBX_REAP_FAILED;
-					enum mafsbx_reap_kind k = r->kind;
-					if (add_failure(res, code_of(&derr), &k, r->id, r->name, "%s", derr.message) < 0) {
-						ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
-						goto out;
-					}
-					log_info("reap: could not remove %s %s: %s", mafsbx_reap_kind_name(r->kind), r->name,
-						 derr.message);
-				}
-				/* A container left in place (or already replaced) keeps its group's age for a retry. */
-				if (o != MAFSBX_REAP_REMOVED && r->kind != MAFSBX_REAP_NETWORK)
-					g->blocked = true;
-				ar = add_item(res, r, o);
-			}
-			if (ar < 0) {
-				ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
-				goto out;
-			}
-		}
-	}
-out:
-	free(groups);
-	free(inv.r);
+	free(run.groups);
+	free(run.inv.r);
 	return ret;
 }
 

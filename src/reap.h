@@ -131,4 +131,15 @@ json_t *mafsbx_reap_result_json(const struct mafsbx_reap_result *res);
 bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kind *kind,
 			    char sandbox[MAFSBX_NAME_LEN + 1]);
 
+/*
+ * The inventory's filter: names starting with MAFSBX_NAME_PREFIX and the four
+ * identity labels (scope, thread, agent, kind) present; with `scope_label`
+ * (already through mafsbx_label_value), only that scope. New object, NULL
+ * without memory. `mafsbx ls` lists with it too.
+ */
+json_t *mafsbx_reap_filters(const char *scope_label);
+
+/* True when `labels` is an object holding each of the four identity labels, non-empty. */
+bool mafsbx_reap_has_identity_labels(const json_t *labels);
+
 #endif

@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "cli_common.h"
 #include "fingerprint.h"
 #include "mafsbx.h"
 
@@ -64,18 +65,6 @@ static bool is_snapshot_arg(const char *a)
 {
 	size_t n = strlen(a);
 	return strchr(a, '/') || (n > 5 && !strcmp(a + n - 5, ".json"));
-}
-
-static int parse_count(const char *opt, const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || v == 0 || v > max || s[0] == '-')
-		return cli_usage_error("fingerprint", "%s: want a whole number from 1 to %" PRIu64 ", not '%s'", opt,
-				       max, s);
-	*out = v;
-	return 0;
 }
 
 static int load(const char *path, struct mafsbx_fp **out)
@@ -153,105 +142,34 @@ static int take(const char *name, const struct mafsbx_fp_limits *lim, const char
 	return 0;
 }
 
-int cmd_fingerprint(int argc, char **argv)
+/* NAME: take a snapshot; save it (-o), print it (--json) or say what it holds. */
+static int fp_snapshot(const char *target, const struct mafsbx_fp_limits *lim, const struct cli_engine_args *ea,
+		       const char *output, bool json, bool strict)
 {
-	enum { O_DIFF = 256, O_STRICT, O_JSON, O_MAXE, O_MAXB, O_MAXMS, O_MAXD, O_CONTEXT };
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, O_JSON },
-		{ "output", required_argument, NULL, 'o' },
-		{ "diff", required_argument, NULL, O_DIFF },
-		{ "strict", no_argument, NULL, O_STRICT },
-		{ "max-entries", required_argument, NULL, O_MAXE },
-		{ "max-hash-bytes", required_argument, NULL, O_MAXB },
-		{ "max-ms", required_argument, NULL, O_MAXMS },
-		{ "max-depth", required_argument, NULL, O_MAXD },
-		{ "host", required_argument, NULL, 'H' },
-		{ "context", required_argument, NULL, O_CONTEXT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *output = NULL, *before_path = NULL, *host = NULL, *context = NULL;
-	bool json = false, strict = false;
-	struct mafsbx_fp_limits lim;
-	mafsbx_fp_limits_default(&lim);
-	uint64_t v;
-	int c;
-	while ((c = getopt_long(argc, argv, ":ho:H:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			fp_usage(stdout);
-			return MAFSBX_EXIT_OK;
-		case 'o':
-			output = optarg;
-			break;
-		case O_JSON:
-			json = true;
-			break;
-		case O_DIFF:
-			before_path = optarg;
-			break;
-		case O_STRICT:
-			strict = true;
-			break;
-		case O_MAXE:
-			if (parse_count("--max-entries", optarg, UINT64_MAX / 2, &v))
-				return MAFSBX_EXIT_USAGE;
-			lim.max_entries = v;
-			break;
-		case O_MAXB:
-			if (parse_count("--max-hash-bytes", optarg, UINT64_MAX / 2, &v))
-				return MAFSBX_EXIT_USAGE;
-			lim.max_hash_bytes = v;
-			break;
-		case O_MAXMS:
-			if (parse_count("--max-ms", optarg, 24ull * 3600 * 1000, &v))
-				return MAFSBX_EXIT_USAGE;
-			lim.max_ms = (long)v;
-			break;
-		case O_MAXD:
-			if (parse_count("--max-depth", optarg, 4096, &v))
-				return MAFSBX_EXIT_USAGE;
-			lim.max_depth = (unsigned)v;
-			break;
-		case 'H':
-			host = optarg;
-			break;
-		case O_CONTEXT:
-			context = optarg;
-			break;
-		default:
-			return cli_option_error("fingerprint", c, argv);
-		}
-	}
-	if (optind + 1 != argc)
-		return cli_usage_error("fingerprint", optind >= argc ? "no sandbox named" : "one sandbox only");
-	const char *target = argv[optind];
-	if (host && context)
-		return cli_usage_error("fingerprint", "-H and --context exclude each other");
-
-	if (!before_path) {
-		if (is_snapshot_arg(target))
-			return cli_usage_error("fingerprint", "'%s' looks like a file; name a sandbox (or use --diff)",
-					       target);
-		if (strict)
-			return cli_usage_error("fingerprint", "--strict goes with --diff");
-		struct mafsbx_fp *fp = NULL;
-		int code = take(target, &lim, host, context, &fp);
-		if (code)
-			return code;
-		code = 0;
-		if (output)
-			code = save(fp, output);
-		if (!code && json)
-			code = save(fp, NULL);
-		if (!code && !json)
-			printf("%s %.12s: %zu entries in %zu mounts, %zu processes, %" PRIu64 " bytes hashed, %lld ms\n",
-			       fp->name ? fp->name : target, fp->id, fp->n_entries, fp->n_mounts, fp->n_procs,
-			       fp->bytes_hashed, fp->duration_ms);
-		mafsbx_fp_free(fp);
+	if (is_snapshot_arg(target))
+		return cli_usage_error("fingerprint", "'%s' looks like a file; name a sandbox (or use --diff)", target);
+	if (strict)
+		return cli_usage_error("fingerprint", "--strict goes with --diff");
+	struct mafsbx_fp *fp = NULL;
+	int code = take(target, lim, ea->host, ea->context, &fp);
+	if (code)
 		return code;
-	}
+	if (output)
+		code = save(fp, output);
+	if (!code && json)
+		code = save(fp, NULL);
+	if (!code && !json)
+		printf("%s %.12s: %zu entries in %zu mounts, %zu processes, %" PRIu64 " bytes hashed, %lld ms\n",
+		       fp->name ? fp->name : target, fp->id, fp->n_entries, fp->n_mounts, fp->n_procs, fp->bytes_hashed,
+		       fp->duration_ms);
+	mafsbx_fp_free(fp);
+	return code;
+}
 
+/* --diff BEFORE.json NAME|AFTER.json: the changes, one line each; exit 1 when there are any. */
+static int fp_diff(const char *before_path, const char *target, const struct mafsbx_fp_limits *lim,
+		   const struct cli_engine_args *ea, const char *output, bool json, bool strict)
+{
 	if (json)
 		return cli_usage_error("fingerprint", "--json does not go with --diff (use -o FILE to keep the snapshot)");
 	struct mafsbx_fp *before = NULL, *after = NULL;
@@ -265,21 +183,56 @@ int cmd_fingerprint(int argc, char **argv)
 		}
 		code = load(target, &after);
 	} else {
-		code = take(target, &lim, host, context, &after);
+		code = take(target, lim, ea->host, ea->context, &after);
 		if (!code && output)
 			code = save(after, output);
 	}
-	if (code) {
-		mafsbx_fp_free(before);
-		mafsbx_fp_free(after);
-		return code;
+	if (!code) {
+		if (before->id[0] && after->id[0] && strcmp(before->id, after->id))
+			cli_error("fingerprint: note: the snapshots are of different containers (%.12s, %.12s)", before->id,
+				  after->id);
+		size_t n = mafsbx_fp_diff(before, after, strict ? MAFSBX_FP_STRICT : 0, stdout);
+		fflush(stdout);
+		code = n ? FP_EXIT_CHANGED : MAFSBX_EXIT_OK;
 	}
-	if (before->id[0] && after->id[0] && strcmp(before->id, after->id))
-		cli_error("fingerprint: note: the snapshots are of different containers (%.12s, %.12s)", before->id,
-			  after->id);
-	size_t n = mafsbx_fp_diff(before, after, strict ? MAFSBX_FP_STRICT : 0, stdout);
-	fflush(stdout);
 	mafsbx_fp_free(before);
 	mafsbx_fp_free(after);
-	return n ? FP_EXIT_CHANGED : MAFSBX_EXIT_OK;
+	return code;
+}
+
+int cmd_fingerprint(int argc, char **argv)
+{
+	const char *output = NULL, *before_path = NULL;
+	bool json = false, strict = false;
+	struct cli_engine_args ea = { NULL, NULL };
+	struct mafsbx_fp_limits lim;
+	mafsbx_fp_limits_default(&lim);
+	uint64_t max_entries = lim.max_entries, max_hash = lim.max_hash_bytes, max_ms = (uint64_t)lim.max_ms,
+		 max_depth = lim.max_depth;
+	const struct cli_opt opts[] = {
+		{ "json", 0, CLI_FLAG, &json, 0, NULL },
+		{ "output", 'o', CLI_STRING, &output, 0, NULL },
+		{ "diff", 0, CLI_STRING, &before_path, 0, NULL },
+		{ "strict", 0, CLI_FLAG, &strict, 0, NULL },
+		{ "max-entries", 0, CLI_COUNT, &max_entries, UINT64_MAX / 2, NULL },
+		{ "max-hash-bytes", 0, CLI_COUNT, &max_hash, UINT64_MAX / 2, NULL },
+		{ "max-ms", 0, CLI_COUNT, &max_ms, 24ull * 3600 * 1000, NULL },
+		{ "max-depth", 0, CLI_COUNT, &max_depth, 4096, NULL },
+	};
+	const struct cli_command cmd = { "fingerprint", fp_usage, opts, MAFSBX_ARRAY_SIZE(opts), &ea };
+	int code = cli_parse(&cmd, argc, argv);
+	if (code != CLI_GO_ON)
+		return code;
+	lim.max_entries = max_entries;
+	lim.max_hash_bytes = max_hash;
+	lim.max_ms = (long)max_ms;
+	lim.max_depth = (unsigned)max_depth;
+	if (optind + 1 != argc)
+		return cli_usage_error("fingerprint", optind >= argc ? "no sandbox named" : "one sandbox only");
+	const char *target = argv[optind];
+	if (ea.host && ea.context)
+		return cli_usage_error("fingerprint", "-H and --context exclude each other");
+	if (!before_path)
+		return fp_snapshot(target, &lim, &ea, output, json, strict);
+	return fp_diff(before_path, target, &lim, &ea, output, json, strict);
 }

@@ -7,7 +7,6 @@
  * identity labels; otherwise the label values are shown as stored (digests
  * for long or unusual values). Needs no mount.
  */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,17 +15,11 @@
 #include <time.h>
 
 #include "buf.h"
+#include "cli_common.h"
 #include "duration.h"
 #include "mafsbx.h"
 #include "names.h"
 #include "reap.h"
-
-static const char *const identity_labels[] = {
-	MAFSBX_LABEL_SCOPE,
-	MAFSBX_LABEL_THREAD,
-	MAFSBX_LABEL_AGENT,
-	MAFSBX_LABEL_KIND,
-};
 
 static void ls_usage(FILE *out)
 {
@@ -169,179 +162,153 @@ static int print_json(const struct row *rows, size_t n, int64_t now)
 			return -1;
 		}
 	}
-	char *s = json_dumps(arr, JSON_COMPACT);
+	int r = cli_print_json(arr, JSON_COMPACT);
 	json_decref(arr);
-	if (!s)
-		return -1;
-	printf("%s\n", s);
-	free(s);
-	return 0;
+	return r;
+}
+
+/* A workload's proxy's key.v1, when it decodes and agrees (upstream writes the key there). */
+static bool key_from_proxy(json_t *list, const char *name, const json_t *labels, char *out[4])
+{
+	char proxy[MAFSBX_NAME_LEN + 8];
+	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	size_t j;
+	json_t *p;
+	json_array_foreach(list, j, p) {
+		const char *pn = json_string_value(json_array_get(json_object_get(p, "Names"), 0));
+		const json_t *pl = json_object_get(p, "Labels");
+		if (!pn || strcmp(pn[0] == '/' ? pn + 1 : pn, proxy) != 0 || !json_is_object(pl))
+			continue;
+		const char *role = label(pl, MAFSBX_LABEL_ROLE);
+		if (!role || strcmp(role, "proxy") != 0 ||
+		    !json_equal(json_object_get(pl, MAFSBX_LABEL_KIND), json_object_get(labels, MAFSBX_LABEL_KIND)))
+			continue;
+		return key_from_v1(labels, label(pl, MAFSBX_LABEL_KEY_V1), out);
+	}
+	return false;
+}
+
+/* The key of a row: decoded from key.v1 (this container's, else its proxy's), else the stored label values. */
+static void row_key(json_t *list, const char *name, const json_t *labels, struct row *rw)
+{
+	rw->from_key_v1 = key_from_v1(labels, label(labels, MAFSBX_LABEL_KEY_V1), rw->k_owned) ||
+			  key_from_proxy(list, name, labels, rw->k_owned);
+	if (rw->from_key_v1) {
+		for (size_t k = 0; k < 4; k++)
+			rw->key[k] = rw->k_owned[k];
+		return;
+	}
+	rw->key[0] = label(labels, MAFSBX_LABEL_SCOPE);
+	rw->key[1] = label(labels, MAFSBX_LABEL_THREAD);
+	rw->key[2] = label(labels, MAFSBX_LABEL_AGENT);
+	rw->key[3] = label(labels, MAFSBX_LABEL_CALL);
+	if (!rw->key[3])
+		rw->key[3] = "";
+}
+
+/* Fill `rw` from one listed container; false (nothing written) when it is not a complete workload of ours. */
+static bool row_from_entry(json_t *list, json_t *ent, struct row *rw)
+{
+	const char *name = json_string_value(json_array_get(json_object_get(ent, "Names"), 0));
+	const json_t *labels = json_object_get(ent, "Labels");
+	enum mafsbx_reap_kind kind;
+	char sandbox[MAFSBX_NAME_LEN + 1];
+	if (name && name[0] == '/')
+		name++;
+	if (!name || !json_is_object(labels) || !mafsbx_reap_parse_name(name, false, &kind, sandbox) ||
+	    kind != MAFSBX_REAP_WORKLOAD || json_object_get(labels, MAFSBX_LABEL_ROLE) ||
+	    !mafsbx_reap_has_identity_labels(labels))
+		return false;
+	snprintf(rw->name, sizeof(rw->name), "%s", name);
+	rw->id = json_string_value(json_object_get(ent, "Id"));
+	rw->kind = label(labels, MAFSBX_LABEL_KIND);
+	rw->state = json_string_value(json_object_get(ent, "State"));
+	rw->image = json_string_value(json_object_get(ent, "Image"));
+	rw->created = json_integer_value(json_object_get(ent, "Created"));
+	if (!rw->id)
+		rw->id = "";
+	if (!rw->state)
+		rw->state = "unknown";
+	if (!rw->image)
+		rw->image = "";
+	row_key(list, name, labels, rw);
+	return true;
+}
+
+/*
+ * ONE container list call, filtered as reap's inventory (of `scope` only,
+ * when given), into rows, oldest first. An exit code; the rows borrow from
+ * *list (free both, even on failure).
+ */
+static int ls_rows(struct mafsbx_engine *e, const char *scope, json_t **list, struct row **rows, size_t *n)
+{
+	char lv[MAFSBX_LABEL_VALUE_MAX + 1];
+	if (scope)
+		mafsbx_label_value(scope, lv);
+	json_t *filters = mafsbx_reap_filters(scope ? lv : NULL);
+	if (!filters) {
+		cli_error("ls: out of memory");
+		return MAFSBX_EXIT_FAILURE;
+	}
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_container_list(e, filters, true, list, &err);
+	json_decref(filters);
+	if (r < 0 || !json_is_array(*list)) {
+		cli_error("ls: could not list containers: %s", err.message[0] ? err.message : "the answer is not an array");
+		return MAFSBX_EXIT_ENGINE;
+	}
+	*rows = calloc(json_array_size(*list) + 1, sizeof(**rows));
+	if (!*rows) {
+		cli_error("ls: out of memory");
+		return MAFSBX_EXIT_FAILURE;
+	}
+	size_t i;
+	json_t *ent;
+	json_array_foreach(*list, i, ent)
+		if (row_from_entry(*list, ent, &(*rows)[*n]))
+			(*n)++;
+	if (*n)
+		qsort(*rows, *n, sizeof(**rows), cmp_row);
+	return MAFSBX_EXIT_OK;
 }
 
 int cmd_ls(int argc, char **argv)
 {
-	enum { OPT_SCOPE = 256, OPT_JSON, OPT_CONTEXT };
-	static const struct option longopts[] = {
-		{ "scope", required_argument, NULL, OPT_SCOPE },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "host", required_argument, NULL, 'H' },
-		{ "context", required_argument, NULL, OPT_CONTEXT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *scope = NULL, *host = NULL, *context = NULL;
+	const char *scope = NULL;
 	bool json = false;
-	int c;
-	while ((c = getopt_long(argc, argv, ":H:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_SCOPE:
-			scope = optarg;
-			break;
-		case OPT_JSON:
-			json = true;
-			break;
-		case 'H':
-			host = optarg;
-			break;
-		case OPT_CONTEXT:
-			context = optarg;
-			break;
-		case 'h':
-			ls_usage(stdout);
-			return MAFSBX_EXIT_OK;
-		default:
-			return cli_option_error("ls", c, argv);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("ls", "unexpected argument '%s'", argv[optind]);
-	if (host && context)
-		return cli_usage_error("ls", "give either -H/--host or --context, not both");
-
-	int code;
-	struct mafsbx_engine *e = cli_open_engine(host, context, &code);
-	if (!e)
+	struct cli_engine_args ea = { NULL, NULL };
+	const struct cli_opt opts[] = {
+		{ "scope", 0, CLI_STRING, &scope, 0, NULL },
+		{ "json", 0, CLI_FLAG, &json, 0, NULL },
+	};
+	const struct cli_command cmd = { "ls", ls_usage, opts, MAFSBX_ARRAY_SIZE(opts), &ea };
+	int code = cli_parse_no_operands(&cmd, argc, argv);
+	if (code != CLI_GO_ON)
 		return code;
 
-	struct mafsbx_error err;
-	mafsbx_error_clear(&err);
-	json_t *filters = mafsbx_filters_new();
+	struct mafsbx_engine *e = cli_open_engine(ea.host, ea.context, &code);
+	if (!e)
+		return code;
 	json_t *list = NULL;
 	struct row *rows = NULL;
 	size_t n = 0;
-	int r = filters ? mafsbx_filters_add(filters, "name", "^" MAFSBX_NAME_PREFIX) : -1;
-	for (size_t i = 0; r == 0 && i < MAFSBX_ARRAY_SIZE(identity_labels); i++)
-		r = mafsbx_filters_add(filters, "label", identity_labels[i]);
-	if (r == 0 && scope) {
-		char lv[MAFSBX_LABEL_VALUE_MAX + 1], kv[sizeof(MAFSBX_LABEL_SCOPE) + sizeof(lv) + 1];
-		mafsbx_label_value(scope, lv);
-		snprintf(kv, sizeof(kv), "%s=%s", MAFSBX_LABEL_SCOPE, lv);
-		r = mafsbx_filters_add(filters, "label", kv);
-	}
-	if (r < 0) {
-		cli_error("ls: out of memory");
-		code = MAFSBX_EXIT_FAILURE;
-		goto out;
-	}
-	if (mafsbx_container_list(e, filters, true, &list, &err) < 0 || !json_is_array(list)) {
-		cli_error("ls: could not list containers: %s", err.message[0] ? err.message : "the answer is not an array");
-		code = MAFSBX_EXIT_ENGINE;
-		goto out;
-	}
-	rows = calloc(json_array_size(list) + 1, sizeof(*rows));
-	if (!rows) {
-		cli_error("ls: out of memory");
-		code = MAFSBX_EXIT_FAILURE;
-		goto out;
-	}
-
-	size_t i;
-	json_t *ent;
-	json_array_foreach(list, i, ent) {
-		const char *name = json_string_value(json_array_get(json_object_get(ent, "Names"), 0));
-		const json_t *labels = json_object_get(ent, "Labels");
-		enum mafsbx_reap_kind kind;
-		char sandbox[MAFSBX_NAME_LEN + 1];
-		if (name && name[0] == '/')
-			name++;
-		if (!name || !json_is_object(labels) || !mafsbx_reap_parse_name(name, false, &kind, sandbox) ||
-		    kind != MAFSBX_REAP_WORKLOAD || json_object_get(labels, MAFSBX_LABEL_ROLE))
-			continue;
-		bool complete = true;
-		for (size_t k = 0; k < MAFSBX_ARRAY_SIZE(identity_labels) && complete; k++) {
-			const char *v = label(labels, identity_labels[k]);
-			complete = v && v[0];
-		}
-		if (!complete)
-			continue;
-		struct row *rw = &rows[n++];
-		snprintf(rw->name, sizeof(rw->name), "%s", name);
-		rw->id = json_string_value(json_object_get(ent, "Id"));
-		rw->kind = label(labels, MAFSBX_LABEL_KIND);
-		rw->state = json_string_value(json_object_get(ent, "State"));
-		rw->image = json_string_value(json_object_get(ent, "Image"));
-		rw->created = json_integer_value(json_object_get(ent, "Created"));
-		if (!rw->id)
-			rw->id = "";
-		if (!rw->state)
-			rw->state = "unknown";
-		if (!rw->image)
-			rw->image = "";
-
-		/* The key: this container's key.v1, else its proxy's (upstream writes it there). */
-		rw->from_key_v1 = key_from_v1(labels, label(labels, MAFSBX_LABEL_KEY_V1), rw->k_owned);
-		if (!rw->from_key_v1) {
-			char proxy[MAFSBX_NAME_LEN + 8];
-			snprintf(proxy, sizeof(proxy), "%s-proxy", name);
-			size_t j;
-			json_t *p;
-			json_array_foreach(list, j, p) {
-				const char *pn = json_string_value(json_array_get(json_object_get(p, "Names"), 0));
-				const json_t *pl = json_object_get(p, "Labels");
-				if (!pn || strcmp(pn[0] == '/' ? pn + 1 : pn, proxy) != 0 || !json_is_object(pl))
-					continue;
-				const char *role = label(pl, MAFSBX_LABEL_ROLE);
-				if (!role || strcmp(role, "proxy") != 0 ||
-				    !json_equal(json_object_get(pl, MAFSBX_LABEL_KIND), json_object_get(labels, MAFSBX_LABEL_KIND)))
-					continue;
-				rw->from_key_v1 = key_from_v1(labels, label(pl, MAFSBX_LABEL_KEY_V1), rw->k_owned);
-				break;
-			}
-		}
-		if (rw->from_key_v1) {
-			for (size_t k = 0; k < 4; k++)
-				rw->key[k] = rw->k_owned[k];
-		} else {
-			rw->key[0] = label(labels, MAFSBX_LABEL_SCOPE);
-			rw->key[1] = label(labels, MAFSBX_LABEL_THREAD);
-			rw->key[2] = label(labels, MAFSBX_LABEL_AGENT);
-			rw->key[3] = label(labels, MAFSBX_LABEL_CALL);
-			if (!rw->key[3])
-				rw->key[3] = "";
-		}
-	}
-	if (n)
-		qsort(rows, n, sizeof(*rows), cmp_row);
-
-	int64_t now = (int64_t)time(NULL);
-	if (json) {
-		if (print_json(rows, n, now) < 0) {
+	code = ls_rows(e, scope, &list, &rows, &n);
+	if (code == MAFSBX_EXIT_OK) {
+		int64_t now = (int64_t)time(NULL);
+		if (!json) {
+			print_table(rows, n, now);
+		} else if (print_json(rows, n, now) < 0) {
 			cli_error("ls: out of memory");
 			code = MAFSBX_EXIT_FAILURE;
-			goto out;
 		}
-	} else {
-		print_table(rows, n, now);
+		fflush(stdout);
 	}
-	fflush(stdout);
-	code = MAFSBX_EXIT_OK;
-out:
 	for (size_t k = 0; rows && k < n; k++)
 		for (size_t m = 0; m < 4; m++)
 			free(rows[k].k_owned[m]);
 	free(rows);
 	json_decref(list);
-	json_decref(filters);
 	mafsbx_engine_close(e);
 	return code;
 }

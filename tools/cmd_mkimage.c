@@ -8,12 +8,13 @@
  * CMD (INTERFACE.md §6).
  */
 #include <ctype.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+#include "cli_common.h"
 #include "mafsbx.h"
 #include "egress.h"
 #include "rootfs.h"
@@ -111,111 +112,84 @@ static int split_reference(const char *ref, char *repo, size_t repo_sz, char *ta
 	return 0;
 }
 
+/* Import `tar` as repo:tag with the image's CMD, and print the new image's ID. An exit code. */
+static int import_and_print(struct mafsbx_engine *e, const void *tar, size_t tar_len, const char *repo,
+			    const char *tag, bool egress_proxy)
+{
+	static const char *const changes[] = { "CMD [\"/bin/sleep\",\"infinity\"]", NULL };
+	static const char *const proxy_changes[] = { "CMD [\"" MAFSBX_ROOTFS_PROXY_IN_IMAGE "\"]", "EXPOSE 3128",
+						     NULL };
+	struct mafsbx_error err;
+	json_t *inspect = NULL;
+	int rc = MAFSBX_EXIT_FAILURE;
+	if (mafsbx_image_import(e, tar, tar_len, repo, tag, egress_proxy ? proxy_changes : changes, &err) < 0) {
+		cli_error("importing %s:%s: %s", repo, tag, err.message);
+		return rc;
+	}
+	char full[512];
+	snprintf(full, sizeof(full), "%s:%s", repo, tag);
+	if (mafsbx_image_inspect(e, full, &inspect, &err) < 0) {
+		cli_error("imported, but inspecting %s failed: %s", full, err.message);
+		return rc;
+	}
+	const char *id = json_string_value(json_object_get(inspect, "Id"));
+	if (!id) {
+		cli_error("imported, but the engine reports no Id for %s", full);
+	} else {
+		printf("%s\n", id);
+		if (fflush(stdout) != 0)
+			cli_error("cannot write to standard output");
+		else
+			rc = MAFSBX_EXIT_OK;
+	}
+	json_decref(inspect);
+	return rc;
+}
+
 int cmd_mkimage(int argc, char **argv)
 {
-	enum { OPT_CONTEXT = 256, OPT_BUSYBOX, OPT_EGRESS_PROXY, OPT_PROXY_PROGRAM };
-	static const struct option longopts[] = {
-		{ "tag", required_argument, NULL, 't' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "context", required_argument, NULL, OPT_CONTEXT },
-		{ "busybox", required_argument, NULL, OPT_BUSYBOX },
-		{ "egress-proxy", no_argument, NULL, OPT_EGRESS_PROXY },
-		{ "proxy-program", required_argument, NULL, OPT_PROXY_PROGRAM },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *ref = NULL, *host = NULL, *context = NULL, *busybox = NULL, *proxy = NULL;
+	const char *ref = NULL, *busybox = NULL, *proxy = NULL;
 	bool egress_proxy = false;
-	int c;
-	while ((c = getopt_long(argc, argv, ":t:H:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			ref = optarg;
-			break;
-		case 'H':
-			host = optarg;
-			break;
-		case OPT_CONTEXT:
-			context = optarg;
-			break;
-		case OPT_BUSYBOX:
-			busybox = optarg;
-			break;
-		case OPT_EGRESS_PROXY:
-			egress_proxy = true;
-			break;
-		case OPT_PROXY_PROGRAM:
-			proxy = optarg;
-			break;
-		case 'h':
-			mkimage_usage(stdout);
-			return MAFSBX_EXIT_OK;
-		default:
-			return cli_option_error("mkimage", c, argv);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("mkimage", "unexpected argument '%s'", argv[optind]);
+	struct cli_engine_args ea = { NULL, NULL };
+	const struct cli_opt opts[] = {
+		{ "tag", 't', CLI_STRING, &ref, 0, NULL },
+		{ "busybox", 0, CLI_STRING, &busybox, 0, NULL },
+		{ "egress-proxy", 0, CLI_FLAG, &egress_proxy, 0, NULL },
+		{ "proxy-program", 0, CLI_STRING, &proxy, 0, NULL },
+	};
+	const struct cli_command cmd = { "mkimage", mkimage_usage, opts, MAFSBX_ARRAY_SIZE(opts), &ea };
+	int rc = cli_parse(&cmd, argc, argv);
+	if (rc == CLI_GO_ON)
+		rc = cli_no_operands(&cmd, argc, argv);
+	if (rc != CLI_GO_ON)
+		return rc;
 	if (proxy && !egress_proxy)
 		return cli_usage_error("mkimage", "--proxy-program needs --egress-proxy");
 	if (!ref)
 		ref = egress_proxy ? DEFAULT_PROXY_TAG : DEFAULT_TAG;
 
 	char repo[256], tag[160];
-	int rc = split_reference(ref, repo, sizeof(repo), tag, sizeof(tag));
-	if (rc != 0)
+	if ((rc = split_reference(ref, repo, sizeof(repo), tag, sizeof(tag))) != 0)
 		return rc;
-
 	struct mafsbx_endpoint ep;
-	if ((rc = cli_resolve(host, context, &ep)) != MAFSBX_EXIT_OK)
+	if ((rc = cli_resolve(ea.host, ea.context, &ep)) != MAFSBX_EXIT_OK)
 		return rc;
 
-	rc = MAFSBX_EXIT_FAILURE;
+	/* Build before connecting: a missing or dynamic busybox is reported without touching the engine. */
 	struct mafsbx_error err;
 	void *tar = NULL;
 	size_t tar_len = 0, applets = 0;
-	json_t *inspect = NULL;
-	struct mafsbx_engine *e = NULL;
-
-	/* Build before connecting: a missing or dynamic busybox is reported without touching the engine. */
 	if ((egress_proxy ? mafsbx_rootfs_build_proxy(busybox, proxy ? proxy : MAFSBX_PROXY_PROGRAM, &tar, &tar_len, &err)
 			  : mafsbx_rootfs_build(busybox, &tar, &tar_len, &applets, &err)) < 0) {
 		cli_error("%s", err.message);
-		goto out;
+		free(tar);
+		return MAFSBX_EXIT_FAILURE;
 	}
-	e = cli_connect(&ep, &rc);
-	if (!e)
-		goto out;
-	rc = MAFSBX_EXIT_FAILURE;
-
-	static const char *const changes[] = { "CMD [\"/bin/sleep\",\"infinity\"]", NULL };
-	static const char *const proxy_changes[] = { "CMD [\"" MAFSBX_ROOTFS_PROXY_IN_IMAGE "\"]", "EXPOSE 3128",
-						     NULL };
-	if (mafsbx_image_import(e, tar, tar_len, repo, tag, egress_proxy ? proxy_changes : changes, &err) < 0) {
-		cli_error("importing %s:%s: %s", repo, tag, err.message);
-		goto out;
-	}
-	char full[512];
-	snprintf(full, sizeof(full), "%s:%s", repo, tag);
-	if (mafsbx_image_inspect(e, full, &inspect, &err) < 0) {
-		cli_error("imported, but inspecting %s failed: %s", full, err.message);
-		goto out;
-	}
-	const char *id = json_string_value(json_object_get(inspect, "Id"));
-	if (!id) {
-		cli_error("imported, but the engine reports no Id for %s", full);
-		goto out;
-	}
-	printf("%s\n", id);
-	if (fflush(stdout) != 0) {
-		cli_error("cannot write to standard output");
-		goto out;
-	}
-	rc = MAFSBX_EXIT_OK;
-out:
-	json_decref(inspect);
-	if (e)
+	struct mafsbx_engine *e = cli_connect(&ep, &rc);
+	if (e) {
+		rc = import_and_print(e, tar, tar_len, repo, tag, egress_proxy);
 		mafsbx_engine_close(e);
+	}
 	free(tar);
 	return rc;
 }

@@ -5,12 +5,13 @@
  * removals failed), 2 (usage) and 3 (engine unreachable or inventory
  * failed: nothing deleted). Needs no mount.
  */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+#include "cli_common.h"
 #include "duration.h"
 #include "log.h"
 #include "mafsbx.h"
@@ -43,12 +44,8 @@ static void reap_usage(FILE *out)
 static void print_json(const struct mafsbx_reap_result *res)
 {
 	json_t *o = mafsbx_reap_result_json(res);
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	if (s)
-		printf("%s\n", s);
-	else
+	if (cli_print_json(o, JSON_COMPACT) < 0)
 		cli_error("reap: out of memory");
-	free(s);
 	json_decref(o);
 }
 
@@ -64,59 +61,79 @@ static void print_failures(const struct mafsbx_reap_result *res)
 	}
 }
 
+/* The summary line, after one line per resource a dry run would remove. */
+static void print_text(const struct mafsbx_reap_result *res, bool dry_run)
+{
+	for (size_t i = 0; dry_run && i < res->n_items; i++) {
+		const struct mafsbx_reap_item *it = &res->items[i];
+		if (it->outcome != MAFSBX_REAP_WOULD_REMOVE)
+			continue;
+		char created[32];
+		mafsbx_time_format(it->created, created);
+		printf("would remove %s %s %s (created %s)\n", mafsbx_reap_kind_name(it->kind), it->name, it->id, created);
+	}
+	printf("reap%s: disposed=%u proxies_removed=%u networks_removed=%u failures=%zu\n",
+	       dry_run ? " (dry run)" : "", res->disposed, res->proxies_removed, res->networks_removed,
+	       res->n_failures);
+}
+
+/* cli_open_engine said why on stderr; a --json reader still gets its object. */
+static void print_unreachable_json(bool dry_run)
+{
+	struct mafsbx_reap_failure f = { .code = MAFSBX_REAP_UNREACHABLE };
+	snprintf(f.message, sizeof(f.message), "the engine could not be reached; nothing was deleted");
+	struct mafsbx_reap_result res = { .dry_run = dry_run, .inventory_failed = true, .failures = &f, .n_failures = 1 };
+	print_json(&res);
+}
+
+/* Run the reap, report it, map it to the exit code. */
+static int reap_run(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts, bool json)
+{
+	struct mafsbx_reap_result res;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_reap(e, opts, &res, &err);
+	print_failures(&res);
+	if (r < 0 && res.inventory_failed)
+		cli_error("reap: nothing was deleted: %s", err.message);
+	else if (r < 0)
+		cli_error("reap: %s", err.message);
+	if (json)
+		print_json(&res);
+	else
+		print_text(&res, opts->dry_run);
+	fflush(stdout);
+	int code;
+	if (r < 0)
+		code = res.inventory_failed ? MAFSBX_EXIT_ENGINE : MAFSBX_EXIT_FAILURE;
+	else
+		code = res.n_failures ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
+	mafsbx_reap_result_free(&res);
+	return code;
+}
+
 int cmd_reap(int argc, char **argv)
 {
-	enum { OPT_OLDER = 256, OPT_SCOPE, OPT_DRY, OPT_JSON, OPT_CONTEXT };
-	static const struct option longopts[] = {
-		{ "older-than", required_argument, NULL, OPT_OLDER },
-		{ "scope", required_argument, NULL, OPT_SCOPE },
-		{ "dry-run", no_argument, NULL, OPT_DRY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "host", required_argument, NULL, 'H' },
-		{ "context", required_argument, NULL, OPT_CONTEXT },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *older = NULL, *scope = NULL, *host = NULL, *context = NULL;
+	const char *older = NULL, *scope = NULL;
 	bool dry_run = false, json = false, verbose = false;
-	int c;
-	while ((c = getopt_long(argc, argv, ":H:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_OLDER:
-			older = optarg;
-			break;
-		case OPT_SCOPE:
-			scope = optarg;
-			break;
-		case OPT_DRY:
-			dry_run = true;
-			break;
-		case OPT_JSON:
-			json = true;
-			break;
-		case 'H':
-			host = optarg;
-			break;
-		case OPT_CONTEXT:
-			context = optarg;
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			reap_usage(stdout);
-			return MAFSBX_EXIT_OK;
-		default:
-			return cli_option_error("reap", c, argv);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("reap", "unexpected argument '%s'", argv[optind]);
-	if (!older)
-		return cli_usage_error("reap", "--older-than DURATION is required (e.g. --older-than 24h)");
-	if (host && context)
-		return cli_usage_error("reap", "give either -H/--host or --context, not both");
+	struct cli_engine_args ea = { NULL, NULL };
+	const struct cli_opt opts[] = {
+		{ "older-than", 0, CLI_STRING, &older, 0, NULL },
+		{ "scope", 0, CLI_STRING, &scope, 0, NULL },
+		{ "dry-run", 0, CLI_FLAG, &dry_run, 0, NULL },
+		{ "json", 0, CLI_FLAG, &json, 0, NULL },
+		{ "verbose", 'v', CLI_FLAG, &verbose, 0, NULL },
+	};
+	const struct cli_command cmd = { "reap", reap_usage, opts, MAFSBX_ARRAY_SIZE(opts), &ea };
+	int code = cli_parse(&cmd, argc, argv);
+	if (code == CLI_GO_ON)
+		code = cli_no_operands(&cmd, argc, argv);
+	if (code == CLI_GO_ON && !older)
+		code = cli_usage_error("reap", "--older-than DURATION is required (e.g. --older-than 24h)");
+	if (code == CLI_GO_ON)
+		code = cli_one_endpoint(&cmd);
+	if (code != CLI_GO_ON)
+		return code;
 
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
@@ -126,59 +143,14 @@ int cmd_reap(int argc, char **argv)
 	if (verbose)
 		mafsbx_log_set_level(MAFSBX_LOG_INFO);
 
-	struct mafsbx_reap_result res;
-	memset(&res, 0, sizeof(res));
-	res.dry_run = dry_run;
-
-	int code;
-	struct mafsbx_engine *e = cli_open_engine(host, context, &code);
+	struct mafsbx_engine *e = cli_open_engine(ea.host, ea.context, &code);
 	if (!e) {
-		/* cli_open_engine said why on stderr; a --json reader still gets its object. */
-		if (json) {
-			res.inventory_failed = true;
-			struct mafsbx_reap_failure f = { .code = MAFSBX_REAP_UNREACHABLE };
-			snprintf(f.message, sizeof(f.message), "the engine could not be reached; nothing was deleted");
-			res.failures = &f;
-			res.n_failures = 1;
-			print_json(&res);
-		}
+		if (json)
+			print_unreachable_json(dry_run);
 		return code;
 	}
-
-	struct mafsbx_reap_options opts = { .older_than_s = seconds, .scope = scope, .dry_run = dry_run };
-	int r = mafsbx_reap(e, &opts, &res, &err);
+	struct mafsbx_reap_options ro = { .older_than_s = seconds, .scope = scope, .dry_run = dry_run };
+	code = reap_run(e, &ro, json);
 	mafsbx_engine_close(e);
-
-	print_failures(&res);
-	if (r < 0 && res.inventory_failed)
-		cli_error("reap: nothing was deleted: %s", err.message);
-	else if (r < 0)
-		cli_error("reap: %s", err.message);
-
-	if (json) {
-		print_json(&res);
-	} else {
-		if (dry_run) {
-			for (size_t i = 0; i < res.n_items; i++) {
-				const struct mafsbx_reap_item *it = &res.items[i];
-				if (it->outcome != MAFSBX_REAP_WOULD_REMOVE)
-					continue;
-				char created[32];
-				mafsbx_time_format(it->created, created);
-				printf("would remove %s %s %s (created %s)\n", mafsbx_reap_kind_name(it->kind), it->name, it->id,
-				       created);
-			}
-		}
-		printf("reap%s: disposed=%u proxies_removed=%u networks_removed=%u failures=%zu\n",
-		       dry_run ? " (dry run)" : "", res.disposed, res.proxies_removed, res.networks_removed,
-		       res.n_failures);
-	}
-	fflush(stdout);
-
-	if (r < 0)
-		code = res.inventory_failed ? MAFSBX_EXIT_ENGINE : MAFSBX_EXIT_FAILURE;
-	else
-		code = res.n_failures ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
-	mafsbx_reap_result_free(&res);
 	return code;
 }

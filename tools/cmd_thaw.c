@@ -17,7 +17,6 @@
  * the host too (/run/mafsbxfs, /run/user/UID/mafsbxfs, /tmp/mafsbxfs-UID).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <glob.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cli_common.h"
 #include "freeze.h"
 #include "log.h"
 #include "mafsbx.h"
@@ -136,83 +136,70 @@ static void thaw_dir(struct mafsbx_engine *e, const char *dir, json_t *paused, c
 	mafsbx_freezer_free(f);
 }
 
-int cmd_thaw(int argc, char **argv)
-{
-	enum { OPT_RUNDIR = 256, OPT_JSON, OPT_CONTEXT };
-	static const struct option longopts[] = {
-		{ "rundir", required_argument, NULL, OPT_RUNDIR },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "host", required_argument, NULL, 'H' },
-		{ "context", required_argument, NULL, OPT_CONTEXT },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *host = NULL, *context = NULL;
-	bool json = false;
-	struct dirs dirs = { .n = 0 };
-	bool given = false;
-	int c, code = MAFSBX_EXIT_OK;
-	while ((c = getopt_long(argc, argv, ":H:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_RUNDIR:
-			if (optarg[0] != '/')
-				return cli_usage_error("thaw", "--rundir: '%s' is not an absolute path", optarg);
-			given = true;
-			dirs_add(&dirs, optarg);
-			break;
-		case OPT_JSON:
-			json = true;
-			break;
-		case 'H':
-			host = optarg;
-			break;
-		case OPT_CONTEXT:
-			context = optarg;
-			break;
-		case 'v':
-			mafsbx_log_set_level(MAFSBX_LOG_INFO);
-			break;
-		case 'h':
-			thaw_usage(stdout);
-			return MAFSBX_EXIT_OK;
-		default:
-			return cli_option_error("thaw", c, argv);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("thaw", "unexpected argument '%s'", argv[optind]);
-	if (host && context)
-		return cli_usage_error("thaw", "give either -H/--host or --context, not both");
+/* --rundir DIR: an absolute path, searched instead of the defaults. */
+struct rundir_arg {
+	struct dirs *dirs;
+	bool given;
+};
 
-	struct mafsbx_engine *e = cli_open_engine(host, context, &code);
-	if (!e)
-		return code;
+static int add_rundir(const char *arg, void *dest)
+{
+	struct rundir_arg *a = dest;
+	if (arg[0] != '/')
+		return cli_usage_error("thaw", "--rundir: '%s' is not an absolute path", arg);
+	a->given = true;
+	dirs_add(a->dirs, arg);
+	return 0;
+}
+
+/* No --rundir: $MAFSBX_RUNDIR, the caller's default and, as root, every user's. */
+static void default_dirs(struct mafsbx_engine *e, struct dirs *dirs)
+{
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
-	if (!given) {
-		const char *env = getenv(MAFSBX_RUNDIR_ENV);
-		if (env && *env)
-			dirs_add(&dirs, env);
-		/* the caller's default: what a freezer opened with no directory uses */
-		unsetenv(MAFSBX_RUNDIR_ENV);
-		struct mafsbx_freezer *f = mafsbx_freezer_new(e, NULL, &err);
-		if (f) {
-			dirs_add(&dirs, mafsbx_freezer_rundir(f));
-			mafsbx_freezer_free(f);
-		}
-		if (geteuid() == 0) {
-			dirs_add(&dirs, MAFSBX_RUNDIR_DEFAULT);
-			dirs_glob(&dirs, "/run/user/*/mafsbxfs");
-			dirs_glob(&dirs, "/tmp/mafsbxfs-*");
-		}
+	const char *env = getenv(MAFSBX_RUNDIR_ENV);
+	if (env && *env)
+		dirs_add(dirs, env);
+	/* the caller's default: what a freezer opened with no directory uses */
+	unsetenv(MAFSBX_RUNDIR_ENV);
+	struct mafsbx_freezer *f = mafsbx_freezer_new(e, NULL, &err);
+	if (f) {
+		dirs_add(dirs, mafsbx_freezer_rundir(f));
+		mafsbx_freezer_free(f);
 	}
+	if (geteuid() == 0) {
+		dirs_add(dirs, MAFSBX_RUNDIR_DEFAULT);
+		dirs_glob(dirs, "/run/user/*/mafsbxfs");
+		dirs_glob(dirs, "/tmp/mafsbxfs-*");
+	}
+}
 
+static void thaw_report(const struct tally *t, size_t n_dirs, json_t *fails, bool json)
+{
+	if (json) {
+		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:O}", "thawed", (json_int_t)t->thawed, "left_paused",
+				      (json_int_t)t->foreign, "lock_files_collected", (json_int_t)t->collected,
+				      "runtime_dirs", (json_int_t)n_dirs, "failures", fails);
+		cli_print_json(o, 0);
+		json_decref(o);
+	} else {
+		printf("thawed %u, left paused %u (live freezes or paused by someone else), collected the lock files "
+		       "of %u removed containers, in %zu runtime director%s%s\n",
+		       t->thawed, t->foreign, t->collected, n_dirs, n_dirs == 1 ? "y" : "ies",
+		       t->failed ? "; some freezes could not be lifted" : "");
+	}
+}
+
+/* List every container once, then lift the dead freezes of the paused ones in each directory. An exit code. */
+static int thaw_all(struct mafsbx_engine *e, const struct dirs *dirs, bool json)
+{
 	json_t *all = NULL, *paused = json_array(), *fails = json_array();
 	const char **live = NULL;
 	bool *thawed_ids = NULL;
 	struct tally t = { 0 };
+	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
+	int code = MAFSBX_EXIT_OK;
 	if (mafsbx_container_list(e, NULL, true, &all, &err) < 0) {
 		cli_error("cannot list the containers, so nothing was thawed: %s", err.message);
 		code = MAFSBX_EXIT_ENGINE;
@@ -220,11 +207,8 @@ int cmd_thaw(int argc, char **argv)
 	}
 	size_t n = json_array_size(all);
 	live = calloc(n ? n : 1, sizeof(*live));
-	if (!live || !paused || !fails) {
-		cli_error("out of memory");
-		code = MAFSBX_EXIT_FAILURE;
-		goto out;
-	}
+	if (!live || !paused || !fails)
+		goto oom;
 	for (size_t i = 0; i < n; i++) {
 		json_t *x = json_array_get(all, i);
 		live[i] = json_string_value(json_object_get(x, "Id"));
@@ -234,39 +218,52 @@ int cmd_thaw(int argc, char **argv)
 	}
 	t.paused = (unsigned)json_array_size(paused);
 	thawed_ids = calloc(t.paused ? t.paused : 1, sizeof(*thawed_ids));
-	if (!thawed_ids) {
-		cli_error("out of memory");
-		code = MAFSBX_EXIT_FAILURE;
-		goto out;
-	}
-	for (size_t i = 0; i < dirs.n; i++)
-		thaw_dir(e, dirs.v[i], paused, live, n, thawed_ids, &t, fails);
+	if (!thawed_ids)
+		goto oom;
+	for (size_t i = 0; i < dirs->n; i++)
+		thaw_dir(e, dirs->v[i], paused, live, n, thawed_ids, &t, fails);
 	t.foreign = t.paused - t.thawed;
 	if (t.failed)
 		code = MAFSBX_EXIT_FAILURE;
-	if (json) {
-		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:O}", "thawed", (json_int_t)t.thawed, "left_paused",
-				      (json_int_t)t.foreign, "lock_files_collected", (json_int_t)t.collected,
-				      "runtime_dirs", (json_int_t)dirs.n, "failures", fails);
-		char *s = o ? json_dumps(o, 0) : NULL;
-		if (s)
-			printf("%s\n", s);
-		free(s);
-		json_decref(o);
-	} else {
-		printf("thawed %u, left paused %u (live freezes or paused by someone else), collected the lock files "
-		       "of %u removed containers, in %zu runtime director%s%s\n",
-		       t.thawed, t.foreign, t.collected, dirs.n, dirs.n == 1 ? "y" : "ies",
-		       t.failed ? "; some freezes could not be lifted" : "");
-	}
+	thaw_report(&t, dirs->n, fails, json);
+	goto out;
+oom:
+	cli_error("out of memory");
+	code = MAFSBX_EXIT_FAILURE;
 out:
 	free(thawed_ids);
 	free(live);
 	json_decref(all);
 	json_decref(paused);
 	json_decref(fails);
+	return code;
+}
+
+int cmd_thaw(int argc, char **argv)
+{
+	struct dirs dirs = { .n = 0 };
+	struct rundir_arg rundir = { &dirs, false };
+	bool json = false, verbose = false;
+	struct cli_engine_args ea = { NULL, NULL };
+	const struct cli_opt opts[] = {
+		{ "rundir", 0, CLI_CALL, &rundir, 0, add_rundir },
+		{ "json", 0, CLI_FLAG, &json, 0, NULL },
+		{ "verbose", 'v', CLI_FLAG, &verbose, 0, NULL },
+	};
+	const struct cli_command cmd = { "thaw", thaw_usage, opts, MAFSBX_ARRAY_SIZE(opts), &ea };
+	int code = cli_parse_no_operands(&cmd, argc, argv);
+	if (verbose)
+		mafsbx_log_set_level(MAFSBX_LOG_INFO);
+	struct mafsbx_engine *e = NULL;
+	if (code == CLI_GO_ON)
+		e = cli_open_engine(ea.host, ea.context, &code);
+	if (e) {
+		if (!rundir.given)
+			default_dirs(e, &dirs);
+		code = thaw_all(e, &dirs, json);
+		mafsbx_engine_close(e);
+	}
 	for (size_t i = 0; i < dirs.n; i++)
 		free(dirs.v[i]);
-	mafsbx_engine_close(e);
 	return code;
 }

@@ -205,3 +205,31 @@ no_paused() {
 	n=$("$MFS_TOOL" paused "$SCOPE") || fail "cannot list $SCOPE"
 	expect_eq "$n" 0 "containers left paused"
 }
+
+# relay_init: the engine through a private unix socket the test can cut.
+# Sets REAL (the real engine's socket path) and SOCK ($T/engine.sock); skips
+# (or fails) when the engine is not on a unix socket. Then start_relay starts
+# the relay (`mfs_tool fwd`, its PID in RELAY) and waits for the socket, and
+# stop_relay stops it: to a mount, exactly an engine that went away.
+relay_init() {
+	case "${DOCKER_HOST:-unix:///var/run/docker.sock}" in
+	unix://*) REAL=${DOCKER_HOST:-unix:///var/run/docker.sock}; REAL=${REAL#unix://} ;;
+	*) skip_or_fail "the engine is not on a unix socket (DOCKER_HOST=$DOCKER_HOST)" ;;
+	esac
+	SOCK=$T/engine.sock
+}
+start_relay() {
+	"$MFS_TOOL" fwd "$SOCK" "$REAL" >>"$T/fwd.log" 2>&1 &
+	RELAY=$!
+	BGPIDS+=("$RELAY")
+	local i
+	for i in $(seq 1 100); do
+		[ -S "$SOCK" ] && return 0
+		sleep 0.05
+	done
+	fail "the relay did not start"
+}
+stop_relay() {
+	kill -TERM "$RELAY"
+	wait_exit "$RELAY" 10 || fail "the relay did not stop"
+}

@@ -15,27 +15,8 @@ PLANE=engine
 require_env
 : "${MAFSBX_CLI:?MAFSBX_CLI must name the mafsbx binary}"
 
-case "${DOCKER_HOST:-unix:///var/run/docker.sock}" in
-unix://*) REAL=${DOCKER_HOST:-unix:///var/run/docker.sock}; REAL=${REAL#unix://} ;;
-*) skip_or_fail "the engine is not on a unix socket (DOCKER_HOST=$DOCKER_HOST)" ;;
-esac
+relay_init
 
-SOCK=$T/engine.sock
-start_relay() {
-	"$MFS_TOOL" fwd "$SOCK" "$REAL" >>"$T/fwd.log" 2>&1 &
-	RELAY=$!
-	BGPIDS+=("$RELAY")
-	local i
-	for i in $(seq 1 100); do
-		[ -S "$SOCK" ] && return 0
-		sleep 0.05
-	done
-	fail "the relay did not start"
-}
-stop_relay() {
-	kill -TERM "$RELAY"
-	wait_exit "$RELAY" 10 || fail "the relay did not stop"
-}
 # wait_state NAME STATE SECONDS
 wait_state() {
 	local i s
