@@ -204,6 +204,15 @@ static int check_chain(struct fcall *k, const struct mafsbx_gp_chain *chain, lon
 	return 0;
 }
 
+/* Enter the freeze and check the chain under it (*missing as check_chain); leave with call_leave() either way. */
+static int call_enter_chain(struct fcall *k, struct mafsbx_freezer *fz, struct mafsbx_bursts *bs,
+			    const char *container, const struct mafsbx_gp_chain *chain, long long deadline_ms,
+			    size_t *missing, struct mafsbx_error *err)
+{
+	int r = call_enter(k, fz, bs, container, deadline_ms, err);
+	return r < 0 ? r : check_chain(k, chain, deadline_ms, missing, err);
+}
+
 static long long deadline_of(long long deadline_ms)
 {
 	return deadline_ms > 0 ? deadline_ms : mafsbx_now_ms() + MAFSBX_FILES_DEFAULT_MS;
@@ -348,11 +357,8 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 	struct fcall k;
 	struct mafsbx_tar_reader *rd = NULL;
 	struct mafsbx_tar_entry entry = { 0 };
-	r = call_enter(&k, fz, t->bursts, t->container, deadline_ms, err);
-	if (r < 0)
-		goto out;
 	size_t missing;
-	r = check_chain(&k, &chain, deadline_ms, &missing, err);
+	r = call_enter_chain(&k, fz, t->bursts, t->container, &chain, deadline_ms, &missing, err);
 	if (r < 0)
 		goto out;
 	if (missing < chain.n) {
@@ -465,11 +471,8 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 		return r;
 	struct fcall k;
 	struct mafsbx_tar *tar = NULL;
-	r = call_enter(&k, fz, t->bursts, t->container, deadline_ms, err);
-	if (r < 0)
-		goto out;
 	size_t missing;
-	r = check_chain(&k, &chain, deadline_ms, &missing, err);
+	r = call_enter_chain(&k, fz, t->bursts, t->container, &chain, deadline_ms, &missing, err);
 	if (r < 0)
 		goto out;
 	if (missing == chain.n) {

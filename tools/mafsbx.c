@@ -61,24 +61,28 @@ static const struct subcommand *find(const char *name)
 	return NULL;
 }
 
-void cli_error(const char *fmt, ...)
+static void verror(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void verror(const char *fmt, va_list ap)
 {
 	char msg[2048];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, PROGRAM ": %s\n", msg);
+}
+
+void cli_error(const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	verror(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, PROGRAM ": %s\n", msg);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
-	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	verror(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, PROGRAM ": %s\n", msg);
 	if (cmd)
 		fprintf(stderr, "Try '" PROGRAM " %s --help'.\n", cmd);
 	else
