@@ -2,9 +2,10 @@
  * bench_planes.c: the local plane against the engine plane, the kernel
  * floor and the docker CLI, in one run (issue 9's table). Medians.
  *
- * Two mounts of the same engine with attr_timeout=0 (every stat reaches the
- * daemon): -o plane=local and -o plane=engine. One sandbox holds files at
- * depth 1, 4 and 8, twenty declared outputs in outs/, a 1,000-file tree and
+ * Three mounts of the same engine with attr_timeout=0 (every stat reaches
+ * the daemon): -o plane=local, -o plane=engine, and -o plane=engine with
+ * burst_ms=0 (every call its own freeze: the engine plane before bursts).
+ * One sandbox holds files at depth 1, 4 and 8, twenty declared outputs in outs/, a 1,000-file tree and
  * a 256 MiB file. Each figure is measured on:
  *   floor   the same system calls on /proc/PID/root/... directly (no FUSE):
  *           what the kernel alone costs;
@@ -48,8 +49,8 @@ static const char *opt_mafsbxfs = "build/fs/mafsbxfs";
 static const char *opt_image = "mafsbx/busybox:latest";
 static int opt_runs = 200;
 
-static char mnt_local[64], mnt_engine[64];
-static pid_t pid_local = -1, pid_engine = -1;
+static char mnt_local[64], mnt_engine[64], mnt_single[64];
+static pid_t pid_local = -1, pid_engine = -1, pid_single = -1;
 static char scope[64], name[64], rootp[64];
 
 static void cleanup(void);
@@ -137,9 +138,9 @@ static void cleanup(void)
 		snprintf(req, sizeof(req), "{\"scope\": \"%s\", \"thread\": \"t\"}", scope);
 		ctl(mnt_local, "dispose", req, rep, sizeof(rep));
 	}
-	char *mnts[] = { mnt_local, mnt_engine };
-	pid_t pids[] = { pid_local, pid_engine };
-	for (int i = 0; i < 2; i++) {
+	char *mnts[] = { mnt_local, mnt_engine, mnt_single };
+	pid_t pids[] = { pid_local, pid_engine, pid_single };
+	for (int i = 0; i < 3; i++) {
 		if (pids[i] <= 0)
 			continue;
 		const char *argv[] = { "fusermount3", "-u", mnts[i], NULL };
@@ -392,7 +393,8 @@ static double med_ls(const char *dir, int runs)
 }
 
 struct results {
-	double st1[3], st4[3], st8[3], cat[3], ls[3];   /* kernel floor, local plane, engine plane */
+	/* kernel floor, local plane, engine plane, engine plane without bursts (-o burst_ms=0) */
+	double st1[4], st4[4], st8[4], cat[4], ls[4];
 	double find[2];                                /* kernel floor, local plane */
 	double mb_floor, mb_local, mb_engine, mb_cp;
 	long rss_idle, rss_peak;
@@ -452,9 +454,9 @@ static void make_sandbox(void)
 /* stat at depth 1, 4, 8, cat 1 KiB and ls -l of the outputs: on the kernel alone and through both mounts. */
 static void measure_small(struct results *r)
 {
-	const char *where[3] = { rootp, mnt_local, mnt_engine };
+	const char *where[4] = { rootp, mnt_local, mnt_engine, mnt_single };
 	char p1[256], p4[256], p8[256], outs[256];
-	for (int w = 0; w < 3; w++) {
+	for (int w = 0; w < 4; w++) {
 		const char *base = where[w];
 		const char *sub = w == 0 ? GW : "";
 		char pre[200];
@@ -466,8 +468,8 @@ static void measure_small(struct results *r)
 		snprintf(p4, sizeof(p4), "%s/a/b/c/d4.txt", pre);
 		snprintf(p8, sizeof(p8), "%s/a/b/c/d/e/f/g/d8.txt", pre);
 		snprintf(outs, sizeof(outs), "%s/outs", pre);
-		int runs = w == 2 ? (opt_runs < 20 ? opt_runs : 20) : opt_runs;
-		gap_us = w == 2 ? 100000 : 0;
+		int runs = w >= 2 ? (opt_runs < 20 ? opt_runs : 20) : opt_runs;
+		gap_us = w >= 2 ? 100000 : 0;
 		r->st1[w] = med(t_lstat, p1, runs);
 		r->st4[w] = med(t_lstat, p4, runs);
 		r->st8[w] = med(t_lstat, p8, runs);
@@ -534,14 +536,15 @@ static void measure_share(struct results *r)
 static void print_results(const struct results *r)
 {
 	printf("\n## Local plane vs engine plane (%d runs; medians in ms; attr_timeout=0)\n\n", opt_runs);
-	printf("| operation | %s | %s | %s |\n|---|---|---|---|\n", "kernel floor (no FUSE)", "mafsbxfs local plane", "mafsbxfs engine plane");
-	printf("| stat, depth 1 | %.3f | %.3f | %.1f |\n", r->st1[0], r->st1[1], r->st1[2]);
-	printf("| stat, depth 4 | %.3f | %.3f | %.1f |\n", r->st4[0], r->st4[1], r->st4[2]);
-	printf("| stat, depth 8 | %.3f | %.3f | %.1f |\n", r->st8[0], r->st8[1], r->st8[2]);
-	printf("| cat 1 KiB | %.3f | %.3f | %.1f |\n", r->cat[0], r->cat[1], r->cat[2]);
-	printf("| ls -l of 20 outputs | %.3f | %.3f | %.1f |\n", r->ls[0], r->ls[1], r->ls[2]);
-	printf("| find + cat of 1,000 files | %.1f | %.1f | (not listable) |\n", r->find[0], r->find[1]);
-	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f |\n", r->mb_floor, r->mb_local, r->mb_engine);
+	printf("| operation | %s | %s | %s | %s |\n|---|---|---|---|---|\n", "kernel floor (no FUSE)",
+	       "mafsbxfs local plane", "mafsbxfs engine plane", "engine plane, burst_ms=0");
+	static const char *const rows[] = { "stat, depth 1", "stat, depth 4", "stat, depth 8", "cat 1 KiB",
+					    "ls -l of 20 outputs" };
+	const double *v[] = { r->st1, r->st4, r->st8, r->cat, r->ls };
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		printf("| %s | %.3f | %.3f | %.1f | %.1f |\n", rows[i], v[i][0], v[i][1], v[i][2], v[i][3]);
+	printf("| find + cat of 1,000 files | %.1f | %.1f | (not listable) | |\n", r->find[0], r->find[1]);
+	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f | |\n", r->mb_floor, r->mb_local, r->mb_engine);
 	printf("\n- docker cp of the same 256 MiB: %.0f MB/s (local plane: %.1fx)\n", r->mb_cp, r->mb_local / r->mb_cp);
 	printf("- daemon RSS (local plane): %ld KiB idle, %ld KiB peak during the 256 MiB read\n", r->rss_idle,
 	       r->rss_peak);
@@ -560,6 +563,7 @@ int main(int argc, char **argv)
 
 	pid_local = mount_one(mnt_local, "local");
 	pid_engine = mount_one(mnt_engine, "engine");
+	pid_single = mount_one(mnt_single, "engine,burst_ms=0");
 	make_sandbox();
 	struct results r;
 	measure_small(&r);
