@@ -121,7 +121,7 @@ static enum checked check_container(struct mafsbx_backend *b, const char *ref, c
 	const char *have_role = sbx_label(labels, MAFSBX_LABEL_ROLE);
 	if (nm && *nm == '/')
 		nm++;
-	bool ours = mafsbx_is_engine_id(jid) && sbx_has_identity_labels(labels) &&
+	bool ours = mafsbx_is_engine_id(jid) && mafsbx_has_identity_labels(labels) &&
 		    (role ? have_role && strcmp(have_role, role) == 0 : have_role == NULL) &&
 		    (!want_name || (nm && strcmp(nm, want_name) == 0));
 	if (jid)
@@ -171,7 +171,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 	}
 	char id[65];
 	const char *jid = json_string_value(json_object_get(insp, "Id"));
-	bool ours = jid && sbx_has_identity_labels(json_object_get(insp, "Labels"));
+	bool ours = jid && mafsbx_has_identity_labels(json_object_get(insp, "Labels"));
 	snprintf(id, sizeof(id), "%s", jid ? jid : "");
 	json_decref(insp);
 	if (!ours) {
@@ -285,7 +285,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 			const char *id = json_string_value(json_object_get(c, "Id"));
 			json_t *l = sbx_labels_of(c);
 			const char *role = sbx_label(l, MAFSBX_LABEL_ROLE);
-			if (!n || !mafsbx_is_engine_id(id) || !sbx_has_identity_labels(l))
+			if (!n || !mafsbx_is_engine_id(id) || !mafsbx_has_identity_labels(l))
 				continue;
 			if (*n == '/')
 				n++;
@@ -551,7 +551,7 @@ static int instance_select(struct mafsbx_backend *b, const struct mafsbx_key *ke
 		return -1;
 	}
 	json_t *labels = sbx_labels_of(*insp);
-	if (!sbx_has_identity_labels(labels) || !label_is(labels, MAFSBX_LABEL_SCOPE, key->scope) ||
+	if (!mafsbx_has_identity_labels(labels) || !label_is(labels, MAFSBX_LABEL_SCOPE, key->scope) ||
 	    !label_is(labels, MAFSBX_LABEL_THREAD, key->thread) || !label_is(labels, MAFSBX_LABEL_AGENT, key->agent) ||
 	    !label_is(labels, MAFSBX_LABEL_CALL, key->call) || !label_is(labels, MAFSBX_LABEL_KIND, kind))
 		return 0;   /* not this key's: nothing is deleted */

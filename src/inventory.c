@@ -28,18 +28,6 @@ const char *sbx_label(json_t *labels, const char *key)
 	return json_string_value(json_object_get(labels, key));
 }
 
-bool sbx_has_identity_labels(json_t *labels)
-{
-	static const char *const keys[] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
-					    MAFSBX_LABEL_KIND };
-	for (size_t i = 0; i < 4; i++) {
-		const char *v = sbx_label(labels, keys[i]);
-		if (!v || !*v)
-			return false;
-	}
-	return true;
-}
-
 void mafsbx_sandbox_info_clear(struct mafsbx_sandbox_info *i)
 {
 	if (!i)
@@ -222,7 +210,7 @@ int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafs
 		if (nm && *nm == '/')
 			nm++;
 		json_t *labels = sbx_labels_of(c);
-		if (!nm || !mafsbx_is_workload_name(nm) || !sbx_has_identity_labels(labels) ||
+		if (!nm || !mafsbx_is_workload_name(nm) || !mafsbx_has_identity_labels(labels) ||
 		    sbx_label(labels, MAFSBX_LABEL_ROLE))
 			continue;
 		const char *state = json_string_value(json_object_get(c, "State"));
@@ -264,7 +252,7 @@ int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **ins
 	}
 	const char *jid = json_string_value(json_object_get(*insp, "Id"));
 	json_t *labels = sbx_labels_of(*insp);
-	if (!jid || !*jid || !sbx_has_identity_labels(labels) || sbx_label(labels, MAFSBX_LABEL_ROLE)) {
+	if (!jid || !*jid || !mafsbx_has_identity_labels(labels) || sbx_label(labels, MAFSBX_LABEL_ROLE)) {
 		json_decref(*insp);
 		*insp = NULL;
 		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox (it lacks the identity labels)",

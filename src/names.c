@@ -382,3 +382,22 @@ bool mafsbx_is_engine_id(const char *s)
 			return false;
 	return n == 64;
 }
+
+const char *const mafsbx_identity_labels[MAFSBX_IDENTITY_LABELS] = {
+	MAFSBX_LABEL_SCOPE,
+	MAFSBX_LABEL_THREAD,
+	MAFSBX_LABEL_AGENT,
+	MAFSBX_LABEL_KIND,
+};
+
+bool mafsbx_has_identity_labels(const json_t *labels)
+{
+	if (!json_is_object(labels))
+		return false;
+	for (size_t i = 0; i < MAFSBX_IDENTITY_LABELS; i++) {
+		const char *v = json_string_value(json_object_get(labels, mafsbx_identity_labels[i]));
+		if (!v || !v[0])
+			return false;
+	}
+	return true;
+}

@@ -68,6 +68,12 @@ int mafsbx_key_attribution_decode(const char *value, char **scope, char **thread
 json_t *mafsbx_workload_labels(const struct mafsbx_key *key, const char *kind, const json_t *user_labels,
 			       const char *work_dir);
 
+/* The identity labels every sandbox carries: scope, thread, agent, kind. */
+#define MAFSBX_IDENTITY_LABELS 4
+extern const char *const mafsbx_identity_labels[MAFSBX_IDENTITY_LABELS];
+/* True when `labels` is an object holding each identity label as a non-empty string. */
+bool mafsbx_has_identity_labels(const json_t *labels);
+
 /* True when `name` is a workload name (prefix + 12 lowercase hex, no suffix). */
 bool mafsbx_is_workload_name(const char *name);
 

@@ -24,12 +24,6 @@
 #include "log.h"
 #include "names.h"
 
-static const char *const identity_labels[] = {
-	MAFSBX_LABEL_SCOPE,
-	MAFSBX_LABEL_THREAD,
-	MAFSBX_LABEL_AGENT,
-	MAFSBX_LABEL_KIND,
-};
 
 /* Name of an enum value from a table indexed by it; `fallback` outside the table. */
 static const char *enum_name(const char *const *names, size_t n, int v, const char *fallback)
@@ -189,8 +183,8 @@ json_t *mafsbx_reap_filters(const char *scope_label)
 	if (!f)
 		return NULL;
 	int r = mafsbx_filters_add(f, "name", "^" MAFSBX_NAME_PREFIX);
-	for (size_t i = 0; r == 0 && i < MAFSBX_ARRAY_SIZE(identity_labels); i++)
-		r = mafsbx_filters_add(f, "label", identity_labels[i]);
+	for (size_t i = 0; r == 0 && i < MAFSBX_IDENTITY_LABELS; i++)
+		r = mafsbx_filters_add(f, "label", mafsbx_identity_labels[i]);
 	if (r == 0 && scope_label) {
 		char kv[sizeof(MAFSBX_LABEL_SCOPE) + MAFSBX_LABEL_VALUE_MAX + 2];
 		snprintf(kv, sizeof(kv), "%s=%s", MAFSBX_LABEL_SCOPE, scope_label);
@@ -201,18 +195,6 @@ json_t *mafsbx_reap_filters(const char *scope_label)
 		return NULL;
 	}
 	return f;
-}
-
-bool mafsbx_reap_has_identity_labels(const json_t *labels)
-{
-	if (!json_is_object(labels))
-		return false;
-	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(identity_labels); i++) {
-		const char *v = json_string_value(json_object_get(labels, identity_labels[i]));
-		if (!v || !v[0])
-			return false;
-	}
-	return true;
 }
 
 /*
@@ -236,7 +218,7 @@ static int validate(const json_t *obj, bool network, const char *listed_id, cons
 		return 0;
 	const json_t *labels = network ? json_object_get(obj, "Labels")
 				       : json_object_get(json_object_get(obj, "Config"), "Labels");
-	if (!mafsbx_reap_has_identity_labels(labels))
+	if (!mafsbx_has_identity_labels(labels))
 		return 0;
 	if (scope_label && strcmp(json_string_value(json_object_get(labels, MAFSBX_LABEL_SCOPE)), scope_label) != 0)
 		return 0;

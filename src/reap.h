@@ -139,7 +139,5 @@ bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kin
  */
 json_t *mafsbx_reap_filters(const char *scope_label);
 
-/* True when `labels` is an object holding each of the four identity labels, non-empty. */
-bool mafsbx_reap_has_identity_labels(const json_t *labels);
 
 #endif

@@ -145,8 +145,6 @@ void sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_cod
 /* ---- inventory.c -------------------------------------------------------- */
 /* Labels of an inspect object (Config.Labels) or a list entry (Labels): borrowed, may be NULL. */
 json_t *sbx_labels_of(json_t *obj);
-/* The four identity labels are present as non-empty strings. */
-bool sbx_has_identity_labels(json_t *labels);
 const char *sbx_label(json_t *labels, const char *key);
 /*
  * Inspect `name` (or an ID) and require a sandbox: an ID, the identity

@@ -217,7 +217,7 @@ static bool row_from_entry(json_t *list, json_t *ent, struct row *rw)
 		name++;
 	if (!name || !json_is_object(labels) || !mafsbx_reap_parse_name(name, false, &kind, sandbox) ||
 	    kind != MAFSBX_REAP_WORKLOAD || json_object_get(labels, MAFSBX_LABEL_ROLE) ||
-	    !mafsbx_reap_has_identity_labels(labels))
+	    !mafsbx_has_identity_labels(labels))
 		return false;
 	snprintf(rw->name, sizeof(rw->name), "%s", name);
 	rw->id = json_string_value(json_object_get(ent, "Id"));
