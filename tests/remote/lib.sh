@@ -4,7 +4,7 @@
 # A test owns everything remote it uses, and tears it all down at exit:
 #  - tls_engine_start: a CA, server and client certificates made with openssl,
 #    and a PRIVATE dockerd (own --data-root, --exec-root, --pidfile, unix
-#    socket, containerd and containerd namespace, --bridge=none,
+#    socket, containerd and containerd namespace, a bridge of its own,
 #    --iptables=false) listening on tcp://127.0.0.1:PORT with --tlsverify; the
 #    test image is copied into it from the shared engine (docker save | load).
 #    The shared dockerd is never stopped, restarted or reconfigured.
@@ -24,6 +24,7 @@
 
 PRIV_DIR=""        # the private dockerd's directory (data root, exec root, socket)
 PRIV_PID=""
+PRIV_BRIDGE=""     # the private dockerd's own bridge interface (never docker0)
 SSHD_PID=""
 SSHD_DIR=""
 
@@ -45,6 +46,9 @@ remote_teardown() {
 			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 		done
 		rm -rf "$PRIV_DIR"
+	fi
+	if [ -n "$PRIV_BRIDGE" ]; then
+		ip link del "$PRIV_BRIDGE" 2>/dev/null || log "could not remove the bridge $PRIV_BRIDGE"
 	fi
 	if [ -n "$SSHD_PID" ] && kill -0 "$SSHD_PID" 2>/dev/null; then
 		kill -TERM "$SSHD_PID" 2>/dev/null
@@ -128,10 +132,20 @@ tls_engine_start() {
 	TLS_PORT=$(free_port)
 	local ns
 	ns="mafsbx-remote-$(basename "$PRIV_DIR" | tr -dc 'a-zA-Z0-9')"
+	# A bridge of its own: the host shares one network namespace between both
+	# daemons, and a dockerd started with --bridge=none deletes the host's
+	# "docker0" at start-up (moby's removeDefaultBridgeInterface), which
+	# breaks the shared engine's default network for every test after.
+	PRIV_BRIDGE="mfsbr$(basename "$PRIV_DIR" | tr -dc 'a-zA-Z0-9' | tail -c 6)"
+	ip link add name "$PRIV_BRIDGE" type bridge || fail "cannot make the bridge $PRIV_BRIDGE for the private dockerd"
+	ip addr add "10.213.$((RANDOM % 250 + 1)).1/24" dev "$PRIV_BRIDGE" || fail "cannot address $PRIV_BRIDGE"
+	ip link set "$PRIV_BRIDGE" up || fail "cannot bring $PRIV_BRIDGE up"
+	local had_docker0=0
+	ip link show docker0 >/dev/null 2>&1 && had_docker0=1
 	dockerd --data-root "$PRIV_DIR/data" --exec-root "$PRIV_DIR/exec" --pidfile "$PRIV_DIR/docker.pid" \
 		-H "unix://$PRIV_DIR/docker.sock" -H "tcp://127.0.0.1:$TLS_PORT" \
 		--tlsverify --tlscacert "$PKI/ca/ca.pem" --tlscert "$PKI/server.pem" --tlskey "$PKI/server-key.pem" \
-		--bridge=none --iptables=false --ip6tables=false \
+		--bridge="$PRIV_BRIDGE" --iptables=false --ip6tables=false --ip-masq=false \
 		--containerd-namespace "$ns" --containerd-plugins-namespace "$ns-plugins" \
 		--log-level warn >"$PRIV_DIR/dockerd.log" 2>&1 &
 	PRIV_PID=$!
@@ -142,6 +156,9 @@ tls_engine_start() {
 		sleep 0.1
 	done
 	docker -H "unix://$PRIV_DIR/docker.sock" version >/dev/null 2>&1 || fail "the private dockerd did not answer in 30 s"
+	if [ "$had_docker0" = 1 ] && ! ip link show docker0 >/dev/null 2>&1; then
+		fail "the private dockerd removed the shared engine's docker0 bridge"
+	fi
 	# The shared engine's copy of the test image (no registry is reachable).
 	(unset DOCKER_HOST DOCKER_TLS_VERIFY DOCKER_CERT_PATH; docker save "$IMAGE") |
 		docker -H "unix://$PRIV_DIR/docker.sock" load >/dev/null || fail "cannot load $IMAGE into the private dockerd"
