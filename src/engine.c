@@ -1233,6 +1233,16 @@ static int exec_exited(struct mafsbx_engine *e, const char *path, const char *wh
 	return 1;
 }
 
+/*
+ * How long after the output stream ended the exit code may still be unknown
+ * before the end is taken for a cut. The engine closes an exec's stream when
+ * the process has exited (after draining its output), and records the exit
+ * a moment later; a stream that ends while the process still runs for longer
+ * than this was cut (a proxy, the network, a restarted daemon), and the
+ * caller (sbx_exec) then waits for the real end and reports the cut.
+ */
+#define EXEC_EXIT_GRACE_MS 2000
+
 /* Step 3, the exit code: set when the stream ends in practice; poll briefly to be sure. */
 static int exec_exit_code(struct mafsbx_engine *e, const char *what, long long deadline,
 			  struct mafsbx_exec_result *res, struct mafsbx_error *err)
@@ -1241,7 +1251,7 @@ static int exec_exit_code(struct mafsbx_engine *e, const char *what, long long d
 	snprintf(path, sizeof(path), "/exec/%s/json", res->exec_id);
 	long wait_ms = 1;
 	bool never_started = false;
-	long long poll_end = mafsbx_now_ms() + 5000;
+	long long poll_end = mafsbx_now_ms() + EXEC_EXIT_GRACE_MS;
 	int r;
 	while ((r = exec_exited(e, path, what, deadline, res, &never_started, err)) == 0) {
 		long long now = mafsbx_now_ms();

@@ -239,7 +239,7 @@ scenarios_exec() {
 #    target, so that the target is replaced only once the whole content is
 #    in the guest; remove the temporary name afterwards).
 # 2. The exec's output stream cut while the command runs on: the exec polls
-#    the exec inspect for up to 5 s, sees the command end, and reports
+#    the exec inspect for up to 2 s (EXEC_EXIT_GRACE_MS), sees the command end, and reports
 #    SUCCESS with the output cut short ("first" without "second"): wrong
 #    bytes claimed complete. A stream that ended while the inspect still
 #    says Running must not be a complete result (issue 10 finding 2 keeps
