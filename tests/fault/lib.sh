@@ -50,7 +50,18 @@ rule() {
 	RULE=$(rctl rule "$@")
 }
 
-fired() { rctl fired "$1"; }
+# fired RULE: how often the rule fired. Waits up to 2 s for the first time:
+# on the engine plane the unpause of a burst's freeze comes a few ms after
+# the call returned (src/burst.h).
+fired() {
+	local n i
+	for i in $(seq 1 40); do
+		n=$(rctl fired "$1")
+		[ "$n" != 0 ] && break
+		sleep 0.05
+	done
+	echo "$n"
+}
 
 # mount_relayed MOUNTPOINT [options...]: the mount under test, through the
 # relay, on the engine plane (the plane whose every file call is engine
