@@ -295,16 +295,23 @@ fi
 if [ "$PLANE" = local ]; then
 	HOSTDIR=$(mktemp -d /tmp/mafsbx-hostcanary.XXXXXX)
 	echo "HOST root: must never be read" >"$HOSTDIR/passwd"
-	FLIPS=${MAFSBX_RACE_FLIPS:-10000}
+	FLIPS=${MAFSBX_RACE_FLIPS:-10000} FLIP_SECS=${MAFSBX_RACE_SECS:-20}
 	gsh "$N" "mkdir -p $GW/flip.d && echo inside > $GW/flip.d/passwd && mv $GW/flip.d $GW/flip" || fail "flip setup"
+	# the flipper (tests/mount/flipper.c): six system calls per flip, at
+	# least FLIPS flips and FLIP_SECS seconds, then GW/race.done
+	[ -x "${MFS_FLIPPER:-}" ] || fail "MFS_FLIPPER must name the built flipper"
+	docker cp "$MFS_FLIPPER" "$N:/maf-sandbox/flipper" >/dev/null || fail "docker cp of the flipper"
 	STOP=$T/race.stop
-	dexec -d "$N" sh -c "i=0; while [ \$i -lt $FLIPS ]; do
-		mv $GW/flip $GW/flip.d; ln -s /etc $GW/flip; rm $GW/flip;
-		ln -s $HOSTDIR $GW/flip; rm $GW/flip; mv $GW/flip.d $GW/flip; i=\$((i + 1)); done; touch $GW/race.done"
-	( while [ ! -e "$W/race.done" ]; do sleep 1; done; touch "$STOP" ) &
+	( rc=0; dexec "$N" /maf-sandbox/flipper "$GW" flip "$HOSTDIR" "$FLIPS" "$FLIP_SECS" \
+		>"$T/flipped" 2>&1 || rc=$?; echo "$rc" >"$T/flipper.rc"; touch "$STOP" ) &
 	BGPIDS+=($!)
 	RACE=$("$MFS_TOOL" race "$W/flip" "$STOP") || fail "the race saw outside content: $RACE"
-	log "race: $RACE over $FLIPS guest flips"
+	[ "$(cat "$T/flipper.rc")" = 0 ] || fail "the flipper failed: $(cat "$T/flipped")"
+	FLIPPED=$(cat "$W/race.done") || fail "the flipper's count"
+	[ "$FLIPPED" -ge "$FLIPS" ] || fail "the guest flipped $FLIPPED times, fewer than $FLIPS"
+	# the race only proves something if the host also got through the directory
+	case "$RACE" in *" reads 0 "* | *" writes 0 "*) fail "the host never got through the flipping directory: $RACE" ;; esac
+	log "race: $RACE over $FLIPPED guest flips in $FLIP_SECS s"
 	gsh "$N" "test ! -e /etc/out" || fail "a write landed in the guest's /etc"
 	[ -e "$HOSTDIR/out" ] && fail "a write landed in a host directory"
 	expect_eq "$(cat "$HOSTDIR/passwd")" "HOST root: must never be read" "host canary untouched"
