@@ -61,6 +61,19 @@ int plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, con
 	return 0;
 }
 
+static int spool_refused(struct mafsbx_planes *ps, uint64_t held, struct mafsbx_error *err)
+{
+	return mafsbx_error_set_full(err, MAFSBX_EK_NOMEM, ENOMEM, NULL,
+				     "open files already hold %llu bytes of spool (budget %llu): close some",
+				     (unsigned long long)held, (unsigned long long)ps->cfg.spool_budget);
+}
+
+int plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err)
+{
+	uint64_t held = atomic_load(&ps->spool_used);
+	return held >= ps->cfg.spool_budget ? spool_refused(ps, held, err) : 0;
+}
+
 int plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err)
 {
 	if (want <= *accounted)
@@ -69,9 +82,7 @@ int plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t wan
 	uint64_t now = atomic_fetch_add(&ps->spool_used, more) + more;
 	if (now > ps->cfg.spool_budget) {
 		atomic_fetch_sub(&ps->spool_used, more);
-		return mafsbx_error_set_full(err, MAFSBX_EK_NOMEM, ENOMEM, NULL,
-					     "open files already hold %llu bytes of spool (budget %llu): close some",
-					     (unsigned long long)(now - more), (unsigned long long)ps->cfg.spool_budget);
+		return spool_refused(ps, now - more, err);
 	}
 	*accounted = want;
 	return 0;

@@ -176,7 +176,7 @@ int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_targ
 		     enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err)
 {
 	int r = file_ids(f, t, rel, err);
-	if (r < 0)
+	if (r < 0 || (r = plane_spool_room(f->ps, err)) < 0)
 		return r;
 	struct mafsbx_read_info ri;
 	r = spool_in(f->ps, t, base, rel, max_bytes, f->fd, &ri, err);
@@ -198,6 +198,8 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 	}
 	if (!(f->flags & MAFSBX_PW_TRUNC)) {
 		struct mafsbx_read_info ri;
+		if ((r = plane_spool_room(f->ps, err)) < 0)
+			return r;
 		r = spool_in(f->ps, t, MAFSBX_BASE_WORK, rel, f->max_bytes, f->fd, &ri, err);
 		if (r < 0 && err && err->kind == MAFSBX_EK_NO_PATH && (f->flags & MAFSBX_PW_CREATE)) {
 			f->mode = mode & 07777;

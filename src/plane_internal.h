@@ -92,6 +92,10 @@ int plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, con
 		     struct mafsbx_guestcred *out, struct mafsbx_error *err);
 /* Spool accounting: reserve `more` bytes (EK_NOMEM ENOMEM past the budget). */
 int plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err);
+/* Refuses (ENOMEM) a new spool while the open files hold the whole budget,
+ * before anything is fetched: a doomed open neither freezes the guest nor
+ * copies a byte. */
+int plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err);
 void plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted);
 
 /* ---- plane_local.c ------------------------------------------------------- */

@@ -5,7 +5,8 @@
 #   request, cannot write into a sandbox, and sees sandbox files with the
 #   mount's -o uid/gid/umask, never the guest's owner;
 #   the engine plane's open spools share one budget: past it an open fails
-#   with ENOMEM, and once files are closed opens work again.
+#   with ENOMEM before anything is fetched (no freeze of the guest), and
+#   once files are closed opens work again.
 . "$(dirname "$0")/lib.sh"
 require_env
 command -v python3 >/dev/null || skip_or_fail "python3 is missing"
@@ -45,10 +46,13 @@ expect_eq "$(as_other "cat '$W/f.txt'")" secret "the owner named by -o uid reads
 umount_fs "$M" "$DAEMON_PID"
 
 # ---- the engine plane's spool budget ---------------------------------------------
-PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M"
+# burst_ms=0: every fetch is its own freeze, so the engine's pause events
+# count the fetches
+PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M" -o burst_ms=0
 PLANE=local
 head -c 1048576 /dev/urandom >"$T/one"
 cp "$T/one" "$W/one.bin" || fail "write 1 MiB"
+since=$(date +%s.%N)
 out=$(python3 - "$W/one.bin" <<'PY'
 import errno, os, sys
 fds, refused = [], 0
@@ -71,5 +75,12 @@ read -r opened refused got <<<"$(echo $out)"
 [ "$opened" -ge 1 ] && [ "$opened" -le 8 ] || fail "opened $opened spools of 1 MiB within an 8 MiB budget"
 expect_eq "$refused" $((200 - opened)) "the opens past the budget are ENOMEM"
 expect_eq "$got" 1048576 "after closing, an open works again"
+until=$(date -d '+1 sec' +%s.%N)
+sleep 1.2
+pauses=$(docker events --since "$since" --until "$until" --filter "container=$N" --filter event=pause \
+	--format '{{.Status}}' | wc -l)
+# the held opens and the last one fetched; lookups (1 s attribute cache) freeze too
+[ "$pauses" -ge "$opened" ] || fail "$pauses freezes counted for $opened fetches: the count is broken"
+[ "$pauses" -le $((opened + 20)) ] || fail "$pauses freezes for $opened fetches: refused opens fetched"
 grep -q "budget" "$T"/daemon.mnt.log || true
-log "ok: $opened opens held, $refused refused with ENOMEM"
+log "ok: $opened opens held, $refused refused with ENOMEM, $pauses freezes"
