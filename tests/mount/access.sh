@@ -82,5 +82,4 @@ pauses=$(docker events --since "$since" --until "$until" --filter "container=$N"
 # the held opens and the last one fetched; lookups (1 s attribute cache) freeze too
 [ "$pauses" -ge "$opened" ] || fail "$pauses freezes counted for $opened fetches: the count is broken"
 [ "$pauses" -le $((opened + 20)) ] || fail "$pauses freezes for $opened fetches: refused opens fetched"
-grep -q "budget" "$T"/daemon.mnt.log || true
 log "ok: $opened opens held, $refused refused with ENOMEM, $pauses freezes"
