@@ -378,6 +378,8 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 				     (long long)a->st.size, (unsigned long long)max_bytes);
 		goto out;
 	}
+	if (t->reserve && (r = t->reserve(t->reserve_ctx, a->st.size > 0 ? (uint64_t)a->st.size : 0, err)) < 0)
+		goto out;
 	struct mafsbx_tar_reader_opts ro = { .max_body = max_bytes, .file_only = true, .out_fd = out_fd,
 					     .out_buf = out_fd >= 0 ? NULL : out_buf };
 	rd = mafsbx_tar_reader_new(&ro, err);

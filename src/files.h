@@ -49,6 +49,15 @@ struct mafsbx_files_target {
 	gid_t gid;
 	/* NULL: each call its own freeze; else the calls of a burst share one (burst.h) */
 	struct mafsbx_bursts *bursts;
+	/*
+	 * NULL, or called by mafsbx_files_read() with the file's size (the
+	 * engine's HEAD, under the freeze) before any body byte is fetched; a
+	 * refusal (< 0, `err` set) ends the read with nothing taken. The engine
+	 * plane reserves its spool budget here, so concurrent opens can never
+	 * hold more than the budget, not even while fetching.
+	 */
+	int (*reserve)(void *ctx, uint64_t size, struct mafsbx_error *err);
+	void *reserve_ctx;
 };
 
 enum mafsbx_fkind {

@@ -130,20 +130,31 @@ out:
 }
 
 /* Fetch a guest file into `fd` under one freeze. */
-static int spool_in(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+/* A file's spool takes its size from the budget before the body comes. */
+static int reserve_spool(void *ctx, uint64_t size, struct mafsbx_error *err)
+{
+	struct mafsbx_plane_file *f = ctx;
+	return plane_spool_grow(f->ps, &f->accounted, size, err);
+}
+
+/* Fetch REL into fd, its size reserved for f against the spool budget first. */
+static int spool_in(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		    const char *rel, uint64_t max_bytes, int fd, struct mafsbx_read_info *ri, struct mafsbx_error *err)
 {
 	struct mafsbx_files_target ft;
-	files_target(ps, t, base, &ft);
+	files_target(f->ps, t, base, &ft);
+	ft.reserve = reserve_spool;
+	ft.reserve_ctx = f;
 	memset(ri, 0, sizeof(*ri));
-	return mafsbx_files_read(ps->fz, &ft, rel, max_bytes, fd, NULL, 0, ri, err);
+	return mafsbx_files_read(f->ps->fz, &ft, rel, max_bytes, fd, NULL, 0, ri, err);
 }
 
-int engine_copy_frozen(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+int engine_copy_frozen(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		       const char *rel, uint64_t max_bytes, int fd, struct mafsbx_error *err)
 {
 	struct mafsbx_read_info ri;
-	return spool_in(ps, t, base, rel, max_bytes, fd, &ri, err);
+	int r = plane_spool_room(f->ps, err);
+	return r < 0 ? r : spool_in(f, t, base, rel, max_bytes, fd, &ri, err);
 }
 
 static int file_ids(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
@@ -179,7 +190,7 @@ int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_targ
 	if (r < 0 || (r = plane_spool_room(f->ps, err)) < 0)
 		return r;
 	struct mafsbx_read_info ri;
-	r = spool_in(f->ps, t, base, rel, max_bytes, f->fd, &ri, err);
+	r = spool_in(f, t, base, rel, max_bytes, f->fd, &ri, err);
 	return r < 0 ? r : account_fill(f, &ri, err);
 }
 
@@ -200,7 +211,7 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 		struct mafsbx_read_info ri;
 		if ((r = plane_spool_room(f->ps, err)) < 0)
 			return r;
-		r = spool_in(f->ps, t, MAFSBX_BASE_WORK, rel, f->max_bytes, f->fd, &ri, err);
+		r = spool_in(f, t, MAFSBX_BASE_WORK, rel, f->max_bytes, f->fd, &ri, err);
 		if (r < 0 && err && err->kind == MAFSBX_EK_NO_PATH && (f->flags & MAFSBX_PW_CREATE)) {
 			f->mode = mode & 07777;
 			f->dirty = true;

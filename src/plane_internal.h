@@ -138,8 +138,10 @@ int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, 
 		 struct mafsbx_error *err);
 int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
 		  struct mafsbx_error *err);
-/* Copy a guest file under one freeze into `fd` (a memfd): frozen_reads on the local plane. */
-int engine_copy_frozen(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+/* Copy a guest file under one freeze into `fd` (a memfd) for f, counted
+ * against the spool budget like the engine plane's: frozen_reads on the
+ * local plane. */
+int engine_copy_frozen(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		       const char *rel, uint64_t max_bytes, int fd, struct mafsbx_error *err);
 
 #endif

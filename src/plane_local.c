@@ -280,7 +280,7 @@ int local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, c
 			r = lp_err(err, errno, "read", rel);
 			goto out;
 		}
-		r = engine_copy_frozen(f->ps, t, base, rel, max_bytes, mfd, err);
+		r = engine_copy_frozen(f, t, base, rel, max_bytes, mfd, err);
 		if (r < 0) {
 			close(mfd);
 			goto out;

@@ -252,6 +252,58 @@ static void test_out_legitimate_read(void **state)
 	assert_running(cid);
 }
 
+/* The reservation hook: called with the size from the HEAD before any body
+ * byte is fetched; a refusal ends the read with nothing taken. */
+struct reservation {
+	int calls;
+	uint64_t size;
+	bool refuse;
+};
+
+static int reserve_hook(void *ctx, uint64_t size, struct mafsbx_error *err)
+{
+	struct reservation *rv = ctx;
+	rv->calls++;
+	rv->size = size;
+	if (rv->refuse)
+		return mafsbx_error_set_full(err, MAFSBX_EK_NOMEM, ENOMEM, NULL, "test: no room for %llu bytes",
+					     (unsigned long long)size);
+	return 0;
+}
+
+static void test_out_read_reserves_before_fetching(void **state)
+{
+	(void)state;
+	struct mafsbx_error err;
+	struct mafsbx_read_info info;
+	struct reservation rv = { 0 };
+	struct mafsbx_files_target t = tgt(W);
+	t.reserve = reserve_hook;
+	t.reserve_ctx = &rv;
+	int fd = memfd_create("spool", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	harness_check(mafsbx_files_read(fz, &t, "real/inside.txt", 0, fd, NULL, 0, &info, &err), &err, "read");
+	assert_int_equal(rv.calls, 1);
+	assert_int_equal(rv.size, 20);
+	assert_int_equal(lseek(fd, 0, SEEK_END), 20);
+	/* refused: the error is the hook's, and not a byte reached the spool */
+	int fd2 = memfd_create("spool", MFD_CLOEXEC);
+	assert_true(fd2 >= 0);
+	rv = (struct reservation){ .refuse = true };
+	expect_err(mafsbx_files_read(fz, &t, "real/inside.txt", 0, fd2, NULL, 0, &info, &err), &err,
+		   MAFSBX_EK_NOMEM, ENOMEM, "refused read");
+	assert_int_equal(rv.calls, 1);
+	assert_int_equal(lseek(fd2, 0, SEEK_END), 0);
+	/* a read that fails before the HEAD answers a file never reserves */
+	rv = (struct reservation){ 0 };
+	expect_err(mafsbx_files_read(fz, &t, "link-file", 0, fd2, NULL, 0, &info, &err), &err, MAFSBX_EK_CONFINEMENT,
+		   ELOOP, "read link-file");
+	assert_int_equal(rv.calls, 0);
+	close(fd);
+	close(fd2);
+	assert_running(cid);
+}
+
 static void test_out_link_is_named_a_link(void **state)
 {
 	(void)state;
@@ -1087,6 +1139,7 @@ int main(int argc, char **argv)
 	harness_rundir("files", rundir);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_out_legitimate_read),
+		cmocka_unit_test(test_out_read_reserves_before_fetching),
 		cmocka_unit_test(test_out_link_is_named_a_link),
 		cmocka_unit_test(test_out_link_is_never_read),
 		cmocka_unit_test(test_out_through_linked_parent),

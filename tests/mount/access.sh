@@ -6,7 +6,8 @@
 #   mount's -o uid/gid/umask, never the guest's owner;
 #   the engine plane's open spools share one budget: past it an open fails
 #   with ENOMEM before anything is fetched (no freeze of the guest), and
-#   once files are closed opens work again.
+#   once files are closed opens work again; the local plane's
+#   -o frozen_reads copies count against the same budget.
 . "$(dirname "$0")/lib.sh"
 require_env
 command -v python3 >/dev/null || skip_or_fail "python3 is missing"
@@ -45,15 +46,12 @@ expect_eq "$(stat -c '%U %a' "$W/f.txt")" "$OTHER 600" "-o uid/umask shown"
 expect_eq "$(as_other "cat '$W/f.txt'")" secret "the owner named by -o uid reads"
 umount_fs "$M" "$DAEMON_PID"
 
-# ---- the engine plane's spool budget ---------------------------------------------
-# burst_ms=0: every fetch is its own freeze, so the engine's pause events
-# count the fetches
-PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M" -o burst_ms=0
-PLANE=local
-head -c 1048576 /dev/urandom >"$T/one"
-cp "$T/one" "$W/one.bin" || fail "write 1 MiB"
-since=$(date +%s.%N)
-out=$(python3 - "$W/one.bin" <<'PY'
+# ---- the spool budget -------------------------------------------------------------
+# hold_opens FILE: opens FILE 200 times and holds what opens; prints
+# "OPENED REFUSED" (refused: ENOMEM), closes all, then the size one more
+# open reads
+hold_opens() {
+	python3 - "$1" <<'PY'
 import errno, os, sys
 fds, refused = [], 0
 for i in range(200):
@@ -70,11 +68,24 @@ fd = os.open(sys.argv[1], os.O_RDONLY)
 print(len(os.read(fd, 2 << 20)))
 os.close(fd)
 PY
-) || fail "concurrent opens: $out"
-read -r opened refused got <<<"$(echo $out)"
-[ "$opened" -ge 1 ] && [ "$opened" -le 8 ] || fail "opened $opened spools of 1 MiB within an 8 MiB budget"
-expect_eq "$refused" $((200 - opened)) "the opens past the budget are ENOMEM"
-expect_eq "$got" 1048576 "after closing, an open works again"
+}
+# check_budget OUT WHAT: the opens past 8 MiB of 1 MiB spools were ENOMEM
+check_budget() {
+	read -r opened refused got <<<"$(echo $1)"
+	[ "$opened" -ge 1 ] && [ "$opened" -le 8 ] || fail "$2: opened $opened spools of 1 MiB within an 8 MiB budget"
+	expect_eq "$refused" $((200 - opened)) "$2: the opens past the budget are ENOMEM"
+	expect_eq "$got" 1048576 "$2: after closing, an open works again"
+}
+
+# The engine plane: burst_ms=0 makes every fetch its own freeze, so the
+# engine's pause events count the fetches.
+PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M" -o burst_ms=0
+PLANE=local
+head -c 1048576 /dev/urandom >"$T/one"
+cp "$T/one" "$W/one.bin" || fail "write 1 MiB"
+since=$(date +%s.%N)
+out=$(hold_opens "$W/one.bin") || fail "engine plane opens: $out"
+check_budget "$out" "engine plane"
 until=$(date -d '+1 sec' +%s.%N)
 sleep 1.2
 pauses=$(docker events --since "$since" --until "$until" --filter "container=$N" --filter event=pause \
@@ -82,4 +93,11 @@ pauses=$(docker events --since "$since" --until "$until" --filter "container=$N"
 # the held opens and the last one fetched; lookups (1 s attribute cache) freeze too
 [ "$pauses" -ge "$opened" ] || fail "$pauses freezes counted for $opened fetches: the count is broken"
 [ "$pauses" -le $((opened + 20)) ] || fail "$pauses freezes for $opened fetches: refused opens fetched"
-log "ok: $opened opens held, $refused refused with ENOMEM, $pauses freezes"
+log "engine plane: $opened opens held, $refused refused with ENOMEM, $pauses freezes"
+umount_fs "$M" "$DAEMON_PID"
+
+# The local plane's -o frozen_reads copies count against the same budget.
+MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M" -o frozen_reads
+out=$(hold_opens "$W/one.bin") || fail "frozen_reads opens: $out"
+check_budget "$out" "frozen_reads"
+log "ok: frozen_reads: $opened copies held, $refused refused with ENOMEM"
