@@ -129,7 +129,6 @@ out:
 	return r;
 }
 
-/* Fetch a guest file into `fd` under one freeze. */
 /* A file's spool takes its size from the budget before the body comes. */
 static int reserve_spool(void *ctx, uint64_t size, struct mafsbx_error *err)
 {
@@ -137,10 +136,14 @@ static int reserve_spool(void *ctx, uint64_t size, struct mafsbx_error *err)
 	return plane_spool_grow(f->ps, &f->accounted, size, err);
 }
 
-/* Fetch REL into fd, its size reserved for f against the spool budget first. */
+/* Fetch a guest file into `fd` under one freeze for f: refused at once while
+ * the budget is spent, else its size is reserved before the body comes. */
 static int spool_in(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		    const char *rel, uint64_t max_bytes, int fd, struct mafsbx_read_info *ri, struct mafsbx_error *err)
 {
+	int r = plane_spool_room(f->ps, err);
+	if (r < 0)
+		return r;
 	struct mafsbx_files_target ft;
 	files_target(f->ps, t, base, &ft);
 	ft.reserve = reserve_spool;
@@ -153,8 +156,7 @@ int engine_copy_frozen(struct mafsbx_plane_file *f, const struct mafsbx_plane_ta
 		       const char *rel, uint64_t max_bytes, int fd, struct mafsbx_error *err)
 {
 	struct mafsbx_read_info ri;
-	int r = plane_spool_room(f->ps, err);
-	return r < 0 ? r : spool_in(f, t, base, rel, max_bytes, fd, &ri, err);
+	return spool_in(f, t, base, rel, max_bytes, fd, &ri, err);
 }
 
 static int file_ids(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
@@ -187,7 +189,7 @@ int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_targ
 		     enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err)
 {
 	int r = file_ids(f, t, rel, err);
-	if (r < 0 || (r = plane_spool_room(f->ps, err)) < 0)
+	if (r < 0)
 		return r;
 	struct mafsbx_read_info ri;
 	r = spool_in(f, t, base, rel, max_bytes, f->fd, &ri, err);
@@ -209,8 +211,6 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 	}
 	if (!(f->flags & MAFSBX_PW_TRUNC)) {
 		struct mafsbx_read_info ri;
-		if ((r = plane_spool_room(f->ps, err)) < 0)
-			return r;
 		r = spool_in(f, t, MAFSBX_BASE_WORK, rel, f->max_bytes, f->fd, &ri, err);
 		if (r < 0 && err && err->kind == MAFSBX_EK_NO_PATH && (f->flags & MAFSBX_PW_CREATE)) {
 			f->mode = mode & 07777;
