@@ -7,7 +7,9 @@
 #   acquire a sandbox through .ctl/acquire,
 #   run a command in it through .ctl/exec that writes work/hello.txt,
 #   cat that file through the mount,
-#   dispose the sandbox through .ctl/dispose and unmount.
+#   dispose the sandbox through .ctl/dispose and unmount,
+#   and check that the daemon (in the background, as users run it) is gone
+#   within 2 s of the unmount and that the sandbox was never left paused.
 #
 # Every step that fails stops the script with a message naming it; the
 # sandbox and the mount are cleaned up on the way out.
@@ -50,6 +52,22 @@ ctl() {
 	printf '%s\n' "$reply"
 }
 
+# daemon_pid: the mafsbxfs process serving $mnt (its last argument)
+daemon_pid() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$(readlink -f "$daemon")" ] || continue
+		[ "$(tr '\0' '\n' <"$p/cmdline" 2>/dev/null | tail -n 1)" = "$mnt" ] && { echo "${p#/proc/}"; return 0; }
+	done
+	return 1
+}
+
+# running PID: the process exists and is no zombie
+running() {
+	local st
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]
+}
+
 cleanup() {
 	local rc=$?
 	if [ -n "$name" ] && [ "$disposed" -eq 0 ] && mountpoint -q "$mnt"; then
@@ -70,6 +88,7 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 mountpoint -q "$mnt" || die "the mount did not appear on $mnt within 10 s"
+pid=$(daemon_pid) || die "no mafsbxfs daemon serves $mnt"
 log "mounted; engine: $(cat "$mnt/.ctl/engine")"
 
 log "acquiring a sandbox"
@@ -86,7 +105,16 @@ content=$(cat "$mnt/$name/work/hello.txt") || die "cannot read hello.txt through
 printf '%s\n' "$content"
 [ "$content" = "hello from the sandbox" ] || die "hello.txt holds '$content'"
 
+grep -Eq '"paused": *false' "$mnt/$name/status" || die "$name is paused after the read: $(cat "$mnt/$name/status")"
+
 log "disposing $name"
 ctl dispose "{\"name\": \"$name\"}" >/dev/null
 disposed=1
 log "done; unmounting"
+fusermount3 -u "$mnt" || die "cannot unmount $mnt"
+for _ in $(seq 1 40); do
+	running "$pid" || break
+	sleep 0.05
+done
+running "$pid" && die "the mafsbxfs daemon $pid still runs 2 s after the unmount"
+log "unmounted; the daemon has exited"

@@ -13,7 +13,9 @@
 #   5. the libFuzzer harnesses (build-fuzz/, clang), 20 s each (contrib/fuzz.sh)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
-#   6. the summary, with the fault soak's numbers (tests/fault/soak.c)
+#   6. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
+#      check that no mafsbxfs daemon of this run outlived it (zombies not yet
+#      reaped by init aside)
 #
 # Any failure, and any skipped test, makes the run fail. Failed tests' logs
 # are printed, then a summary and one closing line "N passed, N failed, N skipped".
@@ -153,6 +155,25 @@ else
 	failures+=("fuzz: a harness failed (reproducers in build-fuzz/fuzz-findings/)")
 fi
 rm -f "$fuzz_log"
+
+# Every mafsbxfs process of this tree's builds still running (not a zombie).
+daemons_left() {
+	local p exe st
+	for p in /proc/[0-9]*; do
+		exe=$(readlink "$p/exe" 2>/dev/null) || continue
+		case "$exe" in "$root"/build*/fs/mafsbxfs) ;; *) continue ;; esac
+		st=$(awk '{ print $3 }' "$p/stat" 2>/dev/null) || continue
+		[ "$st" = Z ] || echo "${p#/proc/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+	done
+}
+left=$(daemons_left)
+if [ -n "$left" ]; then
+	log "mafsbxfs daemons left running by the tests:"
+	printf '  %s\n' "$left" >&2
+	failures+=("daemons left: $(printf '%s\n' "$left" | wc -l) mafsbxfs process(es) outlived the tests")
+else
+	summary+=("$(printf '%-22s %s' "daemons:" "none of this run's mafsbxfs daemons is left")")
+fi
 
 echo
 echo "==== mafsbxfs test summary ===="

@@ -2,9 +2,16 @@
  * main.c: the mafsbxfs daemon. Thin on purpose: parse the options, bind the
  * endpoint and ping the engine BEFORE mounting (a failure exits non-zero
  * with "mafsbxfs: message" and mounts nothing), mount with fsname/subtype
- * mafsbxfs, daemonise unless -f (logging then goes to syslog), start the
- * background recovery of freezes left behind (janitor.c), and run the
- * multi-threaded loop until SIGTERM/SIGINT/SIGHUP or `fusermount3 -u`.
+ * mafsbxfs, start the background recovery of freezes left behind
+ * (janitor.c), and run the multi-threaded loop until SIGTERM/SIGINT/SIGHUP
+ * or `fusermount3 -u`.
+ *
+ * Unless -f, the process forks FIRST, right after the command line, while it
+ * has one thread (daemon.c): the library starts threads (the transfer
+ * watchdog, the burst timer, the janitor) that a later fork would lose. The
+ * caller still sees every start-up error on its terminal with its exit
+ * status: the parent waits until the daemon is mounted and serving, or has
+ * failed. Logging goes to syslog from then on.
  *
  * Exit status: 0 after a clean unmount, 1 when the engine or the mount
  * failed, 2 for a usage error.
@@ -196,7 +203,7 @@ int main(int argc, char *argv[])
 	struct mafsbx_error err;
 	struct fuse *fuse = NULL;
 	bool mounted = false, inited = false;
-	int ret = 1;
+	int ret = 1, ready_fd = -1;
 
 	memset(&fs, 0, sizeof(fs));
 	memset(&copts, 0, sizeof(copts));
@@ -208,6 +215,9 @@ int main(int argc, char *argv[])
 		ret = r;
 		goto out;
 	}
+	/* Nothing may start a thread before this (daemon.c checks). */
+	if (!copts.foreground && mfs_daemon_fork(&ready_fd) < 0)
+		goto out;
 	if (add_fuse_opts(&args, &fs.opt) < 0 || open_engine(&fs, &err) < 0 || open_backend(&fs, &err) < 0)
 		goto out;
 	/* The kernel applied the caller's umask to every mode it sends us;
@@ -230,12 +240,6 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	mounted = true;
-	if (fuse_daemonize(copts.foreground) != 0) {
-		fprintf(stderr, PROG ": cannot daemonise\n");
-		goto out;
-	}
-	if (!copts.foreground)
-		mafsbx_log_use_syslog();
 	/* SIGINT and SIGTERM always unmount (INTERFACE.md), even when the
 	 * parent ignored them, as a shell does for a background job; libfuse
 	 * only takes over signals left at their default. SIGHUP keeps what
@@ -246,10 +250,12 @@ int main(int argc, char *argv[])
 		log_error("cannot install signal handlers");
 		goto out;
 	}
-	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
-	/* After the fork of fuse_daemonize: threads do not survive it. */
 	if (mfs_janitor_start(&fs) < 0)
 		log_warn("cannot start the freeze recovery thread; freezes left behind stay until the next start");
+	/* Serving: the caller may go on (the parent exits 0); stderr is syslog from here. */
+	mfs_daemon_ready(ready_fd);
+	ready_fd = -1;
+	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
 	ret = run_loop(fuse, &copts);
 	mfs_janitor_stop(&fs);
 	fuse_remove_signal_handlers(fuse_get_session(fuse));

@@ -22,10 +22,11 @@
  *   reply.c    reply JSON: error replies, the exec reply with its text views
  *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
  *   janitor.c  background recovery of freezes left behind
+ *   daemon.c   going into the background: the fork first, one thread, a readiness pipe
  *   ops.c      the fuse_operations table and the per-open handle dispatch
  *
  * Calls go one way (no cycle, as grep finds them):
- *   main.c     -> ops.c (the table), opts.c, janitor.c, requests.c (fs->run), mount.c
+ *   main.c     -> ops.c (the table), opts.c, daemon.c, janitor.c, requests.c (fs->run), mount.c
  *   ops.c      -> tree.c, work.c, status.c, ctl.c, root.c, mount.c
  *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
  *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
@@ -200,6 +201,19 @@ void mfs_set_current(struct mfs *fs);
  */
 int mfs_request_enter(struct mfs *fs, const char *what, struct mafsbx_error *err);
 void mfs_request_leave(struct mfs *fs);
+
+/* ---- going into the background (daemon.c) --------------------------------- */
+
+/* Threads of this process now (/proc/self/task), or a negative errno. */
+int mfs_daemon_thread_count(void);
+/* Fork before anything starts a thread: refused (-1, message printed) when
+ * more than one exists. The parent waits for the child's word and exits with
+ * 0 once it is ready, or with the child's status when it failed first. In
+ * the child: 0, with *ready_fd to hand to mfs_daemon_ready(). */
+int mfs_daemon_fork(int *ready_fd);
+/* The daemon serves: a new session, cwd /, stdio on /dev/null, logging to
+ * syslog, and the parent told. Does nothing for -1 (foreground). */
+void mfs_daemon_ready(int ready_fd);
 
 /* ---- freezes left behind (janitor.c) ------------------------------------- */
 

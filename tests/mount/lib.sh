@@ -3,7 +3,10 @@
 # The test owns its daemons: each mount runs `mafsbxfs -f` in the background
 # on a private mktemp directory, is polled for with a deadline (failing at
 # once if the daemon died), and is unmounted lazily and killed from the EXIT
-# trap whatever happens. Every sandbox a test makes uses a scope unique to
+# trap whatever happens. With MAFSBX_TEST_MOUNT=background a mount is made
+# the way users make it: `mafsbxfs MOUNTPOINT` (no -f) returns once the
+# daemon serves, the daemon is found by its command line, and every unmount
+# checks that it is gone within 2 s and that nothing of the run is paused. Every sandbox a test makes uses a scope unique to
 # that run ($SCOPE), and the trap removes everything labelled with it.
 #
 # A test exits 77 (meson: skipped) when /dev/fuse, fusermount3, the engine
@@ -18,6 +21,13 @@ IMAGE=${MAFSBX_TEST_IMAGE:-mafsbx/busybox:latest}
 # The file plane a test runs on: meson runs the plane-sensitive tests once
 # per plane (MAFSBX_TEST_PLANE=local|engine); mount_fs passes it on.
 PLANE=${MAFSBX_TEST_PLANE:-local}
+# foreground (mafsbxfs -f, the daemon a child of the test) or background
+# (mafsbxfs forks as it does for users; its log then goes to syslog).
+MOUNT_MODE=${MAFSBX_TEST_MOUNT:-foreground}
+case "$MOUNT_MODE" in foreground | background) ;; *)
+	echo "MAFSBX_TEST_MOUNT must be foreground or background, not '$MOUNT_MODE'" >&2
+	exit 1 ;;
+esac
 TESTNAME=$(basename "$0" .sh)
 T=$(mktemp -d "/tmp/mafsbxfs-$TESTNAME.XXXXXX")
 SCOPE="mafsbxtest-fs-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
@@ -64,6 +74,10 @@ mount_fs() {
 	if [ -n "${MAFSBX_TEST_PLANE:-}" ] || [ "$PLANE" != local ]; then
 		planeopt=(-o "plane=$PLANE")
 	fi
+	if [ "$MOUNT_MODE" = background ]; then
+		mount_background "$mnt" "$logf" "${planeopt[@]}" "$@"
+		return
+	fi
 	"$MAFSBXFS" -f "${planeopt[@]}" "$@" "$mnt" >>"$logf" 2>&1 &
 	DAEMON_PID=$!
 	DAEMONS+=("$DAEMON_PID:$mnt:$logf")
@@ -81,13 +95,54 @@ mount_fs() {
 	fail "no mount on $mnt after 10 s"
 }
 
-# wait_exit PID SECONDS: 0 when it exited in time; sets EXIT_STATUS
+# mount_background MOUNTPOINT LOG [mafsbxfs options...]: as a user mounts.
+# The command returns once the daemon serves (or failed, with its message),
+# so the mount must be there when it returns 0.
+mount_background() {
+	local mnt=$1 logf=$2 rc=0
+	shift 2
+	timeout 60 "$MAFSBXFS" "$@" "$mnt" >>"$logf" 2>&1 || rc=$?
+	if [ "$rc" != 0 ]; then
+		cat "$logf" >&2
+		fail "mafsbxfs $* $mnt (background) exited with $rc"
+	fi
+	is_mounted "$mnt" || fail "mafsbxfs returned 0 but $mnt is not mounted"
+	DAEMON_PID=$(daemon_pid_of "$mnt") || fail "no mafsbxfs daemon serves $mnt"
+	DAEMONS+=("$DAEMON_PID:$mnt:$logf")
+}
+
+# daemon_pid_of MOUNTPOINT: the live mafsbxfs process whose last argument is it.
+daemon_pid_of() {
+	local want p last
+	want=$(readlink -f "$MAFSBXFS")
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$want" ] || continue
+		last=$(tr '\0' '\n' <"$p/cmdline" 2>/dev/null | tail -n 1)
+		if [ "$last" = "$1" ]; then
+			echo "${p#/proc/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# gone PID: the process has exited (a zombie not yet reaped counts as gone:
+# a background daemon's parent is init, which reaps when it will).
+gone() {
+	local st
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 0
+	[ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ]
+}
+
+# wait_exit PID SECONDS: 0 when it exited in time; sets EXIT_STATUS (empty
+# for a background daemon, which is not our child: its status is init's).
 wait_exit() {
 	local pid=$1 secs=$2 i
 	for i in $(seq 1 $((secs * 20))); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			wait "$pid"
-			EXIT_STATUS=$?
+		if gone "$pid"; then
+			EXIT_STATUS=
+			wait "$pid" 2>/dev/null && EXIT_STATUS=0 || EXIT_STATUS=$?
+			[ "$MOUNT_MODE" = background ] && EXIT_STATUS=
 			return 0
 		fi
 		sleep 0.05
@@ -96,13 +151,41 @@ wait_exit() {
 }
 
 # umount_fs MOUNTPOINT PID: a clean unmount; the daemon must exit 0.
+# In the background mode the daemon must be gone within 2 s, leaving
+# nothing of the run paused.
 umount_fs() {
 	local mnt=$1 pid=$2
 	fusermount3 -u "$mnt" || fail "fusermount3 -u $mnt failed"
+	if [ "$MOUNT_MODE" = background ]; then
+		wait_exit "$pid" 2 || fail "the background daemon $pid did not exit within 2 s of the unmount"
+		is_mounted "$mnt" && fail "$mnt is still mounted"
+		no_paused_now
+		return 0
+	fi
 	wait_exit "$pid" 30 || fail "mafsbxfs did not exit within 30 s of the unmount"
 	[ "$EXIT_STATUS" = 0 ] || fail "mafsbxfs exited with $EXIT_STATUS after the unmount"
 	is_mounted "$mnt" && fail "$mnt is still mounted"
 	return 0
+}
+
+# no_paused_now: nothing of this run's scope is paused at this moment (after
+# an unmount no burst may linger: the daemon released its freezes on the way out).
+no_paused_now() {
+	local n
+	n=$("$MFS_TOOL" paused "$SCOPE") || fail "cannot list $SCOPE"
+	expect_eq "$n" 0 "containers left paused after the unmount"
+}
+
+# daemon_log_has PATTERN: the daemon's log says it. A background daemon logs
+# to syslog, which a test cannot read here: the caller checks the effect
+# itself, and this answers yes (said in the test's output).
+daemon_log_has() {
+	local logf=$1 pat=$2
+	if [ "$MOUNT_MODE" = background ]; then
+		log "(background mount: its log is syslog's; '$pat' not checked, the effect is)"
+		return 0
+	fi
+	grep -q -- "$pat" "$logf"
 }
 
 cleanup() {

@@ -51,7 +51,7 @@ sleep 3         # longer than the first retries: each fails, the engine is away
 expect_eq "$("$MFS_TOOL" state "$N")" paused "still frozen while the engine is away"
 start_relay
 wait_state "$N" running 45
-grep -q "lifted a freeze left behind" "$T/daemon.mnt.log" || fail "the janitor did not say it lifted the freeze"
+daemon_log_has "$T/daemon.mnt.log" "lifted a freeze left behind" || fail "the janitor did not say it lifted the freeze"
 log "ok: a failed unpause is retried until the engine answers"
 
 # --- 3. lock files go with the container ---------------------------------------
@@ -72,10 +72,10 @@ for i in $(seq 1 100); do
 done
 expect_eq "$(locks_of "$R1" "$ID2")" 0 "lock files of a container removed by someone else"
 for i in $(seq 1 50); do
-	grep -q "file lists of [1-9]" "$T/daemon.mnt.log" && break
+	daemon_log_has "$T/daemon.mnt.log" "file lists of [1-9]" && break
 	sleep 0.1
 done
-grep -q "file lists of [1-9]" "$T/daemon.mnt.log" || fail "the janitor did not collect the file list of $N2"
+daemon_log_has "$T/daemon.mnt.log" "file lists of [1-9]" || fail "the janitor did not collect the file list of $N2"
 umount_fs "$M" "$PID"
 log "ok: lock files and file lists are collected"
 

@@ -5,7 +5,8 @@
 # x-* options as mount(8) does before it runs the helper, and run
 # `mount.fuse3 SOURCE DIR -o OPTIONS` exactly as mount(8) would, with the
 # built mafsbxfs first in PATH and a temporary mount point. The mount must
-# appear as fuse.mafsbxfs and answer .ctl/engine; then it is unmounted.
+# appear as fuse.mafsbxfs and answer .ctl/engine; then it is unmounted, and
+# the daemon mount(8) left in the background must be gone within 2 s.
 # Skips (77) without root, /dev/fuse, mount.fuse3 or an engine, unless
 # MAFSBX_REQUIRE_ENGINE=1 (CI), where a missing engine fails.
 set -u
@@ -51,9 +52,29 @@ if ! grep -q '"server_version"' "$mnt/.ctl/engine"; then
 	echo "FAIL: $mnt/.ctl/engine does not answer" >&2
 	fail=1
 fi
+# The daemon: the mafsbxfs process with the mount point among its arguments.
+pid=
+for p in /proc/[0-9]*; do
+	[ "$(readlink "$p/exe" 2>/dev/null)" = "$(readlink -f "$daemon")" ] || continue
+	tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF -- "$mnt" && pid=${p#/proc/}
+done
+[ -n "$pid" ] || { echo "FAIL: no mafsbxfs daemon serves $mnt" >&2; fail=1; }
 if ! fusermount3 -u "$mnt"; then
 	echo "FAIL: fusermount3 -u $mnt" >&2
 	fail=1
+fi
+# gone: no process, or a zombie init has not reaped yet
+if [ -n "$pid" ]; then
+	i=0
+	while st=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]; do
+		i=$((i + 1))
+		if [ $i -gt 40 ]; then
+			echo "FAIL: the daemon $pid still runs 2 s after the unmount" >&2
+			fail=1
+			break
+		fi
+		sleep 0.05
+	done
 fi
 [ $fail = 0 ] && echo "the fstab example mounts through $helper: mafsbxfs $mnt -o $opts"
 exit $fail
