@@ -79,7 +79,18 @@ struct mfs_ctl {
 	/* the last reply */
 	char *reply;
 	size_t reply_len, reply_pos;
+	/* a completed request is running (maybe on a transaction thread, with
+	 * `lock` released): every other call on this handle waits for its end */
+	bool running;
+	pthread_cond_t done;
 };
+
+/* With c->lock held: until no request of this handle runs. */
+static void wait_idle(struct mfs_ctl *c)
+{
+	while (c->running)
+		pthread_cond_wait(&c->done, &c->lock);
+}
 
 const char *mfs_ctl_kind_name(enum mfs_ctl_kind k)
 {
@@ -105,6 +116,7 @@ struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind)
 	c->h.discard = ctl_discard;
 	c->kind = kind;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->done, NULL);
 	return c;
 }
 
@@ -542,11 +554,13 @@ static int refuse_byte(struct mfs_ctl *c, unsigned char ch, size_t at, const cha
 	return r;
 }
 
-int mfs_ctl_write(struct mfs *fs, struct mfs_ctl *c, const char *data, size_t size)
+int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *run_it)
 {
 	/* FUSE sends at most max_write (<= a few MiB) per write: the count fits. */
 	int ret = (int)size;
+	*run_it = false;
 	pthread_mutex_lock(&c->lock);
+	wait_idle(c);
 	if (c->oversized) {
 		ret = -EMSGSIZE;
 		goto out;
@@ -612,18 +626,51 @@ int mfs_ctl_write(struct mfs *fs, struct mfs_ctl *c, const char *data, size_t si
 			goto out;
 		}
 	}
-	int r = run(fs, c);
-	request_reset(c);
-	if (r < 0)
-		ret = r;
+	c->running = true;
+	*run_it = true;
 out:
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
 
+int mfs_ctl_write_run(struct mfs *fs, struct mfs_ctl *c, int taken)
+{
+	/* `running` keeps every other call of this handle out: no lock needed
+	 * for the request and the reply while the runner works. */
+	int r = run(fs, c);
+	pthread_mutex_lock(&c->lock);
+	request_reset(c);
+	c->running = false;
+	pthread_cond_broadcast(&c->done);
+	pthread_mutex_unlock(&c->lock);
+	return r < 0 ? r : taken;
+}
+
+int mfs_ctl_write_cancel(struct mfs_ctl *c, int e, const char *why)
+{
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	mafsbx_error_set_full(&err, MAFSBX_EK_CONFLICT, e, "RuntimeError", "%s: %s", mfs_ctl_kind_name(c->kind), why);
+	pthread_mutex_lock(&c->lock);
+	set_error_reply(c, &err, NULL);
+	request_reset(c);
+	c->running = false;
+	pthread_cond_broadcast(&c->done);
+	pthread_mutex_unlock(&c->lock);
+	return -e;
+}
+
+int mfs_ctl_write(struct mfs *fs, struct mfs_ctl *c, const char *data, size_t size)
+{
+	bool run_it;
+	int r = mfs_ctl_write_take(c, data, size, &run_it);
+	return run_it ? mfs_ctl_write_run(fs, c, r) : r;
+}
+
 int mfs_ctl_read(struct mfs_ctl *c, char *out, size_t size)
 {
 	pthread_mutex_lock(&c->lock);
+	wait_idle(c);
 	if (!c->reply) {
 		struct mafsbx_error e;
 		mafsbx_error_clear(&e);
@@ -652,6 +699,7 @@ int mfs_ctl_read(struct mfs_ctl *c, char *out, size_t size)
 void mfs_ctl_truncate(struct mfs_ctl *c)
 {
 	pthread_mutex_lock(&c->lock);
+	wait_idle(c);
 	request_reset(c);
 	c->oversized = false;
 	pthread_mutex_unlock(&c->lock);
@@ -660,6 +708,7 @@ void mfs_ctl_truncate(struct mfs_ctl *c)
 int mfs_ctl_flush(struct mfs_ctl *c)
 {
 	pthread_mutex_lock(&c->lock);
+	wait_idle(c);
 	/* The bytes stay: another descriptor of this open file may finish them. */
 	int r = c->started ? -EINVAL : 0;
 	pthread_mutex_unlock(&c->lock);
@@ -672,6 +721,7 @@ void mfs_ctl_release(struct mfs_ctl *c)
 		return;
 	request_reset(c);
 	free(c->reply);
+	pthread_cond_destroy(&c->done);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <fuse_lowlevel.h>
 
@@ -61,7 +62,7 @@ static int parse_command_line(struct fuse_args *args, struct mfs *fs, struct fus
 		printf("FUSE options:\n");
 		fflush(stdout);
 		fuse_cmdline_help();
-		fuse_lib_help(args);
+		fuse_lowlevel_help();
 		return 0;
 	}
 	if (fs->opt.show_version) {
@@ -83,12 +84,8 @@ static int parse_command_line(struct fuse_args *args, struct mfs *fs, struct fus
 /* The options we hand libfuse. 0, or -1 out of memory. */
 static int add_fuse_opts(struct fuse_args *args, const struct mfs_options *o)
 {
-	/* libfuse's caches follow -o attr_timeout unless the user set them. */
-	char tbuf[64];
-	snprintf(tbuf, sizeof(tbuf), "%g", o->attr_timeout);
-	if (add_opt(args, "attr_timeout", tbuf) || (!o->entry_timeout_given && add_opt(args, "entry_timeout", tbuf)) ||
-	    add_opt(args, "negative_timeout", "0") || (!o->fsname_given && add_opt(args, "fsname", PROG)) ||
-	    (!o->subtype_given && add_opt(args, "subtype", PROG)) ||
+	/* Attribute and entry timeouts are ours (lowlevel.c answers with them). */
+	if ((!o->fsname_given && add_opt(args, "fsname", PROG)) || (!o->subtype_given && add_opt(args, "subtype", PROG)) ||
 	    /* Other users reach the mount only through the modes it shows. */
 	    (o->allow_other && !o->default_permissions_given && fuse_opt_add_arg(args, "-odefault_permissions"))) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -173,11 +170,11 @@ fail:
 }
 
 /* The loop until a signal or an unmount: 0 for a clean stop, 1 otherwise. */
-static int run_loop(struct fuse *fuse, const struct fuse_cmdline_opts *copts)
+static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *copts)
 {
 	int lr;
 	if (copts->singlethread) {
-		lr = fuse_loop(fuse);
+		lr = fuse_session_loop(se);
 	} else {
 		struct fuse_loop_config *lcfg = fuse_loop_cfg_create();
 		if (!lcfg) {
@@ -188,7 +185,7 @@ static int run_loop(struct fuse *fuse, const struct fuse_cmdline_opts *copts)
 		if (copts->max_idle_threads != UINT_MAX)  /* UINT_MAX: not given */
 			fuse_loop_cfg_set_idle_threads(lcfg, copts->max_idle_threads);
 		fuse_loop_cfg_set_max_threads(lcfg, copts->max_threads);
-		lr = fuse_loop_mt(fuse, lcfg);
+		lr = fuse_session_loop_mt(se, lcfg);
 		fuse_loop_cfg_destroy(lcfg);
 	}
 	/* libfuse reports the signal that ended the loop; that is a clean stop. */
@@ -201,8 +198,8 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts copts;
 	struct mfs fs;
 	struct mafsbx_error err;
-	struct fuse *fuse = NULL;
-	bool mounted = false, inited = false;
+	struct fuse_session *se = NULL;
+	bool mounted = false, inited = false, lowlevel = false;
 	int ret = 1, ready_fd = -1;
 
 	memset(&fs, 0, sizeof(fs));
@@ -227,15 +224,20 @@ int main(int argc, char *argv[])
 	mfs_init(&fs);
 	inited = true;
 	mfs_set_current(&fs);
+	if (mfs_lowlevel_start(&fs) < 0) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto out;
+	}
+	lowlevel = true;
 
-	fuse = fuse_new(&args, &mfs_operations, sizeof(mfs_operations), &fs);
-	if (!fuse) {
+	se = fuse_session_new(&args, &mfs_lowlevel_ops, sizeof(mfs_lowlevel_ops), &fs);
+	if (!se) {
 		ret = usage_error("bad mount options");
 		goto out;
 	}
-	fs.fuse = fuse;
+	fs.se = se;
 
-	if (fuse_mount(fuse, copts.mountpoint) != 0) {
+	if (fuse_session_mount(se, copts.mountpoint) != 0) {
 		fprintf(stderr, PROG ": cannot mount on %s\n", copts.mountpoint);
 		goto out;
 	}
@@ -246,7 +248,7 @@ int main(int argc, char *argv[])
 	 * the parent chose (nohup). */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
-	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
+	if (fuse_set_signal_handlers(se) != 0) {
 		log_error("cannot install signal handlers");
 		goto out;
 	}
@@ -256,14 +258,27 @@ int main(int argc, char *argv[])
 	mfs_daemon_ready(ready_fd);
 	ready_fd = -1;
 	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
-	ret = run_loop(fuse, &copts);
+	ret = run_loop(se, &copts);
+	fuse_remove_signal_handlers(se);
+	/* Transactions answer through the session: they end before it does. */
+	if (!mfs_lowlevel_stop(&fs)) {
+		/* Some outlived the grace: their threads still use the session and
+		 * the engine, so nothing is freed under them; the exit ends them. */
+		mfs_janitor_stop(&fs);
+		fuse_session_unmount(se);
+		fflush(NULL);
+		_exit(ret);
+	}
 	mfs_janitor_stop(&fs);
-	fuse_remove_signal_handlers(fuse_get_session(fuse));
 out:
 	if (mounted)
-		fuse_unmount(fuse);
-	if (fuse)
-		fuse_destroy(fuse);
+		fuse_session_unmount(se);
+	if (se)
+		fuse_session_destroy(se);
+	if (lowlevel) {
+		mfs_lowlevel_stop(&fs);
+		mfs_lowlevel_free(&fs);
+	}
 	if (inited)
 		mfs_fini(&fs);
 	mafsbx_planes_free(fs.planes);

@@ -57,6 +57,8 @@
 #include "plane.h"
 
 struct mfs;
+struct fuse_session;
+struct fuse_lowlevel_ops;
 struct mafsbx_engine;
 struct mafsbx_backend;
 struct mafsbx_freezer;
@@ -70,6 +72,10 @@ struct mafsbx_sandbox_info;
 #define MFS_DEFAULT_EXEC_TIMEOUT 300
 #define MFS_DEFAULT_PIDS_LIMIT 512
 #define MFS_DEFAULT_MAX_THREADS 64u
+/* Transactions are engine round trips and waits, not CPU: 32 in flight keep
+ * a 2-core host's engine busy without letting callers pile up threads. */
+#define MFS_DEFAULT_MAX_REQUESTS 32u
+#define MFS_MAX_REQUESTS_CEILING 1024
 #define MFS_CTL_MAX_REQUEST (1024 * 1024)
 
 struct mfs_options {
@@ -78,6 +84,8 @@ struct mfs_options {
 	char *image;                 /* -o image= */
 	char *scope;                 /* -o scope= */
 	double attr_timeout;         /* seconds */
+	double entry_timeout;        /* seconds: -o entry_timeout, else attr_timeout */
+	unsigned max_requests;       /* .ctl transactions running at once (txn.c) */
 	uint64_t max_read;
 	uint64_t max_write;
 	long exec_timeout;           /* seconds */
@@ -116,6 +124,73 @@ void mfs_options_usage(FILE *out, const char *prog);
 
 /* "64M", "1048576", "2GiB" -> bytes. 0 or -EINVAL. */
 int mfs_parse_bytes(const char *text, uint64_t *out);
+
+/* ---- node ids (nodes.c) -------------------------------------------------- */
+
+#define MFS_ROOT_ID 1u
+
+struct mfs_ll_node;
+struct mfs_nodes {
+	pthread_mutex_t mu;          /* guards everything below */
+	uint64_t next_id;
+	size_t count, nbuckets;
+	struct mfs_ll_node **by_id, **by_path;
+};
+
+int mfs_nodes_init(struct mfs_nodes *t);
+void mfs_nodes_fini(struct mfs_nodes *t);
+/* The path of node `id` (malloc'd), or -ESTALE for a node we do not hold. */
+int mfs_nodes_path(struct mfs_nodes *t, uint64_t id, char **out);
+/* The path of `name` in directory `parent` (malloc'd); -ENAMETOOLONG past the limits. */
+int mfs_nodes_child_path(struct mfs_nodes *t, uint64_t parent, const char *name, char **out);
+/* One more kernel lookup of `path`: its node, made when needed; `fresh`
+ * makes a new node whatever exists (a .ctl transaction file). */
+int mfs_nodes_ref(struct mfs_nodes *t, const char *path, bool fresh, uint64_t *id);
+/* The kernel's FORGET: `nlookup` fewer; the last one frees the node. */
+void mfs_nodes_forget(struct mfs_nodes *t, uint64_t id, uint64_t nlookup);
+/* The node reachable by `path` now, if any. */
+bool mfs_nodes_find(struct mfs_nodes *t, const char *path, uint64_t *id);
+/* `path` was removed: its node keeps its id, but no longer answers for the path. */
+void mfs_nodes_detach(struct mfs_nodes *t, const char *path);
+/* `from` became `to`: it and every node below it follow; what `to` named goes. */
+void mfs_nodes_rename(struct mfs_nodes *t, const char *from, const char *to);
+
+/* ---- transaction threads (txn.c) ----------------------------------------- */
+
+/* One job; `cancelled` when the mount ended before it ran (answer at once). */
+typedef void (*mfs_txn_fn)(void *arg, bool cancelled);
+struct mfs_txn_job;
+struct mfs_txns {
+	pthread_mutex_t mu;          /* guards everything below */
+	pthread_cond_t work;         /* a job was queued, or stop */
+	pthread_cond_t quiet;        /* nothing runs or waits any more */
+	struct mfs_txn_job *head, *tail;
+	size_t queued, max_queued;
+	unsigned running, threads, max;
+	pthread_t *tids;
+	bool stop, ready;
+};
+
+int mfs_txns_init(struct mfs_txns *p, unsigned max, size_t max_queued);
+/* Queue a job: 0, -EBUSY past max_queued waiting, -ESHUTDOWN after fini began. */
+int mfs_txns_submit(struct mfs_txns *p, mfs_txn_fn fn, void *arg);
+void mfs_txns_stats(struct mfs_txns *p, unsigned *running, size_t *queued);
+/* Stop: queued jobs run cancelled, running ones get `grace_ms`. true when
+ * every thread was joined (false: some still run, left to the exit). */
+bool mfs_txns_fini(struct mfs_txns *p, int grace_ms);
+
+/* ---- the low-level mount (lowlevel.c) ------------------------------------ */
+
+extern const struct fuse_lowlevel_ops mfs_lowlevel_ops;
+/* The node table and the transaction threads (none started yet). */
+int mfs_lowlevel_start(struct mfs *fs);
+/* After the session loop: the transactions end (false: some outlived the grace). */
+bool mfs_lowlevel_stop(struct mfs *fs);
+void mfs_lowlevel_free(struct mfs *fs);
+/* Tell the kernel its cached attributes and data of `path` went stale. */
+void mfs_invalidate_path(struct mfs *fs, const char *path);
+/* The PID of the process whose request this thread serves (0: none known). */
+pid_t mfs_caller_pid(void);
 
 /* ---- the mount state ---------------------------------------------------- */
 
@@ -158,7 +233,9 @@ struct mfs {
 	struct mafsbx_freezer *fz;
 	struct mafsbx_backend *backend;
 	struct mafsbx_planes *planes; /* how each sandbox's files are reached */
-	struct fuse *fuse;           /* for cache invalidation; NULL in unit tests */
+	struct fuse_session *se;     /* lowlevel.c: cache invalidation; NULL in unit tests */
+	struct mfs_nodes nodes;      /* lowlevel.c: the node ids the kernel holds (nodes.c) */
+	struct mfs_txns txns;        /* lowlevel.c: the threads transactions run on (txn.c) */
 	mfs_run_fn run;              /* the .ctl request runner */
 	char scope_label[64];        /* label_value(opt.scope), "" when unscoped */
 	time_t mount_time;           /* the times of the fixed nodes (root, .ctl, by-scope) */
@@ -368,6 +445,16 @@ struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind);
 /* A write(2): returns `size`, or a negative errno (the request ran and failed,
  * or the bytes were refused). `fs` runs the request when the object completes. */
 int mfs_ctl_write(struct mfs *fs, struct mfs_ctl *c, const char *data, size_t size);
+/* The same in two steps, so the run can happen on a transaction thread:
+ * take() collects the bytes (returns `size` or a negative errno); when they
+ * complete a request it sets *run_it, and the caller must then call run()
+ * with take's result, which runs the request and returns the write's answer.
+ * Until run() returns, every other call on the handle waits. */
+int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *run_it);
+int mfs_ctl_write_run(struct mfs *fs, struct mfs_ctl *c, int taken);
+/* A taken request that will not run: its reply says why (errno `e`, the
+ * message); returns -e, the write's answer. */
+int mfs_ctl_write_cancel(struct mfs_ctl *c, int e, const char *why);
 /* A read(2) from the reply (offsets are ignored: the file is a pipe). */
 int mfs_ctl_read(struct mfs_ctl *c, char *out, size_t size);
 /* O_TRUNC / truncate(0): forget a partial request. */

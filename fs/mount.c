@@ -37,10 +37,8 @@ int mfs_init(struct mfs *fs)
 	fs->snap = NULL;
 	fs->extras = NULL;
 	atomic_init(&fs->requests_running, 0);
-	/* A quarter of the workers (at least 2) stay free for lookups and reads. */
-	unsigned mt = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
-	unsigned reserve = mt / 4 < 2 ? 2 : mt / 4;
-	fs->requests_max = mt > reserve ? (int)(mt - reserve) : 1;
+	/* Transactions run on their own threads (txn.c), as many as this. */
+	fs->requests_max = (int)(fs->opt.max_requests ? fs->opt.max_requests : MFS_DEFAULT_MAX_REQUESTS);
 	fs->scope_label[0] = '\0';
 	if (fs->opt.scope)
 		mafsbx_label_value(fs->opt.scope, fs->scope_label);
@@ -125,7 +123,7 @@ int mfs_request_enter(struct mfs *fs, const char *what, struct mafsbx_error *err
 	atomic_fetch_sub(&fs->requests_running, 1);
 	return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
 				     "%s: %d requests are running already, the most this mount allows "
-				     "(raise -o max_threads)",
+				     "(raise -o max_requests)",
 				     what, running);
 }
 

@@ -3,10 +3,10 @@
  *
  * Our options are parsed out of the argument list with fuse_opt; what
  * libfuse understands (-f, -d, -s, -o allow_other, max_threads, ...) stays in
- * the list for fuse_parse_cmdline() and fuse_new(). Every value is checked
- * here, before any engine call or mount, so a bad one is a one-line usage
- * error. We never rewrite an option the user gave: attr_timeout is ours and
- * becomes libfuse's attr_timeout (and entry_timeout unless that was given).
+ * the list for fuse_parse_cmdline() and fuse_session_new(). Every value is
+ * checked here, before any engine call or mount, so a bad one is a one-line
+ * usage error. attr_timeout and entry_timeout are ours: fs/lowlevel.c
+ * answers every lookup with them (a ctl file's with 0).
  */
 #include "mfs.h"
 
@@ -29,15 +29,15 @@ struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
-	char *plane, *uid, *gid, *umask, *burst_ms;
+	char *plane, *uid, *gid, *umask, *burst_ms, *entry_timeout, *max_requests;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
-	int max_threads_seen, entry_timeout_seen, fsname_seen, subtype_seen;
+	int max_threads_seen, fsname_seen, subtype_seen;
 	int help, version;
 };
 
 enum {
-	KEY_HELP = 1, KEY_VERSION, KEY_MAX_THREADS, KEY_ENTRY_TIMEOUT, KEY_FSNAME, KEY_SUBTYPE,
+	KEY_HELP = 1, KEY_VERSION, KEY_MAX_THREADS, KEY_FSNAME, KEY_SUBTYPE,
 	KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_DEV, KEY_SUID,
 };
 
@@ -53,6 +53,8 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("image=%s", image),
 	RAW("scope=%s", scope),
 	RAW("attr_timeout=%s", attr_timeout),
+	RAW("entry_timeout=%s", entry_timeout),
+	RAW("max_requests=%s", max_requests),
 	RAW("max_read=%s", max_read),
 	RAW("max_write=%s", max_write),
 	RAW("exec_timeout=%s", exec_timeout),
@@ -74,7 +76,6 @@ static const struct fuse_opt raw_spec[] = {
 	FUSE_OPT_KEY("--version", KEY_VERSION),
 	/* seen, and left for libfuse */
 	FUSE_OPT_KEY("max_threads=", KEY_MAX_THREADS),
-	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
 	FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -97,9 +98,6 @@ static int raw_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		return 0;
 	case KEY_MAX_THREADS:
 		r->max_threads_seen = 1;
-		return 1;
-	case KEY_ENTRY_TIMEOUT:
-		r->entry_timeout_seen = 1;
 		return 1;
 	case KEY_FSNAME:
 		r->fsname_seen = 1;
@@ -130,7 +128,7 @@ static void raw_free(struct raw_opts *r)
 	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
-			 &r->burst_ms };
+			 &r->burst_ms, &r->entry_timeout, &r->max_requests };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -219,6 +217,22 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 						r->attr_timeout);
 		o->attr_timeout_given = true;
 	}
+	o->entry_timeout = o->attr_timeout;
+	if (r->entry_timeout) {
+		if (parse_real(r->entry_timeout, 0, 86400, &o->entry_timeout) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o entry_timeout=%s: expected seconds between 0 and 86400",
+						r->entry_timeout);
+		o->entry_timeout_given = true;
+	}
+	if (r->max_requests) {
+		long v;
+		if (parse_long(r->max_requests, 1, MFS_MAX_REQUESTS_CEILING, &v) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o max_requests=%s: expected a whole number from 1 to %d",
+						r->max_requests, MFS_MAX_REQUESTS_CEILING);
+		o->max_requests = (unsigned)v;
+	}
 	if (r->max_read && (mfs_parse_bytes(r->max_read, &o->max_read) < 0 || o->max_read == 0 ||
 			    o->max_read > (1ull << 40)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
@@ -299,6 +313,7 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 	o->exec_timeout = MFS_DEFAULT_EXEC_TIMEOUT;
 	o->pids_limit = MFS_DEFAULT_PIDS_LIMIT;
 	o->max_threads = MFS_DEFAULT_MAX_THREADS;
+	o->max_requests = MFS_DEFAULT_MAX_REQUESTS;
 
 	if (fuse_opt_parse(args, &r, raw_spec, raw_proc) != 0) {
 		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "cannot parse the options");
@@ -307,7 +322,6 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 	o->show_help = r.help;
 	o->show_version = r.version;
 	o->max_threads_given = r.max_threads_seen;
-	o->entry_timeout_given = r.entry_timeout_seen;
 	o->fsname_given = r.fsname_seen;
 	o->subtype_given = r.subtype_seen;
 	o->cap_drop_all = r.cap_drop_all;
@@ -386,6 +400,7 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o image=IMAGE         image for acquire requests that name none\n"
 		"    -o scope=SCOPE         show and serve only sandboxes of this scope\n"
 		"    -o attr_timeout=SECS   kernel attribute/entry cache (default 1)\n"
+		"    -o entry_timeout=SECS  kernel name cache (default: attr_timeout)\n"
 		"    -o max_read=BYTES      largest file a read fetches (default 64M)\n"
 		"    -o max_write=BYTES     largest file a write sends (default 64M)\n"
 		"    -o exec_timeout=SECS   default and ceiling of exec timeouts (default 300)\n"
@@ -408,8 +423,10 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"                           owner and mode mask shown for sandbox files\n"
 		"                           (default: the mounting user, 022)\n"
 		"    -o max_threads=N       FUSE worker threads (default %u here)\n"
+		"    -o max_requests=N      .ctl transactions running at once; more wait their\n"
+		"                           turn (default %u)\n"
 		"    -h, --help             this text\n"
 		"    -V, --version          the version\n"
 		"\n",
-		prog, MFS_DEFAULT_MAX_THREADS);
+		prog, MFS_DEFAULT_MAX_THREADS, MFS_DEFAULT_MAX_REQUESTS);
 }

@@ -15,10 +15,11 @@
  * that cannot be checked (the engine did not answer) refuses the disposal;
  * a container that merely has a sandbox's name is never removed (EACCES).
  *
- * Long requests (an exec up to exec_timeout, an acquire that pulls an image)
- * each hold a FUSE worker thread; at most fs->requests_max of them run at once,
- * so lookups and reads always find a free worker. Past that a request is
- * refused with EBUSY rather than queued behind the others.
+ * Requests run on the transaction threads (txn.c, -o max_requests of them),
+ * never on a FUSE worker, so lookups and reads always find a free worker;
+ * past the cap a request waits its turn in txn.c's queue. The count here
+ * (mfs_request_enter) is the backstop: it refuses with EBUSY only a caller
+ * that reached the runner some other way past the cap.
  */
 #include "mfs.h"
 
@@ -151,8 +152,8 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 			if ((r = mafsbx_sandbox_reclaim(fs->backend, spec->name, spec->reclaim, &done, err)) == 0) {
 				*reply = json_pack("{s:b, s:s}", "ok", 1, "reclaimed", done.path);
 				char *p = NULL;   /* the kernel may still hold the removed tree: drop it */
-				if (fs->fuse && asprintf(&p, "/%s/work/%s", spec->name, done.relative) > 0)
-					fuse_invalidate_path(fs->fuse, p);
+				if (asprintf(&p, "/%s/work/%s", spec->name, done.relative) > 0)
+					mfs_invalidate_path(fs, p);
 				free(p);
 			}
 			mfs_invalidate_sandbox(fs, spec->name);

@@ -8,7 +8,7 @@
  * younger than the attribute timeout and ask the engine for one name on a
  * miss (negative answers are never cached, so a sandbox made by another
  * host appears at once). acquire/dispose drop the snapshot and tell the
- * kernel (fuse_invalidate_path) that the root, by-scope/ and NAME changed.
+ * kernel (mfs_invalidate_path) that the root, by-scope/ and NAME changed.
  *
  * by-scope/SCOPE/THREAD/AGENT/KIND[@CALL] -> ../../../../NAME uses the label
  * values as stored. A label value that cannot be a file name (empty, ".",
@@ -376,17 +376,15 @@ int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, si
 void mfs_invalidate_sandbox(struct mfs *fs, const char *name)
 {
 	mfs_snapshot_invalidate(fs);
-	if (!fs->fuse)
-		return;
-	/* Errors only mean the kernel holds no such node: nothing to drop. */
-	fuse_invalidate_path(fs->fuse, "/");
-	fuse_invalidate_path(fs->fuse, "/by-scope");
+	/* Nodes the kernel does not hold have nothing to drop. */
+	mfs_invalidate_path(fs, "/");
+	mfs_invalidate_path(fs, "/by-scope");
 	if (name && *name) {
 		char p[128];
 		snprintf(p, sizeof(p), "/%s", name);
-		fuse_invalidate_path(fs->fuse, p);
+		mfs_invalidate_path(fs, p);
 		snprintf(p, sizeof(p), "/%s/status", name);
-		fuse_invalidate_path(fs->fuse, p);
+		mfs_invalidate_path(fs, p);
 	}
 }
 

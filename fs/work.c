@@ -406,11 +406,11 @@ int mfs_work_ftruncate(struct mfs *fs, struct mfs_work *w, off_t size)
  */
 static bool caller_killed(void)
 {
-	struct fuse_context *cx = fuse_get_context();
-	if (!cx || cx->pid <= 0)
+	pid_t pid = mfs_caller_pid();
+	if (pid <= 0)
 		return false;
 	char path[64], buf[2048];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)cx->pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;

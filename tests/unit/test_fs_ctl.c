@@ -564,7 +564,7 @@ static void test_runner_budget(void **state)
 	json_t *j = parse_reply(text);
 	json_t *e = json_object_get(j, "error");
 	assert_string_equal(json_string_value(json_object_get(e, "errno")), "EBUSY");
-	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "max_threads"));
+	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "max_requests"));
 	json_decref(j);
 	free(text);
 	mfs_operations.release("/.ctl/exec", &fi);

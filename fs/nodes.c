@@ -1,0 +1,314 @@
+/*
+ * nodes.c: the node ids this mount hands the kernel (fs/ on libfuse's
+ * low-level API owns them, as libfuse's passthrough_hp does). A node is an
+ * absolute path of the tree (tree.c classifies it) with the kernel's lookup
+ * count; the kernel's FORGET brings the count down and the last one frees it.
+ *
+ * Two tables: id -> node for every request, and path -> node so that two
+ * lookups of one path give one node, with two exceptions that make a fresh
+ * node every time: a .ctl transaction file (each open(2) of it must get its
+ * own inode, so the kernel's per-inode write lock never queues one caller
+ * behind another; INTERFACE.md §4), and a node whose path was removed or
+ * renamed over (it keeps its id until forgotten, but a new file at that path
+ * is a new node, as after an unlink on any filesystem).
+ *
+ * One mutex guards both tables; nothing is called with it held.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mfs_ll_node {
+	uint64_t id;
+	char *path;
+	uint64_t nlookup;
+	bool in_paths;               /* reachable by its path (not fresh, not removed) */
+	bool relink;                 /* rename: moved, to be linked under its new path */
+	struct mfs_ll_node *next_id, *next_path;
+};
+
+#define MIN_BUCKETS 1024u
+
+static size_t path_hash(const char *p)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static struct mfs_ll_node **id_slot(struct mfs_nodes *t, uint64_t id)
+{
+	struct mfs_ll_node **pp = &t->by_id[id % t->nbuckets];
+	while (*pp && (*pp)->id != id)
+		pp = &(*pp)->next_id;
+	return pp;
+}
+
+static struct mfs_ll_node **path_slot(struct mfs_nodes *t, const char *path)
+{
+	struct mfs_ll_node **pp = &t->by_path[path_hash(path) % t->nbuckets];
+	while (*pp && strcmp((*pp)->path, path) != 0)
+		pp = &(*pp)->next_path;
+	return pp;
+}
+
+int mfs_nodes_init(struct mfs_nodes *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->nbuckets = MIN_BUCKETS;
+	t->by_id = calloc(t->nbuckets, sizeof(*t->by_id));
+	t->by_path = calloc(t->nbuckets, sizeof(*t->by_path));
+	if (!t->by_id || !t->by_path) {
+		free(t->by_id);
+		free(t->by_path);
+		return -ENOMEM;
+	}
+	t->next_id = MFS_ROOT_ID + 1;
+	pthread_mutex_init(&t->mu, NULL);
+	return 0;
+}
+
+static void node_free(struct mfs_ll_node *n)
+{
+	free(n->path);
+	free(n);
+}
+
+void mfs_nodes_fini(struct mfs_nodes *t)
+{
+	if (!t->by_id)
+		return;
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct mfs_ll_node *n = t->by_id[i];
+		while (n) {
+			struct mfs_ll_node *next = n->next_id;
+			node_free(n);
+			n = next;
+		}
+	}
+	free(t->by_id);
+	free(t->by_path);
+	t->by_id = t->by_path = NULL;
+	pthread_mutex_destroy(&t->mu);
+}
+
+/* With mu held: twice the buckets when the table is twice as full as it has
+ * buckets (a failed grow keeps the old table: only slower). */
+static void maybe_grow(struct mfs_nodes *t)
+{
+	if (t->count < 2 * t->nbuckets)
+		return;
+	size_t nb = t->nbuckets * 2;
+	struct mfs_ll_node **ids = calloc(nb, sizeof(*ids)), **paths = calloc(nb, sizeof(*paths));
+	if (!ids || !paths) {
+		free(ids);
+		free(paths);
+		return;
+	}
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct mfs_ll_node *n = t->by_id[i];
+		while (n) {
+			struct mfs_ll_node *next = n->next_id;
+			n->next_id = ids[n->id % nb];
+			ids[n->id % nb] = n;
+			if (n->in_paths) {
+				size_t b = path_hash(n->path) % nb;
+				n->next_path = paths[b];
+				paths[b] = n;
+			}
+			n = next;
+		}
+	}
+	free(t->by_id);
+	free(t->by_path);
+	t->by_id = ids;
+	t->by_path = paths;
+	t->nbuckets = nb;
+}
+
+/* With mu held: take `n` out of the path table. */
+static void unlink_path(struct mfs_nodes *t, struct mfs_ll_node *n)
+{
+	if (!n->in_paths)
+		return;
+	struct mfs_ll_node **pp = &t->by_path[path_hash(n->path) % t->nbuckets];
+	while (*pp && *pp != n)
+		pp = &(*pp)->next_path;
+	if (*pp)
+		*pp = n->next_path;
+	n->next_path = NULL;
+	n->in_paths = false;
+}
+
+static void link_path(struct mfs_nodes *t, struct mfs_ll_node *n)
+{
+	size_t b = path_hash(n->path) % t->nbuckets;
+	n->next_path = t->by_path[b];
+	t->by_path[b] = n;
+	n->in_paths = true;
+}
+
+int mfs_nodes_path(struct mfs_nodes *t, uint64_t id, char **out)
+{
+	*out = NULL;
+	if (id == MFS_ROOT_ID) {
+		*out = strdup("/");
+		return *out ? 0 : -ENOMEM;
+	}
+	pthread_mutex_lock(&t->mu);
+	struct mfs_ll_node *n = *id_slot(t, id);
+	if (n)
+		*out = strdup(n->path);
+	pthread_mutex_unlock(&t->mu);
+	if (!n)
+		return -ESTALE;
+	return *out ? 0 : -ENOMEM;
+}
+
+int mfs_nodes_child_path(struct mfs_nodes *t, uint64_t parent, const char *name, char **out)
+{
+	*out = NULL;
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	char *dir;
+	int r = mfs_nodes_path(t, parent, &dir);
+	if (r < 0)
+		return r;
+	size_t dl = strlen(dir), nl = strlen(name);
+	if (dl + 1 + nl >= PATH_MAX) {
+		free(dir);
+		return -ENAMETOOLONG;
+	}
+	char *p = malloc(dl + 1 + nl + 1);
+	if (!p) {
+		free(dir);
+		return -ENOMEM;
+	}
+	memcpy(p, dir, dl);
+	size_t at = dl;
+	if (at == 0 || p[at - 1] != '/')
+		p[at++] = '/';
+	memcpy(p + at, name, nl + 1);
+	free(dir);
+	*out = p;
+	return 0;
+}
+
+int mfs_nodes_ref(struct mfs_nodes *t, const char *path, bool fresh, uint64_t *id)
+{
+	if (strcmp(path, "/") == 0) {
+		*id = MFS_ROOT_ID;
+		return 0;
+	}
+	pthread_mutex_lock(&t->mu);
+	struct mfs_ll_node *n = fresh ? NULL : *path_slot(t, path);
+	if (!n) {
+		n = calloc(1, sizeof(*n));
+		if (!n || !(n->path = strdup(path))) {
+			free(n);
+			pthread_mutex_unlock(&t->mu);
+			return -ENOMEM;
+		}
+		n->id = t->next_id++;
+		struct mfs_ll_node **slot = &t->by_id[n->id % t->nbuckets];
+		n->next_id = *slot;
+		*slot = n;
+		if (!fresh)
+			link_path(t, n);
+		t->count++;
+		maybe_grow(t);
+	}
+	n->nlookup++;
+	*id = n->id;
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+void mfs_nodes_forget(struct mfs_nodes *t, uint64_t id, uint64_t nlookup)
+{
+	if (id == MFS_ROOT_ID)
+		return;
+	pthread_mutex_lock(&t->mu);
+	struct mfs_ll_node **pp = id_slot(t, id), *n = *pp;
+	if (n) {
+		n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
+		if (n->nlookup == 0) {
+			*pp = n->next_id;
+			unlink_path(t, n);
+			t->count--;
+			node_free(n);
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+bool mfs_nodes_find(struct mfs_nodes *t, const char *path, uint64_t *id)
+{
+	if (strcmp(path, "/") == 0) {
+		*id = MFS_ROOT_ID;
+		return true;
+	}
+	pthread_mutex_lock(&t->mu);
+	struct mfs_ll_node *n = *path_slot(t, path);
+	if (n)
+		*id = n->id;
+	pthread_mutex_unlock(&t->mu);
+	return n != NULL;
+}
+
+void mfs_nodes_detach(struct mfs_nodes *t, const char *path)
+{
+	pthread_mutex_lock(&t->mu);
+	struct mfs_ll_node *n = *path_slot(t, path);
+	if (n)
+		unlink_path(t, n);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* `p` is `from` or below it: its new spelling under `to`. NULL: no memory. */
+static char *moved(const char *p, size_t fl, const char *to)
+{
+	size_t tl = strlen(to), rest = strlen(p + fl);
+	char *q = malloc(tl + rest + 1);
+	if (q) {
+		memcpy(q, to, tl);
+		memcpy(q + tl, p + fl, rest + 1);
+	}
+	return q;
+}
+
+void mfs_nodes_rename(struct mfs_nodes *t, const char *from, const char *to)
+{
+	size_t fl = strlen(from);
+	pthread_mutex_lock(&t->mu);
+	/* What `to` named is gone (replaced), and so is everything below it. */
+	size_t tl = strlen(to);
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id)
+			if (n->in_paths && strncmp(n->path, to, tl) == 0 && (n->path[tl] == '\0' || n->path[tl] == '/'))
+				unlink_path(t, n);
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id) {
+			if (!n->in_paths || strncmp(n->path, from, fl) != 0 || (n->path[fl] != '\0' && n->path[fl] != '/'))
+				continue;
+			char *q = moved(n->path, fl, to);
+			unlink_path(t, n);
+			if (!q)
+				continue;   /* out of memory: the node is reached by id only, a lookup makes a new one */
+			free(n->path);
+			n->path = q;
+			n->relink = true;   /* after every move: no path is linked twice meanwhile */
+		}
+	}
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id)
+			if (n->relink) {
+				n->relink = false;
+				link_path(t, n);
+			}
+	pthread_mutex_unlock(&t->mu);
+}
