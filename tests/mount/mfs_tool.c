@@ -26,6 +26,12 @@
  *   mfs_tool fwd LISTEN TARGET         relay a unix socket to another (a stand-in
  *                                      engine socket a test can stop and start)
  *   mfs_tool errname N                 errno name of a number
+ *   mfs_tool timecalls FILE N          N times: stat then open+read FILE; prints
+ *                                      the median microseconds of one pair
+ *   mfs_tool storm FILE THREADS ITERS  THREADS threads each stat FILE ITERS times
+ *                                      (on a mount with attr_timeout=0 each is a
+ *                                      round trip to the daemon); exit 1 on any
+ *                                      failure
  *   mfs_tool race DIR STOPFILE         until STOPFILE exists (or 600 s): read,
  *                                      lstat, list, write and remove DIR/passwd
  *                                      and DIR/out; prints "iterations N reads R
@@ -35,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -534,6 +541,85 @@ static int cmd_race(const char *dir, const char *stopfile)
 	return leaks ? 1 : 0;
 }
 
+static long long now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmd_timecalls(const char *path, int n)
+{
+	if (n < 1 || n > 10000)
+		return 2;
+	long long *t = calloc((size_t)n, sizeof(*t));
+	char buf[4096];
+	if (!t)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		long long t0 = now_us();
+		int fd = -1;
+		if (stat(path, &st) < 0 || (fd = open(path, O_RDONLY)) < 0 || read(fd, buf, sizeof(buf)) < 0) {
+			fprintf(stderr, "timecalls %s: %s\n", path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			free(t);
+			return 1;
+		}
+		close(fd);
+		t[i] = now_us() - t0;
+	}
+	qsort(t, (size_t)n, sizeof(*t), cmp_ll);
+	printf("%lld\n", t[n / 2]);
+	free(t);
+	return 0;
+}
+
+struct storm {
+	const char *path;
+	int iters;
+	int failures;
+};
+
+static void *storm_main(void *arg)
+{
+	struct storm *s = arg;
+	struct stat st;
+	for (int i = 0; i < s->iters; i++)
+		if (stat(s->path, &st) < 0)
+			__atomic_add_fetch(&s->failures, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int cmd_storm(const char *path, int threads, int iters)
+{
+	if (threads < 1 || threads > 1024 || iters < 1)
+		return 2;
+	struct storm s = { .path = path, .iters = iters };
+	pthread_t *t = calloc((size_t)threads, sizeof(*t));
+	if (!t)
+		return 1;
+	int started = 0;
+	for (; started < threads; started++)
+		if (pthread_create(&t[started], NULL, storm_main, &s) != 0)
+			break;
+	for (int i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	if (started < threads || s.failures) {
+		fprintf(stderr, "storm: %d of %d threads, %d failed stats\n", started, threads, s.failures);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -572,6 +658,10 @@ int main(int argc, char **argv)
 		return cmd_rm_scope(argv[2]);
 	if (!strcmp(cmd, "fwd") && argc == 4)
 		return cmd_fwd(argv[2], argv[3]);
+	if (!strcmp(cmd, "timecalls") && argc == 4)
+		return cmd_timecalls(argv[2], atoi(argv[3]));
+	if (!strcmp(cmd, "storm") && argc == 5)
+		return cmd_storm(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(cmd, "race") && argc == 4)
 		return cmd_race(argv[2], argv[3]);
 	if (!strcmp(cmd, "errname") && argc == 3) {
