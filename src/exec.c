@@ -6,10 +6,13 @@
  * the timeout bounds the whole run and, on expiry, the sandbox is disposed
  * (as upstream: a command that outlived its bound may still be running, and
  * the next acquire starts clean). Output is kept as exact bytes, capped per
- * stream. A command the runtime could not start is an error, not program
- * output; that is decided by the engine's exec inspect (Pid 0: no process
- * ever existed, see mafsbx_exec_result.launch_failed), never by the bytes on
- * stdout, which a guest can forge.
+ * stream. A command the runtime could not start is reported as `docker exec`
+ * reports it: a result with exit code 127 (the program does not exist) or
+ * 126 (anything else: the working directory, permissions), the runtime's
+ * message on stderr. Whether it was a launch failure is decided by the
+ * engine's exec inspect (Pid 0: no process ever existed, see
+ * mafsbx_exec_result.launch_failed), never by the bytes on stdout, which a
+ * guest can forge; only then is the message read, to choose 126 or 127.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +23,32 @@
 
 void (*sbx_test_exec_timed_out)(const char *name, void *ctx);
 void *sbx_test_exec_timed_out_ctx;
+
+/*
+ * The runtime never started the command: the result `docker exec` gives.
+ * The runtime's message (on stdout, where the engine puts it) moves to
+ * stderr; 127 when it says the program is not there, 126 otherwise (a
+ * missing working directory is "chdir to cwd ... no such file": 126).
+ */
+static void launch_result(struct mafsbx_exec_result *res)
+{
+	if (res->out_len && !res->err_len) {
+		res->err = res->out;
+		res->err_len = res->out_len;
+		res->out = NULL;
+		res->out_len = 0;
+		/* the engine ends its line with \r\n (a terminal's); a stream's line ends with \n */
+		if (res->err_len >= 2 && res->err[res->err_len - 2] == '\r' && res->err[res->err_len - 1] == '\n') {
+			res->err[res->err_len - 2] = '\n';
+			res->err[--res->err_len] = '\0';
+		}
+	}
+	char msg[600];
+	sbx_short_text(res->err, res->err_len, msg, sizeof(msg));
+	bool no_program = !strstr(msg, "chdir to cwd") &&
+			  (strstr(msg, "executable file not found") || strstr(msg, "no such file or directory"));
+	res->exit_code = no_program ? 127 : 126;
+}
 
 int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
 			struct mafsbx_exec_result *res, struct mafsbx_error *err)
@@ -89,15 +118,7 @@ int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exe
 			*err = e;
 		return r;
 	}
-	if (res->launch_failed) {
-		char msg[600];
-		/* the runtime's message: on stdout (where the engine puts it), else stderr */
-		sbx_short_text(res->out_len ? res->out : res->err, res->out_len ? res->out_len : res->err_len, msg,
-			       sizeof(msg));
-		bool missing = strstr(msg, "no such file or directory") || strstr(msg, "not found");
-		return mafsbx_error_set_full(err, missing ? MAFSBX_EK_NO_PATH : MAFSBX_EK_ENGINE, missing ? ENOENT : EIO,
-					     missing ? "FileNotFoundError" : "RuntimeError",
-					     "exec in %s could not start %s: %s", name, spec->argv[0], msg);
-	}
+	if (res->launch_failed)
+		launch_result(res);
 	return 0;
 }

@@ -497,8 +497,12 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 /* The exit status for a run that returned `r` with `res`. */
 static int exec_status(int r, const struct mafsbx_exec_result *res, const struct mafsbx_error *err)
 {
-	if (r == 0)
+	if (r == 0) {
+		if (res->launch_failed)   /* its message was streamed as it came; the status says which */
+			fprintf(stderr, PROGRAM ": exec: the runtime could not start the command (exit %d)\n",
+				res->exit_code);
 		return res->exit_code >= 0 && res->exit_code <= 255 ? res->exit_code : EXEC_EXIT_FAILED;
+	}
 	report("exec", err);
 	if (res->timed_out || err->kind == MAFSBX_EK_TIMEOUT)
 		return EXEC_EXIT_TIMEOUT;

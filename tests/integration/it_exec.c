@@ -3,7 +3,7 @@
  * conformance probes (reference §9.5: argv runs, exit code fidelity, argv is
  * not re-quoted, the working directory is honoured, a timeout raises and
  * discards the sandbox), plus separated streams, exact bytes both ways,
- * env, cwd rules, launch failures as errors, the output cap, a non-sandbox
+ * env, cwd rules, launch failures as docker exec reports them (126/127), the output cap, a non-sandbox
  * refused, and an exec waiting for a freeze of this process to lift.
  */
 #include <pthread.h>
@@ -100,12 +100,13 @@ static void test_working_directory(void **state)
 	mafsbx_exec_result_free(&res);
 	/* an absolute cwd anywhere in the guest, as docker exec -w (a relative one
 	 * climbing out of the work dir is refused by the parser: test_spec) */
-	struct mafsbx_error e;
 	ok("\"argv\":[\"pwd\"],\"cwd\":\"/etc\"", &res);
 	assert_string_equal((char *)res.out, "/etc\n");
 	mafsbx_exec_result_free(&res);
-	/* a missing cwd: the runtime cannot start the command */
-	assert_int_equal(run("\"argv\":[\"pwd\"],\"cwd\":\"nope\"", &res, &e), -ENOENT);
+	/* a missing cwd: the runtime cannot start the command, exit 126 as docker exec */
+	ok("\"argv\":[\"pwd\"],\"cwd\":\"nope\"", &res);
+	assert_true(res.launch_failed);
+	assert_int_equal(res.exit_code, 126);
 	mafsbx_exec_result_free(&res);
 }
 
@@ -158,19 +159,30 @@ static void test_env(void **state)
 	mafsbx_exec_result_free(&res);
 }
 
-static void test_launch_failure_is_an_error(void **state)
+static void test_launch_failure_is_a_result(void **state)
 {
 	(void)state;
 	struct mafsbx_exec_result res;
-	struct mafsbx_error e;
-	assert_int_equal(run("\"argv\":[\"/nonexistent/prog\",\"x\"]", &res, &e), -ENOENT);
-	assert_non_null(strstr(e.message, "could not start /nonexistent/prog"));
-	assert_null(strstr(e.message, "/var/lib/docker"));
+	/* as `docker exec`: a program that is not there is 127, the runtime's message on stderr */
+	ok("\"argv\":[\"/nonexistent/prog\",\"x\"]", &res);
 	assert_true(res.launch_failed);
+	assert_int_equal(res.exit_code, 127);
+	assert_int_equal(res.out_len, 0);
+	assert_non_null(strstr((const char *)res.err, "no such file or directory"));
+	assert_null(strstr((const char *)res.err, "\r"));
 	mafsbx_exec_result_free(&res);
-	assert_int_equal(run("\"argv\":[\"no-such-command-here\"]", &res, &e), -ENOENT);
+	ok("\"argv\":[\"no-such-command-here\"]", &res);
+	assert_true(res.launch_failed);
+	assert_int_equal(res.exit_code, 127);
+	assert_non_null(strstr((const char *)res.err, "executable file not found"));
 	mafsbx_exec_result_free(&res);
-	/* a command that ran and failed is a result, not an error */
+	/* a working directory that is not there: 126 */
+	ok("\"argv\":[\"true\"], \"cwd\": \"/nonexistent-dir\"", &res);
+	assert_true(res.launch_failed);
+	assert_int_equal(res.exit_code, 126);
+	assert_non_null(strstr((const char *)res.err, "chdir"));
+	mafsbx_exec_result_free(&res);
+	/* a command that ran and failed is a result too, and no launch failure */
 	ok("\"command\":\"no-such-command-here\"", &res);
 	assert_int_equal(res.exit_code, 127);
 	assert_false(res.launch_failed);
@@ -382,7 +394,7 @@ int main(void)
 		cmocka_unit_test(test_streams_stay_separate),
 		cmocka_unit_test(test_exact_bytes),
 		cmocka_unit_test(test_env),
-		cmocka_unit_test(test_launch_failure_is_an_error),
+		cmocka_unit_test(test_launch_failure_is_a_result),
 		cmocka_unit_test(test_forged_launch_failure_is_output),
 		cmocka_unit_test(test_guest_cannot_end_the_stream_early),
 		cmocka_unit_test(test_output_cap),

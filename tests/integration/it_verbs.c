@@ -247,7 +247,10 @@ static void test_exec_codes(void **state)
 	struct run r;
 	RUN(&r, "exec", a.name, "--", "nosuchcommand");
 	expect_code(&r, 127);
-	assert_non_null(strstr(r.err.data, "could not start nosuchcommand"));
+	assert_non_null(strstr(r.err.data, "could not start the command (exit 127)"));
+	run_free(&r);
+	RUN(&r, "exec", a.name, "--cwd", "/nonexistent-dir", "--", "true");
+	expect_code(&r, 126);
 	run_free(&r);
 	/* no such sandbox: the request failed */
 	RUN(&r, "exec", "maf-sandbox-docker-000000000000", "--", "true");
