@@ -61,7 +61,14 @@ static void reply_err(fuse_req_t req, int r)
 	fuse_reply_err(req, r < 0 ? -r : r);
 }
 
-/* A node's timeouts: none for a .ctl transaction file (every lookup a new inode). */
+/* Nodes the kernel must not cache: a .ctl transaction file (every lookup a
+ * new inode), and the detached execs' files, which grow and come and go. */
+static bool no_cache(enum mfs_node_type t)
+{
+	return t == MFS_N_CTL_FILE || t == MFS_N_EXECS || t == MFS_N_EXEC_DIR || t == MFS_N_EXEC_FILE;
+}
+
+/* A node's timeouts: none for no_cache() nodes. */
 static void entry_for(struct mfs *fs, const struct mfs_node *n, uint64_t id, const struct stat *st,
 		      struct fuse_entry_param *e)
 {
@@ -69,21 +76,21 @@ static void entry_for(struct mfs *fs, const struct mfs_node *n, uint64_t id, con
 	e->ino = id;
 	e->attr = *st;
 	e->attr.st_ino = id;
-	bool ctl = n && n->type == MFS_N_CTL_FILE;
-	e->attr_timeout = ctl ? 0 : fs->opt.attr_timeout;
-	e->entry_timeout = ctl ? 0 : fs->opt.entry_timeout;
+	bool fresh = n && no_cache(n->type);
+	e->attr_timeout = fresh ? 0 : fs->opt.attr_timeout;
+	e->entry_timeout = fresh ? 0 : fs->opt.entry_timeout;
 }
 
 /* The entry of `path` (whose stat is `st`), its lookup counted. */
 static int make_entry(struct mfs *fs, const char *path, const struct stat *st, struct fuse_entry_param *e)
 {
 	struct mfs_node n;
-	bool fresh = mfs_classify(path, &n) == 0 && n.type == MFS_N_CTL_FILE;
+	bool known = mfs_classify(path, &n) == 0;
 	uint64_t id;
-	int r = mfs_nodes_ref(&fs->nodes, path, fresh, &id);
+	int r = mfs_nodes_ref(&fs->nodes, path, known && n.type == MFS_N_CTL_FILE, &id);
 	if (r < 0)
 		return r;
-	entry_for(fs, fresh ? &n : NULL, id, st, e);
+	entry_for(fs, known ? &n : NULL, id, st, e);
 	return 0;
 }
 
@@ -158,8 +165,8 @@ static void reply_attr_of(fuse_req_t req, struct mfs *fs, fuse_ino_t ino, const 
 	}
 	st.st_ino = ino;
 	struct mfs_node n;
-	bool ctl = mfs_classify(path, &n) == 0 && n.type == MFS_N_CTL_FILE;
-	fuse_reply_attr(req, &st, ctl ? 0 : fs->opt.attr_timeout);
+	bool fresh = mfs_classify(path, &n) == 0 && no_cache(n.type);
+	fuse_reply_attr(req, &st, fresh ? 0 : fs->opt.attr_timeout);
 }
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -388,10 +395,49 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	free(path);
 }
 
+/* A read of a detached exec's `wait`, parked until the command ends. */
+struct parked_read {
+	fuse_req_t req;
+	struct fuse_file_info fi;
+	size_t size;
+	off_t off;
+};
+
+static void serve_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
+
+static void parked_done(void *arg)
+{
+	struct parked_read *p = arg;
+	serve_read(p->req, p->size, p->off, &p->fi);
+	free(p);
+}
+
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)ino;
 	begin(req);
+	struct mfs_handle *h = mfs_handle_of(fi);
+	if (h && h->type == MFS_H_EXEC) {
+		struct parked_read *p = malloc(sizeof(*p));
+		if (!p) {
+			reply_err(req, -ENOMEM);
+			return;
+		}
+		*p = (struct parked_read){ .req = req, .fi = *fi, .size = size, .off = off };
+		int r = mfs_exec_when_done((struct mfs_exec_handle *)h, parked_done, p);
+		if (r == 0)
+			return;   /* answered from the exec's thread when the command ends */
+		free(p);
+		if (r < 0) {
+			reply_err(req, r);
+			return;
+		}
+	}
+	serve_read(req, size, off, fi);
+}
+
+static void serve_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+{
 	char *buf = malloc(size ? size : 1);
 	if (!buf) {
 		reply_err(req, -ENOMEM);
@@ -674,7 +720,9 @@ int mfs_lowlevel_start(struct mfs *fs)
 
 bool mfs_lowlevel_stop(struct mfs *fs)
 {
-	return mfs_txns_fini(&fs->txns, TRANSACTION_GRACE_MS);
+	/* Detached execs first: their `wait` readers are answered through the session. */
+	bool execs = mfs_execs_fini(fs);
+	return mfs_txns_fini(&fs->txns, TRANSACTION_GRACE_MS) && execs;
 }
 
 void mfs_lowlevel_free(struct mfs *fs)

@@ -255,6 +255,13 @@ struct mfs {
 	pthread_cond_t janitor_cv;
 	bool janitor_wake;           /* an unpause failed: recover now (under janitor_lock) */
 
+	pthread_mutex_t execs_lock;  /* execs.c: guards execs, execs_running, execs_stop */
+	pthread_cond_t execs_cv;     /* a detached exec's thread ended */
+	struct mfs_dexec *execs;     /* newest first */
+	unsigned execs_running;
+	bool execs_stop;
+	bool execs_ready;            /* initialised and not yet torn down */
+
 	pthread_mutex_t handles_lock; /* open handles (ops.c) */
 	struct mfs_handle *handles;
 
@@ -292,6 +299,36 @@ int mfs_daemon_fork(int *ready_fd);
  * syslog, and the parent told. Does nothing for -1 (foreground). */
 void mfs_daemon_ready(int ready_fd);
 
+/* ---- detached execs (execs.c) --------------------------------------------- */
+
+#define MFS_EXEC_STREAM_CAP (8 * MFS_MIB)   /* output kept per stream of one exec */
+#define MFS_EXECS_KEPT 32                    /* kept per sandbox */
+#define MFS_EXECS_TOTAL 1024                 /* kept on the mount */
+#define MFS_EXECS_RUNNING 64                 /* running at once on the mount */
+
+struct mfs_dexec;
+struct mfs_exec_handle;
+struct mfs_node;
+struct mafsbx_exec_spec;
+void mfs_execs_init(struct mfs *fs);
+/* Cancel what runs (this host's engine), wait for the threads, free.
+ * false: some still ran after the grace (left to the exit, nothing freed). */
+bool mfs_execs_fini(struct mfs *fs);
+/* Start `spec` (taken over) detached: the reply names its ID and path. */
+int mfs_exec_detach(struct mfs *fs, struct mafsbx_exec_spec *spec, json_t **reply, struct mafsbx_error *err);
+bool mfs_exec_exists(struct mfs *fs, const char *sandbox, const char *id);
+int mfs_execs_list(struct mfs *fs, const char *sandbox, void *buf, fuse_fill_dir_t filler);
+/* rmdir NAME/execs/ID: cancel a running command, forget a finished one. */
+int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct mafsbx_error *err);
+int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
+int mfs_exec_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
+/* A read; on `wait` it blocks until the end unless the caller parked it first. */
+int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off);
+/* A `wait` whose command still runs: fn(arg) is called once it ended (0);
+ * 1 when a read can be served now; -ENOMEM. */
+int mfs_exec_when_done(struct mfs_exec_handle *x, void (*fn)(void *arg), void *arg);
+void mfs_exec_release(struct mfs_exec_handle *x);
+
 /* ---- freezes left behind (janitor.c) ------------------------------------- */
 
 /* Start the background recovery (after mounting: it lifts freezes a dead
@@ -314,7 +351,13 @@ enum mfs_node_type {
 	MFS_N_SBX_EGRESS,            /* NAME/egress: the egress proxy's decisions */
 	MFS_N_WORK,                  /* NAME/work[/REL]: rel "" for work/ itself */
 	MFS_N_ROOTFS,                /* NAME/root[/REL]: the guest's `/`, read-only; rel "" for root/ itself */
+	MFS_N_EXECS,                 /* NAME/execs: the detached execs (execs.c) */
+	MFS_N_EXEC_DIR,              /* NAME/execs/ID */
+	MFS_N_EXEC_FILE,             /* NAME/execs/ID/{stdout,stderr,status,wait}: exec_file */
 };
+
+enum mfs_exec_file { MFS_EXEC_STDOUT = 1, MFS_EXEC_STDERR, MFS_EXEC_STATUS, MFS_EXEC_WAIT };
+#define MFS_EXEC_ID_LEN 16
 
 struct mfs_node {
 	enum mfs_node_type type;
@@ -323,6 +366,8 @@ struct mfs_node {
 	const char *rel;             /* WORK, ROOTFS: relative path below work/ or root/, points into the input */
 	int depth;                   /* BYSCOPE: 0..3 */
 	const char *comp[4];         /* BYSCOPE(_LINK): the components after by-scope/ (into `buf`) */
+	char exec_id[MFS_EXEC_ID_LEN + 1]; /* EXEC_DIR, EXEC_FILE */
+	enum mfs_exec_file exec_file; /* EXEC_FILE */
 	char buf[1024];
 };
 
@@ -408,7 +453,7 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 
 /* ---- per-open handles (the registry: mount.c) ---------------------------- */
 
-enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK, MFS_H_DIR };
+enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK, MFS_H_DIR, MFS_H_EXEC };
 
 struct mfs_handle {
 	enum mfs_handle_type type;
@@ -467,6 +512,10 @@ void mfs_ctl_release(struct mfs_ctl *c);
 
 /* {"ok": false, "error": {"errno", "type", "message"}} plus the members of `extra`. */
 json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra);
+/* The exec reply's members (requests.c): exit code, the text and base64
+ * views of both streams, timed_out, truncated, duration; "ok" when asked. */
+struct mafsbx_exec_result;
+json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok);
 /* Dump a reply as one line ending in "\n" (malloc'd). */
 char *mfs_reply_dump(const json_t *reply, size_t *len);
 

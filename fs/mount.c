@@ -39,6 +39,7 @@ int mfs_init(struct mfs *fs)
 	atomic_init(&fs->requests_running, 0);
 	/* Transactions run on their own threads (txn.c), as many as this. */
 	fs->requests_max = (int)(fs->opt.max_requests ? fs->opt.max_requests : MFS_DEFAULT_MAX_REQUESTS);
+	mfs_execs_init(fs);
 	fs->scope_label[0] = '\0';
 	if (fs->opt.scope)
 		mafsbx_label_value(fs->opt.scope, fs->scope_label);
@@ -47,6 +48,7 @@ int mfs_init(struct mfs *fs)
 
 void mfs_fini(struct mfs *fs)
 {
+	mfs_execs_fini(fs);   /* before the handles: a `wait` reader is answered first */
 	mfs_handles_discard_all(fs);
 	pthread_mutex_destroy(&fs->handles_lock);
 	mfs_list_clear(fs);

@@ -116,6 +116,15 @@ static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_in
 	case MFS_N_WORK:
 	case MFS_N_ROOTFS:
 		return mfs_work_getattr(fs, &n, st, fi);
+	case MFS_N_EXECS:
+		r = sandbox_exists(fs, n.name, NULL);
+		if (r < 0)
+			return r;
+		base_stat(st, S_IFDIR | 0555);
+		return 0;
+	case MFS_N_EXEC_DIR:
+	case MFS_N_EXEC_FILE:
+		return mfs_exec_getattr(fs, &n, st);
 	}
 	return -ENOENT;
 }
@@ -242,6 +251,14 @@ static int mfs_op_rmdir(const char *path)
 		return -EROFS;
 	if (r == 0 && n.type == MFS_N_WORK)
 		return *n.rel ? mfs_work_remove(fs, &n, true) : -EBUSY;
+	if (r == 0 && n.type == MFS_N_EXEC_DIR) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		r = mfs_exec_remove(fs, n.name, n.exec_id, &e);
+		if (r < 0)
+			log_warn("rmdir %s/execs/%s: %s", n.name, n.exec_id, e.message);
+		return r < 0 ? mafsbx_error_errno(&e, r) : 0;
+	}
 	if (r < 0 || n.type != MFS_N_SBX_DIR)
 		return -EPERM;
 	return rmdir_sandbox(fs, n.name);
@@ -293,7 +310,7 @@ static int mfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file
 static bool is_ro_virtual(enum mfs_node_type t)
 {
 	return t == MFS_N_CTL_DECLARATIONS || t == MFS_N_CTL_ENGINE || t == MFS_N_SBX_STATUS ||
-	       t == MFS_N_SBX_EGRESS;  /* egress */
+	       t == MFS_N_SBX_EGRESS || t == MFS_N_EXEC_FILE;
 }
 
 /*
@@ -419,6 +436,8 @@ static int open_node(const char *path, struct fuse_file_info *fi)
 	case MFS_N_WORK:
 	case MFS_N_ROOTFS:
 		return mfs_work_open(fs, &n, fi);
+	case MFS_N_EXEC_FILE:
+		return mfs_exec_open(fs, &n, fi);
 	case MFS_N_BYSCOPE_LINK:
 		return -ELOOP;
 	default:
@@ -452,7 +471,7 @@ static int io_refused(const struct mfs_handle *h)
 {
 	if (h && h->type == MFS_H_DIR)
 		return -EISDIR;
-	return h && h->type == MFS_H_BLOB ? -EACCES : -EBADF;
+	return h && (h->type == MFS_H_BLOB || h->type == MFS_H_EXEC) ? -EACCES : -EBADF;
 }
 
 static int blob_read(const struct mfs_blob *b, char *buf, size_t size, off_t off)
@@ -478,6 +497,8 @@ static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, stru
 		return mfs_work_read((struct mfs_work *)h, buf, size, off);
 	if (h && h->type == MFS_H_BLOB)
 		return blob_read((const struct mfs_blob *)h, buf, size, off);
+	if (h && h->type == MFS_H_EXEC)
+		return mfs_exec_read((struct mfs_exec_handle *)h, buf, size, off);
 	return io_refused(h);
 }
 
@@ -528,6 +549,9 @@ static int mfs_op_release(const char *path, struct fuse_file_info *fi)
 	case MFS_H_BLOB:
 		blob_free((struct mfs_blob *)h);
 		break;
+	case MFS_H_EXEC:
+		mfs_exec_release((struct mfs_exec_handle *)h);
+		break;
 	case MFS_H_DIR:
 		break;   /* releasedir's */
 	}
@@ -573,9 +597,13 @@ static const struct dir_name ctl_names[] = {
 	{ ".", S_IFDIR }, { "..", S_IFDIR }, { "acquire", S_IFREG }, { "dispose", S_IFREG },
 	{ "exec", S_IFREG }, { "declarations", S_IFREG }, { "engine", S_IFREG }, { NULL, 0 },
 };
+static const struct dir_name exec_names[] = {
+	{ ".", S_IFDIR }, { "..", S_IFDIR }, { "stdout", S_IFREG }, { "stderr", S_IFREG },
+	{ "status", S_IFREG }, { "wait", S_IFREG }, { NULL, 0 },
+};
 static const struct dir_name sandbox_names[] = {
 	{ ".", S_IFDIR }, { "..", S_IFDIR }, { "status", S_IFREG }, { "egress", S_IFREG },
-	{ "work", S_IFDIR }, { "root", S_IFDIR }, { NULL, 0 },
+	{ "work", S_IFDIR }, { "root", S_IFDIR }, { "execs", S_IFDIR }, { NULL, 0 },
 };
 
 static int fill_names(void *buf, fuse_fill_dir_t filler, const struct dir_name *d)
@@ -606,6 +634,11 @@ static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, o
 		if (r < 0)
 			return r;
 		return fill_names(buf, filler, sandbox_names);
+	case MFS_N_EXECS:
+		r = sandbox_exists(fs, n.name, NULL);
+		return r < 0 ? r : mfs_execs_list(fs, n.name, buf, filler);
+	case MFS_N_EXEC_DIR:
+		return mfs_exec_exists(fs, n.name, n.exec_id) ? fill_names(buf, filler, exec_names) : -ENOENT;
 	case MFS_N_WORK:
 	case MFS_N_ROOTFS: {
 		struct mfs_handle *h = mfs_handle_of(fi);

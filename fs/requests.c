@@ -220,7 +220,7 @@ static size_t exec_reply_cost(const struct mafsbx_exec_result *res)
 	return 3 * (views + b64) + 4096;
 }
 
-static json_t *exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
+json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 {
 	json_t *o = json_object();
 	if (with_ok)
@@ -266,6 +266,11 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 	char id[65];
 	snprintf(id, sizeof(id), "%s", info->id);
 	mfs_snapshot_put(s);
+	if (spec->detach) {
+		struct mafsbx_exec_spec *taken = spec;
+		spec = NULL;
+		return mfs_exec_detach(fs, taken, reply, err);
+	}
 	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
 	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed || res.exit_code >= 0;
 	if (res.timed_out)
@@ -290,7 +295,7 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 			r = -ENOMEM;
 			goto out;
 		}
-		*reply = exec_fields(&res, r == 0);
+		*reply = mfs_exec_fields(&res, r == 0);
 		mfs_reply_budget_hold_until_dump(fs, cost);
 	}
 out:

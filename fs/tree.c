@@ -98,6 +98,36 @@ static int classify_files(const char *rest, const char *dir, enum mfs_node_type 
 	return strchr(n->rel, '\\') ? -EINVAL : 1;
 }
 
+/* NAME/execs[/ID[/FILE]] (`rest` after "NAME/"): 1 and n set, 0 not that, or -ENOENT. */
+static int classify_execs(const char *rest, struct mfs_node *n)
+{
+	if (strncmp(rest, "execs", 5) || (rest[5] != '\0' && rest[5] != '/'))
+		return 0;
+	n->type = MFS_N_EXECS;
+	if (!rest[5])
+		return 1;
+	const char *id = rest + 6, *slash = strchr(id, '/');
+	size_t il = slash ? (size_t)(slash - id) : strlen(id);
+	if (il != MFS_EXEC_ID_LEN || strspn(id, "0123456789abcdef") < il)
+		return -ENOENT;
+	memcpy(n->exec_id, id, il);
+	n->exec_id[il] = '\0';
+	n->type = MFS_N_EXEC_DIR;
+	if (!slash)
+		return 1;
+	static const struct { const char *name; enum mfs_exec_file f; } files[] = {
+		{ "stdout", MFS_EXEC_STDOUT }, { "stderr", MFS_EXEC_STDERR },
+		{ "status", MFS_EXEC_STATUS }, { "wait", MFS_EXEC_WAIT },
+	};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (!strcmp(slash + 1, files[i].name)) {
+			n->type = MFS_N_EXEC_FILE;
+			n->exec_file = files[i].f;
+			return 1;
+		}
+	return -ENOENT;
+}
+
 /* NAME[/REST], the first component `first` bytes long. */
 static int classify_sandbox(const char *p, size_t first, const char *rest, struct mfs_node *n)
 {
@@ -118,6 +148,8 @@ static int classify_sandbox(const char *p, size_t first, const char *rest, struc
 		int r = classify_files(rest, "work", MFS_N_WORK, n);
 		if (r == 0)
 			r = classify_files(rest, "root", MFS_N_ROOTFS, n);
+		if (r == 0)
+			r = classify_execs(rest, n);
 		return r == 0 ? -ENOENT : r < 0 ? r : 0;
 	}
 	return 0;

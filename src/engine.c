@@ -1292,6 +1292,8 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 	dm.on_output = rq->on_output;
 	dm.output_ctx = rq->output_ctx;
 	r = exec_create(e, container, rq, what, deadline, res, err);
+	if (r == 0 && rq->on_created)
+		rq->on_created(res->exec_id, rq->output_ctx);
 	if (r == 0)
 		r = exec_start(e, rq, what, deadline, &dm, err);
 	if (r == 0)
@@ -1316,6 +1318,26 @@ int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *runn
 	*running = json_is_true(json_object_get(j, "Running"));
 	json_t *code = json_object_get(j, "ExitCode");
 	*exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+	json_decref(j);
+	return 0;
+}
+
+int mafsbx_exec_pid(struct mafsbx_engine *e, const char *exec_id, long *pid, bool *running, struct mafsbx_error *err)
+{
+	*pid = 0;
+	*running = false;
+	if (!e || !mafsbx_is_engine_id(exec_id))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
+	char path[96];
+	snprintf(path, sizeof(path), "/exec/%s/json", exec_id);
+	json_t *j = NULL;
+	int r = get_json(e, path, e->to.request_ms, "inspect exec", &j, err);
+	if (r < 0)
+		return r;
+	*running = json_is_true(json_object_get(j, "Running"));
+	json_t *p = json_object_get(j, "Pid");
+	if (json_is_integer(p) && json_integer_value(p) > 0 && json_integer_value(p) < (1 << 22))
+		*pid = (long)json_integer_value(p);
 	json_decref(j);
 	return 0;
 }

@@ -168,6 +168,12 @@ struct mafsbx_exec_request {
 	 * the cap applies; a negative return (-errno) ends the run with that error. */
 	int (*on_output)(int stream, const void *data, size_t len, void *ctx);
 	void *output_ctx;
+	/* Optional: the exec's ID, once the engine made it (before it starts). */
+	void (*on_created)(const char *exec_id, void *ctx);
+	/* The sandbox backend's (sbx_exec), not the engine's: on a timeout, kill
+	 * the command's process tree here (execkill.c) instead of removing the
+	 * container; where that cannot be done the container is removed. */
+	bool kill_on_timeout;
 };
 
 struct mafsbx_exec_result {
@@ -183,6 +189,8 @@ struct mafsbx_exec_result {
 					answer only: a guest can print the runtime's message and
 					exit 126, it cannot make its own Pid 0 */
 	char exec_id[65];
+	bool sandbox_disposed;       /* sandbox.h: a timeout removed the sandbox's container (as upstream) */
+	bool killed;                 /* sandbox.h: a timeout killed the command, the sandbox kept */
 	long long duration_ms;
 };
 
@@ -199,6 +207,10 @@ void mafsbx_exec_result_free(struct mafsbx_exec_result *res);
 /* GET /exec/ID/json: is the exec's process still running, and its exit code (-1 while unknown). */
 int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
 			struct mafsbx_error *err);
+
+/* GET /exec/ID/json: the host PID of the exec's process (0: none, never
+ * started or the engine does not say), and whether it still runs. */
+int mafsbx_exec_pid(struct mafsbx_engine *e, const char *exec_id, long *pid, bool *running, struct mafsbx_error *err);
 
 /* Frame demultiplexer for the raw exec stream, exposed for unit tests. */
 struct mafsbx_demux {

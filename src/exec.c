@@ -60,6 +60,61 @@ int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exe
 			       int (*on_output)(int stream, const void *data, size_t len, void *ctx), void *ctx,
 			       struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
+	struct mafsbx_exec_hooks h = { .on_output = on_output, .ctx = ctx };
+	return mafsbx_sandbox_exec_run(b, spec, on_output ? &h : NULL, res, err);
+}
+
+/* The engine's callbacks carry one context: the hooks and the container's ID. */
+struct hook_ctx {
+	const struct mafsbx_exec_hooks *h;
+	const char *container_id;
+};
+
+static int hook_output(int stream, const void *data, size_t len, void *ctx)
+{
+	struct hook_ctx *c = ctx;
+	return c->h->on_output ? c->h->on_output(stream, data, len, c->h->ctx) : 0;
+}
+
+static void hook_created(const char *exec_id, void *ctx)
+{
+	struct hook_ctx *c = ctx;
+	if (c->h->on_created)
+		c->h->on_created(c->container_id, exec_id, c->h->ctx);
+}
+
+/*
+ * A run past its timeout. With kill_on_timeout sbx_exec killed its process
+ * tree where it could (res->killed: the sandbox stays); otherwise the
+ * sandbox is disposed, as upstream does.
+ */
+static int timed_out(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec, const char *id,
+		     struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
+	const char *name = spec->sandbox;
+	res->timed_out = true;
+	if (res->killed) {
+		log_info("exec in %s timed out after %ld ms: the command was killed, the sandbox kept", name,
+			 spec->timeout_ms);
+		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "exec in %s timed out after %ld ms; the command was "
+					"killed, the sandbox kept", name, spec->timeout_ms);
+	}
+	struct mafsbx_dispose_result dr;
+	if (sbx_test_exec_timed_out)
+		sbx_test_exec_timed_out(name, sbx_test_exec_timed_out_ctx);
+	/* by the ID run in: a sandbox re-created under the name meanwhile is not ours to remove */
+	int dr_r = mafsbx_sandbox_dispose_id(b, name, id, &dr, NULL);
+	bool gone = dr_r == 0 && dr.n_failures == 0;
+	res->sandbox_disposed = gone;
+	mafsbx_dispose_result_free(&dr);
+	log_info("exec in %s timed out after %ld ms: sandbox %s", name, spec->timeout_ms, gone ? "disposed" : "NOT disposed");
+	return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "exec in %s timed out after %ld ms; the sandbox %s", name,
+				spec->timeout_ms, gone ? "was disposed" : "could not be disposed");
+}
+
+int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
+			    const struct mafsbx_exec_hooks *h, struct mafsbx_exec_result *res, struct mafsbx_error *err)
+{
 	if (!res)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: no result");
 	memset(res, 0, sizeof(*res));
@@ -82,6 +137,7 @@ int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exe
 	if (!cwd)
 		return -(err ? err->err : EINVAL);
 
+	struct hook_ctx hc = { .h = h, .container_id = id };
 	struct mafsbx_exec_request rq = {
 		.argv = (const char *const *)spec->argv,
 		.env = (const char *const *)spec->env,
@@ -90,27 +146,17 @@ int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exe
 		.stdin_len = spec->has_stdin ? spec->stdin_len : 0,
 		.timeout_ms = spec->timeout_ms,
 		/* streamed: the bytes went to the caller; keep only enough for a launch failure's message */
-		.max_output = on_output ? SBX_STREAM_KEEP_OUTPUT : SBX_EXEC_MAX_OUTPUT,
-		.on_output = on_output,
-		.output_ctx = ctx,
+		.max_output = h && h->on_output ? SBX_STREAM_KEEP_OUTPUT : SBX_EXEC_MAX_OUTPUT,
+		.on_output = h && h->on_output ? hook_output : NULL,
+		.on_created = h && h->on_created ? hook_created : NULL,
+		.output_ctx = &hc,
+		.kill_on_timeout = h && h->kill_on_timeout,
 	};
 	mafsbx_error_clear(&e);
 	r = sbx_exec(b, id, &rq, res, &e);
 	free(cwd);
-	if (res->timed_out || (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0])) {
-		res->timed_out = true;
-		struct mafsbx_dispose_result dr;
-		if (sbx_test_exec_timed_out)
-			sbx_test_exec_timed_out(name, sbx_test_exec_timed_out_ctx);
-		/* by the ID run in: a sandbox re-created under the name meanwhile is not ours to remove */
-		int dr_r = mafsbx_sandbox_dispose_id(b, name, id, &dr, NULL);
-		bool gone = dr_r == 0 && dr.n_failures == 0;
-		mafsbx_dispose_result_free(&dr);
-		log_info("exec in %s timed out after %ld ms: sandbox %s", name, spec->timeout_ms,
-			 gone ? "disposed" : "NOT disposed");
-		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "exec in %s timed out after %ld ms; the sandbox %s", name,
-					spec->timeout_ms, gone ? "was disposed" : "could not be disposed");
-	}
+	if (res->timed_out || (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0]))
+		return timed_out(b, spec, id, res, err);
 	if (r < 0) {
 		if (e.kind == MAFSBX_EK_NO_CONTAINER)
 			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);

@@ -29,6 +29,7 @@
 
 #include "buf.h"
 #include "files.h"
+#include "execkill.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -81,6 +82,37 @@ static int stream_ended_early(struct mafsbx_backend *b, struct mafsbx_exec_resul
 	}
 }
 
+/*
+ * A timed-out command killed where the engine runs on this host: true once
+ * its process tree was signalled and the engine says the exec ended (bounded
+ * wait), so the caller may end its freezer registration; false when it could
+ * not be killed here (the caller removes the container).
+ */
+static bool kill_timed_out(struct mafsbx_backend *b, const char *id, struct mafsbx_exec_result *res)
+{
+	struct mafsbx_error ke;
+	mafsbx_error_clear(&ke);
+	int killed = 0;
+	if (mafsbx_exec_kill_tree(b->engine, id, res->exec_id, &killed, &ke) < 0 && ke.err != ESRCH) {
+		log_info("exec %.12s timed out and cannot be killed here: %s", res->exec_id, ke.message);
+		return false;
+	}
+	long long until = mafsbx_now_ms() + SBX_KILL_WAIT_MS;
+	for (;;) {
+		bool running = true;
+		int code = -1;
+		if (mafsbx_exec_inspect(b->engine, res->exec_id, &running, &code, &ke) == 0 && !running)
+			break;
+		if (mafsbx_now_ms() >= until) {
+			log_warn("exec %.12s was killed but has not ended after %d ms", res->exec_id, SBX_KILL_WAIT_MS);
+			return false;
+		}
+		usleep(20 * 1000);
+	}
+	res->killed = true;
+	return true;
+}
+
 int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
 	     struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
@@ -105,12 +137,18 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
 			/*
 			 * The abandoned process may still be running, or exiting: a
 			 * freeze now could land on its exit and wedge containerd. As
-			 * upstream, a timed-out exec removes the container, and it does
-			 * so while still registered, so no freeze can come between.
+			 * upstream, a timed-out exec removes the container (or, asked
+			 * to and where it can, kills the command and waits for its
+			 * end), and it does so while still registered, so no freeze
+			 * can come between.
 			 */
-			struct mafsbx_error de;
-			if (mafsbx_container_delete(b->engine, id, true, &de) < 0 && de.kind != MAFSBX_EK_NO_CONTAINER)
-				log_warn("exec timed out and %s could not be removed: %s", id, de.message);
+			if (!(q.kill_on_timeout && kill_timed_out(b, id, res))) {
+				struct mafsbx_error de;
+				if (mafsbx_container_delete(b->engine, id, true, &de) < 0 && de.kind != MAFSBX_EK_NO_CONTAINER)
+					log_warn("exec timed out and %s could not be removed: %s", id, de.message);
+				else
+					res->sandbox_disposed = true;
+			}
 		}
 		mafsbx_freeze_exec_end(reg);
 		if (r < 0 && e.kind == MAFSBX_EK_PAUSED && mafsbx_now_ms() + SBX_PAUSED_RETRY_MS < deadline) {

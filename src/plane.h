@@ -84,6 +84,12 @@ struct mafsbx_plane_target {
  */
 enum mafsbx_plane_kind mafsbx_plane_which(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, char *why,
 					  size_t why_size);
+/* The spool budget, for other spools of the mount (a detached exec's
+ * output): grow *accounted to `want` bytes (ENOMEM past the budget), and
+ * give it all back. */
+int mafsbx_planes_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err);
+void mafsbx_planes_spool_release(struct mafsbx_planes *ps, uint64_t *accounted);
+
 /* Forget what is known of a container (disposed): unpins it, drops its spool accounting. */
 void mafsbx_planes_forget(struct mafsbx_planes *ps, const char *id);
 

@@ -94,3 +94,13 @@ void plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted)
 		atomic_fetch_sub(&ps->spool_used, *accounted);
 	*accounted = 0;
 }
+
+int mafsbx_planes_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err)
+{
+	return plane_spool_grow(ps, accounted, want, err);
+}
+
+void mafsbx_planes_spool_release(struct mafsbx_planes *ps, uint64_t *accounted)
+{
+	plane_spool_release(ps, accounted);
+}

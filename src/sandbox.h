@@ -176,9 +176,9 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
  *  - not a sandbox / no such container: EK_NO_CONTAINER (ENOENT);
  *  - timeout: EK_TIMEOUT (ETIMEDOUT), res->timed_out set, and the sandbox is
  *    disposed (as upstream);
- *  - launch failure (exit 126 with the runtime's message): an error (ENOENT
- *    when the runtime says no such file or directory, else EIO) with the
- *    runtime's message; res is still filled.
+ *  - a command the runtime could not start is a result, as `docker exec`
+ *    gives it: exit 127 (no such program) or 126, the runtime's message on
+ *    stderr, res->launch_failed set.
  * Free res with mafsbx_exec_result_free() in every case.
  */
 int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
@@ -194,6 +194,21 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
 int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
 			       int (*on_output)(int stream, const void *data, size_t len, void *ctx), void *ctx,
 			       struct mafsbx_exec_result *res, struct mafsbx_error *err);
+
+/* What a caller of mafsbx_sandbox_exec_run may watch and choose. */
+struct mafsbx_exec_hooks {
+	/* each output chunk as it arrives (see mafsbx_sandbox_exec_stream) */
+	int (*on_output)(int stream, const void *data, size_t len, void *ctx);
+	/* the exec exists: its container's and its own engine IDs (for mafsbx_exec_kill_tree) */
+	void (*on_created)(const char *container_id, const char *exec_id, void *ctx);
+	void *ctx;
+	/* a timeout kills the command's process tree where the engine runs on
+	 * this host (the sandbox stays); elsewhere it disposes, as always */
+	bool kill_on_timeout;
+};
+/* The general form of the two above. */
+int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
+			    const struct mafsbx_exec_hooks *h, struct mafsbx_exec_result *res, struct mafsbx_error *err);
 
 /* ---- declarations ------------------------------------------------------- */
 

@@ -19,6 +19,8 @@
 #define SBX_STREAM_KEEP_OUTPUT (64u * 1024)
 #define SBX_PROBE_READ_LIMIT 1024
 #define SBX_PAUSED_RETRY_MS 50
+/* A killed command (kill_on_timeout) must have ended within this. */
+#define SBX_KILL_WAIT_MS 5000
 #define SBX_FACTS_MAX 1024
 #define SBX_PASSWD_LIMIT (512 + 64 * 1024)
 

@@ -935,11 +935,23 @@ static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg,
 	return 0;
 }
 
+/* detach: true returns at once (a detached exec, INTERFACE.md §4); false or absent blocks. */
+static int exec_detach(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	json_t *d = json_object_get(req, "detach");
+	if (!d || json_is_null(d))
+		return 0;
+	if (!json_is_boolean(d))
+		return bad(err, "detach", "must be true or false");
+	s->detach = json_is_true(d);
+	return 0;
+}
+
 int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec **out,
 			   struct mafsbx_error *err)
 {
 	static const char *const allowed[] = { "sandbox", "argv", "command", "cwd", "env", "stdin", "stdin_b64",
-					       "timeout", NULL };
+					       "timeout", "detach", NULL };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
 	if (r)
@@ -956,7 +968,7 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 	}
 	if ((r = dup_to(&s->sandbox, sandbox, err)) || (r = exec_argv(req, s, err)) || (r = exec_cwd(req, s, err)) ||
 	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = exec_stdin(req, s, err)) ||
-	    (r = exec_timeout(req, cfg, s, err)))
+	    (r = exec_timeout(req, cfg, s, err)) || (r = exec_detach(req, s, err)))
 		goto fail;
 	*out = s;
 	return 0;

@@ -164,6 +164,7 @@ struct mafsbx_exec_spec {
 	size_t stdin_len;
 	bool has_stdin;
 	long timeout_ms;             /* > 0 */
+	bool detach;                 /* "detach": true (the caller runs it in the background) */
 };
 
 int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg,

@@ -1,0 +1,742 @@
+/*
+ * execs.c: detached execs (INTERFACE.md §4, "Detached execs") and their
+ * NAME/execs/ID/ files. `"detach": true` starts the command on a thread of
+ * its own and answers at once; the command's output is spooled into two
+ * memfds (off the heap, counted against the mount's spool budget, at most
+ * MFS_EXEC_STREAM_CAP per stream: `truncated` past that) that `stdout` and
+ * `stderr` read as they grow; `status` is a JSON snapshot; `wait` answers
+ * its reader when the command ends (lowlevel.c parks the read: no worker is
+ * held), with the blocking exec's reply.
+ *
+ * Cancel (rmdir NAME/execs/ID) and timeout end the command without
+ * disposing the sandbox where the engine runs on this host: its process
+ * tree is killed (src/execkill.c: pidfds checked against the container's
+ * cgroup, never its init). On a remote engine they dispose the sandbox, as
+ * upstream does, and `status` says so.
+ *
+ * Bounds: at most MFS_EXECS_KEPT per sandbox (the oldest finished one is
+ * forgotten for a new one; EBUSY when all of them still run) and
+ * MFS_EXECS_RUNNING running on the mount (EBUSY past it).
+ *
+ * Locks: fs->execs_lock guards the list and the running count; each exec's
+ * `mu` its state and output lengths. Never both at once except list, then
+ * exec (eviction reads `running`).
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "execkill.h"
+#include "log.h"
+#include "sandbox.h"
+#include "spec.h"
+
+#define CANCEL_WAIT_MS 10000
+#define SHUTDOWN_WAIT_MS 10000
+
+struct exec_waiter {
+	void (*fn)(void *arg);
+	void *arg;
+	struct exec_waiter *next;
+};
+
+struct mfs_dexec {
+	struct mfs_dexec *next;      /* fs->execs, newest first (execs_lock) */
+	atomic_int refs;             /* the list, the running thread, each open handle */
+	struct mfs *fs;
+	char id[MFS_EXEC_ID_LEN + 1];
+	char sandbox[64];
+	struct mafsbx_exec_spec *spec;
+	int fd[2];                   /* memfds: stdout, stderr */
+	pthread_mutex_t mu;          /* everything below */
+	pthread_cond_t ended;
+	uint64_t len[2];
+	uint64_t accounted;          /* spool budget held */
+	bool truncated, running, timed_out, cancelled, disposed;
+	int exit_code;
+	bool launch_failed;
+	char container_id[65], exec_id[65];
+	long long started_s, t0_ms, duration_ms;
+	struct mafsbx_error error;   /* a run that failed or timed out: why (err 0: it did not) */
+	struct exec_waiter *waiters;
+};
+
+static void dexec_put(struct mfs_dexec *d)
+{
+	if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
+		return;
+	for (int i = 0; i < 2; i++)
+		if (d->fd[i] >= 0)
+			close(d->fd[i]);
+	if (d->fs && d->fs->planes)
+		mafsbx_planes_spool_release(d->fs->planes, &d->accounted);
+	mafsbx_exec_spec_free(d->spec);
+	pthread_cond_destroy(&d->ended);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+}
+
+/* ---- the running command --------------------------------------------------- */
+
+static int on_output(int stream, const void *data, size_t len, void *ctx)
+{
+	struct mfs_dexec *d = ctx;
+	int i = stream == 2 ? 1 : 0;
+	pthread_mutex_lock(&d->mu);
+	uint64_t room = d->len[i] < MFS_EXEC_STREAM_CAP ? MFS_EXEC_STREAM_CAP - d->len[i] : 0;
+	size_t take = len < room ? len : (size_t)room;
+	if (take < len)
+		d->truncated = true;
+	if (take) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		/* the budget is for the mount's whole spool: past it, keep no more */
+		if (mafsbx_planes_spool_grow(d->fs->planes, &d->accounted, d->accounted + take, &e) < 0) {
+			d->truncated = true;
+			take = 0;
+		}
+	}
+	off_t at = (off_t)d->len[i];
+	pthread_mutex_unlock(&d->mu);
+	/* Only this thread writes a stream: the length moves after the bytes are there. */
+	if (take && pwrite(d->fd[i], data, take, at) != (ssize_t)take) {
+		pthread_mutex_lock(&d->mu);
+		d->truncated = true;
+		pthread_mutex_unlock(&d->mu);
+		return 0;
+	}
+	pthread_mutex_lock(&d->mu);
+	d->len[i] += take;
+	pthread_mutex_unlock(&d->mu);
+	return 0;
+}
+
+static void on_created(const char *container_id, const char *exec_id, void *ctx)
+{
+	struct mfs_dexec *d = ctx;
+	pthread_mutex_lock(&d->mu);
+	snprintf(d->container_id, sizeof(d->container_id), "%s", container_id);
+	snprintf(d->exec_id, sizeof(d->exec_id), "%s", exec_id);
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* The engine runs on this host: a command can be killed without disposing. */
+static bool engine_local(const struct mfs *fs)
+{
+	return fs->ep.scheme == MAFSBX_EP_UNIX;
+}
+
+static void *exec_main(void *arg)
+{
+	struct mfs_dexec *d = arg;
+	struct mfs *fs = d->fs;
+	struct mafsbx_exec_hooks h = { .on_output = on_output, .on_created = on_created, .ctx = d,
+				       .kill_on_timeout = engine_local(fs) };
+	struct mafsbx_exec_result res;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = mafsbx_sandbox_exec_run(fs->backend, d->spec, &h, &res, &e);
+	pthread_mutex_lock(&d->mu);
+	d->running = false;
+	d->exit_code = res.exit_code;
+	d->timed_out = res.timed_out;
+	d->disposed = d->disposed || res.sandbox_disposed;
+	d->launch_failed = res.launch_failed;
+	d->truncated = d->truncated || res.truncated;
+	d->duration_ms = mafsbx_now_ms() - d->t0_ms;
+	if (r < 0 && !d->cancelled)
+		d->error = e;
+	struct exec_waiter *w = d->waiters;
+	d->waiters = NULL;
+	pthread_cond_broadcast(&d->ended);
+	pthread_mutex_unlock(&d->mu);
+	mafsbx_exec_result_free(&res);
+	if (d->timed_out && d->disposed)
+		mfs_invalidate_sandbox(fs, d->sandbox);
+	while (w) {
+		struct exec_waiter *next = w->next;
+		w->fn(w->arg);
+		free(w);
+		w = next;
+	}
+	pthread_mutex_lock(&fs->execs_lock);
+	fs->execs_running--;
+	pthread_cond_broadcast(&fs->execs_cv);
+	pthread_mutex_unlock(&fs->execs_lock);
+	dexec_put(d);
+	return NULL;
+}
+
+/* ---- the registry ---------------------------------------------------------- */
+
+void mfs_execs_init(struct mfs *fs)
+{
+	pthread_mutex_init(&fs->execs_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->execs_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	fs->execs = NULL;
+	fs->execs_running = 0;
+	fs->execs_stop = false;
+	fs->execs_ready = true;
+}
+
+/* With execs_lock held: room for one more exec of `sandbox` (the oldest
+ * finished one forgotten if need be). 0, or -EBUSY with the message. */
+static int make_room(struct mfs *fs, const char *sandbox, struct mafsbx_error *err)
+{
+	if (fs->execs_running >= MFS_EXECS_RUNNING)
+		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
+					     "exec: %d detached execs are running on this mount, the most it allows",
+					     MFS_EXECS_RUNNING);
+	unsigned n = 0, total = 0;
+	struct mfs_dexec **oldest = NULL, **oldest_any = NULL;
+	for (struct mfs_dexec **pp = &fs->execs; *pp; pp = &(*pp)->next) {
+		pthread_mutex_lock(&(*pp)->mu);
+		bool running = (*pp)->running;
+		pthread_mutex_unlock(&(*pp)->mu);
+		total++;
+		/* the list is newest first: the last finished one seen is the oldest */
+		if (!running)
+			oldest_any = pp;
+		if (strcmp((*pp)->sandbox, sandbox) != 0)
+			continue;
+		n++;
+		if (!running)
+			oldest = pp;
+	}
+	if (n < MFS_EXECS_KEPT && total >= MFS_EXECS_TOTAL && oldest_any)
+		oldest = oldest_any;   /* the mount's bound: the oldest finished exec of any sandbox goes */
+	else if (n < MFS_EXECS_KEPT)
+		return 0;
+	if (!oldest)
+		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
+					     "exec: the %d detached execs kept for %s all still run", MFS_EXECS_KEPT,
+					     sandbox);
+	struct mfs_dexec *gone = *oldest;
+	*oldest = gone->next;
+	dexec_put(gone);
+	return 0;
+}
+
+static void new_id(char out[MFS_EXEC_ID_LEN + 1])
+{
+	unsigned char b[MFS_EXEC_ID_LEN / 2];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, b, sizeof(b)) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof(b)) {   /* no urandom: the clock and a counter are unique enough here */
+		static atomic_uint counter;
+		unsigned long long v = (unsigned long long)mafsbx_now_ms() * 1000u + atomic_fetch_add(&counter, 1);
+		memcpy(b, &v, sizeof(b) < sizeof(v) ? sizeof(b) : sizeof(v));
+	}
+	for (size_t i = 0; i < sizeof(b); i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static struct mfs_dexec *dexec_new(struct mfs *fs, struct mafsbx_exec_spec *spec, struct mafsbx_error *err)
+{
+	struct mfs_dexec *d = calloc(1, sizeof(*d));
+	if (!d) {
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return NULL;
+	}
+	d->fd[0] = memfd_create("mafsbx-exec-stdout", MFD_CLOEXEC);
+	d->fd[1] = memfd_create("mafsbx-exec-stderr", MFD_CLOEXEC);
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->ended, NULL);
+	atomic_init(&d->refs, 1);
+	d->fs = fs;
+	if (d->fd[0] < 0 || d->fd[1] < 0) {
+		int e = errno;
+		dexec_put(d);
+		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "exec: cannot make its output spool: %s",
+				      strerror(e));
+		return NULL;
+	}
+	new_id(d->id);
+	snprintf(d->sandbox, sizeof(d->sandbox), "%s", spec->sandbox);
+	d->spec = spec;
+	d->running = true;
+	d->exit_code = -1;
+	d->started_s = (long long)time(NULL);
+	d->t0_ms = mafsbx_now_ms();
+	return d;
+}
+
+int mfs_exec_detach(struct mfs *fs, struct mafsbx_exec_spec *spec, json_t **reply, struct mafsbx_error *err)
+{
+	struct mfs_dexec *d = dexec_new(fs, spec, err);
+	if (!d) {
+		mafsbx_exec_spec_free(spec);
+		return -(err ? err->err : ENOMEM);
+	}
+	pthread_mutex_lock(&fs->execs_lock);
+	int r = fs->execs_stop ? mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, ESHUTDOWN, NULL, "exec: the mount is ending")
+			       : make_room(fs, spec->sandbox, err);
+	pthread_t t;
+	if (r == 0) {
+		atomic_fetch_add(&d->refs, 1);   /* the thread's */
+		int e = pthread_create(&t, NULL, exec_main, d);
+		if (e != 0) {
+			atomic_fetch_sub(&d->refs, 1);
+			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "exec: cannot start its thread: %s",
+						  strerror(e));
+		} else {
+			pthread_detach(t);
+			fs->execs_running++;
+			d->next = fs->execs;
+			fs->execs = d;
+		}
+	}
+	pthread_mutex_unlock(&fs->execs_lock);
+	if (r < 0) {
+		dexec_put(d);
+		return r;
+	}
+	char path[128];
+	snprintf(path, sizeof(path), "%s/execs/%s", d->sandbox, d->id);
+	*reply = json_pack("{s:b, s:s, s:s}", "ok", 1, "exec", d->id, "path", path);
+	return *reply ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+}
+
+/* The exec `id` of `sandbox`, referenced, or NULL. */
+static struct mfs_dexec *find(struct mfs *fs, const char *sandbox, const char *id)
+{
+	struct mfs_dexec *found = NULL;
+	pthread_mutex_lock(&fs->execs_lock);
+	for (struct mfs_dexec *d = fs->execs; d; d = d->next)
+		if (!strcmp(d->id, id) && !strcmp(d->sandbox, sandbox)) {
+			found = d;
+			atomic_fetch_add(&d->refs, 1);
+			break;
+		}
+	pthread_mutex_unlock(&fs->execs_lock);
+	return found;
+}
+
+bool mfs_exec_exists(struct mfs *fs, const char *sandbox, const char *id)
+{
+	struct mfs_dexec *d = find(fs, sandbox, id);
+	dexec_put(d);
+	return d != NULL;
+}
+
+int mfs_execs_list(struct mfs *fs, const char *sandbox, void *buf, fuse_fill_dir_t filler)
+{
+	mfs_dir_entry(buf, filler, ".", S_IFDIR);
+	mfs_dir_entry(buf, filler, "..", S_IFDIR);
+	pthread_mutex_lock(&fs->execs_lock);
+	for (struct mfs_dexec *d = fs->execs; d; d = d->next)
+		if (!strcmp(d->sandbox, sandbox) && mfs_dir_entry(buf, filler, d->id, S_IFDIR) != 0)
+			break;
+	pthread_mutex_unlock(&fs->execs_lock);
+	return 0;
+}
+
+/* ---- cancel ---------------------------------------------------------------- */
+
+/* With d->mu held: until the command ended or `ms` passed. true when it ended. */
+static bool wait_end(struct mfs_dexec *d, long long ms)
+{
+	struct timespec until = mafsbx_monotonic_after_ms(ms);
+	while (d->running && pthread_cond_timedwait(&d->ended, &d->mu, &until) != ETIMEDOUT)
+		;
+	return !d->running;
+}
+
+/* End a running command: its process tree killed here, else the sandbox disposed. */
+static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
+{
+	pthread_mutex_lock(&d->mu);
+	d->cancelled = true;
+	pthread_mutex_unlock(&d->mu);
+	long long deadline = mafsbx_now_ms() + CANCEL_WAIT_MS;
+	bool dispose = !engine_local(fs);
+	while (!dispose && mafsbx_now_ms() < deadline) {
+		char cid[65], eid[65];
+		pthread_mutex_lock(&d->mu);
+		snprintf(cid, sizeof(cid), "%s", d->container_id);
+		snprintf(eid, sizeof(eid), "%s", d->exec_id);
+		bool ended = !d->running;
+		pthread_mutex_unlock(&d->mu);
+		if (ended)
+			return 0;
+		struct mafsbx_error ke;
+		mafsbx_error_clear(&ke);
+		int killed = 0;
+		/* not created yet, or not started yet (ESRCH): ask again shortly */
+		if (eid[0] && mafsbx_exec_kill_tree(fs->engine, cid, eid, &killed, &ke) < 0 && ke.err != ESRCH) {
+			log_warn("cancel of exec %s in %s: cannot kill it here (%s); disposing the sandbox", d->id,
+				 d->sandbox, ke.message);
+			dispose = true;
+			break;
+		}
+		pthread_mutex_lock(&d->mu);
+		bool done = wait_end(d, killed ? 2000 : 50);
+		pthread_mutex_unlock(&d->mu);
+		if (done)
+			return 0;
+	}
+	if (dispose) {
+		char cid[65];
+		pthread_mutex_lock(&d->mu);
+		snprintf(cid, sizeof(cid), "%s", d->container_id);
+		pthread_mutex_unlock(&d->mu);
+		if (!cid[0]) {   /* not created yet: the sandbox's ID as the mount knows it */
+			const struct mafsbx_sandbox_info *info;
+			struct mfs_snapshot *snap = mfs_sandbox_find(fs, d->sandbox, &info, err);
+			if (!snap)
+				return -(err ? err->err : ENOENT);
+			snprintf(cid, sizeof(cid), "%s", info->id);
+			mfs_snapshot_put(snap);
+		}
+		struct mafsbx_dispose_result dr;
+		int r = mafsbx_sandbox_dispose_id(fs->backend, d->sandbox, cid, &dr, err);
+		bool gone = r == 0 && dr.n_failures == 0;
+		mafsbx_dispose_result_free(&dr);
+		mfs_invalidate_sandbox(fs, d->sandbox);
+		pthread_mutex_lock(&d->mu);
+		d->disposed = gone;
+		bool done = wait_end(d, CANCEL_WAIT_MS);
+		pthread_mutex_unlock(&d->mu);
+		if (!gone)
+			return r < 0 ? r : mafsbx_error_set(err, MAFSBX_EK_ENGINE, "cancel: the sandbox could not be disposed");
+		return done ? 0 : mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "cancel: the command did not end");
+	}
+	return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "cancel of exec %s: the command did not end within %d s", d->id,
+				CANCEL_WAIT_MS / 1000);
+}
+
+int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct mafsbx_error *err)
+{
+	struct mfs_dexec *d = find(fs, sandbox, id);
+	if (!d)
+		return mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "no detached exec %s of %s", id, sandbox);
+	pthread_mutex_lock(&d->mu);
+	bool running = d->running;
+	pthread_mutex_unlock(&d->mu);
+	int r = running ? cancel(fs, d, err) : 0;
+	if (r == 0) {
+		pthread_mutex_lock(&fs->execs_lock);
+		for (struct mfs_dexec **pp = &fs->execs; *pp; pp = &(*pp)->next)
+			if (*pp == d) {
+				*pp = d->next;
+				dexec_put(d);   /* the list's */
+				break;
+			}
+		pthread_mutex_unlock(&fs->execs_lock);
+	}
+	dexec_put(d);
+	return r;
+}
+
+bool mfs_execs_fini(struct mfs *fs)
+{
+	if (!fs->execs_ready)
+		return true;
+	pthread_mutex_lock(&fs->execs_lock);
+	fs->execs_stop = true;
+	struct mfs_dexec *running[MFS_EXECS_RUNNING];
+	size_t n = 0;
+	for (struct mfs_dexec *d = fs->execs; d && n < MFS_EXECS_RUNNING; d = d->next) {
+		pthread_mutex_lock(&d->mu);
+		if (d->running) {
+			atomic_fetch_add(&d->refs, 1);
+			running[n++] = d;
+		}
+		pthread_mutex_unlock(&d->mu);
+	}
+	pthread_mutex_unlock(&fs->execs_lock);
+	/* Commands still running end with the mount: this host kills them; a
+	 * remote engine's run on (disposing sandboxes at an unmount would
+	 * surprise everyone), their output no longer kept once the grace ends. */
+	for (size_t i = 0; i < n; i++) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		if (engine_local(fs))
+			(void)cancel(fs, running[i], &e);
+		dexec_put(running[i]);
+	}
+	if (n && !engine_local(fs)) {
+		log_warn("%zu detached exec(s) on the remote engine run on after the mount", n);
+		return false;
+	}
+	pthread_mutex_lock(&fs->execs_lock);
+	struct timespec until = mafsbx_monotonic_after_ms(SHUTDOWN_WAIT_MS);
+	while (fs->execs_running && pthread_cond_timedwait(&fs->execs_cv, &fs->execs_lock, &until) != ETIMEDOUT)
+		;
+	bool quiet = fs->execs_running == 0;
+	struct mfs_dexec *list = quiet ? fs->execs : NULL;
+	if (quiet)
+		fs->execs = NULL;
+	pthread_mutex_unlock(&fs->execs_lock);
+	if (!quiet) {
+		log_warn("%u detached exec(s) still running at the end of the mount", fs->execs_running);
+		return false;   /* their threads still use the list and the mount: left to the exit */
+	}
+	while (list) {
+		struct mfs_dexec *next = list->next;
+		dexec_put(list);
+		list = next;
+	}
+	pthread_cond_destroy(&fs->execs_cv);
+	pthread_mutex_destroy(&fs->execs_lock);
+	fs->execs_ready = false;
+	return true;
+}
+
+/* ---- the files --------------------------------------------------------------- */
+
+struct mfs_exec_handle {
+	struct mfs_handle h;         /* must stay first */
+	struct mfs_dexec *d;
+	enum mfs_exec_file file;
+	char *text;                  /* status: the snapshot; wait: the reply, once built */
+	size_t len;
+};
+
+/* With d->mu held: the status JSON. */
+static json_t *status_json(const struct mfs_dexec *d)
+{
+	char started[32];
+	struct mafsbx_time t = { d->started_s, 0 };
+	mafsbx_time_format(t, started);
+	json_t *o = json_object();
+	json_object_set_new(o, "exec", json_string(d->id));
+	json_object_set_new(o, "sandbox", json_string(d->sandbox));
+	json_object_set_new(o, "running", json_boolean(d->running));
+	json_object_set_new(o, "exit_code", d->running || d->exit_code < 0 ? json_null() : json_integer(d->exit_code));
+	json_object_set_new(o, "timed_out", json_boolean(d->timed_out));
+	json_object_set_new(o, "cancelled", json_boolean(d->cancelled));
+	json_object_set_new(o, "started", json_string(started));
+	json_object_set_new(o, "duration_ms",
+			    json_integer(d->running ? mafsbx_now_ms() - d->t0_ms : d->duration_ms));
+	json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)d->len[0]));
+	json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)d->len[1]));
+	json_object_set_new(o, "truncated", json_boolean(d->truncated));
+	/* a remote engine's timeout or cancel disposes the sandbox, as upstream */
+	json_object_set_new(o, "sandbox_disposed", json_boolean(d->disposed));
+	if (d->error.err)
+		json_object_set_new(o, "error", mfs_json_text(d->error.message));
+	return o;
+}
+
+/* One stream's bytes, all of them (at most the cap). NULL on failure. */
+static unsigned char *stream_bytes(struct mfs_dexec *d, int i, size_t *len)
+{
+	pthread_mutex_lock(&d->mu);
+	size_t n = (size_t)d->len[i];
+	pthread_mutex_unlock(&d->mu);
+	unsigned char *p = malloc(n + 1);
+	if (!p)
+		return NULL;
+	ssize_t got = n ? pread(d->fd[i], p, n, 0) : 0;
+	if (got < 0) {
+		free(p);
+		return NULL;
+	}
+	p[got] = '\0';
+	*len = (size_t)got;
+	return p;
+}
+
+/* The blocking exec's reply, for `wait` once the command ended. */
+static int wait_reply(struct mfs_dexec *d, char **text, size_t *len)
+{
+	struct mafsbx_exec_result res;
+	memset(&res, 0, sizeof(res));
+	res.out = stream_bytes(d, 0, &res.out_len);
+	res.err = stream_bytes(d, 1, &res.err_len);
+	if (!res.out || !res.err) {
+		mafsbx_exec_result_free(&res);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&d->mu);
+	res.exit_code = d->exit_code;
+	res.timed_out = d->timed_out;
+	res.truncated = d->truncated;
+	res.duration_ms = d->duration_ms;
+	bool cancelled = d->cancelled, disposed = d->disposed;
+	struct mafsbx_error error = d->error;
+	pthread_mutex_unlock(&d->mu);
+	json_t *o = mfs_exec_fields(&res, false);
+	mafsbx_exec_result_free(&res);
+	if (!o)
+		return -ENOMEM;
+	json_object_set_new(o, "exec", json_string(d->id));
+	json_object_set_new(o, "cancelled", json_boolean(cancelled));
+	json_object_set_new(o, "sandbox_disposed", json_boolean(disposed));
+	/* as the blocking exec's reply: a failure (a timeout too) is "ok": false with the error */
+	if (error.err) {
+		json_t *full = mfs_error_reply(&error, o);
+		json_decref(o);
+		o = full;
+	} else {
+		json_t *full = json_pack("{s:b}", "ok", 1);   /* "ok" first, as in every reply */
+		if (full && json_object_update(full, o) < 0) {
+			json_decref(full);
+			full = NULL;
+		}
+		json_decref(o);
+		o = full;
+	}
+	if (!o)
+		return -ENOMEM;
+	*text = mfs_reply_dump(o, len);
+	json_decref(o);
+	return *text ? 0 : -ENOMEM;
+}
+
+static void handle_free(struct mfs_exec_handle *x)
+{
+	dexec_put(x->d);
+	free(x->text);
+	free(x);
+}
+
+static void handle_discard(struct mfs_handle *h)
+{
+	handle_free((struct mfs_exec_handle *)h);
+}
+
+int mfs_exec_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
+{
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return -EACCES;
+	struct mfs_dexec *d = find(fs, n->name, n->exec_id);
+	if (!d)
+		return -ENOENT;
+	struct mfs_exec_handle *x = calloc(1, sizeof(*x));
+	if (!x) {
+		dexec_put(d);
+		return -ENOMEM;
+	}
+	x->h.type = MFS_H_EXEC;
+	x->h.discard = handle_discard;
+	x->d = d;
+	x->file = n->exec_file;
+	if (x->file == MFS_EXEC_STATUS) {
+		pthread_mutex_lock(&d->mu);
+		json_t *o = status_json(d);
+		pthread_mutex_unlock(&d->mu);
+		x->text = o ? mfs_reply_dump(o, &x->len) : NULL;
+		json_decref(o);
+		if (!x->text) {
+			handle_free(x);
+			return -ENOMEM;
+		}
+	}
+	fi->fh = (uint64_t)(uintptr_t)x;
+	/* contents grow or are made on open: never the kernel's idea of the size */
+	fi->direct_io = 1;
+	return 0;
+}
+
+static int text_read(const char *text, size_t len, char *buf, size_t size, off_t off)
+{
+	if (off < 0)
+		return -EINVAL;
+	if ((size_t)off >= len)
+		return 0;
+	size_t n = len - (size_t)off < size ? len - (size_t)off : size;
+	memcpy(buf, text + off, n);
+	return (int)n;
+}
+
+int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off)
+{
+	struct mfs_dexec *d = x->d;
+	switch (x->file) {
+	case MFS_EXEC_STDOUT:
+	case MFS_EXEC_STDERR: {
+		int i = x->file == MFS_EXEC_STDERR;
+		pthread_mutex_lock(&d->mu);
+		uint64_t have = d->len[i];
+		pthread_mutex_unlock(&d->mu);
+		if (off < 0)
+			return -EINVAL;
+		if ((uint64_t)off >= have)
+			return 0;   /* EOF at the current end: `tail -f` asks again */
+		size_t n = have - (uint64_t)off < size ? (size_t)(have - (uint64_t)off) : size;
+		ssize_t got = pread(d->fd[i], buf, n, off);
+		return got < 0 ? -errno : (int)got;
+	}
+	case MFS_EXEC_STATUS:
+		return text_read(x->text, x->len, buf, size, off);
+	case MFS_EXEC_WAIT:
+		if (!x->text) {
+			pthread_mutex_lock(&d->mu);
+			wait_end(d, 24LL * 3600 * 1000);   /* lowlevel.c parks the read until the end instead */
+			pthread_mutex_unlock(&d->mu);
+			int r = wait_reply(d, &x->text, &x->len);
+			if (r < 0)
+				return r;
+		}
+		return text_read(x->text, x->len, buf, size, off);
+	}
+	return -EBADF;
+}
+
+int mfs_exec_when_done(struct mfs_exec_handle *x, void (*fn)(void *arg), void *arg)
+{
+	if (x->file != MFS_EXEC_WAIT)
+		return 1;
+	struct mfs_dexec *d = x->d;
+	pthread_mutex_lock(&d->mu);
+	if (!d->running) {
+		pthread_mutex_unlock(&d->mu);
+		return 1;
+	}
+	struct exec_waiter *w = malloc(sizeof(*w));
+	if (!w) {
+		pthread_mutex_unlock(&d->mu);
+		return -ENOMEM;
+	}
+	*w = (struct exec_waiter){ .fn = fn, .arg = arg, .next = d->waiters };
+	d->waiters = w;
+	pthread_mutex_unlock(&d->mu);
+	return 0;
+}
+
+void mfs_exec_release(struct mfs_exec_handle *x)
+{
+	handle_free(x);
+}
+
+int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
+{
+	struct mfs_dexec *d = find(fs, n->name, n->exec_id);
+	if (!d)
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 4096;
+	pthread_mutex_lock(&d->mu);
+	st->st_mtime = st->st_ctime = st->st_atime = (time_t)d->started_s;
+	if (n->type == MFS_N_EXEC_DIR) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		if (n->exec_file == MFS_EXEC_STDOUT || n->exec_file == MFS_EXEC_STDERR)
+			st->st_size = (off_t)d->len[n->exec_file == MFS_EXEC_STDERR];
+		if (!d->running)
+			st->st_mtime = (time_t)(d->started_s + d->duration_ms / 1000);
+	}
+	pthread_mutex_unlock(&d->mu);
+	dexec_put(d);
+	return 0;
+}
