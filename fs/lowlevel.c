@@ -110,6 +110,16 @@ static void reply_entry_of(fuse_req_t req, struct mfs *fs, const char *path)
 		mfs_nodes_forget(&fs->nodes, e.ino, 1);
 }
 
+/* The path of `name` in `parent`, or NULL with the request answered. */
+static char *child_or_reply(fuse_req_t req, struct mfs *fs, fuse_ino_t parent, const char *name)
+{
+	char *path;
+	int r = mfs_nodes_child_path(&fs->nodes, parent, name, &path);
+	if (r < 0)
+		reply_err(req, r);
+	return path;
+}
+
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
@@ -119,12 +129,9 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mfs *fs = begin(req);
-	char *path;
-	int r = mfs_nodes_child_path(&fs->nodes, parent, name, &path);
-	if (r < 0) {
-		reply_err(req, r);
+	char *path = child_or_reply(req, fs, parent, name);
+	if (!path)
 		return;
-	}
 	reply_entry_of(req, fs, path);
 	free(path);
 }
@@ -287,12 +294,10 @@ static void rmdir_run(void *arg, bool cancelled)
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mfs *fs = begin(req);
-	char *path;
-	int r = mfs_nodes_child_path(&fs->nodes, parent, name, &path);
-	if (r < 0) {
-		reply_err(req, r);
+	char *path = child_or_reply(req, fs, parent, name);
+	if (!path)
 		return;
-	}
+	int r;
 	struct mfs_node n;
 	if (mfs_classify(path, &n) == 0 && n.type == MFS_N_SBX_DIR) {
 		struct rmdir_job *j = malloc(sizeof(*j));
@@ -354,30 +359,34 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	free(to);
 }
 
-static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* open and opendir: the path operation fills fi; a reply that finds the opener gone releases it. */
+static void open_common(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool dir)
 {
 	struct mfs *fs = begin(req);
 	char *path = path_or_reply(req, fs, ino);
 	if (!path)
 		return;
-	int r = mfs_operations.open(path, fi);
+	int r = dir ? mfs_operations.opendir(path, fi) : mfs_operations.open(path, fi);
 	if (r < 0)
 		reply_err(req, r);
 	else if (fuse_reply_open(req, fi) == -ENOENT)   /* the opener went away: no release will come */
-		mfs_operations.release(path, fi);
+		(void)(dir ? mfs_operations.releasedir(path, fi) : mfs_operations.release(path, fi));
 	free(path);
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	open_common(req, ino, fi, false);
 }
 
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
 	struct mfs *fs = begin(req);
-	char *path;
-	int r = mfs_nodes_child_path(&fs->nodes, parent, name, &path);
-	if (r < 0) {
-		reply_err(req, r);
+	char *path = child_or_reply(req, fs, parent, name);
+	if (!path)
 		return;
-	}
+	int r;
 	struct stat st;
 	struct fuse_entry_param e;
 	if ((r = mfs_operations.create(path, mode, fi)) < 0) {
@@ -537,16 +546,7 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct mfs *fs = begin(req);
-	char *path = path_or_reply(req, fs, ino);
-	if (!path)
-		return;
-	int r = mfs_operations.opendir(path, fi);
-	if (r < 0)
-		reply_err(req, r);
-	else if (fuse_reply_open(req, fi) == -ENOENT)
-		mfs_operations.releasedir(path, fi);
-	free(path);
+	open_common(req, ino, fi, true);
 }
 
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -1304,15 +1304,21 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 	return r;
 }
 
-int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
-			struct mafsbx_error *err)
+/* GET /exec/ID/json: 0 and the answer (*out), or a negative errno. */
+static int exec_json(struct mafsbx_engine *e, const char *exec_id, json_t **out, struct mafsbx_error *err)
 {
 	if (!e || !mafsbx_is_engine_id(exec_id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
 	char path[96];
 	snprintf(path, sizeof(path), "/exec/%s/json", exec_id);
+	return get_json(e, path, e->to.request_ms, "inspect exec", out, err);
+}
+
+int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,
+			struct mafsbx_error *err)
+{
 	json_t *j = NULL;
-	int r = get_json(e, path, e->to.request_ms, "inspect exec", &j, err);
+	int r = exec_json(e, exec_id, &j, err);
 	if (r < 0)
 		return r;
 	*running = json_is_true(json_object_get(j, "Running"));
@@ -1326,12 +1332,8 @@ int mafsbx_exec_pid(struct mafsbx_engine *e, const char *exec_id, long *pid, boo
 {
 	*pid = 0;
 	*running = false;
-	if (!e || !mafsbx_is_engine_id(exec_id))
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
-	char path[96];
-	snprintf(path, sizeof(path), "/exec/%s/json", exec_id);
 	json_t *j = NULL;
-	int r = get_json(e, path, e->to.request_ms, "inspect exec", &j, err);
+	int r = exec_json(e, exec_id, &j, err);
 	if (r < 0)
 		return r;
 	*running = json_is_true(json_object_get(j, "Running"));

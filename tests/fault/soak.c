@@ -61,11 +61,13 @@
 #define MAX_PAYLOAD (768 * 1024)
 #define MAX_SBX 16
 #define HUNG_MS 150000
-#define MAX_THREADS 64
+#define MAX_THREADS 128
 
 static const char *mount_dir, *relay_ctl;
 static long daemon_pid;
-static int seconds = 60, n_readers = 16, n_writers = 4, n_execers = 4, fault_ms = 2000, rss_max_mb = 256;
+static int seconds = 60, n_readers = 16, n_writers = 4, n_execers = 4, n_agents = 0, fault_ms = 2000,
+	   rss_max_mb = 256;
+static const char *agent_scope;  /* --scope: the scope the agents acquire in */
 static bool strict;
 static const char *sbx[MAX_SBX];
 static int n_sbx;
@@ -83,7 +85,8 @@ static struct wstate ws[MAX_SBX];
 static _Atomic long long exec_ok_ms[MAX_SBX];
 
 static atomic_ulong c_reads_ok, c_read_bytes, c_reads_failed, c_wrong, c_torn, c_stale, c_writes_ok, c_writes_failed,
-	c_execs_ok, c_execs_failed, c_exec_wrong, c_faults, c_hung, c_readdirs_ok, c_readdirs_failed;
+	c_execs_ok, c_execs_failed, c_exec_wrong, c_faults, c_hung, c_readdirs_ok, c_readdirs_failed, c_agents_ok,
+	c_agents_failed, c_agent_wrong;
 #define NERR 140
 static atomic_ulong c_errno[NERR];
 
@@ -369,11 +372,11 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-/* One exec through .ctl/exec: 0 and the reply, or the write's errno. */
-static int ctl_exec(const char *req, char *reply, size_t rsz)
+/* One transaction on MOUNT/.ctl/KIND: 0 and the reply, or the write's errno. */
+static int ctl_call(const char *kind, const char *req, char *reply, size_t rsz)
 {
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/.ctl/exec", mount_dir);
+	snprintf(path, sizeof(path), "%s/.ctl/%s", mount_dir, kind);
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
@@ -399,7 +402,7 @@ static void *execer(void *arg)
 			 sbx[a->k], a->k, n);
 		snprintf(want, sizeof(want), "\"stdout\": \"soak-%d-%lu\\n\"", a->k, n);
 		op_begin(a->tid, "exec in", sbx[a->k]);
-		int e = ctl_exec(req, reply, sizeof(reply));
+		int e = ctl_call("exec", req, reply, sizeof(reply));
 		op_end(a->tid);
 		if (e) {
 			count_errno(e);
@@ -412,6 +415,85 @@ static void *execer(void *arg)
 			atomic_store(&exec_ok_ms[a->k], now_ms());
 		}
 		usleep(100000);
+	}
+	return NULL;
+}
+
+/* The "name" of an acquire reply, or false. */
+static bool reply_name(const char *reply, char out[64])
+{
+	const char *p = strstr(reply, "\"name\": \"");
+	if (!p)
+		return false;
+	p += 9;
+	size_t n = strcspn(p, "\"");
+	if (n == 0 || n >= 64)
+		return false;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return true;
+}
+
+/*
+ * An agent's day, over and over: acquire a sandbox of its own, write a 1 KiB
+ * input, exec `cat in > out`, read the output back (it must be the input,
+ * byte for byte: a wrong byte fails the soak; a failed call is counted),
+ * dispose the sandbox.
+ */
+static void *agent(void *arg)
+{
+	struct targ *a = arg;
+	char req[512], reply[65536], name[64], path[4096];
+	unsigned char in[1024], back[2048];
+	unsigned long n = 0;
+	while (!atomic_load(&stop_flag)) {
+		n++;
+		bool ok = false;
+		snprintf(req, sizeof(req), "{\"scope\": \"%s\", \"thread\": \"agent%d\", \"agent\": \"a\", "
+			 "\"kind\": \"n%lu\"}\n", agent_scope, a->tid, n);
+		op_begin(a->tid, "agent acquire", req);
+		int e = ctl_call("acquire", req, reply, sizeof(reply));
+		op_end(a->tid);
+		if (e || !reply_name(reply, name)) {
+			count_errno(e);
+			atomic_fetch_add(&c_agents_failed, 1);
+			usleep(200000);
+			continue;
+		}
+		for (size_t i = 0; i < sizeof(in); i++)
+			in[i] = (unsigned char)('a' + (xs_next(&a->rng) % 26));
+		snprintf(path, sizeof(path), "%s/%s/work/in", mount_dir, name);
+		op_begin(a->tid, "agent write", path);
+		e = write_whole(path, in, sizeof(in));
+		op_end(a->tid);
+		if (!e) {
+			snprintf(req, sizeof(req), "{\"sandbox\": \"%s\", \"command\": \"cat in > out\", \"timeout\": 60}\n",
+				 name);
+			op_begin(a->tid, "agent exec", name);
+			e = ctl_call("exec", req, reply, sizeof(reply));
+			op_end(a->tid);
+		}
+		if (!e) {
+			size_t got = 0;
+			long long st_size = 0;
+			snprintf(path, sizeof(path), "%s/%s/work/out", mount_dir, name);
+			op_begin(a->tid, "agent read", path);
+			e = read_whole(path, back, sizeof(back), &got, &st_size);
+			op_end(a->tid);
+			if (!e && (got != sizeof(in) || memcmp(back, in, sizeof(in)) != 0)) {
+				atomic_fetch_add(&c_agent_wrong, 1);
+				msg("agent %d: %s/work/out is not its input (%zu bytes)", a->tid, name, got);
+			} else if (!e) {
+				ok = true;
+			}
+		}
+		count_errno(e);
+		snprintf(req, sizeof(req), "{\"name\": \"%s\"}\n", name);
+		op_begin(a->tid, "agent dispose", name);
+		int de = ctl_call("dispose", req, reply, sizeof(reply));
+		op_end(a->tid);
+		count_errno(de);
+		atomic_fetch_add(ok && !de ? &c_agents_ok : &c_agents_failed, 1);
 	}
 	return NULL;
 }
@@ -462,7 +544,8 @@ static void *chaos(void *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: soak --mount M --relay-ctl CTL --pid PID [--seconds N] [--readers N] [--writers N]\n"
-			"            [--execers N] [--fault-ms MS] [--rss-max-mb MB] [--strict] SANDBOX...\n");
+			"            [--execers N] [--agents N --scope S] [--fault-ms MS] [--rss-max-mb MB] [--strict]\n"
+			"            SANDBOX...\n");
 	exit(2);
 }
 
@@ -498,6 +581,10 @@ int main(int argc, char **argv)
 			n_writers = atoi(v);
 		else if (!strcmp(o, "--execers"))
 			n_execers = atoi(v);
+		else if (!strcmp(o, "--agents"))
+			n_agents = atoi(v);
+		else if (!strcmp(o, "--scope"))
+			agent_scope = v;
 		else if (!strcmp(o, "--fault-ms"))
 			fault_ms = atoi(v);
 		else if (!strcmp(o, "--rss-max-mb"))
@@ -506,7 +593,7 @@ int main(int argc, char **argv)
 			usage();
 	}
 	if (!mount_dir || !relay_ctl || daemon_pid <= 0 || !n_sbx || seconds <= 0 || fault_ms <= 0 ||
-	    n_readers + n_writers + n_execers + 2 > MAX_THREADS)
+	    n_readers + n_writers + n_execers + n_agents + 2 > MAX_THREADS || (n_agents && !agent_scope))
 		usage();
 
 	/* static files, before any fault */
@@ -546,6 +633,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n_execers; i++, nt++) {
 		ta[nt] = (struct targ){ nt, i % n_sbx, seed + 17 * (uint64_t)nt + 1 };
 		pthread_create(&th[nt], NULL, execer, &ta[nt]);
+	}
+	for (int i = 0; i < n_agents; i++, nt++) {
+		ta[nt] = (struct targ){ nt, 0, seed + 17 * (uint64_t)nt + 1 };
+		pthread_create(&th[nt], NULL, agent, &ta[nt]);
 	}
 	ta[nt] = (struct targ){ nt, 0, seed * 31 + 7 };
 	pthread_create(&th[nt], NULL, chaos, &ta[nt]);
@@ -619,6 +710,8 @@ int main(int argc, char **argv)
 	printf("soak: writes %lu ok, %lu failed; execs %lu ok, %lu failed; faults injected %lu\n",
 	       atomic_load(&c_writes_ok), atomic_load(&c_writes_failed), atomic_load(&c_execs_ok),
 	       atomic_load(&c_execs_failed), atomic_load(&c_faults));
+	printf("soak: agents %d: %lu days ok, %lu failed, %lu outputs not their input\n", n_agents,
+	       atomic_load(&c_agents_ok), atomic_load(&c_agents_failed), atomic_load(&c_agent_wrong));
 	printf("soak: failures by errno:");
 	for (int e = 1; e < NERR; e++)
 		if (atomic_load(&c_errno[e]))
@@ -635,6 +728,14 @@ int main(int argc, char **argv)
 	int bad = 0;
 	if (atomic_load(&c_wrong)) {
 		msg("FAIL: %lu reads returned wrong bytes", atomic_load(&c_wrong));
+		bad = 1;
+	}
+	if (atomic_load(&c_agent_wrong)) {
+		msg("FAIL: %lu agents read back an output that was not their input", atomic_load(&c_agent_wrong));
+		bad = 1;
+	}
+	if (n_agents && !atomic_load(&c_agents_ok)) {
+		msg("FAIL: no agent ever finished its day");
 		bad = 1;
 	}
 	if (atomic_load(&c_hung) || hung_seen) {

@@ -1,8 +1,9 @@
 #!/bin/bash
 # soak.sh: the soak program (soak.c) through a mount whose engine
 # connections the fault relay cuts at random: 16 readers, 4 writers and 4
-# execs over 4 sandboxes for FAULT_SOAK_SECONDS (default 60; CI), a fault
-# every ~2 s. Checks: zero wrong bytes, no hung call, the daemon's RSS
+# execs over 4 sandboxes, and 64 agents each acquiring, writing, running,
+# reading and disposing sandboxes of their own (FAULT_SOAK_AGENTS), for
+# FAULT_SOAK_SECONDS (default 60; CI), a fault every ~2 s. Checks: zero wrong bytes, no hung call, the daemon's RSS
 # bounded, every sandbox's execs keep succeeding (soak.c: a guest left
 # frozen shows as a long gap); no container of this run paused at the end
 # (asked on the real socket); the mount still answers afterwards.
@@ -25,7 +26,7 @@ done
 
 st=0
 "$FAULT_SOAK" --mount "$M" --relay-ctl "$RELAY_CTL" --pid "$PID" --seconds "$SECS" \
-	${FAULT_SOAK_ARGS:-} "${NAMES[@]}" || st=$?
+	--agents "${FAULT_SOAK_AGENTS:-64}" --scope "$SCOPE" ${FAULT_SOAK_ARGS:-} "${NAMES[@]}" || st=$?
 log "relay: $(rctl stats) ($(grep -c 'cut connection' "$RELAY_LOG") connections cut)"
 
 wait_unpaused 30 || fail "a container of this run is still paused 30 s after the soak"
