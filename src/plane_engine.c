@@ -224,7 +224,15 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 			f->dirty = true;
 			return 0;
 		}
-		return r < 0 ? r : account_fill(f, &ri, err);
+		if (r < 0)
+			return r;
+		/* The send replaces the file as root: stamped with the guest's ids
+		 * it would hand the guest a file (and the content kept in it) that
+		 * it could not read before. The old owner and group stay. */
+		f->keep_owner = true;
+		f->owner_uid = ri.uid;
+		f->owner_gid = ri.gid;
+		return account_fill(f, &ri, err);
 	}
 	/* Truncated: keep the mode of what is there; the content goes. */
 	struct mafsbx_pstat st;
@@ -261,8 +269,9 @@ int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	int r = plane_identity(f->ps, f->name, &uid, &gid, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir, .uid = uid, .gid = gid,
-					 .bursts = f->ps->bursts };
+	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir,
+					 .uid = f->keep_owner ? f->owner_uid : uid,
+					 .gid = f->keep_owner ? f->owner_gid : gid, .bursts = f->ps->bursts };
 	return mafsbx_files_write_fd(f->ps->fz, &t, f->rel, f->fd, f->size, f->mode ? f->mode : 0644, 0, err);
 }
 

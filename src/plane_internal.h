@@ -79,6 +79,9 @@ struct mafsbx_plane_file {
 	char id[65];
 	char *name, *work_dir, *rel;
 	mode_t mode;
+	bool keep_owner;             /* a replaced file's owner, read with its content, is kept */
+	uid_t owner_uid;
+	gid_t owner_gid;
 	uint64_t size;               /* bytes in the spool */
 	uint64_t accounted;          /* bytes of spool_used this file holds */
 	struct timespec mtime;

@@ -82,5 +82,28 @@ dexec 0 "$G" test ! -e "$GW/newdir" || fail "a directory was created at root's a
 # reading stays as it was (the mount's own owner and modes)
 expect_eq "$(cat "$GWM/ro")" original "reads are served"
 
+# ---- 2. a host append keeps a file's owner, group and mode ------------------------------
+# The guest (sandbox, 1000) owns the work dir and may write the root-owned
+# 0602 file `wo`, not read it. An append from the host must leave it so.
+W_IMAGE=mafsbx/busybox-wo:test2
+build_image "$W_IMAGE" sandbox "mkdir -p $GW && chown 1000:1000 $GW &&
+	echo TOPSECRET > $GW/wo && chown 0:0 $GW/wo && chmod 602 $GW/wo &&
+	echo mine > $GW/own && chown 1000:1000 $GW/own && chmod 640 $GW/own"
+IMAGE=$W_IMAGE acquire "$M" t a wo
+N=$SBX
+W=$M/$N/work
+expect_eq "$(jget "$CTL_REPLY" uid)" 1000 "the guest's uid"
+dexec sandbox "$N" cat "$GW/wo" 2>/dev/null && fail "the guest could read the 0602 file before the append"
+echo appended >>"$W/wo" || fail "the append (the guest may write the file)"
+expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/wo")" 0:0:602 "owner, group and mode after the append"
+dexec sandbox "$N" cat "$GW/wo" 2>/dev/null && fail "the append handed the guest a file it could not read"
+expect_eq "$(dexec 0 "$N" cat "$GW/wo")" "TOPSECRET
+appended" "the appended content"
+# the guest's own file is still replaced whole, and stays the guest's
+echo more >>"$W/own" || fail "append to the guest's own file"
+expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/own")" 1000:1000:640 "the guest's own file after an append"
+expect_eq "$(dexec sandbox "$N" cat "$GW/own")" "mine
+more" "the guest's own file's content"
+
 no_paused
 log "ok ($PLANE plane)"
