@@ -319,10 +319,20 @@ static bool nonglobal6(const uint8_t *a)
 		{ { 0xfe, 0xc0 }, 10 },                          /* fec0::/10 (site-local, deprecated) */
 		{ { 0xff }, 8 },                                 /* multicast */
 	};
-	/* ::ffff:a.b.c.d is judged as the IPv4 address it carries (Python 3.13 does the same) */
+	/*
+	 * An address that carries an IPv4 one reaches that IPv4 host, so it is
+	 * judged as it: ::ffff:a.b.c.d (IPv4-mapped; Python 3.13 does the same)
+	 * and 64:ff9b::a.b.c.d (the NAT64 well-known prefix, RFC 6052: a
+	 * translator forwards it to a.b.c.d, which may be internal).
+	 */
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-	if (memcmp(a, mapped, 12) == 0)
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0)
 		return nonglobal4(IP4(a[12], a[13], a[14], a[15]));
+	/* ::a.b.c.d (IPv4-compatible, deprecated by RFC 4291) is never a real peer */
+	static const uint8_t compat[12] = { 0 };
+	if (memcmp(a, compat, 12) == 0)
+		return true;
 	for (size_t i = 0; i < sizeof(exceptions) / sizeof(exceptions[0]); i++)
 		if (in6(a, &exceptions[i]))
 			return false;
