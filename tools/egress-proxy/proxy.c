@@ -130,6 +130,14 @@ static int dial(const char *host, struct sockaddr_storage *peer, bool *nonglobal
 	struct addrinfo *res = NULL;
 	char port[8];
 	snprintf(port, sizeof(port), "%d", PROXY_ALLOWED_PORT);
+	/* a bracketed IPv6 literal (proxy_host_valid checked it) is resolved without its brackets */
+	char literal[64];
+	size_t hl = strlen(host);
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']' && hl - 2 < sizeof(literal)) {
+		memcpy(literal, host + 1, hl - 2);
+		literal[hl - 2] = '\0';
+		host = literal;
+	}
 	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return -1;
 	int fd = -1;

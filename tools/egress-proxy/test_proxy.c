@@ -121,6 +121,31 @@ static void test_head_parsing(void **state)
 	assert_int_equal(parse("CONNECT h:+443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
 	assert_int_equal(parse("\r\n\r\n", &rq), PV_BAD_REQUEST);
 	assert_int_equal(proxy_parse_head("CONNECT h\0x:443 HTTP/1.1\r\n\r\n", 28, &rq), PV_BAD_REQUEST);
+	/* the host is a name of RFC 1123 labels or an IP literal: nothing else is matched, dialled or logged */
+	assert_int_equal(parse("CONNECT \x1b]0;t\x07" "a.example.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a\x07.example.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a\x7f" "b.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a_b.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT -a.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a-.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a..com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT .a.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a%2ecom:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT [zz::1]:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT [::1%eth0]:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	char lab[128];
+	snprintf(lab, sizeof(lab), "CONNECT %064d.com:443 HTTP/1.1\r\n\r\n", 0);  /* a 64-byte label */
+	assert_int_equal(parse(lab, &rq), PV_BAD_REQUEST);
+	snprintf(lab, sizeof(lab), "CONNECT %063d.com:443 HTTP/1.1\r\n\r\n", 0);
+	assert_int_equal(parse(lab, &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT xn--bcher-kva.example:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT A-1.Example.COM.:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT 192.0.2.1:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_true(proxy_host_valid("a.b"));
+	assert_false(proxy_host_valid(""));
+	assert_false(proxy_host_valid("."));
+	assert_false(proxy_host_valid("a b"));
 	/* limits: a host longer than any DNS name */
 	char big[600];
 	snprintf(big, sizeof(big), "CONNECT %0300d:443 HTTP/1.1\r\n\r\n", 1);
@@ -188,6 +213,10 @@ static void test_decision_line(void **state)
 	assert_string_equal(b, "DENY-NONGLOBAL h:443\n");
 	proxy_decision_line(PD_UNREACHABLE, "[::1]", "443", b, sizeof(b));
 	assert_string_equal(b, "UNREACHABLE [::1]:443\n");
+	/* never a raw control byte in the log, whatever the caller passes */
+	char esc[96];
+	proxy_decision_line(PD_DENY, "\x1b]0;x\x07" "a.com", "443", esc, sizeof(esc));
+	assert_string_equal(esc, "DENY \\x1b]0;x\\x07a.com:443\n");
 	char tiny[8];
 	assert_int_equal(proxy_decision_line(PD_ALLOW, "long.host", "443", tiny, sizeof(tiny)), 7);
 	assert_int_equal(tiny[6], '\n');
@@ -350,6 +379,10 @@ static void test_program(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	assert_string_equal(ans, "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
 	assert_true(t1.tv_sec - t0.tv_sec >= 9);
+	/* a host with ESC and BEL (and still matching a glob) is refused before it is matched or logged */
+	static const char ctl[] = "CONNECT allowed.invalid\x1b[2J\x07:443 HTTP/1.1\r\n\r\n";
+	exchange(ctl, sizeof(ctl) - 1, ans, sizeof(ans));
+	assert_string_equal(ans, "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
 	/* nothing was logged for the refusals without a decision: the next line is the next decision */
 	static const char again[] = "CONNECT x:443 HTTP/1.1\r\n\r\n";
 	exchange(again, sizeof(again) - 1, ans, sizeof(ans));
