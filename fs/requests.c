@@ -69,8 +69,15 @@ static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, con
 	json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
 	json_object_set_new(o, "path", json_string(res.name));
 	json_object_set_new(o, "work_dir", mfs_json_text(res.work_dir));
-	json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
-	json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
+	if (res.identity_resolved) {
+		json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
+		json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
+	} else {
+		/* No number at all: a 0 here would read as root. */
+		json_object_set_new(o, "uid", json_null());
+		json_object_set_new(o, "gid", json_null());
+		json_object_set_new(o, "identity", mfs_json_text(res.identity_why));
+	}
 	*reply = o;
 out:
 	mafsbx_acquire_spec_free(spec);

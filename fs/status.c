@@ -2,7 +2,8 @@
  * status.c: the read-only JSON files (INTERFACE.md §2).
  *
  *   NAME/status         name, id, state, paused, created, image, key, kind,
- *                       work_dir, outputs, capabilities, egress, plane (and plane_reason)
+ *                       work_dir, outputs, capabilities, egress, identity
+ *                       (uid/gid, or why unresolved), plane (and plane_reason)
  *   .ctl/declarations   the backend's declarations (sandbox.h)
  *   .ctl/engine         endpoint, its kind (unix/tcp/tls/ssh) and implied plane,
  *                       server version, API version, os
@@ -40,6 +41,39 @@ static const char *egress_of(const struct mafsbx_sandbox_info *i)
 	if (n > 4 && !strcmp(i->network_mode + n - 4, "-net"))
 		return "allowlist";
 	return "unknown";
+}
+
+/*
+ * {"uid": U, "gid": G} once resolved, else {"resolved": false, "reason":
+ * ...}: the one place a user sees why writes through the mount are refused
+ * with EACCES for this sandbox.
+ */
+static json_t *identity_of(struct mfs *fs, const struct mafsbx_sandbox_info *i)
+{
+	json_t *o = json_object();
+	uid_t uid = 0;
+	gid_t gid = 0;
+	bool resolved = false;
+	char why[256] = "";
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (i->identity_known) {
+		resolved = true;
+		uid = i->uid;
+		gid = i->gid;
+	} else if (strcmp(i->state, "running") != 0) {
+		/* resolving reads the guest's passwd under a freeze: only a running guest */
+		snprintf(why, sizeof(why), "the sandbox is %s", i->state);
+	} else if (mafsbx_sandbox_identity(fs->backend, i->name, &uid, &gid, &resolved, why, sizeof(why), &e) < 0)
+		snprintf(why, sizeof(why), "%s", e.message);
+	json_object_set_new(o, "resolved", json_boolean(resolved));
+	if (resolved) {
+		json_object_set_new(o, "uid", json_integer((json_int_t)uid));
+		json_object_set_new(o, "gid", json_integer((json_int_t)gid));
+	} else {
+		json_object_set_new(o, "reason", mfs_json_text(why));
+	}
+	return o;
 }
 
 int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, struct mafsbx_error *err)
@@ -90,6 +124,7 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	json_object_set_new(o, "outputs", outputs);
 	json_object_set_new(o, "capabilities", caps ? json_incref(caps) : json_array());
 	json_object_set_new(o, "egress", json_string(egress_of(&info)));
+	json_object_set_new(o, "identity", identity_of(fs, &info));
 	if (fs->planes) {
 		char why[256];
 		struct mafsbx_plane_target pt = { .id = info.id, .name = info.name,

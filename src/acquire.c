@@ -489,16 +489,17 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	uid_t uid = 0;
 	gid_t gid = 0;
 	bool resolved = false;
-	int r = sbx_identity(b, a->id, name, a->insp, &uid, &gid, &resolved, err);
+	char why[sizeof(res->identity_why)];
+	int r = sbx_identity(b, a->id, name, a->insp, &uid, &gid, &resolved, why, sizeof(why), err);
 	if (r < 0) {
 		mafsbx_error_prefix(err, "acquire %s: resolving the guest user", name);
 		return r;
 	}
 	if (!resolved && (spec->caps & (MAFSBX_CAP_FILES_OUT | MAFSBX_CAP_HOST_TOOLS)))
 		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
-					"sandbox %s: the guest user could not be resolved, and %s needs it (the next "
+					"sandbox %s: the guest user could not be resolved (%s), and %s needs it (the next "
 					"acquire retries)",
-					name, (spec->caps & MAFSBX_CAP_FILES_OUT) ? "files_out" : "host_tools");
+					name, why, (spec->caps & MAFSBX_CAP_FILES_OUT) ? "files_out" : "host_tools");
 	if ((r = sbx_probes(b, a->id, name, image, spec->caps, err)) < 0)
 		return r;
 	if ((spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) && a->state == MAFSBX_ACQ_REUSED &&
@@ -525,6 +526,7 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	res->uid = uid;
 	res->gid = gid;
 	res->identity_resolved = resolved;
+	snprintf(res->identity_why, sizeof(res->identity_why), "%s", resolved ? "" : why);
 	return 0;
 }
 

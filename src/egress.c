@@ -72,6 +72,30 @@ static bool decision_line(const char *s, size_t n)
 	return d < n && d > w + 1 && s[d - 1] == ':';
 }
 
+/*
+ * Copy one decision line, every control byte (C0, DEL) as \xHH: the host in
+ * it is the guest's text (its CONNECT), and NAME/egress is read on a
+ * terminal, where ESC or BEL would be obeyed. Returns the bytes written
+ * (at most 4 per byte in).
+ */
+static size_t copy_escaped(char *out, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	return o;
+}
+
 int mafsbx_egress_decisions(const char *raw, size_t len, bool capped, struct mafsbx_egress_log *out,
 			    struct mafsbx_error *err)
 {
@@ -97,8 +121,7 @@ int mafsbx_egress_decisions(const char *raw, size_t len, bool capped, struct maf
 				z--;
 			if (decision_line(a, (size_t)(z - a))) {
 				if (pass == 1 && seen >= total - out->decisions) {
-					memcpy(out->text + o, a, (size_t)(z - a));
-					o += (size_t)(z - a);
+					o += copy_escaped(out->text + o, a, (size_t)(z - a));
 					out->text[o++] = '\n';
 				}
 				seen++;
@@ -110,7 +133,7 @@ int mafsbx_egress_decisions(const char *raw, size_t len, bool capped, struct maf
 			out->decisions = total > MAFSBX_EGRESS_LOG_LINES ? MAFSBX_EGRESS_LOG_LINES : total;
 			if (total > MAFSBX_EGRESS_LOG_LINES)
 				out->truncated = true;
-			if (!(out->text = malloc(len + 1)))
+			if (len > (SIZE_MAX - 1) / 4 || !(out->text = malloc(4 * len + 1)))
 				return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		} else {
 			out->text[o] = '\0';

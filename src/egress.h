@@ -64,7 +64,8 @@ void mafsbx_egress_log_free(struct mafsbx_egress_log *l);
  * Keep the decision lines of a raw proxy log (upstream §7.5: lines matching
  * ^(ALLOW|DENY-NONGLOBAL|DENY|UNREACHABLE) (.+):(\d+)$ after stripping; the
  * last 2000; `capped` means the read hit the byte cap, so the text is cut
- * after its last newline and marked truncated). Pure.
+ * after its last newline and marked truncated). Control bytes in a line
+ * come out as \xHH (the host is the guest's text). Pure.
  */
 int mafsbx_egress_decisions(const char *raw, size_t len, bool capped, struct mafsbx_egress_log *out,
 			    struct mafsbx_error *err);

@@ -1,9 +1,10 @@
 /*
  * facts.c: what the backend learns about a container after acquiring it
  * (upstream §4.6, §4.7): the guest identity (uid, gid) that stamps files
- * written into it, resolved from Config.User, then the guest's /etc/passwd
- * and /etc/group read through the archive plane, then `id -u` / `id -g`;
- * and the capability probes (`sh`, the host-tools script, `rm`) that refuse
+ * written into it and whose authority mutations run at, resolved from
+ * Config.User and the guest's /etc/passwd and /etc/group read through the
+ * archive plane (never by running `id` in the guest: its output, and the
+ * PATH that finds it, are the guest's to forge); and the capability probes (`sh`, the host-tools script, `rm`) that refuse
  * an image unable to serve what a spec needs. Both are cached per container
  * ID; failures never are, so the next acquire tries again.
  *
@@ -21,6 +22,7 @@
  * a command twice.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,7 +336,7 @@ static int read_guest_file(struct mafsbx_backend *b, const char *id, const char 
 	return r;
 }
 
-/* A helper command (`id`, a probe) as `user` (NULL: the image's), in /, its output capped at 1 KiB. */
+/* A helper command (a probe) as `user` (NULL: the image's), in /, its output capped at 1 KiB. */
 static int helper_exec(struct mafsbx_backend *b, const char *id, const char *const *argv, const char *user,
 		       long timeout_ms, struct mafsbx_exec_result *res, struct mafsbx_error *e)
 {
@@ -344,43 +346,24 @@ static int helper_exec(struct mafsbx_backend *b, const char *id, const char *con
 	return sbx_exec(b, id, &rq, res, e);
 }
 
-/* `id -u` / `id -g` in the guest. 0 and *v on success; -ENOENT when it ran but gave no number; EK_TIMEOUT propagated. */
-static int run_id(struct mafsbx_backend *b, const char *id, const char *flag, unsigned long *v,
-		  struct mafsbx_error *err)
+/* Record why the identity is unresolved (for the log, the acquire reply and `status`). */
+__attribute__((format(printf, 3, 4))) static void unresolved(char *why, size_t why_len, const char *fmt, ...)
 {
-	const char *argv[] = { "id", flag, NULL };
-	struct mafsbx_exec_result res;
-	struct mafsbx_error e;
-	int r = helper_exec(b, id, argv, NULL, b->cfg.command_timeout_ms, &res, &e);
-	if (r < 0) {
-		if (e.kind == MAFSBX_EK_TIMEOUT) {
-			if (err)
-				*err = e;
-			mafsbx_exec_result_free(&res);
-			return r;
-		}
-		log_debug("identity: `id %s` in %.12s failed: %s", flag, id, e.message);
-		mafsbx_exec_result_free(&res);
-		return -ENOENT;
-	}
-	int ret = -ENOENT;
-	if (res.exit_code == 0 && !res.launch_failed && res.out) {
-		size_t len = res.out_len;
-		while (len && (res.out[len - 1] == '\n' || res.out[len - 1] == '\r' || res.out[len - 1] == ' '))
-			len--;
-		if (parse_id_number((const char *)res.out, len, v))
-			ret = 0;
-	}
-	mafsbx_exec_result_free(&res);
-	return ret;
+	va_list ap;
+	va_start(ap, fmt);
+	if (why && why_len)
+		vsnprintf(why, why_len, fmt, ap);
+	va_end(ap);
 }
 
 int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
-		 gid_t *gid, bool *resolved, struct mafsbx_error *err)
+		 gid_t *gid, bool *resolved, char *why, size_t why_len, struct mafsbx_error *err)
 {
 	*uid = 0;
 	*gid = 0;
 	*resolved = false;
+	if (why && why_len)
+		why[0] = '\0';
 	struct sbx_facts f;
 	if (sbx_facts_get(b, id, &f) && f.identity_resolved) {
 		*uid = f.uid;
@@ -394,6 +377,7 @@ int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, jso
 		if (mafsbx_container_inspect(b->engine, id, &owned, &e) < 0) {
 			/* unreadable: distinct from an empty user, so unresolved */
 			log_warn("identity of %s: could not inspect it: %s", name, e.message);
+			unresolved(why, why_len, "the container could not be inspected: %s", e.message);
 			return 0;
 		}
 		inspect = owned;
@@ -406,7 +390,6 @@ int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, jso
 		json_decref(owned);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	bool user_named = *user && user[0] != ':';
 	if (!u.root) {
 		if (!u.uid_known || (!u.gid_known && !u.group_name)) {
 			struct mafsbx_buf pw = MAFSBX_BUF_INIT;
@@ -421,42 +404,38 @@ int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, jso
 				group_lookup(gr.data, u.group_name, &u.gid_known, &u.gid);
 			mafsbx_buf_free(&gr);
 		}
-		if (user_named && (!u.uid_known || !u.gid_known)) {
-			unsigned long v;
-			if (!u.uid_known) {
-				r = run_id(b, id, "-u", &v, err);
-				if (r < 0 && r != -ENOENT)
-					goto out;
-				if (r == 0)
-					u.uid = (uid_t)v, u.uid_known = true;
-			}
-			if (!u.gid_known) {
-				r = run_id(b, id, "-g", &v, err);
-				if (r < 0 && r != -ENOENT)
-					goto out;
-				if (r == 0)
-					u.gid = (gid_t)v, u.gid_known = true;
-			}
-		}
 	}
-	r = 0;
-	if (u.uid_known) {
+	/*
+	 * Resolved only when every name the image gives was found: a numeric
+	 * uid stands as given (with no passwd line its group is 0, as Docker
+	 * runs it), but an unfound user or group name is never replaced by 0,
+	 * which would give the mount's mutations root's authority over a guest
+	 * that has none.
+	 */
+	if (u.user_name && !u.uid_known)
+		unresolved(why, why_len,
+			   "the image's user '%s' is not in a readable /etc/passwd (a regular file) of the guest", user);
+	else if (u.group_name && !u.gid_known)
+		unresolved(why, why_len,
+			   "the image's group in '%s' is not in a readable /etc/group (a regular file) of the guest",
+			   user);
+	else {
 		*uid = u.uid;
 		*gid = u.gid_known ? u.gid : 0;
 		*resolved = true;
 		sbx_facts_put_identity(b, id, name, *uid, *gid);
-	} else {
-		log_warn("sandbox %s: the guest user '%s' could not be resolved; files are stamped 0:0 and the next "
-			 "acquire retries", name, user);
 	}
-out:
+	if (!*resolved)
+		log_warn("sandbox %s: the guest user '%s' could not be resolved; files cannot be written through the "
+			 "mount (EACCES) and the next acquire retries",
+			 name, user);
 	sbx_user_spec_clear(&u);
 	json_decref(owned);
-	return r;
+	return 0;
 }
 
 int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *uid, gid_t *gid, bool *resolved,
-			    struct mafsbx_error *err)
+			    char *why, size_t why_len, struct mafsbx_error *err)
 {
 	if (!b || !name || !*name)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "identity: no sandbox named");
@@ -469,7 +448,7 @@ int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *u
 		json_decref(insp);
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "identity of %s: inspect has no Id", name);
 	}
-	r = sbx_identity(b, id, name, insp, uid, gid, resolved, err);
+	r = sbx_identity(b, id, name, insp, uid, gid, resolved, why, why_len, err);
 	json_decref(insp);
 	return r;
 }

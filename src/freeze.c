@@ -116,46 +116,6 @@ static long long deadline_or_default(long long deadline_ms)
 	return deadline_ms > 0 ? deadline_ms : mafsbx_now_ms() + MAFSBX_FREEZE_DEFAULT_WAIT_MS;
 }
 
-static int mkdir_p(const char *dir, struct mafsbx_error *err)
-{
-	__do_free char *p = strdup(dir);
-	if (!p)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-			*s = '\0';
-			if (mkdir(p, 0700) < 0 && errno != EEXIST)
-				return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL,
-							     "cannot create runtime directory %s: %s", p, strerror(errno));
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	struct stat st;
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ENOTDIR, NULL,
-					     "runtime directory %s is not a directory", dir);
-	if (st.st_uid != geteuid())
-		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EACCES, NULL,
-					     "runtime directory %s is not owned by uid %u", dir, (unsigned)geteuid());
-	return 0;
-}
-
-static char *default_rundir(void)
-{
-	if (geteuid() == 0)
-		return strdup(MAFSBX_RUNDIR_DEFAULT);
-	const char *x = getenv("XDG_RUNTIME_DIR");
-	struct mafsbx_buf b = MAFSBX_BUF_INIT;
-	if (x && x[0] == '/')
-		mafsbx_buf_printf(&b, "%s/mafsbxfs", x);
-	else
-		mafsbx_buf_printf(&b, "/tmp/mafsbxfs-%u", (unsigned)geteuid());
-	return b.data;
-}
-
 /*
  * The lock files of a container (turns.h). A full ID (64 hex) is random and
  * names one container on any engine, so it alone is the key: processes that
@@ -630,8 +590,7 @@ struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const ch
 		return NULL;
 	}
 	f->engine = engine;
-	const char *env = getenv(MAFSBX_RUNDIR_ENV);
-	f->rundir = rundir ? strdup(rundir) : (env && *env) ? strdup(env) : default_rundir();
+	f->rundir = mafsbx_rundir_choose(rundir);
 	if (!f->rundir) {
 		free(f);
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -641,7 +600,7 @@ struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const ch
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "runtime directory %s is not absolute", f->rundir);
 		goto fail;
 	}
-	if (mkdir_p(f->rundir, err) < 0)
+	if (mafsbx_rundir_ensure(f->rundir, err) < 0)
 		goto fail;
 	const struct mafsbx_endpoint *ep = mafsbx_engine_endpoint(engine);
 	snprintf(f->ep_hash, sizeof(f->ep_hash), "%016llx", (unsigned long long)fnv1a(ep ? ep->url : ""));

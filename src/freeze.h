@@ -70,9 +70,8 @@
 
 #include "engine.h"
 #include "error.h"
+#include "rundir.h"
 
-#define MAFSBX_RUNDIR_DEFAULT "/run/mafsbxfs"
-#define MAFSBX_RUNDIR_ENV "MAFSBX_RUNDIR"
 /* Test-only: milliseconds to sleep inside every freeze right after it is taken. */
 #define MAFSBX_FREEZE_HOLD_ENV "MAFSBX_TEST_FREEZE_HOLD_MS"
 /*

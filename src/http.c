@@ -22,7 +22,9 @@
  *    socket that is already connected (CURL_SOCKOPT_ALREADY_CONNECTED is
  *    broken there: curl issue #10626, it calls connect() anyway and fails on
  *    EISCONN), so the open-socket callback makes a one-shot listener in a
- *    private 0700 directory and lets libcurl connect to it (a filesystem
+ *    private 0700 directory (under the runtime directory, checked with
+ *    lstat on every use, replaced by a fresh one when it vanished or
+ *    changed: see ssh_dir_private) and lets libcurl connect to it (a filesystem
  *    path: with an abstract address libcurl 7.88 never reuses the
  *    connection, it takes the empty peer name for a connection still
  *    resolving); before the
@@ -64,6 +66,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
+#include "rundir.h"
+
 extern char **environ;
 
 #define POOL_MAX 32
@@ -82,7 +87,9 @@ extern char **environ;
 #define SSH_EXIT_GRACE_MS 20
 #define SSH_TERM_GRACE_MS 2000
 /* ssh: the path of a handle's one-shot listener, in the client's private directory. */
-#define SSH_LISTEN_NAME_MAX 64
+#define SSH_LISTEN_NAME_MAX 108  /* sizeof(sun_path) */
+/* ssh: the private directory's path, short enough for "/master" and "/c<20 digits>" in a sun_path. */
+#define SSH_DIR_MAX 80
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned long request_count;
@@ -152,8 +159,10 @@ struct mafsbx_http {
 	pid_t ssh_master;        /* 0: none running */
 	int ssh_master_in;       /* write end of the master's stdin, -1 when none */
 	long long ssh_master_at; /* when it was last started (respawns are spaced) */
-	char ssh_dir[64];        /* private 0700 directory of its control socket, "" until made */
-	char ssh_ctl[96];        /* the control socket */
+	/* The private 0700 directory of the sockets (ssh_dir_checked): "" until
+	 * made, replaced by a fresh one when it vanished or changed. */
+	char ssh_dir[SSH_DIR_MAX];
+	char ssh_ctl[SSH_LISTEN_NAME_MAX]; /* the control socket, in ssh_dir */
 	unsigned ssh_muxed;      /* transports running over the master now */
 };
 
@@ -501,6 +510,141 @@ static void ssh_reap(struct pconn *pc, pid_t pid, int errfd)
 	snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "%s%s%s", how, tl ? ": " : "", tail);
 }
 
+/* The master process ended (the files it made are left to the caller). */
+static void ssh_master_end(struct mafsbx_http *h)
+{
+	if (h->ssh_master_in >= 0) {
+		close(h->ssh_master_in);  /* EOF to its session: what ends it when we cannot */
+		h->ssh_master_in = -1;
+	}
+	if (h->ssh_master > 0) {
+		int st;
+		(void)kill(h->ssh_master, SIGTERM);
+		if (wait_child(h->ssh_master, &st, SSH_TERM_GRACE_MS) == 0) {
+			(void)kill(h->ssh_master, SIGKILL);
+			while (waitpid(h->ssh_master, &st, 0) < 0 && errno == EINTR)
+				;
+		}
+		h->ssh_master = 0;
+	}
+}
+
+/*
+ * The directory the transports' sockets go in may be used only while it is
+ * a directory (not a link), owned by this effective uid, mode 0700: lstat,
+ * on every use. A socket planted in it by someone else would receive the
+ * engine connection (every request, file and exec) and could forge every
+ * answer.
+ */
+static bool ssh_dir_private(const char *dir)
+{
+	struct stat st;
+	return dir[0] && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       (st.st_mode & 07777) == 0700;
+}
+
+/*
+ * A fresh private directory, ssh-XXXXXX under the runtime directory
+ * (rundir.h: /run/mafsbxfs as root, MAFSBX_RUNDIR), not /tmp: a /tmp
+ * cleaner or another user cannot remove or pre-make it there. mkdtemp
+ * names it, so a directory that vanished is never made again under its
+ * name (someone else may hold that name now). 0 or -errno with `err` set.
+ */
+static int ssh_dir_fresh(struct mafsbx_http *h, struct mafsbx_error *err)
+{
+	char *base = mafsbx_rundir_choose(NULL);
+	if (!base)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	int r = mafsbx_rundir_ensure(base, err);
+	struct stat st;
+	if (r == 0 && (lstat(base, &st) < 0 || (st.st_mode & 022)))
+		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EACCES, NULL,
+					  "runtime directory %s is writable by others: the ssh transport's sockets "
+					  "cannot go there", base);
+	char dir[SSH_DIR_MAX];
+	if (r == 0 && (size_t)snprintf(dir, sizeof(dir), "%s/ssh-XXXXXX", base) >= sizeof(dir))
+		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ENAMETOOLONG, NULL,
+					  "runtime directory %s: too long a path for the ssh transport's sockets", base);
+	if (r == 0 && !mkdtemp(dir)) {
+		int e = errno;
+		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL,
+					  "cannot make a directory for the ssh transport in %s: %s", base, strerror(e));
+	}
+	free(base);
+	if (r < 0)
+		return r;
+	snprintf(h->ssh_dir, sizeof(h->ssh_dir), "%s", dir);
+	snprintf(h->ssh_ctl, sizeof(h->ssh_ctl), "%s/master", dir);
+	return 0;
+}
+
+/*
+ * With ssh_mu held: the directory, checked now. One that vanished or
+ * changed is left alone (nothing is removed or made in it); the master,
+ * whose control socket was there, is stopped, and a fresh directory is
+ * made. 0, or -errno with `diag` set when no private directory can be had.
+ */
+static int ssh_dir_checked(struct mafsbx_http *h, char *diag, size_t diagsz)
+{
+	if (ssh_dir_private(h->ssh_dir))
+		return 0;
+	if (h->ssh_dir[0])
+		log_warn("ssh transport: %s is gone or no longer a private directory of uid %u; using a new one",
+			 h->ssh_dir, (unsigned)geteuid());
+	ssh_master_end(h);
+	h->ssh_dir[0] = h->ssh_ctl[0] = '\0';
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = ssh_dir_fresh(h, &e);
+	if (r < 0)
+		snprintf(diag, diagsz, "%s", e.message);
+	return r;
+}
+
+static void ssh_master_stop(struct mafsbx_http *h)
+{
+	ssh_master_end(h);
+	/* Only in our own directory: one that changed is someone else's now. */
+	if (h->ssh_dir[0] && ssh_dir_private(h->ssh_dir)) {
+		(void)unlink(h->ssh_ctl);
+		(void)rmdir(h->ssh_dir);
+	}
+	h->ssh_dir[0] = '\0';
+}
+
+/*
+ * Before each request: this handle's listener name, in the directory as
+ * checked now (a new name when the directory was replaced). On failure
+ * the name is left empty and the connection fails with the reason.
+ */
+static void ssh_listen_name(struct mafsbx_http *h, struct pconn *pc)
+{
+	static _Atomic unsigned long seq;
+	pthread_mutex_lock(&h->ssh_mu);
+	if (ssh_dir_checked(h, pc->ssh_diag, sizeof(pc->ssh_diag)) < 0) {
+		pc->ssh_name[0] = '\0';
+	} else {
+		size_t dl = strlen(h->ssh_dir);
+		if (strncmp(pc->ssh_name, h->ssh_dir, dl) != 0 || pc->ssh_name[dl] != '/')
+			snprintf(pc->ssh_name, sizeof(pc->ssh_name), "%s/c%lu", h->ssh_dir, ++seq);
+	}
+	pthread_mutex_unlock(&h->ssh_mu);
+}
+
+/* On the open of a connection: its listener's directory is still the checked, private one. */
+static bool ssh_listen_dir_ok(struct mafsbx_http *h, struct pconn *pc)
+{
+	pthread_mutex_lock(&h->ssh_mu);
+	size_t dl = strlen(h->ssh_dir);
+	bool ok = pc->ssh_name[0] && dl && strncmp(pc->ssh_name, h->ssh_dir, dl) == 0 && pc->ssh_name[dl] == '/' &&
+		  ssh_dir_private(h->ssh_dir);
+	if (!ok && pc->ssh_name[0])
+		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag),
+			 "the ssh transport's private directory changed under it; the next connection uses a new one");
+	pthread_mutex_unlock(&h->ssh_mu);
+	return ok;
+}
+
 /*
  * The control socket of this client's ssh master, starting the master when
  * none runs (and its last start is SSH_MASTER_RETRY_MS ago), or NULL: no
@@ -510,12 +654,18 @@ static void ssh_reap(struct pconn *pc, pid_t pid, int errfd)
  * key exchange and an authentication. The first caller waits for the new
  * master's socket (bounded by the connect timeout); a transport that finds
  * no socket connects on its own (ssh does so when the socket is missing).
- * Counted in h->ssh_muxed when it returns a path.
+ * Counted in h->ssh_muxed when it returns a path (copied into `buf`).
  */
-static const char *ssh_master_path(struct mafsbx_http *h)
+static const char *ssh_master_path(struct mafsbx_http *h, char *buf, size_t bufsz)
 {
 	const char *ctl = NULL;
+	char why[160];
 	pthread_mutex_lock(&h->ssh_mu);
+	if (ssh_dir_checked(h, why, sizeof(why)) < 0) {
+		/* no private directory: no master (the transport fails with the reason) */
+		pthread_mutex_unlock(&h->ssh_mu);
+		return NULL;
+	}
 	if (h->ssh_master > 0) {
 		int st;
 		if (waitpid(h->ssh_master, &st, WNOHANG) == h->ssh_master) {
@@ -564,7 +714,9 @@ static const char *ssh_master_path(struct mafsbx_http *h)
 	}
 	if (h->ssh_master > 0 && h->ssh_muxed < SSH_MUX_MAX) {
 		h->ssh_muxed++;
-		ctl = h->ssh_ctl;
+		/* a copy: a replaced directory (ssh_dir_checked) changes h->ssh_ctl */
+		snprintf(buf, bufsz, "%s", h->ssh_ctl);
+		ctl = buf;
 	}
 	pthread_mutex_unlock(&h->ssh_mu);
 	return ctl;
@@ -576,29 +728,6 @@ static void ssh_mux_done(struct mafsbx_http *h)
 	if (h->ssh_muxed)
 		h->ssh_muxed--;
 	pthread_mutex_unlock(&h->ssh_mu);
-}
-
-static void ssh_master_stop(struct mafsbx_http *h)
-{
-	if (h->ssh_master_in >= 0) {
-		close(h->ssh_master_in);  /* EOF to its session: what ends it when we cannot */
-		h->ssh_master_in = -1;
-	}
-	if (h->ssh_master > 0) {
-		int st;
-		(void)kill(h->ssh_master, SIGTERM);
-		if (wait_child(h->ssh_master, &st, SSH_TERM_GRACE_MS) == 0) {
-			(void)kill(h->ssh_master, SIGKILL);
-			while (waitpid(h->ssh_master, &st, 0) < 0 && errno == EINTR)
-				;
-		}
-		h->ssh_master = 0;
-	}
-	if (h->ssh_dir[0]) {
-		(void)unlink(h->ssh_ctl);
-		(void)rmdir(h->ssh_dir);
-		h->ssh_dir[0] = '\0';
-	}
 }
 
 static socklen_t path_addr(struct sockaddr_un *sa, const char *path)
@@ -621,11 +750,11 @@ static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct 
 	struct pconn *pc = clientp;
 	(void)purpose;
 	(void)addr;
+	if (!ssh_listen_dir_ok(pc->h, pc))
+		return CURL_SOCKET_BAD;  /* pc->ssh_diag says why */
 	struct sockaddr_un sa;
 	socklen_t len = path_addr(&sa, pc->ssh_name);
 	(void)unlink(pc->ssh_name);  /* a listener of an earlier connection that never connected */
-	/* A /tmp cleaner may have taken our directory: make it again (0700); if that fails the bind says why. */
-	(void)mkdir(pc->h->ssh_dir, 0700);
 	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sa_family_t fam = AF_UNIX;
@@ -699,7 +828,8 @@ static int ssh_attach(struct pconn *pc)
 			if (plen == mlen && memcmp(&peer, &mine, mlen) == 0) {
 				pid_t pid = 0;
 				int errfd = -1;
-				const char *ctl = ssh_master_path(h);
+				char ctlbuf[SSH_LISTEN_NAME_MAX];
+				const char *ctl = ssh_master_path(h, ctlbuf, sizeof(ctlbuf));
 				if (ssh_spawn(h, a, ctl, &pid, &errfd, pc->ssh_diag, sizeof(pc->ssh_diag)) < 0) {
 					if (ctl)
 						ssh_mux_done(h);
@@ -812,11 +942,6 @@ static struct pconn *pconn_new(struct mafsbx_http *h)
 		pc->ssh_err[i] = -1;
 		pc->ssh_listen[i] = -1;
 	}
-	if (h->ep.scheme == MAFSBX_EP_SSH) {
-		/* Unique per handle, in a directory only we can enter; the accept checks the peer anyway. */
-		static _Atomic unsigned long seq;
-		snprintf(pc->ssh_name, sizeof(pc->ssh_name), "%s/c%lu", h->ssh_dir, ++seq);
-	}
 	pc->c = curl_easy_init();
 	if (!pc->c) {
 		free(pc);
@@ -877,16 +1002,10 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 		snprintf(h->base, sizeof(h->base), "%s://%s:%d", ep->tls ? "https" : "http", ep->host, ep->port);
 	if (ep->scheme == MAFSBX_EP_SSH) {
 		/* The transports' listeners and the master's control socket: ours alone (0700). */
-		char dir[] = "/tmp/mafsbx-ssh-XXXXXX";
-		if (!mkdtemp(dir)) {
-			int e = errno;
+		if (ssh_dir_fresh(h, err) < 0) {
 			free(h);
-			mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot make a directory for the ssh "
-					      "transport: %s", strerror(e));
 			return NULL;
 		}
-		snprintf(h->ssh_dir, sizeof(h->ssh_dir), "%s", dir);
-		snprintf(h->ssh_ctl, sizeof(h->ssh_ctl), "%s/master", dir);
 	}
 	h->dead_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (h->dead_fd < 0) {
@@ -984,8 +1103,10 @@ static int setup_common(struct mafsbx_http *h, struct pconn *pc, char *errbuf)
 	if (h->ep.scheme == MAFSBX_EP_UNIX)
 		SET(CURLOPT_UNIX_SOCKET_PATH, h->ep.socket_path);
 	if (h->ep.scheme == MAFSBX_EP_SSH) {
+		/* Unique per handle, in a directory only we can enter (checked now); the accept checks the peer anyway. */
+		ssh_listen_name(h, pc);
 		/* One address, so one socket per connection: no happy-eyeballs pair of ssh processes. */
-		SET(CURLOPT_UNIX_SOCKET_PATH, pc->ssh_name);
+		SET(CURLOPT_UNIX_SOCKET_PATH, pc->ssh_name[0] ? pc->ssh_name : "/nonexistent/mafsbx-ssh");
 		SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
 		SET(CURLOPT_OPENSOCKETDATA, pc);
 		SET(CURLOPT_PREREQFUNCTION, on_prereq);

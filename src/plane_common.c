@@ -1,6 +1,7 @@
 /*
  * plane_common.c: what both planes share (plane_internal.h): the check of a
- * path relative to a sandbox's base, the guest's credentials on this host
+ * path relative to a sandbox's base, the guest identity every mutation
+ * runs at (refused while unresolved), its credentials on this host
  * (through the pin's ID maps), and the spool budget of open files. Below
  * plane.c, plane_local.c and plane_engine.c: it calls none of them.
  */
@@ -34,14 +35,30 @@ int plane_rel_check(const char *rel, struct mafsbx_error *err)
 	}
 }
 
+int plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t *gid, struct mafsbx_error *err)
+{
+	bool resolved = false;
+	char why[256];
+	int r = mafsbx_sandbox_identity(ps->backend, name, uid, gid, &resolved, why, sizeof(why), err);
+	if (r < 0)
+		return r;
+	/* Unresolved is never taken as root (0:0 would give the host's writes an
+	 * authority the guest lacks): the mutation is refused. */
+	if (!resolved)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EACCES, "PermissionError",
+					     "sandbox %s: the guest identity is unresolved (%s): nothing is changed at "
+					     "an authority the guest may not have",
+					     name, why);
+	return 0;
+}
+
 int plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
 		     struct mafsbx_guestcred *out, struct mafsbx_error *err)
 {
 	uid_t uid = 0;
 	gid_t gid = 0;
-	bool resolved = false;
 	memset(out, 0, sizeof(*out));
-	int r = mafsbx_sandbox_identity(ps->backend, name, &uid, &gid, &resolved, err);
+	int r = plane_identity(ps, name, &uid, &gid, err);
 	if (r < 0)
 		return r;
 	if (mafsbx_pin_host_uid(pin, uid, &out->uid) < 0 || mafsbx_pin_host_gid(pin, gid, &out->gid) < 0)

@@ -202,6 +202,13 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 	int r = file_ids(f, t, rel, err);
 	if (r < 0)
 		return r;
+	/* Refused at open, not only at the send: a writer learns at once that
+	 * an unresolved identity lets nothing be written. */
+	uid_t uid;
+	gid_t gid;
+	mafsbx_bursts_end(f->ps->bursts, t->id);
+	if ((r = plane_identity(f->ps, t->name, &uid, &gid, err)) < 0)
+		return r;
 	f->mode = 0644;
 	if (f->flags & MAFSBX_PW_EXCL) {
 		/* create(): the kernel found nothing there; the send decides. */
@@ -217,7 +224,15 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 			f->dirty = true;
 			return 0;
 		}
-		return r < 0 ? r : account_fill(f, &ri, err);
+		if (r < 0)
+			return r;
+		/* The send replaces the file as root: stamped with the guest's ids
+		 * it would hand the guest a file (and the content kept in it) that
+		 * it could not read before. The old owner and group stay. */
+		f->keep_owner = true;
+		f->owner_uid = ri.uid;
+		f->owner_gid = ri.gid;
+		return account_fill(f, &ri, err);
 	}
 	/* Truncated: keep the mode of what is there; the content goes. */
 	struct mafsbx_pstat st;
@@ -249,14 +264,14 @@ int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	f->dirty = false;
 	uid_t uid = 0;
 	gid_t gid = 0;
-	bool resolved = false;
-	/* Outside any freeze: the identity may need an exec in the guest. */
+	/* Outside any freeze: the identity may need to read the guest's passwd under its own. */
 	mafsbx_bursts_end(f->ps->bursts, f->id);
-	int r = mafsbx_sandbox_identity(f->ps->backend, f->name, &uid, &gid, &resolved, err);
+	int r = plane_identity(f->ps, f->name, &uid, &gid, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir, .uid = uid, .gid = gid,
-					 .bursts = f->ps->bursts };
+	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir,
+					 .uid = f->keep_owner ? f->owner_uid : uid,
+					 .gid = f->keep_owner ? f->owner_gid : gid, .bursts = f->ps->bursts };
 	return mafsbx_files_write_fd(f->ps->fz, &t, f->rel, f->fd, f->size, f->mode ? f->mode : 0644, 0, err);
 }
 
@@ -265,9 +280,8 @@ int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, 
 {
 	uid_t uid = 0;
 	gid_t gid = 0;
-	bool resolved = false;
-	mafsbx_bursts_end(ps->bursts, t->id); /* the identity may need an exec */
-	int r = mafsbx_sandbox_identity(ps->backend, t->name, &uid, &gid, &resolved, err);
+	mafsbx_bursts_end(ps->bursts, t->id); /* the identity may need its own freeze */
+	int r = plane_identity(ps, t->name, &uid, &gid, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_files_target ft;
@@ -306,9 +320,17 @@ static int remove_failure(const struct mafsbx_exec_result *res, const char *rel,
 int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
 		  struct mafsbx_error *err)
 {
+	/* The rm runs as the image's user by the engine's own lookup, but like
+	 * every other mutation it waits for an identity this side resolved. */
+	uid_t uid;
+	gid_t gid;
+	mafsbx_bursts_end(ps->bursts, t->id);
+	int r = plane_identity(ps, t->name, &uid, &gid, err);
+	if (r < 0)
+		return r;
 	/* The frozen ancestor check first: a link or a non-directory above refuses. */
 	struct mafsbx_pstat st;
-	int r = engine_stat(ps, t, MAFSBX_BASE_WORK, rel, &st, err);
+	r = engine_stat(ps, t, MAFSBX_BASE_WORK, rel, &st, err);
 	if (r < 0)
 		return r;
 	if (dir && st.type != MAFSBX_PT_DIR)

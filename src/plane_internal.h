@@ -79,6 +79,9 @@ struct mafsbx_plane_file {
 	char id[65];
 	char *name, *work_dir, *rel;
 	mode_t mode;
+	bool keep_owner;             /* a replaced file's owner, read with its content, is kept */
+	uid_t owner_uid;
+	gid_t owner_gid;
 	uint64_t size;               /* bytes in the spool */
 	uint64_t accounted;          /* bytes of spool_used this file holds */
 	struct timespec mtime;
@@ -87,7 +90,10 @@ struct mafsbx_plane_file {
 /* ---- plane.c ------------------------------------------------------------- */
 /* Path text check shared by both planes: no empty, "." or ".." component. */
 int plane_rel_check(const char *rel, struct mafsbx_error *err);
-/* The guest identity as host credentials for a pinned container. */
+/* The guest identity (in the guest's ids) a mutation runs at: EACCES while
+ * it is unresolved, whatever the image. */
+int plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t *gid, struct mafsbx_error *err);
+/* The guest identity as host credentials for a pinned container (EACCES while unresolved). */
 int plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
 		     struct mafsbx_guestcred *out, struct mafsbx_error *err);
 /* Spool accounting: reserve `more` bytes (EK_NOMEM ENOMEM past the budget). */

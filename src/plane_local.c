@@ -396,7 +396,10 @@ static int write_create(struct mafsbx_plane_file *f, const char *leaf, mode_t mo
  * Acting as the guest, over an existing file: the guest must be able to
  * write it itself; then an atomic replace (a temporary beside the target,
  * renamed at commit), or in place where the directory is not the guest's
- * to write. 0 or an errno.
+ * to write, or where the file is not the guest's own: a temporary would be
+ * the guest's (made at its authority), so the rename would hand it a file,
+ * and the old content copied in, that it may only write (a root-owned 0602
+ * file). In place, owner, group and mode stay what they were. 0 or an errno.
  */
 static int write_replace_open(struct mafsbx_plane_file *f, int target, const struct stat *st, const char *rel)
 {
@@ -405,17 +408,18 @@ static int write_replace_open(struct mafsbx_plane_file *f, int target, const str
 		wfd = mafsbx_reopen(target, O_WRONLY | O_NONBLOCK | O_NOCTTY);
 	if (wfd < 0)
 		return -wfd;
+	bool guests = st->st_uid == f->cred.uid && st->st_gid == f->cred.gid;
 	unsigned long long rnd = 0;
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
 		rnd = (unsigned long long)mafsbx_now_ms() ^ ((unsigned long long)getpid() << 32);
 	snprintf(f->tmp, sizeof(f->tmp), ".mafsbxfs-%016llx", rnd);
-	int e = 0, fd = openat2_raw(f->parent, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	int e = 0, fd = guests ? openat2_raw(f->parent, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) : -EPERM;
 	if (fd < 0) {
 		f->tmp[0] = '\0';
 		if (fd != -EACCES && fd != -EPERM && fd != -EROFS && fd != -ENOSPC && fd != -EDQUOT) {
 			e = -fd;
 		} else {
-			/* The directory is not the guest's to write, the file is: in place, as the guest could. */
+			/* The directory is not the guest's to write, or the file not its own: in place, as the guest could. */
 			f->fd = wfd;
 			wfd = -1;
 			f->inplace = true;

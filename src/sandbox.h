@@ -81,7 +81,8 @@ struct mafsbx_acquire_result {
 	char id[65];
 	enum mafsbx_acquire_state state;
 	char work_dir[MAFSBX_WORK_DIR_MAX + 1];
-	bool identity_resolved;      /* false: uid/gid are the 0:0 fallback stamp */
+	bool identity_resolved;      /* false: uid/gid mean nothing; identity_why says why */
+	char identity_why[256];
 	uid_t uid;
 	gid_t gid;
 };
@@ -264,11 +265,12 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
 /*
  * The guest identity (uid, gid) used to stamp files written into a sandbox
  * (upstream §4.6): cached per container instance once resolved. Unresolved
- * is not an error: 0:0 with *resolved false (retried on the next call). May
- * run `id` in the guest, so never call it while holding a freeze on that
- * container.
+ * is not an error: *resolved false, the reason in `why` (may be NULL), and
+ * nothing may then be done at that identity (retried on the next call). It
+ * reads the guest's /etc/passwd under a freeze, so never call it while
+ * holding a freeze on that container.
  */
 int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *uid, gid_t *gid, bool *resolved,
-			    struct mafsbx_error *err);
+			    char *why, size_t why_len, struct mafsbx_error *err);
 
 #endif

@@ -263,6 +263,12 @@ static int acquire_print(const struct mafsbx_acquire_result *res, bool json)
 	json_t *o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "ok", 1, "name", res->name, "id", res->id,
 			      "state", mafsbx_acquire_state_name(res->state), "path", res->name, "work_dir",
 			      res->work_dir, "uid", (json_int_t)res->uid, "gid", (json_int_t)res->gid);
+	if (o && !res->identity_resolved) {
+		/* No number at all: a 0 here would read as root. */
+		json_object_set_new(o, "uid", json_null());
+		json_object_set_new(o, "gid", json_null());
+		json_object_set_new(o, "identity", json_string(res->identity_why));
+	}
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!text) {

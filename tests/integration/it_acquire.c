@@ -403,7 +403,7 @@ static void test_user_forms(void **state)
 		{ "0:0", 0, 0 },
 		{ "sandbox", 1000, 1000 },            /* named: passwd */
 		{ "1000", 1000, 1000 },               /* numeric: gid from its passwd line */
-		{ "4242", 4242, 0 },                  /* numeric, no passwd line: id -g */
+		{ "4242", 4242, 0 },                  /* numeric, no passwd line: group 0, as Docker runs it */
 		{ "sandbox:root", 1000, 0 },          /* group from the group file, not passwd */
 		{ "4242:sandbox", 4242, 1000 },       /* the group file only */
 		{ ":20001", 0, 20001 },
@@ -462,7 +462,7 @@ static void test_unresolvable_user(void **state)
 	snprintf(extra, sizeof(extra), "\"image\":\"%s\",\"capabilities\":[\"host_tools\"]", ref);
 	assert_int_equal(sbxt_acquire_fails(scope, "a", "k", extra, &e), -EOPNOTSUPP);
 	assert_non_null(strstr(e.message, "host_tools"));
-	/* exec alone is served, with the 0:0 fallback stamp */
+	/* exec alone is served; the identity stays unresolved (nothing is written at it) */
 	struct mafsbx_acquire_result r;
 	snprintf(extra, sizeof(extra), "\"image\":\"%s\",\"capabilities\":[\"exec\"]", ref);
 	sbxt_acquire_ok(scope, "a", "k", extra, &r);

@@ -7,7 +7,7 @@
  *   mfs_tool image REF                 0 when the image exists
  *   mfs_tool ctl PATH JSON             one .ctl transaction: prints "OK" or the
  *                                      write's errno name, then the reply line
- *   mfs_tool try OP PATH [ARG]         stat | read | write TEXT | mkdir | unlink | rmdir | rename [TO] |
+ *   mfs_tool try OP PATH [ARG]         stat | read | write TEXT | append TEXT | mkdir | unlink | rmdir | rename [TO] |
  *                                      readdir | readlink: prints "OK" (read:
  *                                      "OK <bytes>") or the errno name
  *   mfs_tool preads PATH LEN OFF...    one open, then pread LEN bytes at each
@@ -133,8 +133,8 @@ static int cmd_try(const char *op, const char *path, const char *arg)
 				err = errno;
 			close(fd);
 		}
-	} else if (!strcmp(op, "write")) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	} else if (!strcmp(op, "write") || !strcmp(op, "append")) {
+		int fd = open(path, !strcmp(op, "write") ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY | O_APPEND, 0644);
 		if (fd < 0) {
 			err = errno;
 		} else {

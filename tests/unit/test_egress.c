@@ -60,6 +60,20 @@ static void test_cap_cuts_after_last_newline(void **state)
 	mafsbx_egress_log_free(&l);
 }
 
+/* A CONNECT host is the guest's text: ESC and BEL never reach NAME/egress raw (issue 22 finding 5). */
+static void test_control_bytes_escaped(void **state)
+{
+	(void)state;
+	struct mafsbx_egress_log l;
+	decisions("DENY \x1b]0;pwn\x07x.example.com:443\nALLOW \x7f" "a.com:443\n", false, &l);
+	assert_int_equal(l.decisions, 2);
+	assert_string_equal(l.text, "DENY \\x1b]0;pwn\\x07x.example.com:443\nALLOW \\x7fa.com:443\n");
+	for (size_t i = 0; i < l.len; i++)
+		if (l.text[i] != '\n' && ((unsigned char)l.text[i] < 0x20 || l.text[i] == 0x7f))
+			fail_msg("a raw control byte 0x%02x at %zu", (unsigned char)l.text[i], i);
+	mafsbx_egress_log_free(&l);
+}
+
 static void test_last_2000(void **state)
 {
 	(void)state;
@@ -85,6 +99,7 @@ int main(void)
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_cap_cuts_after_last_newline),
 		cmocka_unit_test(test_last_2000),
+		cmocka_unit_test(test_control_bytes_escaped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * proxy_core.c). It listens on 0.0.0.0:MAF_SANDBOX_PROXY_PORT (3128), takes
  * CONNECT only, to port 443 only, of a host matching MAF_SANDBOX_ALLOW,
  * resolves the host itself (the sandbox has no DNS of its own to the
- * outside), refuses a peer that is not globally routable, and then pipes
+ * outside), dials only the host's globally routable addresses (a host with
+ * none is refused without a packet sent to it), and then pipes
  * bytes both ways without looking at them. Every connection prints one
  * flushed decision line on stdout, which the mount reads back through the
  * engine's log of this container (NAME/egress).
@@ -112,18 +113,41 @@ static size_t read_head(int fd, char *buf, size_t cap)
 	}
 }
 
-/* Connect to host:443 trying every address; the whole dial shares one deadline. -1 when none answered. */
-static int dial(const char *host, struct sockaddr_storage *peer)
+/*
+ * Connect to host:443 trying every GLOBAL address of the host (unless the
+ * non-global check is off); the whole dial shares one deadline. A
+ * non-global answer is dropped before any packet goes to it: connecting
+ * first and judging the peer after would complete a handshake with an
+ * internal :443, and 403 against 502 would map the inside. -1 when none
+ * answered, with *nonglobal set when the host had addresses but none
+ * global (nothing was dialled).
+ */
+static int dial(const char *host, struct sockaddr_storage *peer, bool *nonglobal)
 {
+	*nonglobal = false;
 	long long deadline = now_ms() + PROXY_DIAL_TIMEOUT_MS;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP };
 	struct addrinfo *res = NULL;
 	char port[8];
 	snprintf(port, sizeof(port), "%d", PROXY_ALLOWED_PORT);
+	/* a bracketed IPv6 literal (proxy_host_valid checked it) is resolved without its brackets */
+	char literal[64];
+	size_t hl = strlen(host);
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']' && hl - 2 < sizeof(literal)) {
+		memcpy(literal, host + 1, hl - 2);
+		literal[hl - 2] = '\0';
+		host = literal;
+	}
 	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return -1;
 	int fd = -1;
+	size_t tried = 0, dropped = 0;
 	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+		if (!allow_nonglobal && proxy_addr_nonglobal(ai->ai_addr)) {
+			dropped++;
+			continue;
+		}
+		tried++;
 		int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
 		if (s < 0)
 			continue;
@@ -153,6 +177,7 @@ static int dial(const char *host, struct sockaddr_storage *peer)
 			break;
 	}
 	freeaddrinfo(res);
+	*nonglobal = fd < 0 && dropped > 0 && tried == 0;
 	if (fd >= 0)
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	return fd;
@@ -220,12 +245,20 @@ static void serve(int c, char *head)
 		return;
 	}
 	struct sockaddr_storage peer;
-	int u = dial(rq.host, &peer);
+	bool nonglobal = false;
+	int u = dial(rq.host, &peer, &nonglobal);
+	if (u < 0 && nonglobal) {
+		decide(PD_DENY_NONGLOBAL, &rq);
+		reply(c, 403);
+		return;
+	}
 	if (u < 0) {
 		decide(PD_UNREACHABLE, &rq);
 		reply(c, 502);
 		return;
 	}
+	/* Only global addresses were dialled: this re-check of the peer never
+	 * fires unless the kernel connected somewhere else. */
 	if (!allow_nonglobal && proxy_addr_nonglobal((struct sockaddr *)&peer)) {
 		decide(PD_DENY_NONGLOBAL, &rq);
 		close(u);

@@ -60,15 +60,25 @@ struct proxy_request {
  * whitespace must have exactly 3 parts, the third starting "HTTP/"; else
  * 400. A method other than CONNECT: 405. The target is split at its last
  * ':'; an empty host or a port that is not all ASCII digits: 400. A host
- * longer than 256 bytes (a DNS name is at most 253) is 400 too.
+ * longer than 256 bytes (a DNS name is at most 253) is 400 too, and so is
+ * one that is not proxy_host_valid.
  */
 enum proxy_verdict proxy_parse_head(const char *head, size_t len, struct proxy_request *rq);
+
+/*
+ * A host name of RFC 1123 labels (letters, digits, inner hyphens; 1 to 63
+ * bytes each, 253 in all, one root dot allowed; an IPv4 literal is one) or
+ * a bracketed IPv6 literal. Anything else (control bytes, spaces, '_', '%')
+ * is refused before it is matched, dialled or logged.
+ */
+bool proxy_host_valid(const char *host);
 
 /* Python ipaddress' "not is_global" (plus multicast): private, loopback, link-local, reserved... */
 bool proxy_addr_nonglobal(const struct sockaddr *sa);
 
 enum proxy_decision { PD_ALLOW, PD_DENY, PD_DENY_NONGLOBAL, PD_UNREACHABLE };
-/* "ALLOW host:port\n" etc. into out; returns the length (truncated lines still end in "\n"). */
+/* "ALLOW host:port\n" etc. into out, bytes outside printable ASCII as \xHH;
+ * returns the length (truncated lines still end in "\n"). */
 size_t proxy_decision_line(enum proxy_decision d, const char *host, const char *port, char *out, size_t outsz);
 
 /* "HTTP/1.1 <status> <reason>\r\ncontent-length: 0\r\n\r\n" */

@@ -4,6 +4,7 @@
  * (Python ipaddress' is_global, which upstream's proxy.py uses, plus
  * multicast) and the decision line. No I/O, no allocation beyond the table.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -179,6 +180,47 @@ size_t proxy_head_end(const char *buf, size_t len)
 }
 
 /* Python's str.split(): runs of whitespace; here only within the first line. */
+/* One RFC 1123 label: 1 to 63 letters, digits and hyphens, no hyphen at either end. */
+static bool label_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+bool proxy_host_valid(const char *host)
+{
+	size_t n = strlen(host);
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		/* an IPv6 literal: what inet_pton takes, nothing else */
+		char in[INET6_ADDRSTRLEN];
+		unsigned char a[16];
+		if (n - 2 >= sizeof(in))
+			return false;
+		memcpy(in, host + 1, n - 2);
+		in[n - 2] = '\0';
+		return inet_pton(AF_INET6, in, a) == 1;
+	}
+	if (n && host[n - 1] == '.')
+		n--;  /* one root dot: an absolute name */
+	if (n == 0 || n > 253)
+		return false;
+	/* dot-separated labels (an IPv4 literal is such a name too) */
+	for (size_t i = 0; i <= n;) {
+		const char *dot = memchr(host + i, '.', n - i);
+		size_t l = dot ? (size_t)(dot - (host + i)) : n - i;
+		if (!label_ok(host + i, l))
+			return false;
+		i += l + 1;
+		if (!dot)
+			break;
+	}
+	return true;
+}
+
 enum proxy_verdict proxy_parse_head(const char *head, size_t len, struct proxy_request *rq)
 {
 	memset(rq, 0, sizeof(*rq));
@@ -225,6 +267,9 @@ enum proxy_verdict proxy_parse_head(const char *head, size_t len, struct proxy_r
 			return PV_BAD_REQUEST;
 	memcpy(rq->host, t, hl);
 	rq->host[hl] = '\0';
+	/* The host is the guest's text, logged and matched: a name or an IP literal, nothing else. */
+	if (!proxy_host_valid(rq->host))
+		return PV_BAD_REQUEST;
 	if (pl >= sizeof(rq->port)) {
 		/* int("000…0443") is 443 in Python: a long run of zeros still names a port */
 		size_t z = 0;
@@ -319,10 +364,20 @@ static bool nonglobal6(const uint8_t *a)
 		{ { 0xfe, 0xc0 }, 10 },                          /* fec0::/10 (site-local, deprecated) */
 		{ { 0xff }, 8 },                                 /* multicast */
 	};
-	/* ::ffff:a.b.c.d is judged as the IPv4 address it carries (Python 3.13 does the same) */
+	/*
+	 * An address that carries an IPv4 one reaches that IPv4 host, so it is
+	 * judged as it: ::ffff:a.b.c.d (IPv4-mapped; Python 3.13 does the same)
+	 * and 64:ff9b::a.b.c.d (the NAT64 well-known prefix, RFC 6052: a
+	 * translator forwards it to a.b.c.d, which may be internal).
+	 */
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-	if (memcmp(a, mapped, 12) == 0)
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0)
 		return nonglobal4(IP4(a[12], a[13], a[14], a[15]));
+	/* ::a.b.c.d (IPv4-compatible, deprecated by RFC 4291) is never a real peer */
+	static const uint8_t compat[12] = { 0 };
+	if (memcmp(a, compat, 12) == 0)
+		return true;
 	for (size_t i = 0; i < sizeof(exceptions) / sizeof(exceptions[0]); i++)
 		if (in6(a, &exceptions[i]))
 			return false;
@@ -341,10 +396,33 @@ bool proxy_addr_nonglobal(const struct sockaddr *sa)
 	return true;
 }
 
+/* `s` with every byte outside printable ASCII as \xHH, into out (truncated, NUL-terminated). */
+static void escape_into(const char *s, char *out, size_t outsz)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (; *s && o + 5 <= outsz; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c >= 0x7f) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
+}
+
 size_t proxy_decision_line(enum proxy_decision d, const char *host, const char *port, char *out, size_t outsz)
 {
 	static const char *const word[] = { "ALLOW", "DENY", "DENY-NONGLOBAL", "UNREACHABLE" };
-	int n = snprintf(out, outsz, "%s %s:%s\n", word[d], host, port);
+	/* Never a raw control byte in the log that NAME/egress shows: the host is the guest's. */
+	char h[4 * 257 + 1], p[4 * 16 + 1];
+	escape_into(host, h, sizeof(h));
+	escape_into(port, p, sizeof(p));
+	int n = snprintf(out, outsz, "%s %s:%s\n", word[d], h, p);
 	size_t len = n < 0 ? 0 : (size_t)n;
 	if (len >= outsz) {
 		len = outsz - 1;

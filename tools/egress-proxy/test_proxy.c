@@ -121,6 +121,31 @@ static void test_head_parsing(void **state)
 	assert_int_equal(parse("CONNECT h:+443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
 	assert_int_equal(parse("\r\n\r\n", &rq), PV_BAD_REQUEST);
 	assert_int_equal(proxy_parse_head("CONNECT h\0x:443 HTTP/1.1\r\n\r\n", 28, &rq), PV_BAD_REQUEST);
+	/* the host is a name of RFC 1123 labels or an IP literal: nothing else is matched, dialled or logged */
+	assert_int_equal(parse("CONNECT \x1b]0;t\x07" "a.example.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a\x07.example.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a\x7f" "b.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a_b.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT -a.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a-.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a..com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT .a.com:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT a%2ecom:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT [zz::1]:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	assert_int_equal(parse("CONNECT [::1%eth0]:443 HTTP/1.1\r\n\r\n", &rq), PV_BAD_REQUEST);
+	char lab[128];
+	snprintf(lab, sizeof(lab), "CONNECT %064d.com:443 HTTP/1.1\r\n\r\n", 0);  /* a 64-byte label */
+	assert_int_equal(parse(lab, &rq), PV_BAD_REQUEST);
+	snprintf(lab, sizeof(lab), "CONNECT %063d.com:443 HTTP/1.1\r\n\r\n", 0);
+	assert_int_equal(parse(lab, &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT xn--bcher-kva.example:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT A-1.Example.COM.:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT 192.0.2.1:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_int_equal(parse("CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n", &rq), PV_CONNECT);
+	assert_true(proxy_host_valid("a.b"));
+	assert_false(proxy_host_valid(""));
+	assert_false(proxy_host_valid("."));
+	assert_false(proxy_host_valid("a b"));
 	/* limits: a host longer than any DNS name */
 	char big[600];
 	snprintf(big, sizeof(big), "CONNECT %0300d:443 HTTP/1.1\r\n\r\n", 1);
@@ -158,6 +183,9 @@ static void test_nonglobal_table(void **state)
 		"::", "::1", "::ffff:10.0.0.1", "::ffff:127.0.0.1", "64:ff9b:1::1", "100::1", "2001::1",
 		"2001:db8::1", "2002::1", "3fff::1", "fc00::1", "fd12:3456::1", "fe80::1", "febf::1", "fec0::1",
 		"ff02::1",
+		/* NAT64 (64:ff9b::/96) and mapped forms reach the IPv4 they carry: judged as it */
+		"64:ff9b::a00:1", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::c0a8:101", "::ffff:169.254.169.254",
+		"::ffff:0:0", "::808:808", "::a00:1",
 	};
 	static const char *const global[] = {
 		"1.1.1.1", "8.8.8.8", "100.63.255.255", "100.128.0.0", "172.15.255.255", "172.32.0.0",
@@ -185,6 +213,10 @@ static void test_decision_line(void **state)
 	assert_string_equal(b, "DENY-NONGLOBAL h:443\n");
 	proxy_decision_line(PD_UNREACHABLE, "[::1]", "443", b, sizeof(b));
 	assert_string_equal(b, "UNREACHABLE [::1]:443\n");
+	/* never a raw control byte in the log, whatever the caller passes */
+	char esc[96];
+	proxy_decision_line(PD_DENY, "\x1b]0;x\x07" "a.com", "443", esc, sizeof(esc));
+	assert_string_equal(esc, "DENY \\x1b]0;x\\x07a.com:443\n");
 	char tiny[8];
 	assert_int_equal(proxy_decision_line(PD_ALLOW, "long.host", "443", tiny, sizeof(tiny)), 7);
 	assert_int_equal(tiny[6], '\n');
@@ -211,13 +243,24 @@ static int start_proxy(void **state)
 		char ps[16];
 		snprintf(ps, sizeof(ps), "%u", port);
 		setenv("MAF_SANDBOX_PROXY_PORT", ps, 1);
-		setenv("MAF_SANDBOX_ALLOW", "allowed.invalid", 1);
+		const char *allow = getenv("MAFSBX_TEST_PROXY_ALLOW");
+		setenv("MAF_SANDBOX_ALLOW", allow ? allow : "allowed.invalid", 1);
 		execl(proxy_bin, proxy_bin, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
 	child_out = p[0];
 	return 0;
+}
+
+/* The same program with MAF_SANDBOX_ALLOW=localhost (a name whose every address is loopback). */
+static int start_proxy_localhost(void **state)
+{
+	(void)state;
+	setenv("MAFSBX_TEST_PROXY_ALLOW", "localhost", 1);
+	int r = start_proxy(state);
+	unsetenv("MAFSBX_TEST_PROXY_ALLOW");
+	return r;
 }
 
 static int stop_proxy(void **state)
@@ -336,11 +379,85 @@ static void test_program(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	assert_string_equal(ans, "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
 	assert_true(t1.tv_sec - t0.tv_sec >= 9);
+	/* a host with ESC and BEL (and still matching a glob) is refused before it is matched or logged */
+	static const char ctl[] = "CONNECT allowed.invalid\x1b[2J\x07:443 HTTP/1.1\r\n\r\n";
+	exchange(ctl, sizeof(ctl) - 1, ans, sizeof(ans));
+	assert_string_equal(ans, "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
 	/* nothing was logged for the refusals without a decision: the next line is the next decision */
 	static const char again[] = "CONNECT x:443 HTTP/1.1\r\n\r\n";
 	exchange(again, sizeof(again) - 1, ans, sizeof(ans));
 	read_line(line, sizeof(line));
 	assert_string_equal(line, "DENY x:443");
+}
+
+/* A listener on loopback port 443 (root only), non-blocking; -1 when it cannot be had. */
+static int listen443(int family)
+{
+	int s = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof(ss));
+	socklen_t len;
+	if (family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons(443);
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(443);
+		a->sin6_addr = in6addr_loopback;
+		len = sizeof(*a);
+		(void)setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	}
+	(void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (s < 0 || bind(s, (struct sockaddr *)&ss, len) < 0 || listen(s, 16) < 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+/*
+ * An allowed host whose addresses are all non-global (localhost) is refused
+ * before any of them is dialled: a listener on its :443 never sees a
+ * connection (before, the handshake completed and only then came the 403,
+ * so 403 against 502 mapped the inside).
+ */
+static void test_no_dial_nonglobal(void **state)
+{
+	(void)state;
+	int l4 = listen443(AF_INET), l6 = listen443(AF_INET6);
+	if (l4 < 0 && l6 < 0)
+		skip();  /* not root, or :443 taken: nothing to watch */
+	char line[512], ans[512];
+	read_line(line, sizeof(line));
+	char want[128];
+	snprintf(want, sizeof(want), "listening on %u; allowing: localhost", port);
+	assert_string_equal(line, want);
+	static const char req[] = "CONNECT localhost:443 HTTP/1.1\r\n\r\n";
+	exchange(req, sizeof(req) - 1, ans, sizeof(ans));
+	assert_string_equal(ans, "HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n");
+	read_line(line, sizeof(line));
+	assert_string_equal(line, "DENY-NONGLOBAL localhost:443");
+	/* an IP literal the same */
+	static const char lit[] = "CONNECT 127.0.0.1:443 HTTP/1.1\r\n\r\n";
+	exchange(lit, sizeof(lit) - 1, ans, sizeof(ans));
+	read_line(line, sizeof(line));
+	assert_string_equal(line, "DENY 127.0.0.1:443");  /* not on the allowlist: no dial either */
+	for (int i = 0; i < 2; i++) {
+		int l = i ? l6 : l4;
+		if (l < 0)
+			continue;
+		int a = accept(l, NULL, NULL);
+		if (a >= 0)
+			fail_msg("the proxy connected to a non-global :443 (%s) before refusing it", i ? "::1" : "127.0.0.1");
+		assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+		close(l);
+	}
 }
 
 int main(int argc, char **argv)
@@ -355,6 +472,7 @@ int main(int argc, char **argv)
 	};
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test_setup_teardown(test_program, start_proxy, stop_proxy),
+		cmocka_unit_test_setup_teardown(test_no_dial_nonglobal, start_proxy_localhost, stop_proxy),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	if (!proxy_bin) {

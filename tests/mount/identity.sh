@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# identity.sh: whose authority a write through the mount has (issue 22).
+#   1. an image that names a user the mount cannot resolve without trusting
+#      the guest (USER sandbox, /etc/passwd a link, no `id`): the acquire
+#      reply gives no uid (never 0), `status` says why, and a write to a
+#      root-owned 0444 file, a new file, a mkdir and an unlink all fail with
+#      EACCES; the file is untouched. A `id` planted first on the guest's
+#      PATH, printing 0, changes nothing.
+#   2. a host append to a root-owned 0602 file in the guest's work dir (the
+#      guest may write it, not read it) keeps its owner, group and mode: the
+#      guest still cannot read it afterwards.
+# Runs on both planes (MAFSBX_TEST_PLANE).
+. "$(dirname "$0")/lib.sh"
+require_env
+command -v docker >/dev/null || skip_or_fail "the docker CLI is missing"
+
+GW=/maf-sandbox/work
+
+# dexec USER CONTAINER ARGS...: docker exec, retried while a burst's freeze
+# (engine plane, src/burst.h) still holds the container: nothing ran then.
+dexec() {
+	local u=$1 err rc i
+	shift
+	err=$(mktemp)
+	for i in $(seq 1 100); do
+		rc=0
+		docker exec -u "$u" "$@" 2>"$err" || rc=$?
+		if [ "$rc" -ne 0 ] && grep -q "is paused, unpause the container before exec" "$err"; then
+			sleep 0.02
+			continue
+		fi
+		break
+	done
+	cat "$err" >&2
+	rm -f "$err"
+	return "$rc"
+}
+
+# build_image TAG USER SCRIPT: the test image, changed by SCRIPT run as root,
+# committed with USER (once per machine: the tag is reused).
+build_image() {
+	docker image inspect "$1" >/dev/null 2>&1 && return 0
+	local cid
+	cid=$(docker run -d --network none -u 0 "$IMAGE" sh -c "$3") || fail "docker run (image $1)"
+	[ "$(docker wait "$cid")" = 0 ] || fail "image $1: the setup script failed: $(docker logs "$cid" 2>&1)"
+	docker commit --change "USER $2" --change 'CMD ["/bin/sleep", "infinity"]' "$cid" "$1" >/dev/null ||
+		fail "docker commit $1"
+	docker rm "$cid" >/dev/null
+}
+
+M=$T/mnt
+mount_fs "$M"
+
+# ---- 1. an unresolvable named user never becomes root ------------------------------------
+# runc follows the link and runs the guest as 1000; the mount's archive read
+# refuses a link, and no `id` is there to ask. A fake `id` printing 0 sits
+# first on the guest's PATH (/usr/local/bin): trusting it would mean root.
+G_IMAGE=mafsbx/busybox-ghost:test2
+build_image "$G_IMAGE" sandbox "rm -f /bin/id /usr/bin/id &&
+	mv /etc/passwd /etc/passwd.real && ln -s passwd.real /etc/passwd &&
+	mkdir -p /usr/local/bin && printf '#!/bin/sh\necho 0\n' > /usr/local/bin/id && chmod 755 /usr/local/bin/id &&
+	mkdir -p $GW && echo original > $GW/ro && chmod 444 $GW/ro && chown 1000:1000 $GW"
+IMAGE=$G_IMAGE acquire "$M" t a ghost ', "capabilities": ["exec"]'
+G=$SBX
+GWM=$M/$G/work
+[ "$(jget "$CTL_REPLY" uid)" = 0 ] && fail "the acquire reply says uid 0 for an unresolved user: $CTL_REPLY"
+[ "$(jget "$CTL_REPLY" gid)" = 0 ] && fail "the acquire reply says gid 0 for an unresolved user: $CTL_REPLY"
+expect_contains "$(jget "$CTL_REPLY" identity)" "sandbox" "the acquire reply says why the identity is unknown"
+ST=$(cat "$M/$G/status") || fail "status"
+expect_eq "$(jget "$ST" identity.resolved)" false "status: identity.resolved"
+expect_contains "$(jget "$ST" identity.reason)" "/etc/passwd" "status: why the identity is unresolved"
+expect_eq "$(dexec sandbox "$G" awk '/^Uid:/ { print $2 }' /proc/self/status)" 1000 "the guest itself runs as 1000"
+expect_errno "overwrite a root-owned 0444 file" EACCES write "$GWM/ro"
+expect_errno "append to a root-owned 0444 file" EACCES append "$GWM/ro"
+expect_errno "create a file" EACCES write "$GWM/new"
+expect_errno "mkdir" EACCES mkdir "$GWM/newdir"
+expect_errno "unlink" EACCES unlink "$GWM/ro"
+expect_eq "$(dexec 0 "$G" sh -c "stat -c %u:%g:%a $GW/ro; cat $GW/ro")" "0:0:444
+original" "the root-owned file is untouched"
+dexec 0 "$G" test ! -e "$GW/new" || fail "a file was created at root's authority"
+dexec 0 "$G" test ! -e "$GW/newdir" || fail "a directory was created at root's authority"
+# reading stays as it was (the mount's own owner and modes)
+expect_eq "$(cat "$GWM/ro")" original "reads are served"
+
+# ---- 2. a host append keeps a file's owner, group and mode ------------------------------
+# The guest (sandbox, 1000) owns the work dir and may write the root-owned
+# 0602 file `wo`, not read it. An append from the host must leave it so.
+W_IMAGE=mafsbx/busybox-wo:test2
+build_image "$W_IMAGE" sandbox "mkdir -p $GW && chown 1000:1000 $GW &&
+	echo TOPSECRET > $GW/wo && chown 0:0 $GW/wo && chmod 602 $GW/wo &&
+	echo mine > $GW/own && chown 1000:1000 $GW/own && chmod 640 $GW/own"
+IMAGE=$W_IMAGE acquire "$M" t a wo
+N=$SBX
+W=$M/$N/work
+expect_eq "$(jget "$CTL_REPLY" uid)" 1000 "the guest's uid"
+dexec sandbox "$N" cat "$GW/wo" 2>/dev/null && fail "the guest could read the 0602 file before the append"
+echo appended >>"$W/wo" || fail "the append (the guest may write the file)"
+expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/wo")" 0:0:602 "owner, group and mode after the append"
+dexec sandbox "$N" cat "$GW/wo" 2>/dev/null && fail "the append handed the guest a file it could not read"
+expect_eq "$(dexec 0 "$N" cat "$GW/wo")" "TOPSECRET
+appended" "the appended content"
+# the guest's own file is still replaced whole, and stays the guest's
+echo more >>"$W/own" || fail "append to the guest's own file"
+expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/own")" 1000:1000:640 "the guest's own file after an append"
+expect_eq "$(dexec sandbox "$N" cat "$GW/own")" "mine
+more" "the guest's own file's content"
+
+no_paused
+log "ok ($PLANE plane)"
