@@ -9,7 +9,10 @@
 #   3. a timeout kills the command and keeps the sandbox;
 #   4. output past the per-stream cap is cut and says `truncated`;
 #   5. the 33rd finished exec of a sandbox evicts the oldest;
-#   6. bad requests: detach not a boolean, an unknown exec, writes refused.
+#   6. a guest PID equal to a host process's PID: the cancel never signals
+#      the host process (the guest's PID namespace is steered with
+#      ns_last_pid so that the command gets the host process's number);
+#   7. bad requests: detach not a boolean, an unknown exec, writes refused.
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -104,10 +107,37 @@ expect_eq "$(ls "$M/$N/execs" | wc -l)" 32 "still 32 after the 33rd"
 [ -e "$M/$N/execs/$FIRST" ] && fail "the oldest was not evicted by the 33rd"
 log "ok: 32 kept, the oldest evicted"
 
-# --- 6. refusals ----------------------------------------------------------------------------------
+# --- 6. a guest PID that is a host process's PID too -------------------------------------
+sleep 1000 &
+VICTIM=$!
+BGPIDS+=("$VICTIM")
+INIT=$("$MFS_TOOL" initpid "$N") || fail "the sandbox's init PID"
+G=
+for try in 1 2 3; do
+	# the guest's next PID is the victim's number (pid_max is one for all namespaces)
+	nsenter -t "$INIT" -p -- sh -c "echo $((VICTIM - 1)) > /proc/sys/kernel/ns_last_pid" ||
+		fail "cannot steer the guest's PIDs"
+	detach '"command": "echo $$; exec sleep 300"'
+	for i in $(seq 1 50); do
+		G=$(head -n 1 "$M/$N/execs/$XID/stdout")
+		[ -n "$G" ] && break
+		sleep 0.1
+	done
+	[ "$G" = "$VICTIM" ] && break
+	rmdir "$M/$N/execs/$XID"   # another process took the number: again
+done
+expect_eq "$G" "$VICTIM" "the command's guest PID is the host process's PID"
+rmdir "$M/$N/execs/$XID" || fail "cancel"
+kill -0 "$VICTIM" 2>/dev/null || fail "the host process with the guest's PID number was signalled"
+expect_eq "$(guest_procs 'sleep 300')" 0 "the command after the cancel"
+log "ok: a guest PID equal to a host PID: only the guest's process was killed"
+
+# --- 7. refusals ----------------------------------------------------------------------------------
 ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": 1, \"argv\": [\"true\"]}"
 expect_eq "$CTL_STATUS" EINVAL "detach not a boolean"
 expect_errno "an unknown exec" ENOENT read "$M/$N/execs/0123456789abcdef/status"
 expect_errno "rmdir of an unknown exec" ENOENT rmdir "$M/$N/execs/0123456789abcdef"
+XID=$(ls "$M/$N/execs" | head -n 1)
+[ -n "$XID" ] || fail "no exec kept to write to"
 expect_errno "a write to stdout" EACCES write "$M/$N/execs/$XID/stdout" x
 log "PASS"

@@ -14,6 +14,7 @@
  *                                      offset: one line each (the bytes as read)
  *   mfs_tool jget KEY[.KEY...]         a member of the JSON on stdin (strings raw)
  *   mfs_tool state NAME                running | paused | exited | ... | absent
+ *   mfs_tool initpid NAME              the host PID of the container's init (State.Pid)
  *   mfs_tool paused SCOPE              how many containers of that scope are paused
  *   mfs_tool handmade SCOPE THREAD AGENT KIND [CALL]
  *                                      create + start a sandbox by hand with the
@@ -281,6 +282,24 @@ static json_t *list_scope(struct mafsbx_engine *e, const char *scope)
 	}
 	json_decref(filters);
 	return arr;
+}
+
+static int cmd_initpid(const char *name)
+{
+	struct mafsbx_engine *e = engine_or_die(false);
+	json_t *j = NULL;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_container_inspect(e, name, &j, &err);
+	mafsbx_engine_close(e);
+	if (r < 0) {
+		fprintf(stderr, "mfs_tool initpid %s: %s\n", name, err.message);
+		return 1;
+	}
+	json_t *pid = json_object_get(json_object_get(j, "State"), "Pid");
+	printf("%lld\n", json_is_integer(pid) ? (long long)json_integer_value(pid) : 0LL);
+	json_decref(j);
+	return 0;
 }
 
 static int cmd_paused(const char *scope)
@@ -650,6 +669,8 @@ int main(int argc, char **argv)
 		return cmd_jget(argv[2]);
 	if (!strcmp(cmd, "state") && argc == 3)
 		return cmd_state(argv[2]);
+	if (!strcmp(cmd, "initpid") && argc == 3)
+		return cmd_initpid(argv[2]);
 	if (!strcmp(cmd, "paused") && argc == 3)
 		return cmd_paused(argv[2]);
 	if (!strcmp(cmd, "handmade") && (argc == 6 || argc == 7))
