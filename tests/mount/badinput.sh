@@ -148,7 +148,13 @@ rmdir "$M/.ctl" 2>/dev/null && fail "rmdir .ctl succeeded"
 expect_errno "unknown sandbox dir" ENOENT stat "$M/maf-sandbox-docker-000000000000"
 expect_errno "unknown root entry" ENOENT stat "$M/nope"
 # --- exec failures ------------------------------------------------------------------
-expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"/no/such/program\"]}" ENOENT "/no/such/program"
+# a program the runtime cannot start is a result, as docker exec reports it (127, the message on stderr)
+ctl "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"/no/such/program\"]}"
+expect_eq "$CTL_STATUS" OK "exec of a missing program"
+expect_eq "$(jget "$CTL_REPLY" exit_code)" 127 "exit code of a missing program"
+expect_contains "$(jget "$CTL_REPLY" stderr)" "/no/such/program" "stderr of a missing program"
+ctl "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"true\"], \"cwd\": \"/no/such/dir\"}"
+expect_eq "$(jget "$CTL_REPLY" exit_code)" 126 "exit code with a missing cwd"
 expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"true\"], \"timeout\": -1}" EINVAL "timeout"
 acquire "$M" t a doomed
 D=$SBX

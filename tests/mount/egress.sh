@@ -34,7 +34,7 @@ expect_contains "$(cat "$M/.ctl/declarations")" '"allowlist"' "declarations list
 acquire "$M" t a k ", \"egress\": \"allowlist\", \"egress_allow\": [\"$RESP\"]"
 N=$SBX
 expect_eq "$(jget "$(cat "$M/$N/status")" egress)" allowlist "status egress"
-expect_eq "$(ls "$M/$N" | tr '\n' ' ')" "egress root status work " "ls NAME"
+expect_eq "$(ls "$M/$N" | tr '\n' ' ')" "egress execs root status work " "ls NAME"
 expect_eq "$(cat "$M/$N/egress")" "" "no decisions yet"
 
 run_exec "$M" "$N" "p=\${HTTPS_PROXY#http://}; printf 'CONNECT $RESP:443 HTTP/1.1\\r\\n\\r\\n' | timeout 10 nc -w 3 \${p%:*} 3128; printf 'CONNECT other.example:443 HTTP/1.1\\r\\n\\r\\n' | timeout 10 nc -w 3 \${p%:*} 3128"

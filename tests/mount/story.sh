@@ -58,7 +58,7 @@ expect_eq "$(jget "$X" truncated)" false "exec truncated"
 jget "$X" duration_ms | grep -qE '^[0-9]+$' || fail "exec duration_ms"
 
 # --- browse and read --------------------------------------------------------
-expect_eq "$(ls "$M/$N" | tr "\\n" " ")" "egress root status work " "ls NAME"
+expect_eq "$(ls "$M/$N" | tr "\\n" " ")" "egress execs root status work " "ls NAME"
 expect_eq "$(ls "$M/$N/work" | tr '\n' ' ')" "plots result.json " "ls NAME/work"
 expect_eq "$(ls "$M/$N/work/plots")" "fig.txt" "ls NAME/work/plots"
 expect_eq "$(cat "$M/$N/work/result.json")" '{"answer": 42}' "cat result.json"
