@@ -655,9 +655,14 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	mafsbx_container_name(&spec->key, spec->kind, egress_id ? egress_id : "", name);
 	free(egress_id);
-	struct sbx_keylock *l = sbx_lock_name(b, name);
-	if (!l)
+	struct sbx_keylock *l;
+	int lr = sbx_lock_name(b, name, SBX_KEY_WAIT_MS, &l);
+	if (lr == -ENOMEM)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (lr < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
+					     "acquire of %s: another acquire of the same key has been running for over "
+					     "%d s; retry when it ends", name, SBX_KEY_WAIT_MS / 1000);
 	int r = acquire_locked(b, spec, image, name, allowlist, res, err);
 	sbx_unlock_name(b, l);
 	return r;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "buf.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -137,8 +138,21 @@ const char *mafsbx_disposal_code_name(enum mafsbx_disposal_code c)
 
 /* ---- per-name locks ------------------------------------------------------ */
 
-struct sbx_keylock *sbx_lock_name(struct mafsbx_backend *b, const char *name)
+/* With b->mu held: forget a name lock nobody holds or waits for. */
+static void keylock_drop(struct mafsbx_backend *b, struct sbx_keylock *l)
 {
+	for (struct sbx_keylock **pp = &b->locks; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}
+
+int sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, struct sbx_keylock **out)
+{
+	*out = NULL;
 	pthread_mutex_lock(&b->mu);
 	struct sbx_keylock *l;
 	for (l = b->locks; l; l = l->next)
@@ -148,7 +162,7 @@ struct sbx_keylock *sbx_lock_name(struct mafsbx_backend *b, const char *name)
 		l = calloc(1, sizeof(*l));
 		if (!l) {
 			pthread_mutex_unlock(&b->mu);
-			return NULL;
+			return -ENOMEM;
 		}
 		snprintf(l->name, sizeof(l->name), "%s", name);
 		pthread_mutex_init(&l->mu, NULL);
@@ -157,8 +171,17 @@ struct sbx_keylock *sbx_lock_name(struct mafsbx_backend *b, const char *name)
 	}
 	l->refs++;
 	pthread_mutex_unlock(&b->mu);
-	pthread_mutex_lock(&l->mu);
-	return l;
+	struct timespec until = mafsbx_monotonic_after_ms(wait_ms);
+	if (pthread_mutex_clocklock(&l->mu, CLOCK_MONOTONIC, &until) != 0) {
+		/* the holder is still at it (an image pull, a slow engine): no unbounded queue */
+		pthread_mutex_lock(&b->mu);
+		if (--l->refs == 0)
+			keylock_drop(b, l);
+		pthread_mutex_unlock(&b->mu);
+		return -EBUSY;
+	}
+	*out = l;
+	return 0;
 }
 
 void sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l)
@@ -167,15 +190,8 @@ void sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l)
 		return;
 	pthread_mutex_unlock(&l->mu);
 	pthread_mutex_lock(&b->mu);
-	if (--l->refs == 0) {
-		for (struct sbx_keylock **pp = &b->locks; *pp; pp = &(*pp)->next)
-			if (*pp == l) {
-				*pp = l->next;
-				break;
-			}
-		pthread_mutex_destroy(&l->mu);
-		free(l);
-	}
+	if (--l->refs == 0)
+		keylock_drop(b, l);
 	pthread_mutex_unlock(&b->mu);
 }
 

@@ -62,7 +62,11 @@ struct mafsbx_backend {
 };
 
 /* ---- backend.c ---------------------------------------------------------- */
-struct sbx_keylock *sbx_lock_name(struct mafsbx_backend *b, const char *name);
+/* How long an acquire waits for another acquire of the same name. */
+#define SBX_KEY_WAIT_MS 120000
+/* The lock of one container name, taken within wait_ms: 0 and *out, -ENOMEM,
+ * or -EBUSY (another holder kept it past the wait). */
+int sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, struct sbx_keylock **out);
 void sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l);
 
 /* Copy of the facts of instance `id` (false when none cached). */
