@@ -68,6 +68,7 @@ static long daemon_pid;
 static int seconds = 60, n_readers = 16, n_writers = 4, n_execers = 4, n_agents = 0, fault_ms = 2000,
 	   rss_max_mb = 256;
 static const char *agent_scope;  /* --scope: the scope the agents acquire in */
+static const char *agent_image = "mafsbx/busybox:latest";  /* --image: what they acquire */
 static bool strict;
 static const char *sbx[MAX_SBX];
 static int n_sbx;
@@ -450,7 +451,7 @@ static void *agent(void *arg)
 		n++;
 		bool ok = false;
 		snprintf(req, sizeof(req), "{\"scope\": \"%s\", \"thread\": \"agent%d\", \"agent\": \"a\", "
-			 "\"kind\": \"n%lu\"}\n", agent_scope, a->tid, n);
+			 "\"kind\": \"n%lu\", \"image\": \"%s\"}\n", agent_scope, a->tid, n, agent_image);
 		op_begin(a->tid, "agent acquire", req);
 		int e = ctl_call("acquire", req, reply, sizeof(reply));
 		op_end(a->tid);
@@ -544,7 +545,7 @@ static void *chaos(void *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: soak --mount M --relay-ctl CTL --pid PID [--seconds N] [--readers N] [--writers N]\n"
-			"            [--execers N] [--agents N --scope S] [--fault-ms MS] [--rss-max-mb MB] [--strict]\n"
+			"            [--execers N] [--agents N --scope S [--image I]] [--fault-ms MS] [--rss-max-mb MB] [--strict]\n"
 			"            SANDBOX...\n");
 	exit(2);
 }
@@ -585,6 +586,8 @@ int main(int argc, char **argv)
 			n_agents = atoi(v);
 		else if (!strcmp(o, "--scope"))
 			agent_scope = v;
+		else if (!strcmp(o, "--image"))
+			agent_image = v;
 		else if (!strcmp(o, "--fault-ms"))
 			fault_ms = atoi(v);
 		else if (!strcmp(o, "--rss-max-mb"))

@@ -26,7 +26,7 @@ done
 
 st=0
 "$FAULT_SOAK" --mount "$M" --relay-ctl "$RELAY_CTL" --pid "$PID" --seconds "$SECS" \
-	--agents "${FAULT_SOAK_AGENTS:-64}" --scope "$SCOPE" ${FAULT_SOAK_ARGS:-} "${NAMES[@]}" || st=$?
+	--agents "${FAULT_SOAK_AGENTS:-64}" --scope "$SCOPE" --image "$IMAGE" ${FAULT_SOAK_ARGS:-} "${NAMES[@]}" || st=$?
 log "relay: $(rctl stats) ($(grep -c 'cut connection' "$RELAY_LOG") connections cut)"
 
 wait_unpaused 30 || fail "a container of this run is still paused 30 s after the soak"
