@@ -33,10 +33,14 @@ void *sbx_test_exec_timed_out_ctx;
 static void launch_result(struct mafsbx_exec_result *res)
 {
 	if (res->out_len && !res->err_len) {
+		/* swapped, so stdout keeps its (empty) buffer: callers rely on both being there */
+		unsigned char *empty = res->err;
 		res->err = res->out;
 		res->err_len = res->out_len;
-		res->out = NULL;
+		res->out = empty;
 		res->out_len = 0;
+		if (res->out)
+			res->out[0] = '\0';
 		/* the engine ends its line with \r\n (a terminal's); a stream's line ends with \n */
 		if (res->err_len >= 2 && res->err[res->err_len - 2] == '\r' && res->err[res->err_len - 1] == '\n') {
 			res->err[res->err_len - 2] = '\n';
