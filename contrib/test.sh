@@ -10,10 +10,13 @@
 #      then most of the integration and mount suites (list below) with every
 #      sanitizer report also written under build-asan/sanitizer-logs/, which
 #      must stay empty
-#   5. the libFuzzer harnesses (build-fuzz/, clang), 20 s each (contrib/fuzz.sh)
+#   5. ThreadSanitizer (build-tsan/, meson test --setup tsanlogs): the mount
+#      suites of both planes and the parallel and detached-exec ones; any
+#      report fails the run
+#   6. the libFuzzer harnesses (build-fuzz/, clang), 20 s each (contrib/fuzz.sh)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
-#   6. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
+#   7. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
 #      check that no mafsbxfs daemon of this run outlived it (zombies not yet
 #      reaped by init aside)
 #
@@ -143,6 +146,25 @@ if build build-asan gcc -Db_sanitize=address,undefined; then
 	fi
 else
 	failures+=("ASan+UBSan build failed")
+fi
+
+# ThreadSanitizer over the daemon's threads (FUSE workers, transaction
+# threads, detached execs, the burst timer, the watchdog, the janitor): the
+# mount suites of both planes, and the ones that stress the new threads.
+tsan_mount=(story story-engine badinput badinput-engine files files-engine execs parallel engine_down thaw)
+if build build-tsan gcc -Db_sanitize=thread; then
+	rm -rf build-tsan/sanitizer-logs
+	mkdir -p build-tsan/sanitizer-logs
+	run_tests tsan-mount build-tsan --setup tsanlogs "${tsan_mount[@]}"
+	if compgen -G 'build-tsan/sanitizer-logs/*' >/dev/null; then
+		for f in build-tsan/sanitizer-logs/*; do
+			log "ThreadSanitizer report $f:"
+			head -n 80 "$f" >&2
+		done
+		failures+=("ThreadSanitizer: reports in build-tsan/sanitizer-logs/")
+	fi
+else
+	failures+=("ThreadSanitizer build failed")
 fi
 
 # libFuzzer, 20 s per harness (two at a time): any crash fails the run.

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
-#include "buf.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -171,8 +171,18 @@ int sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, stru
 	}
 	l->refs++;
 	pthread_mutex_unlock(&b->mu);
-	struct timespec until = mafsbx_monotonic_after_ms(wait_ms);
-	if (pthread_mutex_clocklock(&l->mu, CLOCK_MONOTONIC, &until) != 0) {
+	/* timedlock takes the wall clock (clocklock would take the monotonic one,
+	 * but ThreadSanitizer does not see it); a jump of the clock only moves a
+	 * two-minute bound */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (pthread_mutex_timedlock(&l->mu, &until) != 0) {
 		/* the holder is still at it (an image pull, a slow engine): no unbounded queue */
 		pthread_mutex_lock(&b->mu);
 		if (--l->refs == 0)
