@@ -79,6 +79,7 @@ struct mafsbx_sandbox_info;
 #define MFS_CTL_MAX_REQUEST (1024 * 1024)
 
 struct mfs_options {
+	char *source;                /* the ignored SOURCE before the mount point, or NULL */
 	char *host;                  /* -o host= / -H */
 	char *context;               /* -o context= / --context */
 	char *image;                 /* -o image= */
