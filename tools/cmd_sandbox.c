@@ -553,15 +553,17 @@ int cmd_exec(int argc, char **argv)
 static void dispose_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " dispose NAME [-H URL | --context NAME]\n"
+		"Usage: " PROGRAM " dispose NAME... [-H URL | --context NAME]\n"
 		"       " PROGRAM " dispose --scope S --thread T [--agent A [--call C] [--kind K] [--id ID]]\n"
 		"\n"
-		"Remove sandboxes, as a write to .ctl/dispose does (same rules): one by\n"
-		"name; every kind of a key (--agent), or one kind (--kind); the whole\n"
+		"Remove sandboxes, as a write to .ctl/dispose does (same rules): by name\n"
+		"(several names are disposed in turn, as docker rm does); every kind of a\n"
+		"key (--agent), or one kind (--kind); the whole\n"
 		"conversation (--scope and --thread only); or, with --id, only the\n"
 		"instance with that container ID, when it carries the key's labels.\n"
-		"Their proxies and networks go too. Prints \"disposed N\"; what is\n"
-		"already gone is success with N = 0.\n"
+		"Their proxies and networks go too. Prints \"disposed N\" (with several\n"
+		"names, \"NAME: disposed N\" for each); what is already gone is success\n"
+		"with N = 0.\n"
 		"\n"
 		"Options:\n"
 		"      --scope, --thread, --agent, --call, --kind   the key (--call: a call id)\n"
@@ -569,7 +571,8 @@ static void dispose_usage(FILE *out)
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: 0 done, 1 some removals failed (or the container is not a\n"
-		"sandbox), 2 usage or a refused request, 3 engine unreachable.\n");
+		"sandbox), 2 usage or a refused request (with several names: the others\n"
+		"are still disposed), 3 engine unreachable.\n");
 }
 
 static int dispose_args(int argc, char **argv, json_t *req, const char **host, const char **context)
@@ -603,13 +606,58 @@ static int dispose_args(int argc, char **argv, json_t *req, const char **host, c
 			return cli_option_error("dispose", c, argv);
 		}
 	}
-	if (optind < argc && (json_object_size(req) || optind + 1 < argc))
+	if (optind < argc && json_object_size(req))
 		return cli_usage_error("dispose", "give a NAME, or --scope and --thread, not both");
+	/* The first name makes the request; cmd_dispose() runs the others (argv[optind + 1..]). */
 	if (optind < argc && set_str(req, "name", argv[optind]) < 0)
 		return MAFSBX_EXIT_USAGE;
 	if (!json_object_size(req))
 		return cli_usage_error("dispose", "give a sandbox NAME, or --scope and --thread");
 	return 0;
+}
+
+/* Parse `req` for the name at hand: the spec, or NULL with the refusal said
+ * ("mafsbx: dispose: [NAME: ]message"). */
+static struct mafsbx_dispose_spec *dispose_parse(json_t *req, const char *name)
+{
+	struct mafsbx_dispose_spec *spec = NULL;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	if (mafsbx_dispose_spec_parse(req, &spec, &err) == 0)
+		return spec;
+	if (name)
+		cli_error("dispose: %s: %s", name, err.message);
+	else
+		report("dispose", &err);
+	return NULL;
+}
+
+/* One disposal through the open backend: 0, or 1 when some removals failed.
+ * `name` (several names) prefixes each line, so each says which it was. */
+static int dispose_one(struct verb_env *v, const struct mafsbx_dispose_spec *spec, const char *name)
+{
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int code;
+	struct mafsbx_dispose_result res;
+	if (mafsbx_sandbox_dispose(v->b, spec, &res, &err) < 0) {
+		cli_error("dispose: %s%s%s", name ? name : "", name ? ": " : "", err.message[0] ? err.message : "failed");
+		code = MAFSBX_EXIT_FAILURE;
+	} else {
+		if (name)
+			printf("%s: disposed %u\n", name, res.disposed);
+		else
+			printf("disposed %u\n", res.disposed);
+		for (size_t i = 0; i < res.n_failures; i++)
+			cli_error("dispose: %s%s%s: %s", name ? name : "", name ? ": " : "",
+				  mafsbx_disposal_code_name(res.failures[i].code),
+				  res.failures[i].detail ? res.failures[i].detail : "");
+		code = res.n_failures ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
+	}
+	/* the line out now, before the next (slow) removal */
+	fflush(stdout);
+	mafsbx_dispose_result_free(&res);
+	return code;
 }
 
 int cmd_dispose(int argc, char **argv)
@@ -619,29 +667,42 @@ int cmd_dispose(int argc, char **argv)
 	json_t *req = verb_request("dispose", dispose_args, argc, argv, &host, &context, MAFSBX_EXIT_FAILURE, &code);
 	if (!req)
 		return code;
-	struct mafsbx_dispose_spec *spec = NULL;
-	struct mafsbx_error err;
-	mafsbx_error_clear(&err);
+	/* getopt_long moved the names to the end: argv[optind..]; the first is in req. */
+	int first = optind, n = argc - optind > 1 ? argc - optind : 1;
+	bool several = argc - optind > 1;
+	struct mafsbx_dispose_spec **specs = calloc((size_t)n, sizeof(*specs));
+	if (!specs) {
+		cli_error("dispose: out of memory");
+		json_decref(req);
+		return MAFSBX_EXIT_FAILURE;
+	}
+	/* Every request is checked before the engine is reached. One refused
+	 * name among several does not stop the others (as docker rm); the
+	 * exit status is the worst of them. */
+	int refused = 0;
+	for (int i = 0; i < n; i++) {
+		json_t *one = i == 0 ? json_incref(req) : json_object();
+		if (!one)
+			cli_error("dispose: out of memory");
+		else if (i == 0 || set_str(one, "name", argv[first + i]) == 0)
+			specs[i] = dispose_parse(one, several ? argv[first + i] : NULL);
+		json_decref(one);
+		refused += !specs[i];
+	}
 	struct verb_env v;
-	if (mafsbx_dispose_spec_parse(req, &spec, &err) < 0) {
-		report("dispose", &err);
+	if (refused == n) {
 		code = MAFSBX_EXIT_USAGE;
 	} else if ((code = verb_open(host, context, &v, 0)) == MAFSBX_EXIT_OK) {
-		struct mafsbx_dispose_result res;
-		if (mafsbx_sandbox_dispose(v.b, spec, &res, &err) < 0) {
-			report("dispose", &err);
-			code = MAFSBX_EXIT_FAILURE;
-		} else {
-			printf("disposed %u\n", res.disposed);
-			for (size_t i = 0; i < res.n_failures; i++)
-				cli_error("dispose: %s: %s", mafsbx_disposal_code_name(res.failures[i].code),
-					  res.failures[i].detail ? res.failures[i].detail : "");
-			code = res.n_failures ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
+		for (int i = 0; i < n; i++) {
+			int c = specs[i] ? dispose_one(&v, specs[i], several ? argv[first + i] : NULL) : MAFSBX_EXIT_USAGE;
+			if (c > code)
+				code = c;
 		}
-		mafsbx_dispose_result_free(&res);
 		verb_close(&v);
 	}
-	mafsbx_dispose_spec_free(spec);
+	for (int i = 0; i < n; i++)
+		mafsbx_dispose_spec_free(specs[i]);
+	free(specs);
 	json_decref(req);
 	return code;
 }

@@ -9,8 +9,10 @@
  * same request, with the very same labels; exec: output streamed (the first
  * line arrives before the second is printed), the guest's exit status, 124
  * on timeout (the sandbox disposed), 125 for a request that failed, 127 for a
- * command not found, stdin from a pipe; dispose: by name, by conversation,
- * by instance ID (never another key's, never a newer instance).
+ * command not found, stdin from a pipe; dispose: by name, by several names
+ * (each in turn, one line each, a refused one failing the run but not the
+ * others), by conversation, by instance ID (never another key's, never a
+ * newer instance).
  */
 #include <poll.h>
 #include <signal.h>
@@ -309,6 +311,37 @@ static void test_dispose(void **state)
 	assert_false(sbxt_exists(c.id));
 }
 
+/* `mafsbx dispose NAME...` as `docker rm`: each in turn, one line per name. */
+static void test_dispose_names(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_acquire_result a, b;
+	sbxt_acquire_ok(scope, "a", "k1", NULL, &a);
+	sbxt_acquire_ok(scope, "a", "k2", NULL, &b);
+	char out[512];
+	struct run r;
+	RUN(&r, "dispose", a.name, b.name);
+	expect_code(&r, 0);
+	snprintf(out, sizeof(out), "%s: disposed 1\n%s: disposed 1\n", a.name, b.name);
+	assert_string_equal(r.out.data, out);
+	run_free(&r);
+	assert_false(sbxt_exists(a.id));
+	assert_false(sbxt_exists(b.id));
+	/* a refused name among good ones: the others still go, the exit is not 0 */
+	struct mafsbx_acquire_result c;
+	sbxt_acquire_ok(scope, "b", "k1", NULL, &c);
+	RUN(&r, "dispose", "box", c.name, a.name);
+	if (r.code == 0)
+		fail_msg("a refused name gave exit 0; stderr '%s'", r.err.data);
+	snprintf(out, sizeof(out), "%s: disposed 1\n%s: disposed 0\n", c.name, a.name);
+	assert_string_equal(r.out.data, out);
+	assert_non_null(strstr(r.err.data, "mafsbx: dispose: box: "));
+	run_free(&r);
+	assert_false(sbxt_exists(c.id));
+}
+
 /* ---- item: image_id and instance_id ---------------------------------------- */
 
 static void test_image_id(void **state)
@@ -425,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_exec_streams),
 		cmocka_unit_test(test_exec_codes),
 		cmocka_unit_test(test_dispose),
+		cmocka_unit_test(test_dispose_names),
 		cmocka_unit_test(test_image_id),
 		cmocka_unit_test(test_dispose_instance),
 	};

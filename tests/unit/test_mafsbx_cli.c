@@ -381,8 +381,18 @@ static void test_verbs_dispose(void **state)
 	expect(&r, 2, NULL, "field 'name': not a sandbox name");
 	run(&r, "dispose", SBX, "--scope", "s", NULL);
 	expect(&r, 2, NULL, "give a NAME, or --scope and --thread, not both");
-	run(&r, "dispose", SBX, SBX, NULL);
+	run(&r, "dispose", SBX, SBX "x", "--scope", "s", NULL);
 	expect(&r, 2, NULL, "not both");
+	/* several names (docker rm): each checked before the engine; all refused: 2 */
+	run(&r, "dispose", "box", "crate", NULL);
+	if (!strstr(r.err.data, "dispose: crate: field 'name'"))
+		fail_msg("stderr '%s' does not name 'crate'", r.err.data);
+	expect(&r, 2, NULL, "dispose: box: field 'name': not a sandbox name");
+	/* one refused, one good: the good one still goes to the engine (none here: 3) */
+	run(&r, "dispose", "box", SBX, NULL);
+	expect(&r, 3, NULL, "dispose: box: field 'name'");
+	run(&r, "dispose", "--help", NULL);
+	expect(&r, 0, "dispose NAME...", NULL);
 	run(&r, "dispose", "--scope", "s", NULL);
 	expect(&r, 2, NULL, "field 'thread': required");
 	run(&r, "dispose", "--scope", "s", "--thread", "t", "--kind", "k", NULL);
