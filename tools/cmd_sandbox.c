@@ -39,7 +39,8 @@
 #define EXEC_STDIN_MAX (64ull * 1024 * 1024)
 
 enum { O_CONTEXT = 256, O_SCOPE, O_THREAD, O_AGENT, O_CALL, O_KIND, O_IMAGE, O_IMAGE_ID, O_OUTPUT, O_EGRESS_ALLOW,
-       O_WORK_DIR, O_CAP, O_ENV, O_LABEL, O_ISOLATION, O_JSON, O_CWD, O_TIMEOUT, O_ID };
+       O_WORK_DIR, O_CAP, O_ENV, O_LABEL, O_ISOLATION, O_JSON, O_CWD, O_TIMEOUT, O_ID,
+       O_USER, O_INTERACTIVE, O_TTY };
 
 /* What every verb opens: the engine, the freezer, the backend. */
 struct verb_env {
@@ -342,18 +343,23 @@ out:
 static void exec_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " exec NAME [--cwd DIR] [--env K=V]... [--timeout SECS] [-H URL | --context NAME]\n"
-		"                   [--] ARGV...\n"
+		"Usage: " PROGRAM " exec NAME [-w|--cwd DIR] [-e|--env K=V]... [-u|--user USER] [-i]\n"
+		"                   [--timeout SECS] [-H URL | --context NAME] [--] ARGV...\n"
 		"\n"
 		"Run ARGV (no shell) in sandbox NAME, as a write to .ctl/exec does (same\n"
 		"rules): the guest's stdout and stderr are streamed to this command's as\n"
-		"they arrive. Standard input, when it is a pipe or a file, is read to its\n"
-		"end and given to the command; a terminal or /dev/null gives it none.\n"
+		"they arrive. The flags mean what docker exec's mean.\n"
 		"\n"
 		"Options:\n"
-		"      --cwd DIR        working directory: relative to the sandbox's work dir\n"
+		"  -w, --cwd DIR        working directory: relative to the sandbox's work dir\n"
 		"                       (default), or absolute\n"
-		"      --env K=V        environment variable, repeatable\n"
+		"  -e, --env K=V        environment variable, repeatable\n"
+		"  -u, --user USER      run as USER: NAME, UID, NAME:GROUP or UID:GID\n"
+		"                       (default: the image's user)\n"
+		"  -i, --interactive    give this command's standard input to the command: it\n"
+		"                       is read to its end (at most 64 MiB) before the command\n"
+		"                       starts; without -i the command's stdin is empty\n"
+		"  -t, --tty            refused: no terminal is allocated (-it: use -i)\n"
 		"      --timeout SECS   bound on the whole run (default and ceiling 300); on\n"
 		"                       expiry the sandbox is disposed, as for .ctl/exec\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
@@ -385,12 +391,10 @@ static int exec_sink(int stream, const void *data, size_t len, void *ctx)
 	return write_all(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
-/* Standard input for the command: a pipe or a regular file is read to its end; else none. */
+/* Standard input for the command (-i): read to its end, whatever it is (a
+ * terminal until ^D), before the command starts; not streamed yet. */
 static int read_stdin(struct mafsbx_exec_spec *spec)
 {
-	struct stat st;
-	if (fstat(STDIN_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
-		return 0;
 	size_t cap = 0, len = 0;
 	unsigned char *buf = NULL;
 	for (;;) {
@@ -435,6 +439,10 @@ static int put_timeout(json_t *req, const char *s)
 	return json_object_set_new(req, "timeout", json_real(secs));
 }
 
+/* -i was given: stdin goes to the command (exec_args() sets it; the verb's
+ * callback has no other way out, and the CLI runs one verb per process). */
+static bool exec_interactive;
+
 /*
  * NAME [options] [--] ARGV...: options may stand before or after NAME; the
  * first word after NAME that is not an option (or everything after "--")
@@ -444,7 +452,11 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 {
 	static const struct option opts[] = {
 		{ "cwd", required_argument, NULL, O_CWD },
+		{ "workdir", required_argument, NULL, O_CWD },
 		{ "env", required_argument, NULL, O_ENV },
+		{ "user", required_argument, NULL, O_USER },
+		{ "interactive", no_argument, NULL, O_INTERACTIVE },
+		{ "tty", no_argument, NULL, O_TTY },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "host", required_argument, NULL, 'H' },
 		{ "context", required_argument, NULL, O_CONTEXT },
@@ -454,7 +466,8 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 	const char *name = NULL;
 	int c;
 	for (;;) {
-		c = getopt_long(argc, argv, "+:hH:", opts, NULL);
+		/* docker exec's short flags: -w -e -u -i -t (and -it) */
+		c = getopt_long(argc, argv, "+:hH:w:e:u:it", opts, NULL);
 		if (c == -1) {
 			bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
 			if (!name && !dashdash && optind < argc) {
@@ -471,10 +484,22 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 			*host = optarg;
 		} else if (c == O_CONTEXT) {
 			*context = optarg;
-		} else if (c == O_CWD) {
+		} else if (c == O_CWD || c == 'w') {
 			r = set_str(req, "cwd", optarg);
-		} else if (c == O_ENV) {
-			r = put_kv("exec", req, "env", "--env", optarg);
+		} else if (c == O_ENV || c == 'e') {
+			r = put_kv("exec", req, "env", c == 'e' ? "-e" : "--env", optarg);
+		} else if (c == O_USER || c == 'u') {
+			r = set_str(req, "user", optarg);
+		} else if (c == O_INTERACTIVE || c == 'i') {
+			exec_interactive = true;
+		} else if (c == O_TTY || c == 't') {
+			/* A terminal would need a pty on both ends and a raw local tty;
+			 * the output is streamed through pipes. Refused rather than
+			 * ignored: a program that needs a terminal would misbehave
+			 * without saying why. */
+			cli_usage_error("exec", "-t: no terminal is allocated (output is streamed through pipes); "
+					"drop -t (-i alone gives the command this standard input)");
+			return EXEC_EXIT_FAILED;
 		} else if (c == O_TIMEOUT) {
 			r = put_timeout(req, optarg);
 		} else {
@@ -531,7 +556,7 @@ int cmd_exec(int argc, char **argv)
 	if (mafsbx_exec_spec_parse(req, NULL, &spec, &err) < 0) {
 		report("exec", &err);
 		code = EXEC_EXIT_FAILED;
-	} else if (read_stdin(spec) < 0) {
+	} else if (exec_interactive && read_stdin(spec) < 0) {  /* without -i the guest's stdin is empty */
 		code = EXEC_EXIT_FAILED;
 	} else {
 		struct verb_env v;
