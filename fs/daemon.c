@@ -17,6 +17,12 @@
  * fuse_daemonize) or exits with its status and its message on stderr (the
  * parent exits with that status). A bad mount fails in the foreground with
  * its message; a good one leaves nothing started before the fork.
+ *
+ * It also owns the two things a supervisor asks of a daemon: the systemd
+ * readiness word (READY=1 once the mount is in place, STOPPING=1 on the way
+ * out) sent on $NOTIFY_SOCKET, and the open-file limit raised at start.
+ * The notify protocol is one datagram of "KEY=VALUE" lines on a unix socket;
+ * a few lines here, rather than libsystemd for one call.
  */
 #include "mfs.h"
 
@@ -25,7 +31,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,4 +142,57 @@ void mfs_daemon_ready(int ready_fd)
 		n = write(ready_fd, &c, 1);
 	while (n < 0 && errno == EINTR);
 	close(ready_fd);
+}
+
+int mfs_daemon_notify(const char *state, struct mafsbx_error *err)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	/* Not started by systemd (or by a Type=notify unit): nobody to tell. */
+	if (!path || !*path)
+		return 0;
+	struct sockaddr_un sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	size_t len = strlen(path);
+	/* sun_path need not end in NUL; an abstract name ('@' for the leading
+	 * NUL byte) is exactly its bytes, so the address length counts them. */
+	if ((path[0] != '/' && path[0] != '@') || len > sizeof(sa.sun_path))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"NOTIFY_SOCKET '%s' is neither an absolute path nor an abstract name", path);
+	memcpy(sa.sun_path, path, len);
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';
+	socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL,
+					     "cannot notify systemd: socket: %s", strerror(errno));
+	ssize_t n;
+	do
+		n = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, salen);
+	while (n < 0 && errno == EINTR);
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	if (e)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot notify systemd at %s: %s",
+					     path, strerror(e));
+	return 0;
+}
+
+int mfs_daemon_raise_nofile(struct mafsbx_error *err)
+{
+	/* Every open file of a client and every engine connection is a
+	 * descriptor here; the soft limit (1024 by default) runs out long
+	 * before the hard one, which the administrator (LimitNOFILE=) set. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "getrlimit(RLIMIT_NOFILE): %s",
+					     strerror(errno));
+	if (rl.rlim_cur == rl.rlim_max)
+		return 0;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "setrlimit(RLIMIT_NOFILE): %s",
+					     strerror(errno));
+	return 0;
 }

@@ -212,6 +212,12 @@ int main(int argc, char *argv[])
 		ret = r;
 		goto out;
 	}
+	/* A busy mount holds a descriptor per open file and per engine
+	 * connection: use all the administrator allows (LimitNOFILE=). */
+	if (mfs_daemon_raise_nofile(&err) < 0) {
+		log_warn("%s; the open-file limit stays as it was", err.message);
+		mafsbx_error_clear(&err);
+	}
 	/* Nothing may start a thread before this (daemon.c checks). */
 	if (!copts.foreground && mfs_daemon_fork(&ready_fd) < 0)
 		goto out;
@@ -257,8 +263,18 @@ int main(int argc, char *argv[])
 	/* Serving: the caller may go on (the parent exits 0); stderr is syslog from here. */
 	mfs_daemon_ready(ready_fd);
 	ready_fd = -1;
+	/* The same moment for systemd (the unit runs -f, Type=notify): units
+	 * ordered after ours start only once the mount is there. A request made
+	 * now waits in the kernel for the loop below, never on an empty dir. */
+	if (mfs_daemon_notify("READY=1", &err) < 0)
+		log_warn("%s", err.message);
 	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
 	ret = run_loop(se, &copts);
+	/* The unmount and the release of freezes may take a while: systemd
+	 * should not take it for a hang of a running service. */
+	mafsbx_error_clear(&err);
+	if (mfs_daemon_notify("STOPPING=1", &err) < 0)
+		log_warn("%s", err.message);
 	fuse_remove_signal_handlers(se);
 	/* Transactions answer through the session: they end before it does. */
 	if (!mfs_lowlevel_stop(&fs)) {

@@ -79,6 +79,7 @@ struct mafsbx_sandbox_info;
 #define MFS_CTL_MAX_REQUEST (1024 * 1024)
 
 struct mfs_options {
+	char *source;                /* the ignored SOURCE before the mount point, or NULL */
 	char *host;                  /* -o host= / -H */
 	char *context;               /* -o context= / --context */
 	char *image;                 /* -o image= */
@@ -298,6 +299,12 @@ int mfs_daemon_fork(int *ready_fd);
 /* The daemon serves: a new session, cwd /, stdio on /dev/null, logging to
  * syslog, and the parent told. Does nothing for -1 (foreground). */
 void mfs_daemon_ready(int ready_fd);
+/* Tell systemd `state` ("READY=1", "STOPPING=1") on $NOTIFY_SOCKET (a path,
+ * or '@' for an abstract name): 0 when sent or when the variable is unset,
+ * else -errno with err set. */
+int mfs_daemon_notify(const char *state, struct mafsbx_error *err);
+/* Raise the soft RLIMIT_NOFILE to the hard limit. 0, or -errno with err set. */
+int mfs_daemon_raise_nofile(struct mafsbx_error *err);
 
 /* ---- detached execs (execs.c) --------------------------------------------- */
 

@@ -7,6 +7,12 @@
  * checked here, before any engine call or mount, so a bad one is a one-line
  * usage error. attr_timeout and entry_timeout are ours: fs/lowlevel.c
  * answers every lookup with them (a ctl file's with 0).
+ *
+ * The arguments that are not options are the mount point, optionally
+ * preceded by a source: mount.fuse3 runs `mafsbxfs SOURCE MOUNTPOINT -o ...`
+ * for the fstab type fuse.mafsbxfs (the sshfs convention). The source means
+ * nothing to us and is ignored, but it must be a plain word (mafsbxfs,
+ * none): a path there is more likely a mistyped second mount point.
  */
 #include "mfs.h"
 
@@ -34,6 +40,9 @@ struct raw_opts {
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
 	int max_threads_seen, fsname_seen, subtype_seen;
 	int help, version;
+	char *nonopt[2];             /* [SOURCE] MOUNTPOINT, as given */
+	int nonopts;                 /* how many were given (more than 2 is refused) */
+	char *extra;                 /* the first argument beyond those two */
 };
 
 enum {
@@ -117,10 +126,57 @@ static int raw_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	case KEY_SUID:
 		r->suid_seen = 1;
 		return 0;
+	case FUSE_OPT_KEY_NONOPT:
+		/* Kept out of libfuse's list until we know which is the mount point. */
+		if (r->nonopts < 2) {
+			if (!(r->nonopt[r->nonopts] = strdup(arg)))
+				return -1;
+		} else if (!r->extra && !(r->extra = strdup(arg))) {
+			return -1;
+		}
+		r->nonopts++;
+		return 0;
 	default:
 		(void)arg;
 		return 1;
 	}
+}
+
+/* A source mount.fuse3 may pass: letters, digits, '.', '_', '-', not first '-'. */
+static bool plain_word(const char *s)
+{
+	if (!*s || *s == '-' || strlen(s) > 64)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '.' || *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+/* Put the mount point back for fuse_parse_cmdline(), the source checked and dropped. */
+static int take_mountpoint(struct raw_opts *r, struct fuse_args *args, struct mfs_options *o,
+			   struct mafsbx_error *err)
+{
+	if (r->nonopts > 2)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"too many arguments: '%s' after the mount point '%s' (one mount point, "
+					"optionally after a source such as 'mafsbxfs')", r->extra, r->nonopt[1]);
+	if (r->nonopts == 0)
+		return 0;  /* main() says "no mount point given" unless --help or --version */
+	const char *mnt = r->nonopt[r->nonopts - 1];
+	if (r->nonopts == 2) {
+		if (!plain_word(r->nonopt[0]))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"two arguments '%s' and '%s': the first would be the source, which "
+						"must be a plain word such as 'mafsbxfs' or 'none' (one mount point only)",
+						r->nonopt[0], mnt);
+		o->source = r->nonopt[0];
+		r->nonopt[0] = NULL;
+	}
+	if (fuse_opt_add_arg(args, mnt) != 0)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	return 0;
 }
 
 static void raw_free(struct raw_opts *r)
@@ -128,6 +184,7 @@ static void raw_free(struct raw_opts *r)
 	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
+			 &r->nonopt[0], &r->nonopt[1], &r->extra,
 			 &r->burst_ms, &r->entry_timeout, &r->max_requests };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
@@ -321,6 +378,8 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 	}
 	o->show_help = r.help;
 	o->show_version = r.version;
+	if ((ret = take_mountpoint(&r, args, o, err)) < 0)
+		goto out;
 	o->max_threads_given = r.max_threads_seen;
 	o->fsname_given = r.fsname_seen;
 	o->subtype_given = r.subtype_seen;
@@ -383,15 +442,19 @@ void mfs_options_free(struct mfs_options *o)
 	free(o->scope);
 	free(o->egress_proxy_image);
 	free(o->egress_outbound_network);
+	free(o->source);
+	o->source = NULL;
 	o->host = o->context = o->image = o->scope = o->egress_proxy_image = o->egress_outbound_network = NULL;
 }
 
 void mfs_options_usage(FILE *out, const char *prog)
 {
 	fprintf(out,
-		"usage: %s [options] MOUNTPOINT\n"
+		"usage: %s [options] [SOURCE] MOUNTPOINT\n"
 		"\n"
 		"Shows the maf-sandbox Docker sandboxes of one engine as files.\n"
+		"SOURCE, as mount.fuse3 passes it for the fstab type fuse.mafsbxfs, is ignored;\n"
+		"it must be a plain word such as mafsbxfs or none.\n"
 		"\n"
 		"mafsbxfs options:\n"
 		"    -o host=URL, -H URL    engine endpoint (unix://, tcp:// or ssh://)\n"

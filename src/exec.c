@@ -146,6 +146,7 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 		.argv = (const char *const *)spec->argv,
 		.env = (const char *const *)spec->env,
 		.workdir = cwd,
+		.user = spec->user,   /* NULL: the container's Config.User */
 		.stdin_data = spec->has_stdin ? (spec->stdin_data ? (const void *)spec->stdin_data : (const void *)"") : NULL,
 		.stdin_len = spec->has_stdin ? spec->stdin_len : 0,
 		.timeout_ms = spec->timeout_ms,

@@ -781,6 +781,7 @@ void mafsbx_exec_spec_free(struct mafsbx_exec_spec *s)
 	free(s->cwd);
 	free_strv(s->env, s->n_env);
 	free(s->stdin_data);
+	free(s->user);
 	free(s);
 }
 
@@ -947,11 +948,36 @@ static int exec_detach(const json_t *req, struct mafsbx_exec_spec *s, struct maf
 	return 0;
 }
 
+/* "user": what `docker exec -u` takes (NAME or UID, optionally ":GROUP" or
+ * ":GID"), handed to the engine as the exec's User. Only the characters
+ * of user and group names and one ':', so nothing else reaches the engine's
+ * or the guest's user lookup. */
+static int exec_user(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	const char *u;
+	int r = get_str(req, "user", false, false, &u, err);
+	if (r || !u)
+		return r;
+	size_t len = strlen(u), colons = 0;
+	if (len > 2 * 32 + 1)
+		return bad(err, "user", "longer than NAME:GROUP of 32 characters each");
+	for (const char *p = u; *p; p++) {
+		if (*p == ':')
+			colons++;
+		else if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			   *p == '_' || *p == '-' || *p == '.'))
+			return bad(err, "user", "want NAME, UID, NAME:GROUP or UID:GID (letters, digits, '_', '-', '.')");
+	}
+	if (colons > 1 || u[0] == ':' || u[len - 1] == ':' || u[0] == '-')
+		return bad(err, "user", "want NAME, UID, NAME:GROUP or UID:GID");
+	return dup_to(&s->user, u, err);
+}
+
 int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec **out,
 			   struct mafsbx_error *err)
 {
 	static const char *const allowed[] = { "sandbox", "argv", "command", "cwd", "env", "stdin", "stdin_b64",
-					       "timeout", "detach", NULL };
+					       "timeout", "detach", "user", NULL };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
 	if (r)
@@ -968,7 +994,7 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 	}
 	if ((r = dup_to(&s->sandbox, sandbox, err)) || (r = exec_argv(req, s, err)) || (r = exec_cwd(req, s, err)) ||
 	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = exec_stdin(req, s, err)) ||
-	    (r = exec_timeout(req, cfg, s, err)) || (r = exec_detach(req, s, err)))
+	    (r = exec_timeout(req, cfg, s, err)) || (r = exec_detach(req, s, err)) || (r = exec_user(req, s, err)))
 		goto fail;
 	*out = s;
 	return 0;

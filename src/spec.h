@@ -165,6 +165,7 @@ struct mafsbx_exec_spec {
 	bool has_stdin;
 	long timeout_ms;             /* > 0 */
 	bool detach;                 /* "detach": true (the caller runs it in the background) */
+	char *user;                  /* "user" (docker exec -u: NAME, UID, NAME:GROUP, UID:GID); NULL: the image's */
 };
 
 int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg,

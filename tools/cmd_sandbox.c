@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "egress.h"
@@ -39,7 +38,8 @@
 #define EXEC_STDIN_MAX (64ull * 1024 * 1024)
 
 enum { O_CONTEXT = 256, O_SCOPE, O_THREAD, O_AGENT, O_CALL, O_KIND, O_IMAGE, O_IMAGE_ID, O_OUTPUT, O_EGRESS_ALLOW,
-       O_WORK_DIR, O_CAP, O_ENV, O_LABEL, O_ISOLATION, O_JSON, O_CWD, O_TIMEOUT, O_ID };
+       O_WORK_DIR, O_CAP, O_ENV, O_LABEL, O_ISOLATION, O_JSON, O_CWD, O_TIMEOUT, O_ID,
+       O_USER, O_INTERACTIVE, O_TTY };
 
 /* What every verb opens: the engine, the freezer, the backend. */
 struct verb_env {
@@ -342,18 +342,23 @@ out:
 static void exec_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " exec NAME [--cwd DIR] [--env K=V]... [--timeout SECS] [-H URL | --context NAME]\n"
-		"                   [--] ARGV...\n"
+		"Usage: " PROGRAM " exec NAME [-w|--cwd DIR] [-e|--env K=V]... [-u|--user USER] [-i]\n"
+		"                   [--timeout SECS] [-H URL | --context NAME] [--] ARGV...\n"
 		"\n"
 		"Run ARGV (no shell) in sandbox NAME, as a write to .ctl/exec does (same\n"
 		"rules): the guest's stdout and stderr are streamed to this command's as\n"
-		"they arrive. Standard input, when it is a pipe or a file, is read to its\n"
-		"end and given to the command; a terminal or /dev/null gives it none.\n"
+		"they arrive. The flags mean what docker exec's mean.\n"
 		"\n"
 		"Options:\n"
-		"      --cwd DIR        working directory: relative to the sandbox's work dir\n"
+		"  -w, --cwd DIR        working directory: relative to the sandbox's work dir\n"
 		"                       (default), or absolute\n"
-		"      --env K=V        environment variable, repeatable\n"
+		"  -e, --env K=V        environment variable, repeatable\n"
+		"  -u, --user USER      run as USER: NAME, UID, NAME:GROUP or UID:GID\n"
+		"                       (default: the image's user)\n"
+		"  -i, --interactive    give this command's standard input to the command: it\n"
+		"                       is read to its end (at most 64 MiB) before the command\n"
+		"                       starts; without -i the command's stdin is empty\n"
+		"  -t, --tty            refused: no terminal is allocated (-it: use -i)\n"
 		"      --timeout SECS   bound on the whole run (default and ceiling 300); on\n"
 		"                       expiry the sandbox is disposed, as for .ctl/exec\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
@@ -385,12 +390,10 @@ static int exec_sink(int stream, const void *data, size_t len, void *ctx)
 	return write_all(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
-/* Standard input for the command: a pipe or a regular file is read to its end; else none. */
+/* Standard input for the command (-i): read to its end, whatever it is (a
+ * terminal until ^D), before the command starts; not streamed yet. */
 static int read_stdin(struct mafsbx_exec_spec *spec)
 {
-	struct stat st;
-	if (fstat(STDIN_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
-		return 0;
 	size_t cap = 0, len = 0;
 	unsigned char *buf = NULL;
 	for (;;) {
@@ -435,6 +438,10 @@ static int put_timeout(json_t *req, const char *s)
 	return json_object_set_new(req, "timeout", json_real(secs));
 }
 
+/* -i was given: stdin goes to the command (exec_args() sets it; the verb's
+ * callback has no other way out, and the CLI runs one verb per process). */
+static bool exec_interactive;
+
 /*
  * NAME [options] [--] ARGV...: options may stand before or after NAME; the
  * first word after NAME that is not an option (or everything after "--")
@@ -444,7 +451,11 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 {
 	static const struct option opts[] = {
 		{ "cwd", required_argument, NULL, O_CWD },
+		{ "workdir", required_argument, NULL, O_CWD },
 		{ "env", required_argument, NULL, O_ENV },
+		{ "user", required_argument, NULL, O_USER },
+		{ "interactive", no_argument, NULL, O_INTERACTIVE },
+		{ "tty", no_argument, NULL, O_TTY },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "host", required_argument, NULL, 'H' },
 		{ "context", required_argument, NULL, O_CONTEXT },
@@ -454,7 +465,8 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 	const char *name = NULL;
 	int c;
 	for (;;) {
-		c = getopt_long(argc, argv, "+:hH:", opts, NULL);
+		/* docker exec's short flags: -w -e -u -i -t (and -it) */
+		c = getopt_long(argc, argv, "+:hH:w:e:u:it", opts, NULL);
 		if (c == -1) {
 			bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
 			if (!name && !dashdash && optind < argc) {
@@ -471,10 +483,22 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 			*host = optarg;
 		} else if (c == O_CONTEXT) {
 			*context = optarg;
-		} else if (c == O_CWD) {
+		} else if (c == O_CWD || c == 'w') {
 			r = set_str(req, "cwd", optarg);
-		} else if (c == O_ENV) {
-			r = put_kv("exec", req, "env", "--env", optarg);
+		} else if (c == O_ENV || c == 'e') {
+			r = put_kv("exec", req, "env", c == 'e' ? "-e" : "--env", optarg);
+		} else if (c == O_USER || c == 'u') {
+			r = set_str(req, "user", optarg);
+		} else if (c == O_INTERACTIVE || c == 'i') {
+			exec_interactive = true;
+		} else if (c == O_TTY || c == 't') {
+			/* A terminal would need a pty on both ends and a raw local tty;
+			 * the output is streamed through pipes. Refused rather than
+			 * ignored: a program that needs a terminal would misbehave
+			 * without saying why. */
+			cli_usage_error("exec", "-t: no terminal is allocated (output is streamed through pipes); "
+					"drop -t (-i alone gives the command this standard input)");
+			return EXEC_EXIT_FAILED;
 		} else if (c == O_TIMEOUT) {
 			r = put_timeout(req, optarg);
 		} else {
@@ -531,7 +555,7 @@ int cmd_exec(int argc, char **argv)
 	if (mafsbx_exec_spec_parse(req, NULL, &spec, &err) < 0) {
 		report("exec", &err);
 		code = EXEC_EXIT_FAILED;
-	} else if (read_stdin(spec) < 0) {
+	} else if (exec_interactive && read_stdin(spec) < 0) {  /* without -i the guest's stdin is empty */
 		code = EXEC_EXIT_FAILED;
 	} else {
 		struct verb_env v;
@@ -553,15 +577,17 @@ int cmd_exec(int argc, char **argv)
 static void dispose_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " dispose NAME [-H URL | --context NAME]\n"
+		"Usage: " PROGRAM " dispose NAME... [-H URL | --context NAME]\n"
 		"       " PROGRAM " dispose --scope S --thread T [--agent A [--call C] [--kind K] [--id ID]]\n"
 		"\n"
-		"Remove sandboxes, as a write to .ctl/dispose does (same rules): one by\n"
-		"name; every kind of a key (--agent), or one kind (--kind); the whole\n"
+		"Remove sandboxes, as a write to .ctl/dispose does (same rules): by name\n"
+		"(several names are disposed in turn, as docker rm does); every kind of a\n"
+		"key (--agent), or one kind (--kind); the whole\n"
 		"conversation (--scope and --thread only); or, with --id, only the\n"
 		"instance with that container ID, when it carries the key's labels.\n"
-		"Their proxies and networks go too. Prints \"disposed N\"; what is\n"
-		"already gone is success with N = 0.\n"
+		"Their proxies and networks go too. Prints \"disposed N\" (with several\n"
+		"names, \"NAME: disposed N\" for each); what is already gone is success\n"
+		"with N = 0.\n"
 		"\n"
 		"Options:\n"
 		"      --scope, --thread, --agent, --call, --kind   the key (--call: a call id)\n"
@@ -569,7 +595,8 @@ static void dispose_usage(FILE *out)
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: 0 done, 1 some removals failed (or the container is not a\n"
-		"sandbox), 2 usage or a refused request, 3 engine unreachable.\n");
+		"sandbox), 2 usage or a refused request (with several names: the others\n"
+		"are still disposed), 3 engine unreachable.\n");
 }
 
 static int dispose_args(int argc, char **argv, json_t *req, const char **host, const char **context)
@@ -603,13 +630,58 @@ static int dispose_args(int argc, char **argv, json_t *req, const char **host, c
 			return cli_option_error("dispose", c, argv);
 		}
 	}
-	if (optind < argc && (json_object_size(req) || optind + 1 < argc))
+	if (optind < argc && json_object_size(req))
 		return cli_usage_error("dispose", "give a NAME, or --scope and --thread, not both");
+	/* The first name makes the request; cmd_dispose() runs the others (argv[optind + 1..]). */
 	if (optind < argc && set_str(req, "name", argv[optind]) < 0)
 		return MAFSBX_EXIT_USAGE;
 	if (!json_object_size(req))
 		return cli_usage_error("dispose", "give a sandbox NAME, or --scope and --thread");
 	return 0;
+}
+
+/* Parse `req` for the name at hand: the spec, or NULL with the refusal said
+ * ("mafsbx: dispose: [NAME: ]message"). */
+static struct mafsbx_dispose_spec *dispose_parse(json_t *req, const char *name)
+{
+	struct mafsbx_dispose_spec *spec = NULL;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	if (mafsbx_dispose_spec_parse(req, &spec, &err) == 0)
+		return spec;
+	if (name)
+		cli_error("dispose: %s: %s", name, err.message);
+	else
+		report("dispose", &err);
+	return NULL;
+}
+
+/* One disposal through the open backend: 0, or 1 when some removals failed.
+ * `name` (several names) prefixes each line, so each says which it was. */
+static int dispose_one(struct verb_env *v, const struct mafsbx_dispose_spec *spec, const char *name)
+{
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int code;
+	struct mafsbx_dispose_result res;
+	if (mafsbx_sandbox_dispose(v->b, spec, &res, &err) < 0) {
+		cli_error("dispose: %s%s%s", name ? name : "", name ? ": " : "", err.message[0] ? err.message : "failed");
+		code = MAFSBX_EXIT_FAILURE;
+	} else {
+		if (name)
+			printf("%s: disposed %u\n", name, res.disposed);
+		else
+			printf("disposed %u\n", res.disposed);
+		for (size_t i = 0; i < res.n_failures; i++)
+			cli_error("dispose: %s%s%s: %s", name ? name : "", name ? ": " : "",
+				  mafsbx_disposal_code_name(res.failures[i].code),
+				  res.failures[i].detail ? res.failures[i].detail : "");
+		code = res.n_failures ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
+	}
+	/* the line out now, before the next (slow) removal */
+	fflush(stdout);
+	mafsbx_dispose_result_free(&res);
+	return code;
 }
 
 int cmd_dispose(int argc, char **argv)
@@ -619,29 +691,42 @@ int cmd_dispose(int argc, char **argv)
 	json_t *req = verb_request("dispose", dispose_args, argc, argv, &host, &context, MAFSBX_EXIT_FAILURE, &code);
 	if (!req)
 		return code;
-	struct mafsbx_dispose_spec *spec = NULL;
-	struct mafsbx_error err;
-	mafsbx_error_clear(&err);
+	/* getopt_long moved the names to the end: argv[optind..]; the first is in req. */
+	int first = optind, n = argc - optind > 1 ? argc - optind : 1;
+	bool several = argc - optind > 1;
+	struct mafsbx_dispose_spec **specs = calloc((size_t)n, sizeof(*specs));
+	if (!specs) {
+		cli_error("dispose: out of memory");
+		json_decref(req);
+		return MAFSBX_EXIT_FAILURE;
+	}
+	/* Every request is checked before the engine is reached. One refused
+	 * name among several does not stop the others (as docker rm); the
+	 * exit status is the worst of them. */
+	int refused = 0;
+	for (int i = 0; i < n; i++) {
+		json_t *one = i == 0 ? json_incref(req) : json_object();
+		if (!one)
+			cli_error("dispose: out of memory");
+		else if (i == 0 || set_str(one, "name", argv[first + i]) == 0)
+			specs[i] = dispose_parse(one, several ? argv[first + i] : NULL);
+		json_decref(one);
+		refused += !specs[i];
+	}
 	struct verb_env v;
-	if (mafsbx_dispose_spec_parse(req, &spec, &err) < 0) {
-		report("dispose", &err);
+	if (refused == n) {
 		code = MAFSBX_EXIT_USAGE;
 	} else if ((code = verb_open(host, context, &v, 0)) == MAFSBX_EXIT_OK) {
-		struct mafsbx_dispose_result res;
-		if (mafsbx_sandbox_dispose(v.b, spec, &res, &err) < 0) {
-			report("dispose", &err);
-			code = MAFSBX_EXIT_FAILURE;
-		} else {
-			printf("disposed %u\n", res.disposed);
-			for (size_t i = 0; i < res.n_failures; i++)
-				cli_error("dispose: %s: %s", mafsbx_disposal_code_name(res.failures[i].code),
-					  res.failures[i].detail ? res.failures[i].detail : "");
-			code = res.n_failures ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
+		for (int i = 0; i < n; i++) {
+			int c = specs[i] ? dispose_one(&v, specs[i], several ? argv[first + i] : NULL) : MAFSBX_EXIT_USAGE;
+			if (c > code)
+				code = c;
 		}
-		mafsbx_dispose_result_free(&res);
 		verb_close(&v);
 	}
-	mafsbx_dispose_spec_free(spec);
+	for (int i = 0; i < n; i++)
+		mafsbx_dispose_spec_free(specs[i]);
+	free(specs);
 	json_decref(req);
 	return code;
 }

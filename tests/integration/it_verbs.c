@@ -9,8 +9,11 @@
  * same request, with the very same labels; exec: output streamed (the first
  * line arrives before the second is printed), the guest's exit status, 124
  * on timeout (the sandbox disposed), 125 for a request that failed, 127 for a
- * command not found, stdin from a pipe; dispose: by name, by conversation,
- * by instance ID (never another key's, never a newer instance).
+ * command not found, docker exec's -w/-e/-u, stdin from a pipe with -i and
+ * none without it; dispose: by name, by several names
+ * (each in turn, one line each, a refused one failing the run but not the
+ * others), by conversation, by instance ID (never another key's, never a
+ * newer instance).
  */
 #include <poll.h>
 #include <signal.h>
@@ -230,10 +233,31 @@ static void test_exec_streams(void **state)
 	assert_string_equal(r.out.data, "/tmp\nb c\n");
 	run_free(&r);
 
-	/* stdin from a pipe */
-	run_in(&r, "hello\nworld\n", (const char *const[]){ "exec", a.name, "--", "wc", "-l", NULL });
+	/* docker exec's short flags: -w, -e (repeated), -u UID:GID */
+	RUN(&r, "exec", "-w", "/tmp", "-e", "A=1", "-e", "B=two", "-u", "1234:567", a.name, "sh", "-c",
+	    "pwd; echo \"$A $B\"; id -u; id -g");
+	expect_code(&r, 0);
+	assert_string_equal(r.out.data, "/tmp\n1 two\n1234\n567\n");
+	run_free(&r);
+	RUN(&r, "exec", a.name, "--user", "0", "--", "id", "-u");
+	expect_code(&r, 0);
+	assert_string_equal(r.out.data, "0\n");
+	run_free(&r);
+
+	/* stdin from a pipe with -i (and -i in a group, as -it would be, minus -t) */
+	run_in(&r, "hello\nworld\n", (const char *const[]){ "exec", "-i", a.name, "--", "wc", "-l", NULL });
 	expect_code(&r, 0);
 	assert_non_null(strstr(r.out.data, "2"));
+	run_free(&r);
+	run_in(&r, "abc", (const char *const[]){ "exec", a.name, "--interactive", "--", "cat", NULL });
+	expect_code(&r, 0);
+	assert_string_equal(r.out.data, "abc");
+	run_free(&r);
+	/* without -i the command's stdin is empty, as docker exec's */
+	run_in(&r, "hello\nworld\n", (const char *const[]){ "exec", a.name, "--", "wc", "-c", NULL });
+	expect_code(&r, 0);
+	assert_non_null(strstr(r.out.data, "0"));
+	assert_null(strstr(r.out.data, "12"));
 	run_free(&r);
 	assert_int_equal(sbxt_dispose_scope(scope), 1);
 }
@@ -306,6 +330,37 @@ static void test_dispose(void **state)
 	assert_string_equal(r.out.data, "disposed 2\n");
 	run_free(&r);
 	assert_false(sbxt_exists(b.id));
+	assert_false(sbxt_exists(c.id));
+}
+
+/* `mafsbx dispose NAME...` as `docker rm`: each in turn, one line per name. */
+static void test_dispose_names(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_acquire_result a, b;
+	sbxt_acquire_ok(scope, "a", "k1", NULL, &a);
+	sbxt_acquire_ok(scope, "a", "k2", NULL, &b);
+	char out[512];
+	struct run r;
+	RUN(&r, "dispose", a.name, b.name);
+	expect_code(&r, 0);
+	snprintf(out, sizeof(out), "%s: disposed 1\n%s: disposed 1\n", a.name, b.name);
+	assert_string_equal(r.out.data, out);
+	run_free(&r);
+	assert_false(sbxt_exists(a.id));
+	assert_false(sbxt_exists(b.id));
+	/* a refused name among good ones: the others still go, the exit is not 0 */
+	struct mafsbx_acquire_result c;
+	sbxt_acquire_ok(scope, "b", "k1", NULL, &c);
+	RUN(&r, "dispose", "box", c.name, a.name);
+	if (r.code == 0)
+		fail_msg("a refused name gave exit 0; stderr '%s'", r.err.data);
+	snprintf(out, sizeof(out), "%s: disposed 1\n%s: disposed 0\n", c.name, a.name);
+	assert_string_equal(r.out.data, out);
+	assert_non_null(strstr(r.err.data, "mafsbx: dispose: box: "));
+	run_free(&r);
 	assert_false(sbxt_exists(c.id));
 }
 
@@ -425,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_exec_streams),
 		cmocka_unit_test(test_exec_codes),
 		cmocka_unit_test(test_dispose),
+		cmocka_unit_test(test_dispose_names),
 		cmocka_unit_test(test_image_id),
 		cmocka_unit_test(test_dispose_instance),
 	};

@@ -74,6 +74,10 @@ svc="$dest$unitdir/mafsbxfs@.service"
 if [ -f "$svc" ]; then
 	grep -q '^ExecStart=.* -f ' "$svc" || bad "mafsbxfs@.service does not run the daemon in the foreground (-f)"
 	grep -q '^Restart=on-failure' "$svc" || bad "mafsbxfs@.service lacks Restart=on-failure"
+	grep -q '^Type=notify$' "$svc" || bad "mafsbxfs@.service is not Type=notify (the daemon says READY=1)"
+	grep -q '^Wants=.*docker\.service' "$svc" || bad "mafsbxfs@.service does not want docker.service"
+	grep -q '^StartLimitBurst=' "$svc" || bad "mafsbxfs@.service sets no StartLimitBurst (restarts while docker starts)"
+	grep -q '^LimitNOFILE=' "$svc" || bad "mafsbxfs@.service sets no LimitNOFILE"
 	grep -Eq '^Exec(Stop|StopPost)=.*fusermount3? -u' "$svc" || bad "mafsbxfs@.service does not unmount on stop"
 fi
 

@@ -14,6 +14,8 @@
 
 #include "mfs.h"
 
+#include <fuse_lowlevel.h>  /* after mfs.h, which sets FUSE_USE_VERSION */
+
 /* ---- options ----------------------------------------------------------- */
 
 static int parse(struct mfs_options *o, struct fuse_args *args, struct mafsbx_error *e, ...)
@@ -163,6 +165,53 @@ static void test_options_bad(void **state)
 	}
 }
 
+/* fstab type fuse.mafsbxfs: mount.fuse3 runs `mafsbxfs SOURCE MOUNTPOINT -o OPTS`. */
+static void test_source_argument(void **state)
+{
+	(void)state;
+	struct mfs_options o;
+	struct fuse_args args;
+	struct mafsbx_error e;
+	/* fuse_parse_cmdline() resolves the mount point: one that exists */
+	assert_int_equal(parse(&o, &args, &e, "mafsbxfs", "/tmp", "-o", "rw,allow_other", NULL), 0);
+	assert_string_equal(o.source, "mafsbxfs");
+	/* libfuse sees the mount point alone */
+	assert_true(has_arg(&args, "/tmp"));
+	for (int i = 1; i < args.argc; i++)
+		assert_string_not_equal(args.argv[i], "mafsbxfs");
+	struct fuse_cmdline_opts c;
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(fuse_parse_cmdline(&args, &c), 0);
+	assert_string_equal(c.mountpoint, "/tmp");
+	free(c.mountpoint);
+	mfs_options_free(&o);
+	assert_null(o.source);
+	fuse_opt_free_args(&args);
+
+	assert_int_equal(parse(&o, &args, &e, "-f", "none", "/srv/sbx", NULL), 0);
+	assert_string_equal(o.source, "none");
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+
+	/* the mount point alone: no source */
+	assert_int_equal(parse(&o, &args, &e, "/srv/sbx", NULL), 0);
+	assert_null(o.source);
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+
+	/* a path where the source goes is a second mount point, not a source */
+	assert_int_equal(parse(&o, &args, &e, "/a", "/b", NULL), -EINVAL);
+	assert_non_null(strstr(e.message, "plain word"));
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "user@host:x", "/b", NULL), -EINVAL);
+	fuse_opt_free_args(&args);
+	/* more than SOURCE MOUNTPOINT */
+	assert_int_equal(parse(&o, &args, &e, "mafsbxfs", "/a", "/b", NULL), -EINVAL);
+	assert_non_null(strstr(e.message, "too many arguments"));
+	assert_non_null(strstr(e.message, "'/b'"));
+	fuse_opt_free_args(&args);
+}
+
 static void test_parse_bytes(void **state)
 {
 	(void)state;
@@ -190,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_options_defaults),
 		cmocka_unit_test(test_options_all),
 		cmocka_unit_test(test_options_bad),
+		cmocka_unit_test(test_source_argument),
 		cmocka_unit_test(test_parse_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

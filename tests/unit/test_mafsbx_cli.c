@@ -367,6 +367,27 @@ static void test_verbs_exec(void **state)
 	/* options after NAME, ARGV without "--"; no engine answering: 125 */
 	run(&r, "exec", SBX, "--cwd", "sub", "ls", "-l", NULL);
 	expect(&r, 125, NULL, NULL);
+	/* docker exec's flags: the same rules through -w, -e, -u */
+	run(&r, "exec", SBX, "-w", "..", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'cwd': climbs above");
+	run(&r, "exec", SBX, "-e", "A", "--", "true", NULL);
+	expect(&r, 125, NULL, "-e: want KEY=VALUE");
+	run(&r, "exec", SBX, "-u", "a b", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'user': want NAME, UID, NAME:GROUP or UID:GID");
+	run(&r, "exec", SBX, "-u", "1:2:3", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'user'");
+	run(&r, "exec", SBX, "--user", "", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'user': must not be empty");
+	/* -t: no terminal, refused before anything runs; -it as well */
+	run(&r, "exec", "-t", SBX, "--", "true", NULL);
+	expect(&r, 125, NULL, "-t: no terminal is allocated");
+	run(&r, "exec", "-it", SBX, "--", "true", NULL);
+	expect(&r, 125, NULL, "-t: no terminal is allocated");
+	/* -i, -w, -e, -u well formed: on to the engine (none here: 125) */
+	run(&r, "exec", "-i", "-w", "/tmp", "-e", "A=1", "-u", "1000:1000", SBX, "--", "true", NULL);
+	expect(&r, 125, NULL, NULL);
+	run(&r, "exec", "--help", NULL);
+	expect(&r, 0, "-u, --user USER", NULL);
 }
 
 static void test_verbs_dispose(void **state)
@@ -381,8 +402,18 @@ static void test_verbs_dispose(void **state)
 	expect(&r, 2, NULL, "field 'name': not a sandbox name");
 	run(&r, "dispose", SBX, "--scope", "s", NULL);
 	expect(&r, 2, NULL, "give a NAME, or --scope and --thread, not both");
-	run(&r, "dispose", SBX, SBX, NULL);
+	run(&r, "dispose", SBX, SBX "x", "--scope", "s", NULL);
 	expect(&r, 2, NULL, "not both");
+	/* several names (docker rm): each checked before the engine; all refused: 2 */
+	run(&r, "dispose", "box", "crate", NULL);
+	if (!strstr(r.err.data, "dispose: crate: field 'name'"))
+		fail_msg("stderr '%s' does not name 'crate'", r.err.data);
+	expect(&r, 2, NULL, "dispose: box: field 'name': not a sandbox name");
+	/* one refused, one good: the good one still goes to the engine (none here: 3) */
+	run(&r, "dispose", "box", SBX, NULL);
+	expect(&r, 3, NULL, "dispose: box: field 'name'");
+	run(&r, "dispose", "--help", NULL);
+	expect(&r, 0, "dispose NAME...", NULL);
 	run(&r, "dispose", "--scope", "s", NULL);
 	expect(&r, 2, NULL, "field 'thread': required");
 	run(&r, "dispose", "--scope", "s", "--thread", "t", "--kind", "k", NULL);

@@ -150,7 +150,14 @@ static const struct bad_row bad_rows[] = {
 	{ EXEC, "{" SB ",\"command\":\"x\",\"cwd\":\"a\\\\b\"}", EINVAL, "field 'cwd': contains a backslash" },
 	{ EXEC, "{" SB ",\"command\":\"x\",\"cwd\":\"a\\u0001\"}", EINVAL, "field 'cwd': contains a control" },
 	{ EXEC, "{" SB ",\"command\":\"x\",\"env\":{\"-\":\"v\"}}", EINVAL, "field 'env'" },
-	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":\"root\"}", EINVAL, "field 'user': unknown field" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"privileged\":true}", EINVAL, "field 'privileged': unknown field" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":\"\"}", EINVAL, "field 'user': must not be empty" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":5}", EINVAL, "field 'user': must be a string" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":\"a b\"}", EINVAL, "field 'user': want NAME, UID" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":\"1:2:3\"}", EINVAL, "field 'user'" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":\":0\"}", EINVAL, "field 'user'" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":\"0:\"}", EINVAL, "field 'user'" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"user\":\"-x\"}", EINVAL, "field 'user'" },
 };
 
 static void test_bad_requests(void **state)
@@ -393,8 +400,22 @@ static void test_exec_shapes(void **state)
 	assert_int_equal(mafsbx_exec_spec_parse(req, &cfg, &s, &e), 0);
 	assert_int_equal(s->stdin_len, 5);
 	assert_memory_equal(s->stdin_data, "t\xc3\xa9xt", 5);
+	assert_null(s->user);   /* the image's user */
 	mafsbx_exec_spec_free(s);
 	json_decref(req);
+
+	/* "user": as docker exec -u takes it */
+	static const char *const users[] = { "root", "1000", "1000:1000", "app:staff", "svc_user.x-1" };
+	for (size_t i = 0; i < sizeof(users) / sizeof(users[0]); i++) {
+		char text[200];
+		snprintf(text, sizeof(text), "{\"sandbox\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"argv\":[\"id\"],\"user\":\"%s\"}",
+			 users[i]);
+		req = load(text);
+		assert_int_equal(mafsbx_exec_spec_parse(req, &cfg, &s, &e), 0);
+		assert_string_equal(s->user, users[i]);
+		mafsbx_exec_spec_free(s);
+		json_decref(req);
+	}
 }
 
 static void test_output_names(void **state)
