@@ -419,14 +419,31 @@ static void format_tcp_url(struct mafsbx_endpoint *ep)
 	snprintf(ep->url, sizeof(ep->url), "tcp://%s%s%s:%d", v6 ? "[" : "", ep->host, v6 ? "]" : "", ep->port);
 }
 
-static void format_ssh_url(struct mafsbx_endpoint *ep)
+/* The ssh URL into out; `user` NULL or "" leaves the login name out. */
+static void ssh_url(const struct mafsbx_endpoint *ep, const char *user, char *out, size_t n)
 {
 	bool v6 = strchr(ep->host, ':') != NULL;
 	char port[16] = "";
 	if (ep->port)
 		snprintf(port, sizeof(port), ":%d", ep->port);
-	snprintf(ep->url, sizeof(ep->url), "ssh://%s%s%s%s%s%s", ep->user, ep->user[0] ? "@" : "", v6 ? "[" : "",
-		 ep->host, v6 ? "]" : "", port);
+	bool u = user && user[0];
+	snprintf(out, n, "ssh://%s%s%s%s%s%s", u ? user : "", u ? "@" : "", v6 ? "[" : "", ep->host, v6 ? "]" : "",
+		 port);
+}
+
+static void format_ssh_url(struct mafsbx_endpoint *ep)
+{
+	ssh_url(ep, ep->user, ep->url, sizeof(ep->url));
+}
+
+void mafsbx_endpoint_url_shown(const struct mafsbx_endpoint *ep, bool to_others, char *out, size_t n)
+{
+	/* The login name says which account on the engine's host holds the
+	 * daemon's key: worth keeping from users who only read the mount. */
+	if (to_others && ep->scheme == MAFSBX_EP_SSH)
+		ssh_url(ep, NULL, out, n);
+	else
+		snprintf(out, n, "%s", ep->url);
 }
 
 const char *mafsbx_endpoint_kind(const struct mafsbx_endpoint *ep)
