@@ -23,7 +23,8 @@
  *    unset (as in the CLI); an empty -H/--context value, an empty Host in
  *    meta.json, or an empty part of a URL (host, port, socket path) is refused.
  *  - DOCKER_TLS_VERIFY: any non-empty value (even "0") turns TLS with
- *    verification on, as in the CLI and the Go client. DOCKER_CERT_PATH alone
+ *    verification on, as in the CLI and the Go client; without a ca.pem to
+ *    verify with it is refused, as the CLI refuses (never the system store). DOCKER_CERT_PATH alone
  *    turns TLS on without verification (the Go client's FromEnv). Certificates
  *    default to the config directory ($DOCKER_CONFIG or ~/.docker), as the
  *    CLI's default --tlscacert etc. do. TLS applies only to tcp endpoints.
@@ -538,12 +539,19 @@ static int apply_env_tls(const struct resolver *r, struct mafsbx_endpoint *ep, b
 			int rr = take_tls_files(ep, dir, "ca.pem", "cert.pem", "key.pem", &any, err);
 			if (rr < 0)
 				return rr;
-			/* A CA path the user named explicitly but that lacks ca.pem would
-			 * silently verify against the system store instead. */
-			if (cert_path && ep->tls_verify && !ep->ca[0])
+		}
+		/* Verification without ca.pem (from DOCKER_CERT_PATH or the config
+		 * directory) would silently trust the system store instead, where any
+		 * public CA can vouch for the engine; the Docker CLI refuses too. */
+		if (ep->tls_verify && !ep->ca[0]) {
+			if (!dir)
 				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-							"DOCKER_TLS_VERIFY is set but %s/ca.pem does not exist",
-							cert_path);
+							"DOCKER_TLS_VERIFY is set but there is no ca.pem: DOCKER_CERT_PATH "
+							"is unset and there is no Docker config directory");
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"DOCKER_TLS_VERIFY is set but %s/ca.pem does not exist%s (the "
+						"system CA store is not used in its place)",
+						dir, ep->cert[0] ? "" : ", nor cert.pem and key.pem");
 		}
 	}
 	finish_tcp(ep, port_given);

@@ -701,6 +701,25 @@ static void test_env_tls_refusals(void **state)
 	make_certs(certs2, true, true, false);
 	setenv_fx(f, "DOCKER_CERT_PATH", certs2);
 	expect_refused(f, NULL, NULL, "cert.pem without key.pem");
+	/* Verification with no certificates at all, in DOCKER_CERT_PATH or the
+	 * default directory: refused naming them, never the system CA store (issue 22, 8b). */
+	char empty[PATH_MAX], want[PATH_MAX + 64];
+	snprintf(empty, sizeof(empty), "%s/empty", f->root);
+	assert_int_equal(mkdir(empty, 0700), 0);
+	unsetenv_fx(f, "DOCKER_CERT_PATH");
+	snprintf(want, sizeof(want), "%s/ca.pem does not exist, nor cert.pem and key.pem", f->dconf);
+	expect_refused(f, NULL, NULL, want);
+	expect_refused(f, "tcp://other.example:2376", NULL, "system CA store is not used");
+	setenv_fx(f, "DOCKER_CERT_PATH", empty);
+	snprintf(want, sizeof(want), "%s/ca.pem does not exist, nor cert.pem and key.pem", empty);
+	expect_refused(f, NULL, NULL, want);
+	/* without verification there is nothing to verify against: still allowed */
+	unsetenv_fx(f, "DOCKER_TLS_VERIFY");
+	setenv_fx(f, "DOCKER_CERT_PATH", empty);
+	struct mafsbx_endpoint ep;
+	expect_ok(f, NULL, NULL, &ep);
+	assert_true(ep.tls);
+	assert_false(ep.tls_verify);
 }
 
 static void test_context_tls(void **state)
