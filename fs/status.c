@@ -194,7 +194,9 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	if (r < 0)
 		return r;
 	json_t *o = json_object();
-	json_object_set_new(o, "endpoint", mfs_json_text(fs->ep.url));
+	char url[sizeof(fs->ep.url)];
+	mafsbx_endpoint_url_shown(&fs->ep, fs->opt.allow_other, url, sizeof(url));
+	json_object_set_new(o, "endpoint", mfs_json_text(url));
 	json_object_set_new(o, "context", fs->ep.context[0] ? mfs_json_text(fs->ep.context) : json_null());
 	/* How the engine is reached, and the file plane that implies (INTERFACE.md section 3). */
 	json_object_set_new(o, "kind", json_string(mafsbx_endpoint_kind(&fs->ep)));

@@ -23,7 +23,8 @@
  *    unset (as in the CLI); an empty -H/--context value, an empty Host in
  *    meta.json, or an empty part of a URL (host, port, socket path) is refused.
  *  - DOCKER_TLS_VERIFY: any non-empty value (even "0") turns TLS with
- *    verification on, as in the CLI and the Go client. DOCKER_CERT_PATH alone
+ *    verification on, as in the CLI and the Go client; without a ca.pem to
+ *    verify with it is refused, as the CLI refuses (never the system store). DOCKER_CERT_PATH alone
  *    turns TLS on without verification (the Go client's FromEnv). Certificates
  *    default to the config directory ($DOCKER_CONFIG or ~/.docker), as the
  *    CLI's default --tlscacert etc. do. TLS applies only to tcp endpoints.
@@ -419,14 +420,31 @@ static void format_tcp_url(struct mafsbx_endpoint *ep)
 	snprintf(ep->url, sizeof(ep->url), "tcp://%s%s%s:%d", v6 ? "[" : "", ep->host, v6 ? "]" : "", ep->port);
 }
 
-static void format_ssh_url(struct mafsbx_endpoint *ep)
+/* The ssh URL into out; `user` NULL or "" leaves the login name out. */
+static void ssh_url(const struct mafsbx_endpoint *ep, const char *user, char *out, size_t n)
 {
 	bool v6 = strchr(ep->host, ':') != NULL;
 	char port[16] = "";
 	if (ep->port)
 		snprintf(port, sizeof(port), ":%d", ep->port);
-	snprintf(ep->url, sizeof(ep->url), "ssh://%s%s%s%s%s%s", ep->user, ep->user[0] ? "@" : "", v6 ? "[" : "",
-		 ep->host, v6 ? "]" : "", port);
+	bool u = user && user[0];
+	snprintf(out, n, "ssh://%s%s%s%s%s%s", u ? user : "", u ? "@" : "", v6 ? "[" : "", ep->host, v6 ? "]" : "",
+		 port);
+}
+
+static void format_ssh_url(struct mafsbx_endpoint *ep)
+{
+	ssh_url(ep, ep->user, ep->url, sizeof(ep->url));
+}
+
+void mafsbx_endpoint_url_shown(const struct mafsbx_endpoint *ep, bool to_others, char *out, size_t n)
+{
+	/* The login name says which account on the engine's host holds the
+	 * daemon's key: worth keeping from users who only read the mount. */
+	if (to_others && ep->scheme == MAFSBX_EP_SSH)
+		ssh_url(ep, NULL, out, n);
+	else
+		snprintf(out, n, "%s", ep->url);
 }
 
 const char *mafsbx_endpoint_kind(const struct mafsbx_endpoint *ep)
@@ -521,12 +539,19 @@ static int apply_env_tls(const struct resolver *r, struct mafsbx_endpoint *ep, b
 			int rr = take_tls_files(ep, dir, "ca.pem", "cert.pem", "key.pem", &any, err);
 			if (rr < 0)
 				return rr;
-			/* A CA path the user named explicitly but that lacks ca.pem would
-			 * silently verify against the system store instead. */
-			if (cert_path && ep->tls_verify && !ep->ca[0])
+		}
+		/* Verification without ca.pem (from DOCKER_CERT_PATH or the config
+		 * directory) would silently trust the system store instead, where any
+		 * public CA can vouch for the engine; the Docker CLI refuses too. */
+		if (ep->tls_verify && !ep->ca[0]) {
+			if (!dir)
 				return mafsbx_error_set(err, MAFSBX_EK_INVALID,
-							"DOCKER_TLS_VERIFY is set but %s/ca.pem does not exist",
-							cert_path);
+							"DOCKER_TLS_VERIFY is set but there is no ca.pem: DOCKER_CERT_PATH "
+							"is unset and there is no Docker config directory");
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"DOCKER_TLS_VERIFY is set but %s/ca.pem does not exist%s (the "
+						"system CA store is not used in its place)",
+						dir, ep->cert[0] ? "" : ", nor cert.pem and key.pem");
 		}
 	}
 	finish_tcp(ep, port_given);

@@ -55,6 +55,13 @@ int mafsbx_endpoint_resolve(const struct mafsbx_endpoint_options *opts, mafsbx_g
 /* Parse one URL (unix://, tcp://, http://, https://, ssh://) into `out` (no TLS material). */
 int mafsbx_endpoint_parse_url(const char *url, struct mafsbx_endpoint *out, struct mafsbx_error *err);
 
+/*
+ * The URL as shown to a reader (.ctl/engine): `to_others` (a mount with
+ * allow_other, read by users other than the one who mounted it) leaves out
+ * an ssh URL's login name; otherwise ep->url. Always NUL-terminated.
+ */
+void mafsbx_endpoint_url_shown(const struct mafsbx_endpoint *ep, bool to_others, char *out, size_t n);
+
 /* "unix", "tcp", "tls" (tcp with TLS) or "ssh": how the engine is reached. */
 const char *mafsbx_endpoint_kind(const struct mafsbx_endpoint *ep);
 

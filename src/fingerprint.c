@@ -163,6 +163,7 @@ static void proc_clear(struct mafsbx_fp_process *p)
 	for (size_t i = 0; i < p->argc; i++)
 		free(p->argv[i]);
 	free(p->argv);
+	free(p->name);
 }
 
 void mafsbx_fp_mounts_free(struct mafsbx_fp_mount *m, char **raw, size_t n)
@@ -835,6 +836,14 @@ static bool stat_start(const char *stat, unsigned long long *start)
 	return true;
 }
 
+char *mafsbx_fp_stat_name(const char *stat)
+{
+	const char *lp = strchr(stat, '('), *rp = strrchr(stat, ')');
+	if (!lp || !rp || rp < lp)
+		return NULL;
+	return mafsbx_fp_escape(lp + 1, (size_t)(rp - lp - 1));
+}
+
 /* The innermost PID of the NSpid: line of /proc/P/status (the PID the sandbox sees), -1 when none. */
 static long long nspid_last(const char *status)
 {
@@ -925,7 +934,10 @@ static int read_process(struct walk *w, long long hostpid, long long parent)
 	if (!stat_start(stat, &p.start) || (p.pid = nspid_last(status)) < 0)
 		goto out;
 	p.truncated = trunc;
-	if (split_cmdline(&p, cmd, cmdlen) < 0 || keep_process(w, &p, hostpid) < 0)
+	/* the name is kept for every process, not only zombies: one that exits between two
+	 * snapshots still reads as the same process in the diff */
+	p.name = mafsbx_fp_stat_name(stat);
+	if (!p.name || split_cmdline(&p, cmd, cmdlen) < 0 || keep_process(w, &p, hostpid) < 0)
 		r = -ENOMEM;
 	else
 		r = 0;
@@ -1358,6 +1370,8 @@ json_t *mafsbx_fp_to_json(const struct mafsbx_fp *fp)
 			json_object_set_new(j, "truncated", json_true());
 		if (p->zombie)
 			json_object_set_new(j, "zombie", json_true());
+		if (p->name)
+			json_object_set_new(j, "name", json_string(p->name));
 		json_array_append_new(procs, j);
 	}
 	json_object_set_new(o, "format", json_string(MAFSBX_FP_FORMAT));
@@ -1484,8 +1498,16 @@ static int process_from_json(struct mafsbx_fp *fp, json_t *v, size_t i, struct m
 	p.start = (unsigned long long)json_integer_value(json_object_get(v, "start"));
 	p.truncated = json_is_true(json_object_get(v, "truncated"));
 	p.zombie = json_is_true(json_object_get(v, "zombie"));
-	if (json_array_size(argv) && !(p.argv = calloc(json_array_size(argv), sizeof(*p.argv))))
+	json_t *name = json_object_get(v, "name");
+	if (name && !json_is_string(name))
+		return bad_json(err, "a process name is not a string", i);
+	/* optional: snapshots written before the name was kept have none */
+	if (name && !(p.name = dup_str(name)))
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (json_array_size(argv) && !(p.argv = calloc(json_array_size(argv), sizeof(*p.argv)))) {
+		proc_clear(&p);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	}
 	size_t k;
 	bool ok = true;
 	json_array_foreach(argv, k, a) {
@@ -1619,6 +1641,9 @@ static void put_proc(FILE *out, char sign, const struct mafsbx_fp_process *p)
 	fprintf(out, "%c process %lld (start %llu%s):", sign, p->pid, p->start, p->zombie ? ", zombie" : "");
 	for (size_t i = 0; i < p->argc; i++)
 		fprintf(out, " %s", p->argv[i]);
+	/* a zombie (or a kernel thread) has no command line: its name, bracketed as ps shows it */
+	if (!p->argc && p->name)
+		fprintf(out, " [%s]", p->name);
 	fputs(p->truncated ? " ...\n" : "\n", out);
 }
 

@@ -95,6 +95,8 @@ struct mafsbx_fp_process {
 	size_t argc;
 	bool truncated;           /* the command line was longer than 4096 bytes */
 	bool zombie;              /* exited, not reaped: it still holds a PID of the sandbox's limit */
+	char *name;               /* the command name of /proc/P/stat, escaped, or NULL: a zombie has no
+				   * command line, and this is all that says which process it was */
 };
 
 struct mafsbx_fp {
@@ -155,7 +157,11 @@ int mafsbx_fp_from_json(const json_t *j, struct mafsbx_fp **out, struct mafsbx_e
 #define MAFSBX_FP_STRICT 0x1u
 size_t mafsbx_fp_diff(const struct mafsbx_fp *before, const struct mafsbx_fp *after, unsigned flags, FILE *out);
 
-/* Append an entry / process, taking its strings (path, target; argv) on success; exposed so unit tests
+/* The command name of a /proc/P/stat line (between the first "(" and the last ")": the name
+ * itself may hold either), escaped; NULL when the line has none or on ENOMEM. */
+char *mafsbx_fp_stat_name(const char *stat);
+
+/* Append an entry / process, taking its strings (path, target; argv, name) on success; exposed so unit tests
  * can build snapshots. 0 or -ENOMEM (the caller still owns the strings). */
 int mafsbx_fp_add_entry(struct mafsbx_fp *fp, const struct mafsbx_fp_entry *e);
 int mafsbx_fp_add_process(struct mafsbx_fp *fp, const struct mafsbx_fp_process *p);

@@ -221,6 +221,25 @@ static void sleep_ms(long ms)
 		;
 }
 
+bool mafsbx_freeze_unpause_moot(const struct mafsbx_error *unpause_err, const json_t *inspect,
+				const struct mafsbx_error *inspect_err)
+{
+	if (unpause_err && (unpause_err->kind == MAFSBX_EK_NO_CONTAINER || unpause_err->kind == MAFSBX_EK_NOT_RUNNING ||
+			    strstr(unpause_err->message, "cannot resume a stopped container")))
+		return true;
+	if (!inspect)
+		return inspect_err && inspect_err->kind == MAFSBX_EK_NO_CONTAINER;
+	/* dockerd may still say Paused for a task that runc already stopped (its
+	 * own kill resumes it): Running false, or a status past running, decides. */
+	const json_t *state = json_object_get(inspect, "State");
+	const char *status = json_string_value(json_object_get(state, "Status"));
+	if (status && (!strcmp(status, "exited") || !strcmp(status, "dead") || !strcmp(status, "removing") ||
+		       !strcmp(status, "created")))
+		return true;
+	const json_t *running = json_object_get(state, "Running");
+	return json_is_false(running);
+}
+
 enum thaw_result { THAWED, NOT_PAUSED, GONE, THAW_FAILED };
 
 /* Unpause a freeze this process (or a dead mafsbx process) made. Never raises. */
@@ -240,6 +259,19 @@ static enum thaw_result thaw_owned(struct mafsbx_freezer *f, const char *contain
 		if (i == MAFSBX_ARRAY_SIZE(backoff_ms))
 			return NOT_PAUSED;
 		sleep_ms(backoff_ms[i]);
+	}
+	/* A container stopped or removed meanwhile (a dispose while a burst's
+	 * freeze lingered) has no freeze left to lift: neither a warning nor a
+	 * background retry is due. One inspect tells. */
+	json_t *j = NULL;
+	struct mafsbx_error ie;
+	mafsbx_error_clear(&ie);
+	bool moot = mafsbx_freeze_unpause_moot(
+		&e, mafsbx_container_inspect(f->engine, container, &j, &ie) == 0 ? j : NULL, &ie);
+	json_decref(j);
+	if (moot) {
+		log_debug("freeze: %s is stopped or gone; its freeze needs no unpause (%s)", container, e.message);
+		return GONE;
 	}
 	log_warn("could not unpause %s (%s): %s; retried in the background (or by `mafsbx thaw`)", container, why,
 		 e.message);

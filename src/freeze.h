@@ -127,7 +127,18 @@ int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err);
 extern void (*mafsbx_freeze_test_before_verify)(const char *container, void *ctx);
 extern void *mafsbx_freeze_test_before_verify_ctx;
 
-/* Leave; the last one out unpauses. Never fails (a failed unpause is logged). NULL is a no-op. */
+/*
+ * Whether a failed unpause of ours needs no retry: the container is gone or
+ * stopped (a dispose removed it while a burst's freeze lingered), so there is
+ * no freeze left to lift. `unpause_err` is the unpause's error; `inspect` the
+ * container's inspect answer taken after it (NULL when that failed, with
+ * `inspect_err` then its error; either may be NULL). Exposed for the tests.
+ */
+bool mafsbx_freeze_unpause_moot(const struct mafsbx_error *unpause_err, const json_t *inspect,
+				const struct mafsbx_error *inspect_err);
+
+/* Leave; the last one out unpauses. Never fails (a failed unpause is logged, unless the
+ * container is gone or stopped: nothing is left to lift). NULL is a no-op. */
 void mafsbx_freeze_leave(struct mafsbx_freeze *h);
 const char *mafsbx_freeze_container(const struct mafsbx_freeze *h);
 

@@ -54,6 +54,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,7 @@ struct pconn {
 	int ssh_listen[PCONN_FDS];   /* ssh: the listener fds[i] connects to, until accepted; -1 */
 	char ssh_name[SSH_LISTEN_NAME_MAX]; /* ssh: this handle's listener path */
 	char ssh_diag[SSH_DIAG_MAX + 64]; /* ssh: how the last transport ended by itself, "" if not */
+	bool tls_resume;             /* TLS: the current transfer may offer a cached session */
 };
 
 /* One streamed transfer under watch. Lives on the requesting thread's stack. */
@@ -164,6 +166,9 @@ struct mafsbx_http {
 	char ssh_dir[SSH_DIR_MAX];
 	char ssh_ctl[SSH_LISTEN_NAME_MAX]; /* the control socket, in ssh_dir */
 	unsigned ssh_muxed;      /* transports running over the master now */
+	/* TLS: the server refused a resumed session once; no session is offered to it again
+	 * (tls_resume_refused). Never goes back: the server's set-up does not change. */
+	_Atomic bool tls_no_resume;
 };
 
 void mafsbx_http_resp_free(struct mafsbx_http_resp *r)
@@ -1113,6 +1118,8 @@ static int setup_common(struct mafsbx_http *h, struct pconn *pc, char *errbuf)
 		SET(CURLOPT_PREREQDATA, pc);
 	}
 	if (h->ep.tls) {
+		pc->tls_resume = !h->tls_no_resume;
+		SET(CURLOPT_SSL_SESSIONID_CACHE, pc->tls_resume ? 1L : 0L);
 		SET(CURLOPT_SSL_VERIFYPEER, h->ep.tls_verify ? 1L : 0L);
 		SET(CURLOPT_SSL_VERIFYHOST, h->ep.tls_verify ? 2L : 0L);
 		if (h->ep.ca[0])
@@ -1127,6 +1134,28 @@ static int setup_common(struct mafsbx_http *h, struct pconn *pc, char *errbuf)
 }
 
 /* ---- one request --------------------------------------------------------- */
+
+/*
+ * libcurl offers the TLS session of the last connection on each new one. A
+ * terminator that asks for client certificates but sets no session id
+ * context (socat 1.7 with verify=1) answers every such offer with an
+ * "internal error" alert, so every request after the first failed while the
+ * mount looked healthy. On that alert in the handshake (nothing of the
+ * request was sent, so a retry is safe for any method) the endpoint stops
+ * offering sessions for good, says so once in the log, and this transfer's
+ * handle is set to retry once without. True: perform it again.
+ */
+static bool tls_resume_refused(struct mafsbx_http *h, struct pconn *pc, CURLcode rc, char *errbuf)
+{
+	if (!h->ep.tls || !pc->tls_resume || rc != CURLE_SSL_CONNECT_ERROR || !strstr(errbuf, "alert internal error"))
+		return false;
+	if (!atomic_exchange(&h->tls_no_resume, true))
+		log_warn("engine at %s: the TLS server refused a resumed session (%s); retrying without, and no "
+			 "session is resumed with it from now on", h->ep.url, errbuf);
+	pc->tls_resume = false;
+	errbuf[0] = '\0';
+	return curl_easy_setopt(pc->c, CURLOPT_SSL_SESSIONID_CACHE, 0L) == CURLE_OK;
+}
 
 struct xfer {
 	struct mafsbx_http *h;
@@ -1445,6 +1474,8 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	}
 
 	rc = curl_easy_perform(c);
+	if (tls_resume_refused(h, pc, rc, errbuf) && resp->status == 0 && !resp->body_bytes && !x.watching)
+		rc = curl_easy_perform(c);
 	bool fired = x.watching ? watch_remove(h, &x.w) : false;
 	x.watching = false;
 	r = request_outcome(&x, rc, fired, errbuf, err);
@@ -1544,6 +1575,8 @@ static int hijack_connect(struct hijack *hj, struct mafsbx_error *err)
 	    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK)
 		return mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "http hijack: cannot set up the connection");
 	CURLcode rc = curl_easy_perform(c);
+	if (tls_resume_refused(h, hj->pc, rc, errbuf))
+		rc = curl_easy_perform(c); /* CONNECT_ONLY: nothing was sent */
 	if (rc == CURLE_OK && h->ep.scheme == MAFSBX_EP_SSH && ssh_attach(hj->pc) < 0)
 		rc = CURLE_ABORTED_BY_CALLBACK;
 	if (rc != CURLE_OK)

@@ -533,8 +533,24 @@ void local_close(struct mafsbx_plane_file *f)
 			mafsbx_guestcred_leave(&saved);
 		}
 	}
-	if (f->tmp[0] && f->parent >= 0 && unlinkat(f->parent, f->tmp, 0) < 0)
-		log_warn("write %s: cannot remove the temporary %s: %s", f->rel, f->tmp, strerror(errno));
+	/* The temporary of a failed replace goes at the guest's authority, like
+	 * the write that made it: the guest may have renamed it away, and what
+	 * now bears its name (another user's file, in a sticky directory) is not
+	 * the guest's to remove, so not ours either. */
+	if (f->tmp[0] && f->parent >= 0) {
+		struct mafsbx_guestcred_saved saved;
+		int r = mafsbx_guestcred_enter(&f->cred, &saved);
+		if (r < 0) {
+			log_warn("write %s: cannot act as the guest to remove the temporary %s: %s", f->rel, f->tmp,
+				 strerror(-r));
+		} else {
+			r = unlinkat(f->parent, f->tmp, 0) < 0 ? errno : 0;
+			mafsbx_guestcred_leave(&saved);
+			if (r)
+				log_warn("write %s: cannot remove the temporary %s (acting as the guest): %s", f->rel,
+					 f->tmp, strerror(r));
+		}
+	}
 	f->tmp[0] = '\0';
 	if (f->parent >= 0)
 		close(f->parent);

@@ -9,6 +9,8 @@
 #   2. a host append to a root-owned 0602 file in the guest's work dir (the
 #      guest may write it, not read it) keeps its owner, group and mode: the
 #      guest still cannot read it afterwards.
+#   3. (local plane) the temporary of a failed replace is removed as the
+#      guest: a root-owned file left at its name in a sticky dir stays.
 # Runs on both planes (MAFSBX_TEST_PLANE).
 . "$(dirname "$0")/lib.sh"
 require_env
@@ -104,6 +106,28 @@ echo more >>"$W/own" || fail "append to the guest's own file"
 expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/own")" 1000:1000:640 "the guest's own file after an append"
 expect_eq "$(dexec sandbox "$N" cat "$GW/own")" "mine
 more" "the guest's own file's content"
+
+# ---- 3. a failed replace's temporary goes at the guest's authority (local plane) ----------
+# A replace makes `.mafsbxfs-*` beside the target as the guest. In the
+# root-owned sticky dir `st` root swaps it for a root-owned file of the same
+# name: the guest can neither rename that over `f` (the commit fails) nor
+# remove it, so the mount must not remove it either (it did, as root).
+if [ "$PLANE" = local ]; then
+	S_IMAGE=mafsbx/busybox-sticky:test2
+	build_image "$S_IMAGE" sandbox "mkdir -p $GW/st && chmod 1777 $GW/st &&
+		echo old > $GW/st/f && chown 1000:1000 $GW/st/f && chmod 644 $GW/st/f"
+	IMAGE=$S_IMAGE acquire "$M" t a sticky
+	K=$SBX
+	exec 3<>"$M/$K/work/st/f" || fail "open the guest's own file read-write"
+	dexec 0 "$K" sh -c "cd $GW/st && t=\$(ls -A | grep '^\.mafsbxfs-') && [ -n \"\$t\" ] &&
+		rm \"\$t\" && echo rootfile > \"\$t\" && chmod 600 \"\$t\"" ||
+		fail "no temporary beside the file while it is open for writing"
+	echo new >&3 || true
+	exec 3>&- || true
+	expect_eq "$(dexec 0 "$K" sh -c "cat $GW/st/.mafsbxfs-* 2>&1")" rootfile \
+		"root's file at the temporary's name after the failed replace (removed at root's authority?)"
+	expect_eq "$(dexec 0 "$K" cat "$GW/st/f")" old "the target after the failed replace"
+fi
 
 no_paused
 log "ok ($PLANE plane)"

@@ -701,6 +701,25 @@ static void test_env_tls_refusals(void **state)
 	make_certs(certs2, true, true, false);
 	setenv_fx(f, "DOCKER_CERT_PATH", certs2);
 	expect_refused(f, NULL, NULL, "cert.pem without key.pem");
+	/* Verification with no certificates at all, in DOCKER_CERT_PATH or the
+	 * default directory: refused naming them, never the system CA store (issue 22, 8b). */
+	char empty[PATH_MAX], want[PATH_MAX + 64];
+	snprintf(empty, sizeof(empty), "%s/empty", f->root);
+	assert_int_equal(mkdir(empty, 0700), 0);
+	unsetenv_fx(f, "DOCKER_CERT_PATH");
+	snprintf(want, sizeof(want), "%s/ca.pem does not exist, nor cert.pem and key.pem", f->dconf);
+	expect_refused(f, NULL, NULL, want);
+	expect_refused(f, "tcp://other.example:2376", NULL, "system CA store is not used");
+	setenv_fx(f, "DOCKER_CERT_PATH", empty);
+	snprintf(want, sizeof(want), "%s/ca.pem does not exist, nor cert.pem and key.pem", empty);
+	expect_refused(f, NULL, NULL, want);
+	/* without verification there is nothing to verify against: still allowed */
+	unsetenv_fx(f, "DOCKER_TLS_VERIFY");
+	setenv_fx(f, "DOCKER_CERT_PATH", empty);
+	struct mafsbx_endpoint ep;
+	expect_ok(f, NULL, NULL, &ep);
+	assert_true(ep.tls);
+	assert_false(ep.tls_verify);
 }
 
 static void test_context_tls(void **state)
@@ -751,6 +770,31 @@ static void test_context_tls(void **state)
 	assert_false(ep.tls);
 }
 
+/* Under allow_other, .ctl/engine shows an ssh endpoint without its login name (issue 22, 8c). */
+static void test_url_shown(void **state)
+{
+	(void)state;
+	static const char *const rows[][3] = {
+		/* URL, shown to the mounting user, shown to others */
+		{ "ssh://me@h.example:2222", "ssh://me@h.example:2222", "ssh://h.example:2222" },
+		{ "ssh://u_1.x-y@[::1]:22", "ssh://u_1.x-y@[::1]:22", "ssh://[::1]:22" },
+		{ "ssh://me@h.example", "ssh://me@h.example", "ssh://h.example" },
+		{ "ssh://h", "ssh://h", "ssh://h" },
+		{ "tcp://h.example:2376", "tcp://h.example:2376", "tcp://h.example:2376" },
+		{ "unix:///run/d.sock", "unix:///run/d.sock", "unix:///run/d.sock" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct mafsbx_endpoint ep;
+		struct mafsbx_error err;
+		char out[1024];
+		assert_int_equal(mafsbx_endpoint_parse_url(rows[i][0], &ep, &err), 0);
+		mafsbx_endpoint_url_shown(&ep, false, out, sizeof(out));
+		assert_string_equal(out, rows[i][1]);
+		mafsbx_endpoint_url_shown(&ep, true, out, sizeof(out));
+		assert_string_equal(out, rows[i][2]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -768,6 +812,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed_meta_refused, setup, teardown),
 		cmocka_unit_test(test_parse_url_accepts),
 		cmocka_unit_test(test_parse_url_refuses),
+		cmocka_unit_test(test_url_shown),
 		cmocka_unit_test_setup_teardown(test_env_tls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_tls_default_cert_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_tls_refusals, setup, teardown),

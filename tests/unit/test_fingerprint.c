@@ -337,6 +337,45 @@ static void test_json(void **state)
 	mafsbx_fp_free(a);
 }
 
+/* A zombie has no command line: the diff names it from /proc/P/stat (issue 22, 8e). */
+static void test_zombie_name(void **state)
+{
+	(void)state;
+	char *n = mafsbx_fp_stat_name("19 (my (odd) sh) Z 1 19 19 0 -1 4194308 0 0 0 0 0 0 0 0 20 0 1 0 200");
+	assert_non_null(n);
+	assert_string_equal(n, "my (odd) sh");
+	free(n);
+	assert_null(mafsbx_fp_stat_name("19 no name here"));
+
+	struct mafsbx_fp *a = base(), *b = base();
+	struct mafsbx_fp_process p;
+	memset(&p, 0, sizeof(p));
+	p.pid = 19;
+	p.start = 200;
+	p.zombie = true;
+	p.name = strdup("sh");
+	assert_int_equal(mafsbx_fp_add_process(b, &p), 0);
+	mafsbx_fp_sort(b);
+	size_t nl;
+	char *t = diff(a, b, 0, &nl);
+	assert_int_equal(nl, 1);
+	assert_string_equal(t, "+ process 19 (start 200, zombie): [sh]\n");
+	free(t);
+
+	/* the name survives the JSON form (-o, then --diff of two files) */
+	json_t *j = mafsbx_fp_to_json(b);
+	struct mafsbx_fp *c = NULL;
+	struct mafsbx_error e;
+	assert_int_equal(mafsbx_fp_from_json(j, &c, &e), 0);
+	t = diff(a, c, 0, &nl);
+	assert_string_equal(t, "+ process 19 (start 200, zombie): [sh]\n");
+	free(t);
+	json_decref(j);
+	mafsbx_fp_free(a);
+	mafsbx_fp_free(b);
+	mafsbx_fp_free(c);
+}
+
 static void test_types(void **state)
 {
 	(void)state;
@@ -356,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_types),
+		cmocka_unit_test(test_zombie_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
