@@ -112,6 +112,19 @@ run_tests() {
 	fi
 }
 
+# sanitizer_reports DIR LABEL: every report file under DIR/sanitizer-logs is
+# printed and fails the run (a daemon's or a helper's report ends there, not
+# in a test's output).
+sanitizer_reports() {
+	local dir=$1 label=$2 f
+	compgen -G "$dir/sanitizer-logs/*" >/dev/null || return 0
+	for f in "$dir"/sanitizer-logs/*; do
+		log "$label report $f:"
+		head -n 80 "$f" >&2
+	done
+	failures+=("$label: reports in $dir/sanitizer-logs/")
+}
+
 if build build gcc; then
 	run_tests all build
 else
@@ -137,13 +150,7 @@ if build build-asan gcc -Db_sanitize=address,undefined; then
 	mkdir -p build-asan/sanitizer-logs
 	IT_SKIP='test_race_*' run_tests asan-ubsan-integration build-asan --setup sanitizelogs "${asan_integration[@]}"
 	run_tests asan-ubsan-mount build-asan --setup sanitizelogs "${asan_mount[@]}"
-	if compgen -G 'build-asan/sanitizer-logs/*' >/dev/null; then
-		for f in build-asan/sanitizer-logs/*; do
-			log "sanitizer report $f:"
-			head -n 60 "$f" >&2
-		done
-		failures+=("ASan+UBSan: reports in build-asan/sanitizer-logs/")
-	fi
+	sanitizer_reports build-asan "ASan+UBSan"
 else
 	failures+=("ASan+UBSan build failed")
 fi
@@ -156,13 +163,7 @@ if build build-tsan gcc -Db_sanitize=thread; then
 	rm -rf build-tsan/sanitizer-logs
 	mkdir -p build-tsan/sanitizer-logs
 	run_tests tsan-mount build-tsan --setup tsanlogs "${tsan_mount[@]}"
-	if compgen -G 'build-tsan/sanitizer-logs/*' >/dev/null; then
-		for f in build-tsan/sanitizer-logs/*; do
-			log "ThreadSanitizer report $f:"
-			head -n 80 "$f" >&2
-		done
-		failures+=("ThreadSanitizer: reports in build-tsan/sanitizer-logs/")
-	fi
+	sanitizer_reports build-tsan ThreadSanitizer
 else
 	failures+=("ThreadSanitizer build failed")
 fi

@@ -27,26 +27,8 @@ is_mounted "$T/nomount" && fail "something was mounted"
 M=$T/mnt
 # attr_timeout stays at its default (1 s): freshness must not depend on it.
 mount_fs "$M" -o max_write=64M
-# The docker CLI's exec does not take turns with the mount's freezes as
-# .ctl/exec does; through the engine plane a freeze outlives the last call of
-# a burst by a few ms (src/burst.h), so an exec right after a call may be
-# refused ("... is paused"): nothing ran, so it is retried.
-dexec() {
-	local err rc i
-	err=$(mktemp)
-	for i in $(seq 1 100); do
-		rc=0
-		docker exec -u 0 "$@" 2>"$err" || rc=$?
-		if [ "$rc" -ne 0 ] && grep -q "is paused, unpause the container before exec" "$err"; then
-			sleep 0.02
-			continue
-		fi
-		break
-	done
-	cat "$err" >&2
-	rm -f "$err"
-	return "$rc"
-}
+# docker exec as root, retried while a burst's freeze still holds the guest (lib.sh)
+dexec() { dexec_as 0 "$@"; }
 gsh() { local n=$1; shift; dexec "$n" sh -c "$*"; }
 
 # ---- the hostile layout (a root guest) ---------------------------------------------

@@ -18,25 +18,8 @@ command -v docker >/dev/null || skip_or_fail "the docker CLI is missing"
 
 GW=/maf-sandbox/work
 
-# dexec USER CONTAINER ARGS...: docker exec, retried while a burst's freeze
-# (engine plane, src/burst.h) still holds the container: nothing ran then.
-dexec() {
-	local u=$1 err rc i
-	shift
-	err=$(mktemp)
-	for i in $(seq 1 100); do
-		rc=0
-		docker exec -u "$u" "$@" 2>"$err" || rc=$?
-		if [ "$rc" -ne 0 ] && grep -q "is paused, unpause the container before exec" "$err"; then
-			sleep 0.02
-			continue
-		fi
-		break
-	done
-	cat "$err" >&2
-	rm -f "$err"
-	return "$rc"
-}
+# dexec USER CONTAINER ARGS...: docker exec, retried while a burst's freeze holds the guest (lib.sh)
+dexec() { dexec_as "$@"; }
 
 # build_image TAG USER SCRIPT: the test image, changed by SCRIPT run as root,
 # committed with USER (once per machine: the tag is reused).

@@ -282,6 +282,30 @@ run_exec() {
 	ctl "$1" exec "{\"sandbox\": \"$2\", \"command\": \"$cmd\"}"
 }
 
+# dexec_as USER CONTAINER ARGS...: `docker exec -u USER`, retried while a
+# freeze still holds the container. The docker CLI's exec does not take turns
+# with the mount's freezes as .ctl/exec does; on the engine plane a freeze
+# outlives the last call of a burst by a few ms (src/burst.h), so an exec
+# right after a call may be refused ("... is paused"): nothing ran, so it is
+# retried.
+dexec_as() {
+	local u=$1 err rc i
+	shift
+	err=$(mktemp)
+	for i in $(seq 1 100); do
+		rc=0
+		docker exec -u "$u" "$@" 2>"$err" || rc=$?
+		if [ "$rc" -ne 0 ] && grep -q "is paused, unpause the container before exec" "$err"; then
+			sleep 0.02
+			continue
+		fi
+		break
+	done
+	cat "$err" >&2
+	rm -f "$err"
+	return "$rc"
+}
+
 # no_paused: nothing of this run's scope is left frozen. On the engine plane
 # a burst's freeze outlives its last call by a few ms (src/burst.h; never
 # past the 200 ms join window), so "left" means still paused 3 s later.
