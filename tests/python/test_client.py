@@ -83,16 +83,21 @@ class ClientTest(unittest.TestCase):
             if subprocess.run(["fusermount3", "-u", self.mnt]).returncode != 0:
                 subprocess.run(["fusermount3", "-u", "-z", self.mnt])
         try:
-            self.daemon.wait(timeout=30)
+            rc = self.daemon.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.daemon.kill()
             self.daemon.wait()
+            rc = "killed: no exit within 30 s of the unmount"
+        tail = self._logtail()
         self.log.close()
         ids = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=maf-sandbox.scope={self.scope}"],
                              capture_output=True, text=True).stdout.split()
         if ids:
             subprocess.run(["docker", "rm", "-f", *ids], stdout=subprocess.DEVNULL)
         shutil.rmtree(self.tmp, ignore_errors=True)
+        # The daemon must exit 0 after the unmount (an error of this test).
+        if rc != 0:
+            raise AssertionError(f"mafsbxfs exited with {rc} after the unmount; its log:\n{tail}")
 
     def _acquire(self, kind="python", **kw):
         return self.m.acquire(self.scope, "t1", "analyst", kind, **kw)
@@ -143,6 +148,13 @@ class ClientTest(unittest.TestCase):
         self.assertIn("bogus_field", cm.exception.message)
         with self.assertRaises(ValueError):
             self.m.exec("x", argv=["true"], command="true")
+        # A timeout fails the request with ETIMEDOUT; the reply still says
+        # timed_out (and the sandbox is disposed, as upstream does).
+        sbx = self._acquire(kind="timeout")
+        with self.assertRaises(MafsbxError) as cm:
+            self.m.exec(sbx.name, argv=["sleep", "30"], timeout=1)
+        self.assertEqual(cm.exception.errno, errno.ETIMEDOUT)
+        self.assertIs(cm.exception.reply.get("timed_out"), True, cm.exception.reply)
 
     def test_detached(self):
         sbx = self._acquire(kind="shell")
