@@ -49,12 +49,14 @@ build() {
 	meson compile -C "$dir"
 }
 
-# Count one run's results from meson's JSON test log: prints "pass fail skip".
+# Count one run's results from meson's JSON test log: prints "pass fail skip
+# NAMES" (NAMES: the tests that did not pass, comma-separated, or "-").
 # On stderr: every test that did not pass, with the tail of its output.
 count_results() {
 	python3 - "$1" <<'PY'
 import json, sys
 counts = {"pass": 0, "fail": 0, "skip": 0}
+bad = []
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     line = line.strip()
     if not line:
@@ -70,12 +72,13 @@ for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     else:
         counts["fail"] += 1
         what = r
+    bad.append(t.get("name") or "?")
     print("---- %s: %s (exit %s, %.1f s); last lines of its output:"
           % (what, t.get("name"), t.get("returncode"), t.get("duration") or 0), file=sys.stderr)
     out = (t.get("stdout") or "") + (t.get("stderr") or "")
     for l in out.splitlines()[-40:]:
         print("    " + l, file=sys.stderr)
-print(counts["pass"], counts["fail"], counts["skip"])
+print(counts["pass"], counts["fail"], counts["skip"], ",".join(bad).replace(" ", "") or "-")
 PY
 }
 
@@ -96,16 +99,16 @@ run_tests() {
 		failures+=("$label: no test results")
 		return
 	fi
-	local counts p f s
+	local counts p f s names
 	counts=$(count_results "$json")
-	read -r p f s <<<"$counts"
+	read -r p f s names <<<"$counts"
 	pass_total=$((pass_total + p)) fail_total=$((fail_total + f)) skip_total=$((skip_total + s))
 	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped' "$label:" "$p" "$f" "$s")")
 	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
-		failures+=("$label: $f failed (meson exit $rc; full log ${json%.json}.txt)")
+		failures+=("$label: $f failed: $names (meson exit $rc; full log ${json%.json}.txt)")
 	fi
 	if [ "$s" -ne 0 ]; then
-		failures+=("$label: $s skipped (a skip is a failure here)")
+		failures+=("$label: $s skipped: $names (a skip is a failure here)")
 	fi
 	if [ "$p" -eq 0 ]; then
 		failures+=("$label: no test passed")
