@@ -1,0 +1,445 @@
+"""A sandbox of a mount, its command results, and its detached commands."""
+
+from __future__ import annotations
+
+import base64
+import errno
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+    overload,
+)
+
+from . import _wire
+from .errors import MafsbxError, error_from_oserror, error_from_reply
+
+if TYPE_CHECKING:
+    from .mount import Mount
+
+__all__ = [
+    "Sandbox",
+    "SandboxStatus",
+    "ExecResult",
+    "Job",
+    "JobStatus",
+    "Disposal",
+    "DisposalFailure",
+    "Command",
+]
+
+#: What :meth:`Sandbox.exec` runs: an argv (run as given, no shell) or a
+#: command line (run through ``sh -c``).
+Command = Union[str, Sequence[str]]
+
+
+class SandboxStatus(TypedDict, total=False):
+    """``MOUNT/NAME/status``: what the engine says about a sandbox."""
+
+    name: str
+    id: str
+    state: str
+    paused: bool
+    created: str
+    image: str
+    key: Dict[str, str]
+    kind: str
+    work_dir: str
+    outputs: List[str]
+    capabilities: List[str]
+    egress: str
+    identity: Dict[str, Any]
+    plane: str
+
+
+class JobStatus(TypedDict, total=False):
+    """``MOUNT/NAME/execs/ID/status``: a snapshot of a detached command."""
+
+    exec: str
+    sandbox: str
+    running: bool
+    exit_code: Optional[int]
+    timed_out: bool
+    cancelled: bool
+    started: str
+    duration_ms: int
+    stdout_bytes: int
+    stderr_bytes: int
+    truncated: bool
+    sandbox_disposed: bool
+    error: str
+
+
+def _b64(reply: Mapping[str, Any], key: str) -> bytes:
+    raw = reply.get(key + "_b64")
+    if isinstance(raw, str):
+        return base64.b64decode(raw)
+    text = reply.get(key)
+    return text.encode("utf-8") if isinstance(text, str) else b""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command did: its exit code and the exact bytes it printed.
+
+    A non-zero exit code is a result, not an error. 126 and 127 are the
+    runtime's "cannot run" and "not found", as ``docker exec`` reports them.
+    """
+
+    exit_code: int
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+    timed_out: bool = False
+    duration_ms: int = 0
+    #: Output past the mount's cap (8 MiB per stream) was dropped.
+    truncated: bool = False
+    #: A detached command ended by :meth:`Job.cancel`.
+    cancelled: bool = False
+
+    @property
+    def stdout(self) -> str:
+        """The standard output as text (UTF-8, invalid bytes replaced)."""
+        return self.stdout_bytes.decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """The standard error as text (UTF-8, invalid bytes replaced)."""
+        return self.stderr_bytes.decode("utf-8", "replace")
+
+    @classmethod
+    def from_reply(cls, reply: Mapping[str, Any]) -> "ExecResult":
+        """The result carried by an exec reply (or a detached command's ``wait``)."""
+        code = reply.get("exit_code")
+        duration = reply.get("duration_ms")
+        return cls(
+            exit_code=code if isinstance(code, int) else -1,
+            stdout_bytes=_b64(reply, "stdout"),
+            stderr_bytes=_b64(reply, "stderr"),
+            timed_out=reply.get("timed_out") is True,
+            duration_ms=duration if isinstance(duration, int) else 0,
+            truncated=reply.get("truncated") is True,
+            cancelled=reply.get("cancelled") is True,
+        )
+
+
+def _carries_result(reply: Optional[Mapping[str, Any]]) -> bool:
+    return reply is not None and "stdout_b64" in reply and "exit_code" in reply
+
+
+@dataclass(frozen=True)
+class DisposalFailure:
+    """Why a sandbox may still be there: ``code`` is one of ``unreachable``,
+    ``timeout``, ``refused``, ``unlisted``, ``unknown``; ``detail`` is for a log."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Disposal:
+    """What a dispose did: how many sandboxes went, and why any is still there.
+
+    Disposing what is already gone is success with ``disposed == 0``.
+    """
+
+    disposed: int
+    failures: Tuple[DisposalFailure, ...] = ()
+
+    @classmethod
+    def from_reply(cls, reply: Mapping[str, Any]) -> "Disposal":
+        fails = reply.get("failures")
+        items: List[DisposalFailure] = []
+        if isinstance(fails, list):
+            for f in fails:
+                if isinstance(f, dict):
+                    items.append(DisposalFailure(str(f.get("code", "unknown")), str(f.get("detail", ""))))
+        count = reply.get("disposed")
+        return cls(disposed=count if isinstance(count, int) else 0, failures=tuple(items))
+
+
+def _exec_request(
+    name: str,
+    command: Command,
+    cwd: Union[str, "os.PathLike[str]", None],
+    env: Optional[Mapping[str, str]],
+    stdin: Union[str, bytes, None],
+    timeout: Optional[float],
+    user: Optional[str],
+) -> Dict[str, Any]:
+    req: Dict[str, Any] = {"sandbox": name}
+    if isinstance(command, str):
+        req["command"] = command
+    elif isinstance(command, (bytes, bytearray, memoryview)):
+        raise TypeError("exec: give an argv (a sequence of str) or a command line (a str), not bytes")
+    else:
+        argv = list(command)
+        for i, arg in enumerate(argv):
+            if not isinstance(arg, str):
+                raise TypeError(f"exec: argv[{i}] is {type(arg).__name__}, not str")
+        req["argv"] = argv
+    if cwd is not None:
+        req["cwd"] = os.fspath(cwd)
+    if env is not None:
+        req["env"] = dict(env)
+    if stdin is not None:
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
+        req["stdin_b64"] = base64.b64encode(data).decode("ascii")
+    if timeout is not None:
+        req["timeout"] = timeout
+    if user is not None:
+        req["user"] = user
+    return req
+
+
+class Job:
+    """A command started with ``detach=True``: ``MOUNT/NAME/execs/ID/``.
+
+    Its output grows in ``stdout`` and ``stderr`` as the guest writes, and it
+    is kept after the end until :meth:`cancel` (the mount keeps the last 32 of
+    a sandbox). A remount forgets it.
+    """
+
+    def __init__(self, sandbox: "Sandbox", exec_id: str, path: Path) -> None:
+        self.sandbox = sandbox
+        #: The exec ID (hex).
+        self.id = exec_id
+        #: ``MOUNT/NAME/execs/ID``.
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"Job({self.sandbox.name!r}, {self.id!r})"
+
+    def status(self) -> JobStatus:
+        """A snapshot: running, exit_code, timed_out, cancelled, byte counts..."""
+        return _wire.read_json(str(self.path / "status"))  # type: ignore[return-value]
+
+    def done(self) -> bool:
+        """Whether the command has ended."""
+        return self.status().get("running") is False
+
+    def stdout_bytes(self, offset: int = 0) -> bytes:
+        """Every byte the command wrote to stdout so far (from ``offset``)."""
+        return _wire.read_bytes(str(self.path / "stdout"), offset)
+
+    def stderr_bytes(self, offset: int = 0) -> bytes:
+        """Every byte the command wrote to stderr so far (from ``offset``)."""
+        return _wire.read_bytes(str(self.path / "stderr"), offset)
+
+    def stdout(self) -> str:
+        """The standard output so far, as text (a character cut at the end
+        of what has arrived shows as a replacement character)."""
+        return self.stdout_bytes().decode("utf-8", "replace")
+
+    def stderr(self) -> str:
+        """The standard error so far, as text."""
+        return self.stderr_bytes().decode("utf-8", "replace")
+
+    def wait(self, timeout: Optional[float] = None) -> ExecResult:
+        """Block until the command ends; its result, as a blocking exec's.
+
+        A command that failed as a request (its own ``timeout`` passed) raises
+        what the reply names (``TimeoutError``), with the result in
+        ``error.result``. ``timeout`` here bounds only this wait: when it
+        passes, the built-in ``TimeoutError`` is raised and the command runs on.
+        """
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            pause = 0.02
+            while not self.done():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _gave_up(f"job {self.id} of {self.sandbox.name} still runs after {timeout} s")
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.25)
+        where = str(self.path / "wait")
+        data = _wire.read_bytes(where)
+        return _job_result(_wire.parse_reply(data), where, raise_failure=True)
+
+    def cancel(self) -> ExecResult:
+        """End the command if it runs (``cancelled`` in the result), and forget it.
+
+        The result is returned, never raised, whatever the command's outcome.
+        Its files are gone afterwards. On a remote engine, where the command
+        cannot be killed from the host, cancelling disposes the sandbox.
+        """
+        where = str(self.path / "wait")
+        try:
+            fd = os.open(where, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            raise error_from_oserror(e, where) from None
+        try:
+            try:
+                os.rmdir(self.path)
+            except OSError as e:
+                raise error_from_oserror(e, f"cancel {self.path}") from None
+            # The open `wait` still reads the ended command's reply.
+            try:
+                data = _wire.read_all(fd)
+            except OSError as e:
+                raise error_from_oserror(e, where) from None
+        finally:
+            os.close(fd)
+        return _job_result(_wire.parse_reply(data), where, raise_failure=False)
+
+
+def _gave_up(message: str) -> TimeoutError:
+    """The built-in TimeoutError: a wait that gave up (no request failed)."""
+    return TimeoutError(errno.ETIMEDOUT, message)
+
+
+def _job_result(reply: Optional[Dict[str, Any]], where: str, raise_failure: bool) -> ExecResult:
+    if reply is None:
+        raise error_from_oserror(OSError(errno.EIO, "no valid reply"), where)
+    if reply.get("ok") is True or (not raise_failure and _carries_result(reply)):
+        return ExecResult.from_reply(reply)
+    exc = error_from_reply(reply, errno.EIO, where)
+    if _carries_result(reply):
+        exc.result = ExecResult.from_reply(reply)
+    raise exc
+
+
+class Sandbox:
+    """One sandbox of a mount: ``MOUNT/NAME/``.
+
+    Attributes from the acquire reply (``id``, ``state``, ``work_dir``, ``uid``,
+    ``gid``) are ``None`` on a sandbox found by :meth:`Mount.sandboxes`;
+    :meth:`status` has them all.
+    """
+
+    def __init__(self, mount: "Mount", name: str, reply: Optional[Mapping[str, Any]] = None) -> None:
+        self.mount = mount
+        #: The container name, ``maf-sandbox-docker-<12 hex>``.
+        self.name = name
+        #: ``MOUNT/NAME``.
+        self.path = mount.path / name
+        #: ``MOUNT/NAME/work``: the sandbox's working directory (read, write, list, remove).
+        self.work = self.path / "work"
+        #: ``MOUNT/NAME/root``: the guest's whole root filesystem, read-only.
+        self.root = self.path / "root"
+        r: Mapping[str, Any] = reply or {}
+        self.id: Optional[str] = _opt(r.get("id"), str)
+        #: ``created``, ``started`` or ``reused``.
+        self.state: Optional[str] = _opt(r.get("state"), str)
+        #: The guest path ``work`` shows.
+        self.work_dir: Optional[str] = _opt(r.get("work_dir"), str)
+        self.uid: Optional[int] = _opt(r.get("uid"), int)
+        self.gid: Optional[int] = _opt(r.get("gid"), int)
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.name!r}, mount={str(self.mount.path)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sandbox) and (other.mount.path, other.name) == (self.mount.path, self.name)
+
+    def __hash__(self) -> int:
+        return hash((self.mount.path, self.name))
+
+    def status(self) -> SandboxStatus:
+        """``MOUNT/NAME/status``: name, id, state, image, key, kind, work_dir, plane..."""
+        return _wire.read_json(str(self.path / "status"))  # type: ignore[return-value]
+
+    @overload
+    def exec(
+        self,
+        argv_or_command: Command,
+        cwd: Union[str, "os.PathLike[str]", None] = None,
+        env: Optional[Mapping[str, str]] = None,
+        stdin: Union[str, bytes, None] = None,
+        timeout: Optional[float] = None,
+        *,
+        detach: Literal[False] = False,
+        user: Optional[str] = None,
+    ) -> ExecResult: ...
+
+    @overload
+    def exec(
+        self,
+        argv_or_command: Command,
+        cwd: Union[str, "os.PathLike[str]", None] = None,
+        env: Optional[Mapping[str, str]] = None,
+        stdin: Union[str, bytes, None] = None,
+        timeout: Optional[float] = None,
+        *,
+        detach: Literal[True],
+        user: Optional[str] = None,
+    ) -> Job: ...
+
+    def exec(
+        self,
+        argv_or_command: Command,
+        cwd: Union[str, "os.PathLike[str]", None] = None,
+        env: Optional[Mapping[str, str]] = None,
+        stdin: Union[str, bytes, None] = None,
+        timeout: Optional[float] = None,
+        *,
+        detach: bool = False,
+        user: Optional[str] = None,
+    ) -> Union[ExecResult, Job]:
+        """Run a command in the sandbox.
+
+        Args:
+            argv_or_command: a sequence of str runs as given (no shell); a str
+                runs through ``sh -c``.
+            cwd: a relative directory resolves under the work dir (the default);
+                an absolute one may name any directory of the guest.
+            env: extra environment variables.
+            stdin: the command's standard input (str as UTF-8); empty if None.
+            timeout: seconds; default and ceiling are the mount's
+                ``-o exec_timeout`` (300). A blocking exec that times out
+                raises ``TimeoutError`` and the sandbox is disposed, as the
+                Python backend does; a detached one is killed and the sandbox
+                kept (on a local engine).
+            detach: return a :class:`Job` at once instead of waiting.
+            user: run as this user (``NAME``, ``UID``, ``NAME:GROUP``...),
+                as ``docker exec -u``.
+
+        Returns:
+            the :class:`ExecResult` (any exit code), or the :class:`Job`.
+        """
+        req = _exec_request(self.name, argv_or_command, cwd, env, stdin, timeout, user)
+        if detach:
+            req["detach"] = True
+            reply = self.mount.transaction("exec", req)
+            exec_id = reply.get("exec")
+            if not isinstance(exec_id, str):
+                raise error_from_oserror(OSError(errno.EIO, "the reply names no exec ID"), ".ctl/exec")
+            rel = reply.get("path")
+            path = self.mount.path / rel if isinstance(rel, str) else self.path / "execs" / exec_id
+            return Job(self, exec_id, path)
+        try:
+            reply = self.mount.transaction("exec", req)
+        except MafsbxError as e:
+            if _carries_result(e.reply):
+                assert e.reply is not None
+                e.result = ExecResult.from_reply(e.reply)
+            raise
+        return ExecResult.from_reply(reply)
+
+    def jobs(self) -> List[Job]:
+        """The detached commands of this sandbox started through this mount."""
+        execs = self.path / "execs"
+        try:
+            names = sorted(os.listdir(execs))
+        except OSError as e:
+            raise error_from_oserror(e, str(execs)) from None
+        return [Job(self, n, execs / n) for n in names]
+
+    def dispose(self) -> Disposal:
+        """Remove the sandbox (container, and its proxy and network if any)."""
+        return Disposal.from_reply(self.mount.transaction("dispose", {"name": self.name}))
+
+
+def _opt(value: Any, kind: type) -> Any:
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
