@@ -26,6 +26,8 @@ packages=(
 	man-db groff-base
 	# a mount story under memcheck (suite valgrind)
 	valgrind
+	# the Python client's type check (tests/python: python-typecheck)
+	mypy
 )
 
 missing=()

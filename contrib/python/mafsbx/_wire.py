@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from .errors import MafsbxError, error_from_oserror, error_from_reply
 
@@ -26,7 +26,7 @@ _READ_CHUNK = 1 << 20
 
 def read_all(fd: int) -> bytes:
     """Every byte up to end of file."""
-    chunks = []
+    chunks: List[bytes] = []
     while True:
         chunk = os.read(fd, _READ_CHUNK)
         if not chunk:
@@ -113,7 +113,7 @@ def read_bytes(path: str, offset: int = 0) -> bytes:
         raise error_from_oserror(e, path) from None
     try:
         if offset:
-            chunks = []
+            chunks: List[bytes] = []
             while True:
                 chunk = os.pread(fd, _READ_CHUNK, offset)
                 if not chunk:

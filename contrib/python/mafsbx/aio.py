@@ -129,13 +129,14 @@ class AsyncSandbox:
         user: Optional[str] = None,
     ) -> Union[ExecResult, AsyncJob]:
         """As :meth:`mafsbx.Sandbox.exec`."""
+        sync = self.sync
         if detach:
             job = await asyncio.to_thread(
-                self.sync.exec, argv_or_command, cwd, env, stdin, timeout, detach=True, user=user
+                lambda: sync.exec(argv_or_command, cwd, env, stdin, timeout, detach=True, user=user)
             )
             return AsyncJob(job, self)
         return await asyncio.to_thread(
-            self.sync.exec, argv_or_command, cwd, env, stdin, timeout, detach=False, user=user
+            lambda: sync.exec(argv_or_command, cwd, env, stdin, timeout, detach=False, user=user)
         )
 
     async def jobs(self) -> List[AsyncJob]:
