@@ -13,6 +13,7 @@
 #include "files.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -462,7 +463,39 @@ struct put_payload {
 	int fd;
 	uint64_t len;
 	mode_t mode;
+	const char *stage; /* PUT_FILE: the content goes under this sibling name, then is linked onto the target */
+	bool *sent;        /* set once the PUT is issued (it may have changed the guest) */
 };
+
+/* "dir/leaf" -> "dir/stage" (stage alone when there is no "/"); NULL on ENOMEM. */
+static char *sibling(const char *path, const char *stage)
+{
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path + 1) : 0;
+	char *out = NULL;
+	if (asprintf(&out, "%.*s%s", dl, path, stage) < 0)
+		return NULL;
+	return out;
+}
+
+/* The file entry of a PUT: whole under its own name, or staged and then linked onto it. */
+static int add_file_entries(struct mafsbx_tar *tar, const char *resolved, const struct put_payload *pl, uid_t uid,
+			    gid_t gid, time_t now, struct mafsbx_error *err)
+{
+	mode_t mode = pl->mode ? pl->mode : 0644;
+	__do_free char *staged = NULL;
+	const char *name = resolved;
+	if (pl->stage) {
+		if (!(staged = sibling(resolved, pl->stage)))
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		name = staged;
+	}
+	int r = pl->fd >= 0 ? mafsbx_tar_add_file_fd(tar, name, pl->fd, pl->len, mode, uid, gid, now, err)
+			    : mafsbx_tar_add_file(tar, name, pl->data, (size_t)pl->len, mode, uid, gid, now, err);
+	if (r == 0 && staged)
+		r = mafsbx_tar_add_hardlink(tar, resolved, staged, mode, uid, gid, now, err);
+	return r;
+}
 
 static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *resolved,
 			const struct put_payload *pl, long long deadline_ms, struct mafsbx_error *err)
@@ -516,12 +549,8 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 	if (r == 0) {
 		if (pl->kind == PUT_DIR)
 			r = mafsbx_tar_add_dir(tar, resolved, pl->mode ? pl->mode : 0755, t->uid, t->gid, now, err);
-		else if (pl->fd >= 0)
-			r = mafsbx_tar_add_file_fd(tar, resolved, pl->fd, pl->len, pl->mode ? pl->mode : 0644, t->uid,
-						   t->gid, now, err);
 		else
-			r = mafsbx_tar_add_file(tar, resolved, pl->data, (size_t)pl->len, pl->mode ? pl->mode : 0644,
-						t->uid, t->gid, now, err);
+			r = add_file_entries(tar, resolved, pl, t->uid, t->gid, now, err);
 	}
 	const void *body;
 	size_t body_len;
@@ -529,6 +558,8 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 		goto out;
 	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
 		goto out;
+	if (pl->sent)
+		*pl->sent = true;
 	r = mafsbx_archive_put(k.eng, t->container, "/", body, body_len, err);
 	call_wrote(&k); /* even a failed PUT may have changed something */
 	if (r == 0)
@@ -567,6 +598,20 @@ int mafsbx_files_write_fd(struct mafsbx_freezer *fz, const struct mafsbx_files_t
 	if (fd < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write: no spool");
 	struct put_payload pl = { .kind = PUT_FILE, .fd = fd, .len = len, .mode = mode & 07777 };
+	return put_path(fz, t, path, &pl, deadline_ms, err);
+}
+
+int mafsbx_files_replace_fd(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+			    int fd, uint64_t len, mode_t mode, const char *stage, bool *sent, long long deadline_ms,
+			    struct mafsbx_error *err)
+{
+	*sent = false;
+	if (fd < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write: no spool");
+	if (!stage || !*stage || strchr(stage, '/') || !strcmp(stage, ".") || !strcmp(stage, ".."))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "write: a staging name must be one path component");
+	struct put_payload pl = { .kind = PUT_FILE, .fd = fd, .len = len, .mode = mode & 07777, .stage = stage,
+				  .sent = sent };
 	return put_path(fz, t, path, &pl, deadline_ms, err);
 }
 

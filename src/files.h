@@ -148,6 +148,21 @@ int mafsbx_files_write_fd(struct mafsbx_freezer *fz, const struct mafsbx_files_t
 			  int fd, uint64_t len, mode_t mode, long long deadline_ms, struct mafsbx_error *err);
 
 /*
+ * The same, staged so that a PUT cut midway (a dropped connection, an engine
+ * that stops) never leaves `path` truncated: the engine extracts a tar as it
+ * arrives, so the content goes under `stage` (one component, in the same
+ * directory as `path`) and a hard-link entry after it puts it onto `path`
+ * (the engine removes the old file and links the new one: `path` is its old
+ * content or its new content, whole). The link needs the whole staged entry
+ * before it, so a cut leaves at most a partial `stage`. Once the PUT was
+ * issued (*sent true), success included, the sibling `stage` may exist and
+ * is the caller's to remove.
+ */
+int mafsbx_files_replace_fd(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+			    int fd, uint64_t len, mode_t mode, const char *stage, bool *sent, long long deadline_ms,
+			    struct mafsbx_error *err);
+
+/*
  * mkdir: the same rules as a write; the directory gets `mode` (0: 0755) and
  * t->uid:t->gid, missing parents from the working directory down 0755.
  * Anything already there (directory included): EK_CONFLICT EEXIST.

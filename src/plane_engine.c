@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "burst.h"
@@ -257,6 +258,46 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 	return mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "write %s: not a regular file", rel);
 }
 
+/*
+ * The staged content's name beside the target (files.h,
+ * mafsbx_files_replace_fd): 64 random bits, so that nothing but this write
+ * can have made a file of that name.
+ */
+static int stage_name(char *out, size_t n, struct mafsbx_error *err)
+{
+	uint64_t rnd;
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno ? errno : EIO, NULL,
+					     "write: no random bytes for a staging name: %s", strerror(errno));
+	snprintf(out, n, ".mafsbx-put-%016llx", (unsigned long long)rnd);
+	return 0;
+}
+
+/*
+ * Remove the staged name after the PUT, whatever its outcome: the guest's
+ * own rm, at the guest's authority, from the work dir (as engine_remove); a
+ * link put there meanwhile is unlinked, never followed. A failure is logged,
+ * not returned: the target already holds its old or its new content.
+ */
+static void remove_stage(struct mafsbx_plane_file *f, const char *staged_rel)
+{
+	char *argv[] = { "rm", "-f", "--", (char *)staged_rel, NULL };
+	struct mafsbx_exec_spec spec = {
+		.sandbox = f->name, .argv = argv, .argc = 4, .cwd = ".", .timeout_ms = ENGINE_REMOVE_TIMEOUT_MS,
+	};
+	struct mafsbx_exec_result res;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	mafsbx_bursts_end(f->ps->bursts, f->id); /* an exec waits for every freeze to end */
+	int r = mafsbx_sandbox_exec(f->ps->backend, &spec, &res, &e);
+	if (r == 0 && res.exit_code != 0)
+		log_warn("%s: could not remove the staged copy %s of a write: rm exited %d", f->name, staged_rel,
+			 res.exit_code);
+	else if (r < 0)
+		log_warn("%s: could not remove the staged copy %s of a write: %s", f->name, staged_rel, e.message);
+	mafsbx_exec_result_free(&res);
+}
+
 int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 {
 	if (!f->dirty)
@@ -269,10 +310,22 @@ int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	int r = plane_identity(f->ps, f->name, &uid, &gid, err);
 	if (r < 0)
 		return r;
+	char stage[32];
+	if ((r = stage_name(stage, sizeof(stage), err)) < 0)
+		return r;
+	const char *slash = strrchr(f->rel, '/');
+	__do_free char *staged_rel = NULL;
+	if (asprintf(&staged_rel, "%.*s%s", slash ? (int)(slash - f->rel + 1) : 0, f->rel, stage) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	struct mafsbx_files_target t = { .container = f->id, .work_dir = f->work_dir,
 					 .uid = f->keep_owner ? f->owner_uid : uid,
 					 .gid = f->keep_owner ? f->owner_gid : gid, .bursts = f->ps->bursts };
-	return mafsbx_files_write_fd(f->ps->fz, &t, f->rel, f->fd, f->size, f->mode ? f->mode : 0644, 0, err);
+	bool sent = false;
+	r = mafsbx_files_replace_fd(f->ps->fz, &t, f->rel, f->fd, f->size, f->mode ? f->mode : 0644, stage, &sent, 0,
+				    err);
+	if (sent) /* refused before the PUT (a link, a directory): nothing was staged */
+		remove_stage(f, staged_rel);
+	return r;
 }
 
 int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,

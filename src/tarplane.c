@@ -100,8 +100,10 @@ static int add_entry(struct mafsbx_tar *t, const char *name, mode_t type, mode_t
 	archive_entry_set_gid(ae, gid);
 	archive_entry_set_mtime(ae, mtime, 0);
 	archive_entry_set_size(ae, (la_int64_t)size);
-	if (link)
+	if (link && type == AE_IFLNK)
 		archive_entry_copy_symlink(ae, link);
+	else if (link)
+		archive_entry_copy_hardlink(ae, link);
 	if (archive_write_header(t->a, ae) < ARCHIVE_WARN) {
 		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "cannot add tar entry %.200s: %s", name,
 				     archive_error_string(t->a));
@@ -129,6 +131,20 @@ int mafsbx_tar_add_symlink(struct mafsbx_tar *t, const char *name, const char *t
 	if (!target || !*target)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "symlink %.200s has an empty target", name);
 	int r = add_entry(t, name, AE_IFLNK, 0777, uid, gid, mtime, 0, target, &ae, err);
+	if (r == 0)
+		archive_entry_free(ae);
+	return r;
+}
+
+int mafsbx_tar_add_hardlink(struct mafsbx_tar *t, const char *name, const char *target, mode_t mode, uid_t uid,
+			    gid_t gid, time_t mtime, struct mafsbx_error *err)
+{
+	struct archive_entry *ae;
+	while (target && *target == '/')
+		target++;
+	if (!target || !*target)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "hard link %.200s has an empty target", name);
+	int r = add_entry(t, name, AE_IFREG, mode, uid, gid, mtime, 0, target, &ae, err);
 	if (r == 0)
 		archive_entry_free(ae);
 	return r;

@@ -55,6 +55,9 @@ int mafsbx_tar_add_file_fd(struct mafsbx_tar *t, const char *name, int fd, uint6
 			   uid_t uid, gid_t gid, time_t mtime, struct mafsbx_error *err);
 int mafsbx_tar_add_symlink(struct mafsbx_tar *t, const char *name, const char *target, uid_t uid, gid_t gid,
 			   time_t mtime, struct mafsbx_error *err);
+/* A hard link `name` to the entry `target` written before it in the same archive (names as above). */
+int mafsbx_tar_add_hardlink(struct mafsbx_tar *t, const char *name, const char *target, mode_t mode, uid_t uid,
+			    gid_t gid, time_t mtime, struct mafsbx_error *err);
 /* Close the archive; *data / *len stay owned by `t` until mafsbx_tar_free(). */
 int mafsbx_tar_finish(struct mafsbx_tar *t, const void **data, size_t *len, struct mafsbx_error *err);
 

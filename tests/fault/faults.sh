@@ -19,10 +19,9 @@
 # write and exec work.
 #
 # FAULT_ONLY="GROUP..." runs some groups: get put pause exec restart (the
-# default, test 'faults'), known (the scenarios that still fail, test
-# 'faults_known', should_fail). FAULT_SLOW=1 adds the answers delayed past
-# the 60 s request timeout (a pause and an unpause answer; group pause) and
-# a PUT body stalled for 25 s (group known), over a minute each.
+# default). FAULT_SLOW=1 adds the answers delayed past the 60 s request
+# timeout (a pause and an unpause answer; group pause) and a PUT body
+# stalled for 25 s (group put), over a minute each.
 . "$(dirname "$0")/lib.sh"
 require_relay_env
 
@@ -87,6 +86,11 @@ after() {
 	run_exec "$M" "$N" "cat next.txt"
 	[ "$CTL_STATUS" = OK ] && [ "$(jget "$CTL_REPLY" stdout)" = "next-$what" ] ||
 		problem "$what: the next exec failed: $CTL_STATUS $CTL_REPLY"
+	# a write's staged copy (.mafsbx-put-*) is removed once the engine answers
+	run_exec "$M" "$N" "ls -a"
+	case "$(jget "$CTL_REPLY" stdout)" in
+	*.mafsbx-put-*) problem "$what: a staged copy is left in the guest: $(jget "$CTL_REPLY" stdout | tr '\n' ' ')" ;;
+	esac
 	log "$what: done"
 }
 
@@ -162,6 +166,30 @@ scenarios_put() {
 	write_fault "PUT answer lost"
 	[ "$(fired "$RULE")" = 1 ] || problem "PUT answer lost: the fault never fired"
 	after "PUT answer lost"
+
+	# The connection cut in the middle of the PUT body. The engine extracts a
+	# tar as it arrives: without staging, the target was left truncated.
+	rule cut PUT "$ARCH" req=400000
+	write_fault "cut mid-PUT"
+	[ "$(fired "$RULE")" = 1 ] || problem "cut mid-PUT: the fault never fired"
+	after "cut mid-PUT"
+
+	# libcurl re-sends a PUT once when its reused connection died: cut both.
+	rule cut PUT "$ARCH" req=400000 count=2
+	write_fault "cut mid-PUT, twice"
+	[ "$(fired "$RULE")" -ge 1 ] || problem "cut mid-PUT, twice: the fault never fired"
+	after "cut mid-PUT, twice"
+
+	# The engine stops reading the body for 25 s: the stall cut-off (10 s)
+	# ends the call; the engine, reading on, has only a partial staged copy.
+	if [ "${FAULT_SLOW:-0}" = 1 ]; then
+		t0=$(date +%s)
+		rule stall PUT "$ARCH" req=300000 ms=25000
+		write_fault "PUT body stalled past the stall cut-off"
+		el=$(($(date +%s) - t0))
+		[ "$el" -le 60 ] || problem "PUT body stalled past the stall cut-off: the write took $el s"
+		after "PUT body stalled past the stall cut-off"
+	fi
 }
 
 # --- pause and unpause ----------------------------------------------------------
@@ -183,6 +211,12 @@ scenarios_pause() {
 	rule cut POST '*/unpause' req=0
 	expect_read_fault "unpause request lost" "$(read_outcome "$M/$N/work/big.bin")"
 	after "unpause request lost"
+
+	# Three unpause requests lost in a row: the janitor retries with backoff
+	# until the engine answers; no later file call is needed to thaw.
+	rule cut POST '*/unpause' req=0 count=3
+	expect_read_fault "three unpause requests lost" "$(read_outcome "$M/$N/work/big.bin")"
+	after "three unpause requests lost"
 
 	if [ "${FAULT_SLOW:-0}" = 1 ]; then
 		rule stall POST '*/pause' resp=0 ms=70000
@@ -218,6 +252,13 @@ scenarios_exec() {
 	exec_fault "exec start answer lost"
 	after "exec start answer lost"
 
+	# The output stream cut 0.8 s in, the command running on for 1.2 s: the
+	# output is incomplete, so the exec must not be a success.
+	rule cut POST '*/exec/*/start' resp=1 ms=800
+	exec_fault "exec stream cut after the first output"
+	[ "$(fired "$RULE")" = 1 ] || problem "exec stream cut: the fault never fired"
+	after "exec stream cut after the first output"
+
 	# An exec's answer stalled past its own timeout: ETIMEDOUT, the sandbox is
 	# disposed (as upstream); on its own sandbox.
 	acquire "$M" t a timeout-kind
@@ -230,64 +271,6 @@ scenarios_exec() {
 	[ "$("$MFS_TOOL" state "$X")" = absent ] || problem "exec stalled past its timeout: $X was not disposed"
 	after "exec stalled past its timeout"
 }
-
-# --- known failures (FAULT_ONLY=known: the test faults_known, should_fail) ---
-# 1. The engine connection cut in the middle of a PUT body: the engine
-#    extracts the tar as it arrives, so the target is left TRUNCATED (close()
-#    does report EIO). The fix belongs to the engine plane's write (send the
-#    file under a temporary sibling name, then a hard-link entry onto the
-#    target, so that the target is replaced only once the whole content is
-#    in the guest; remove the temporary name afterwards).
-# 2. The exec's output stream cut while the command runs on: the exec polls
-#    the exec inspect for up to 2 s (EXEC_EXIT_GRACE_MS), sees the command end, and reports
-#    SUCCESS with the output cut short ("first" without "second"): wrong
-#    bytes claimed complete. A stream that ended while the inspect still
-#    says Running must not be a complete result (issue 10 finding 2 keeps
-#    such an exec registered; its result must also say the output is
-#    incomplete).
-# 3. Three unpause requests lost in a row: the janitor tries once more when
-#    the failure counter moves, then never; the guest stays paused until
-#    some later file call takes the freeze over (issue 10 finding 3:
-#    retry with backoff until the engine answers). Timing-dependent: it
-#    passed in some runs, failed in others.
-scenarios_known() {
-	# Three unpause requests in a row lost: nothing retries after the
-	# janitor's one pass, so whether the guest is thawed within 15 s
-	# depends on whether another file call comes by (issue 10 finding 3).
-	rule cut POST '*/unpause' req=0 count=3
-	expect_read_fault "three unpause requests lost" "$(read_outcome "$M/$N/work/big.bin")"
-	after "three unpause requests lost"
-
-	rule cut POST '*/exec/*/start' resp=1 ms=800
-	exec_fault "exec stream cut after the first output"
-	[ "$(fired "$RULE")" = 1 ] || problem "exec stream cut: the fault never fired"
-	after "exec stream cut after the first output"
-
-	rule cut PUT "$ARCH" req=400000
-	write_fault "cut mid-PUT"
-	[ "$(fired "$RULE")" = 1 ] || problem "cut mid-PUT: the fault never fired"
-	after "cut mid-PUT"
-
-	# libcurl re-sends a PUT once when its reused connection died: cut both.
-	rule cut PUT "$ARCH" req=400000 count=2
-	write_fault "cut mid-PUT, twice"
-	[ "$(fired "$RULE")" -ge 1 ] || problem "cut mid-PUT, twice: the fault never fired"
-	after "cut mid-PUT, twice"
-
-	# The engine stops reading the body for 25 s: the stall cut-off (10 s)
-	# ends the call, and the engine, reading on, writes what it had: a
-	# partial file again. The engine holds the container until then, so the
-	# call ends when it does (the relay plays a stalled engine faithfully).
-	if [ "${FAULT_SLOW:-0}" = 1 ]; then
-		t0=$(date +%s)
-		rule stall PUT "$ARCH" req=300000 ms=25000
-		write_fault "PUT body stalled past the stall cut-off"
-		el=$(($(date +%s) - t0))
-		[ "$el" -le 60 ] || problem "PUT body stalled past the stall cut-off: the write took $el s"
-		after "PUT body stalled past the stall cut-off"
-	fi
-}
-
 
 # --- the engine restarting, and refusing ----------------------------------------
 scenarios_restart() {
