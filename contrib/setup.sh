@@ -19,7 +19,7 @@ packages=(
 	meson ninja-build pkg-config gcc clang
 	libfuse3-dev libarchive-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev libssl-dev
 	# run and test
-	fuse3 docker.io busybox-static iptables iproute2 docker-registry curl openssl
+	fuse3 docker.io busybox-static iptables iproute2 docker-registry curl openssl socat
 	# remote-engine tests (tests/remote): a private sshd for ssh:// endpoints
 	openssh-server
 	# man pages (tests/packaging renders them)

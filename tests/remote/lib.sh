@@ -54,6 +54,10 @@ remote_teardown() {
 		kill -TERM "$SSHD_PID" 2>/dev/null
 		wait_exit "$SSHD_PID" 10 || kill -KILL "$SSHD_PID" 2>/dev/null
 	fi
+	if [ -n "${TERM_PID:-}" ] && kill -0 "$TERM_PID" 2>/dev/null; then
+		kill -TERM "$TERM_PID" 2>/dev/null
+		wait_exit "$TERM_PID" 10 || kill -KILL "$TERM_PID" 2>/dev/null
+	fi
 }
 
 # Replaces mount/lib.sh's cleanup: mounts first, then this run's scope on the
@@ -163,6 +167,51 @@ tls_engine_start() {
 	(unset DOCKER_HOST DOCKER_TLS_VERIFY DOCKER_CERT_PATH; docker save "$IMAGE") |
 		docker -H "unix://$PRIV_DIR/docker.sock" load >/dev/null || fail "cannot load $IMAGE into the private dockerd"
 	log "private dockerd $PRIV_PID: tcp://127.0.0.1:$TLS_PORT with --tlsverify, unix://$PRIV_DIR/docker.sock"
+}
+
+# tls_terminator_start SOCKET: socat as a TLS terminator on a free port in
+# front of the engine socket SOCKET, with the private CA's server
+# certificate and client certificates required (verify=1: socat 1.7 sets no
+# session id context, so a resumed session is refused, as users meet it).
+# Sets TERM_PORT. Needs tls_engine_start's PKI.
+tls_terminator_start() {
+	TERM_PORT=$(free_port)
+	socat "OPENSSL-LISTEN:$TERM_PORT,bind=127.0.0.1,reuseaddr,fork,cert=$PKI/server.pem,key=$PKI/server-key.pem,cafile=$PKI/ca/ca.pem,verify=1" \
+		"UNIX-CONNECT:$1" 2>"$T/socat.log" &
+	TERM_PID=$!
+	local i
+	for i in $(seq 1 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$TERM_PORT") 2>/dev/null && break
+		kill -0 "$TERM_PID" 2>/dev/null || { cat "$T/socat.log" >&2; fail "socat exited"; }
+		sleep 0.05
+	done
+	log "TLS terminator (socat $TERM_PID) on localhost:$TERM_PORT in front of $1"
+}
+
+# tls_stdin_loop URL LABEL N: the story of the crash hunt, N times over one
+# mount: an exec writing its stdin to a file (the stdin writer and the stream
+# reader of one TLS connection at once), then the file read back through
+# the mount. Every round must give the exact bytes; the daemon must live.
+tls_stdin_loop() {
+	local url=$1 label=$2 n=$3
+	local M=$T/mnt-loop-$label
+	mount_fs "$M" -o "host=$url"
+	local pid=$DAEMON_PID
+	acquire "$M" loop "$label" python
+	local N=$SBX i payload
+	for i in $(seq 1 "$n"); do
+		payload="over $label $i $(head -c 600 /dev/urandom | base64 -w0)"
+		ctl "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"sh\", \"-c\", \"cat > o.txt\"], \"stdin\": \"$payload\"}"
+		[ "$CTL_STATUS" = OK ] || fail "$label round $i: exec with stdin: $CTL_STATUS $CTL_REPLY"
+		expect_eq "$(cat "$M/$N/work/o.txt")" "$payload" "$label round $i: o.txt read back"
+		kill -0 "$pid" 2>/dev/null || fail "$label round $i: the daemon died"
+	done
+	rmdir "$M/$N" || fail "$label: dispose"
+	umount_fs "$M" "$pid"
+	if grep -E "stack smashing|AddressSanitizer|ThreadSanitizer|runtime error" "$T/daemon.$(basename "$M").log"; then
+		fail "$label: the daemon reported memory or thread errors"
+	fi
+	log "$label: $n rounds of exec-with-stdin and read-back over TLS: ok"
 }
 
 # sshd_start: sets SSH_PORT; puts the ssh wrapper first on PATH
