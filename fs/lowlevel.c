@@ -363,10 +363,15 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 static void open_common(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool dir)
 {
 	struct mfs *fs = begin(req);
+	uid_t uid = fuse_req_ctx(req)->uid;
 	char *path = path_or_reply(req, fs, ino);
 	if (!path)
 		return;
-	int r = dir ? mfs_operations.opendir(path, fi) : mfs_operations.open(path, fi);
+	int r = mfs_open_charge(fs, uid);
+	if (r == 0 && (r = dir ? mfs_operations.opendir(path, fi) : mfs_operations.open(path, fi)) < 0)
+		mfs_open_uncharge(fs, uid);
+	else if (r == 0)
+		mfs_open_charged(fs, fi, uid);
 	if (r < 0)
 		reply_err(req, r);
 	else if (fuse_reply_open(req, fi) == -ENOENT)   /* the opener went away: no release will come */
@@ -383,17 +388,22 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		      struct fuse_file_info *fi)
 {
 	struct mfs *fs = begin(req);
+	uid_t uid = fuse_req_ctx(req)->uid;
 	char *path = child_or_reply(req, fs, parent, name);
 	if (!path)
 		return;
 	int r;
 	struct stat st;
 	struct fuse_entry_param e;
-	if ((r = mfs_operations.create(path, mode, fi)) < 0) {
+	bool charged = (r = mfs_open_charge(fs, uid)) == 0;
+	if (r < 0 || (r = mfs_operations.create(path, mode, fi)) < 0) {
+		if (charged)
+			mfs_open_uncharge(fs, uid);
 		reply_err(req, r);
 		free(path);
 		return;
 	}
+	mfs_open_charged(fs, fi, uid);
 	if ((r = mfs_operations.getattr(path, &st, fi)) < 0 || (r = make_entry(fs, path, &st, &e)) < 0) {
 		mfs_operations.release(path, fi);
 		reply_err(req, r);

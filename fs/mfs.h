@@ -76,6 +76,11 @@ struct mafsbx_sandbox_info;
  * a 2-core host's engine busy without letting callers pile up threads. */
 #define MFS_DEFAULT_MAX_REQUESTS 32u
 #define MFS_MAX_REQUESTS_CEILING 1024
+/* Open files one user other than the daemon's may hold (-o max_open_per_user):
+ * by default a quarter of the daemon's descriptors, within these bounds. */
+#define MFS_OPEN_PER_USER_MIN 64u
+#define MFS_OPEN_PER_USER_MAX 16384u
+#define MFS_OPEN_PER_USER_CEILING 1048576
 #define MFS_CTL_MAX_REQUEST (1024 * 1024)
 
 struct mfs_options {
@@ -87,6 +92,7 @@ struct mfs_options {
 	double attr_timeout;         /* seconds */
 	double entry_timeout;        /* seconds: -o entry_timeout, else attr_timeout */
 	unsigned max_requests;       /* .ctl transactions running at once (txn.c) */
+	unsigned max_open_per_user;  /* open files per user but the daemon's; 0: from RLIMIT_NOFILE at start */
 	uint64_t max_read;
 	uint64_t max_write;
 	long exec_timeout;           /* seconds */
@@ -263,8 +269,11 @@ struct mfs {
 	bool execs_stop;
 	bool execs_ready;            /* initialised and not yet torn down */
 
-	pthread_mutex_t handles_lock; /* open handles (ops.c) */
+	pthread_mutex_t handles_lock; /* open handles (ops.c) and the counts below */
 	struct mfs_handle *handles;
+	struct mfs_user_opens *user_opens; /* open handles per user (not the daemon's own) */
+	size_t n_user_opens, cap_user_opens;
+	unsigned open_per_user;      /* the bound in force (mfs_open_bound_init) */
 
 };
 
@@ -466,6 +475,8 @@ struct mfs_handle {
 	enum mfs_handle_type type;
 	void (*discard)(struct mfs_handle *h); /* free it without sending anything (unmount) */
 	struct mfs_handle *prev, *next;  /* the mount's open handles (mount.c) */
+	bool charged;                    /* counted against `owner`'s open files (mfs_open_charge) */
+	uid_t owner;
 };
 
 /* The handle in fi->fh (NULL for none). */
@@ -473,6 +484,21 @@ struct mfs_handle *mfs_handle_of(const struct fuse_file_info *fi);
 /* Add the handle just opened into fi->fh to the mount's list / take it out. */
 void mfs_handle_register(struct mfs *fs, const struct fuse_file_info *fi);
 void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h);
+/*
+ * The per-user bound on open files, for mounts other users reach
+ * (allow_other): each uid but the daemon's own may hold at most
+ * fs->open_per_user handles, so that no user can take every descriptor of
+ * the daemon (or the memory behind the engine plane's spools) from the
+ * others. mfs_open_charge counts one open for `uid` before the open does its
+ * work: 0, or -EMFILE (logged once per user as it reaches the bound). The
+ * open then either hands the count to its handle (mfs_open_charged: the
+ * handle's release returns it) or returns it (mfs_open_uncharge).
+ */
+void mfs_open_bound_init(struct mfs *fs);
+int mfs_open_charge(struct mfs *fs, uid_t uid);
+void mfs_open_uncharge(struct mfs *fs, uid_t uid);
+void mfs_open_charged(struct mfs *fs, const struct fuse_file_info *fi, uid_t uid);
+
 /* Call fn on each open handle (under the registry's lock, so fn must not
  * open or close one) until it returns nonzero; returns that value, or 0. */
 int mfs_handles_each(struct mfs *fs, int (*fn)(struct mfs_handle *h, void *arg), void *arg);

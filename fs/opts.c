@@ -35,7 +35,7 @@ struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
-	char *plane, *uid, *gid, *umask, *burst_ms, *entry_timeout, *max_requests;
+	char *plane, *uid, *gid, *umask, *burst_ms, *entry_timeout, *max_requests, *max_open_per_user;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
 	int max_threads_seen, fsname_seen, subtype_seen;
@@ -64,6 +64,7 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("attr_timeout=%s", attr_timeout),
 	RAW("entry_timeout=%s", entry_timeout),
 	RAW("max_requests=%s", max_requests),
+	RAW("max_open_per_user=%s", max_open_per_user),
 	RAW("max_read=%s", max_read),
 	RAW("max_write=%s", max_write),
 	RAW("exec_timeout=%s", exec_timeout),
@@ -185,7 +186,7 @@ static void raw_free(struct raw_opts *r)
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
 			 &r->nonopt[0], &r->nonopt[1], &r->extra,
-			 &r->burst_ms, &r->entry_timeout, &r->max_requests };
+			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -289,6 +290,14 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 						"-o max_requests=%s: expected a whole number from 1 to %d",
 						r->max_requests, MFS_MAX_REQUESTS_CEILING);
 		o->max_requests = (unsigned)v;
+	}
+	if (r->max_open_per_user) {
+		long v;
+		if (parse_long(r->max_open_per_user, 1, MFS_OPEN_PER_USER_CEILING, &v) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o max_open_per_user=%s: expected a whole number from 1 to %d",
+						r->max_open_per_user, MFS_OPEN_PER_USER_CEILING);
+		o->max_open_per_user = (unsigned)v;
 	}
 	if (r->max_read && (mfs_parse_bytes(r->max_read, &o->max_read) < 0 || o->max_read == 0 ||
 			    o->max_read > (1ull << 40)))
@@ -488,6 +497,9 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o max_threads=N       FUSE worker threads (default %u here)\n"
 		"    -o max_requests=N      .ctl transactions running at once; more wait their\n"
 		"                           turn (default %u)\n"
+		"    -o max_open_per_user=N files one user other than the daemon's may hold\n"
+		"                           open (EMFILE past it; default: a quarter of the\n"
+		"                           daemon's open-file limit, 64 to 16384)\n"
 		"    -h, --help             this text\n"
 		"    -V, --version          the version\n"
 		"\n",

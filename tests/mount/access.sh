@@ -4,6 +4,7 @@
 #   with -o allow_other, another local (unprivileged) user cannot run a
 #   request, cannot write into a sandbox, and sees sandbox files with the
 #   mount's -o uid/gid/umask, never the guest's owner;
+#   another user holds at most -o max_open_per_user open files (EMFILE);
 #   the engine plane's open spools share one budget: past it an open fails
 #   with ENOMEM before anything is fetched (no freeze of the guest), and
 #   once files are closed opens work again; the local plane's
@@ -44,6 +45,50 @@ umount_fs "$M" "$DAEMON_PID"
 mount_fs "$M" -o "allow_other,uid=$(id -u "$OTHER"),gid=$(id -g "$OTHER"),umask=077"
 expect_eq "$(stat -c '%U %a' "$W/f.txt")" "$OTHER 600" "-o uid/umask shown"
 expect_eq "$(as_other "cat '$W/f.txt'")" secret "the owner named by -o uid reads"
+umount_fs "$M" "$DAEMON_PID"
+
+# ---- open files per user ------------------------------------------------------------
+# Another user may hold at most -o max_open_per_user files open (EMFILE past
+# it, the daemon's own descriptors untouched); the mounting user is not
+# counted, and closing gives the other user its opens back. Before the bound,
+# ~1000 opens by another user took every descriptor of the daemon.
+mount_fs "$M" -o allow_other,max_open_per_user=40
+# other_opens N: as the other user, open f.txt N times, holding them (the
+# virtual directories hold nothing and are not counted); prints "OPENED REFUSED_EMFILE", then after closing all, one more open's result
+other_opens() {
+	as_other "python3 - '$W/f.txt' '$M' $1" <<'PY'
+import errno, os, sys
+fds, emfile = [], 0
+for i in range(int(sys.argv[3])):
+    try:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY))
+    except OSError as e:
+        if e.errno != errno.EMFILE:
+            raise
+        emfile += 1
+print(len(fds), emfile)
+sys.stdout.flush()
+# while the other user holds its share, the mounting user is not refused
+os.system("cat " + sys.argv[1] + " >/dev/null 2>&1 || echo 'MOUNTER-REFUSED'")
+for fd in fds:
+    os.close(fd)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("again", os.read(fd, 100).decode().strip())
+PY
+}
+out=$(other_opens 60) || fail "the other user's opens failed: $out"
+expect_eq "$(echo "$out" | head -n 1)" "40 20" "another user holds 40 opens (the bound), 20 more are EMFILE"
+expect_eq "$(echo "$out" | tail -n 1)" "again secret" "after closing, the other user opens again"
+# the mounting user, holding more than the bound at once, is never refused
+out=$(python3 - "$W/f.txt" <<'PY'
+import os, sys
+fds = [os.open(sys.argv[1], os.O_RDONLY) for _ in range(60)]
+print(len(fds))
+PY
+) || fail "the mounting user was refused an open: $out"
+expect_eq "$out" 60 "the mounting user holds 60 opens"
+daemon_log_has "$T/daemon.$(basename "$M").log" "uid $(id -u "$OTHER") holds 40 open files on this mount" ||
+	fail "the refusal is not logged naming the user"
 umount_fs "$M" "$DAEMON_PID"
 
 # ---- the spool budget -------------------------------------------------------------
