@@ -1238,17 +1238,19 @@ static int exec_exited(struct mafsbx_engine *e, const char *path, const char *wh
  * before the end is taken for a cut. The engine closes an exec's stream once
  * every holder of the process's stdout and stderr has closed them (in
  * practice: the process exited, its output drained) and records the exit a
- * moment later: measured on dockerd 20.10 here, 2 ms at the median and 27 ms
- * at worst over 150 execs (the first inspect already saw the exit). A stream
+ * moment later: measured on an idle dockerd 20.10 here, 2 ms at the median
+ * and 27 ms at worst over 150 execs; under load (ASan, a TLS terminator, a
+ * busy engine) past 500 ms, so a shorter grace turned whole results into
+ * false failures. A stream
  * that ends while the process runs on for longer than this was cut (a proxy,
  * the network, a restarted daemon): the caller (sbx_exec) then waits for the
  * real end and reports the output as incomplete (EIO). A command that closes
  * its own stdout and stderr and runs on for longer is reported the same way,
- * the engine giving no way to tell it from a cut. Too long a grace takes a
- * cut stream for a whole one: with 2 s, a command ending 1.2 s after the cut
- * was reported as a success with its output cut short.
+ * the engine giving no way to tell it from a cut. The window that remains: a
+ * command that ends less than the grace after a cut is reported a success
+ * with its output cut short.
  */
-#define EXEC_EXIT_GRACE_MS 500
+#define EXEC_EXIT_GRACE_MS 2000
 
 /* Step 3, the exit code: set when the stream ends in practice; poll briefly to be sure. */
 static int exec_exit_code(struct mafsbx_engine *e, const char *what, long long deadline,
