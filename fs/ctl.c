@@ -172,16 +172,22 @@ static int run(struct mfs *fs, struct mfs_ctl *c)
 	struct mafsbx_error e;
 	json_error_t jerr;
 	mafsbx_error_clear(&e);
+	long long t0 = mafsbx_now_ms();
 	json_t *req = json_loadb(c->req.data, c->req.len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!req) {
 		int r = mafsbx_error_set(&e, MAFSBX_EK_INVALID, "%s: malformed JSON request at line %d column %d: %s",
 					 mfs_ctl_kind_name(c->kind), jerr.line, jerr.column, jerr.text);
 		set_error_reply(c, &e, NULL);
+		mfs_txn_log(c->kind, NULL, NULL, r, &e, mafsbx_now_ms() - t0);
 		return r;
 	}
 	if (!json_is_object(req)) {
 		json_decref(req);
-		return refuse(c, MAFSBX_EK_INVALID, "the request must be one JSON object");
+		int r = mafsbx_error_set(&e, MAFSBX_EK_INVALID, "%s: the request must be one JSON object",
+					 mfs_ctl_kind_name(c->kind));
+		set_error_reply(c, &e, NULL);
+		mfs_txn_log(c->kind, NULL, NULL, r, &e, mafsbx_now_ms() - t0);
+		return r;
 	}
 	json_t *reply = NULL;
 	int r;
@@ -189,10 +195,11 @@ static int run(struct mfs *fs, struct mfs_ctl *c)
 		r = mafsbx_error_set(&e, MAFSBX_EK_ENGINE, "no request runner");
 	else
 		r = fs->run(fs, c->kind, req, &reply, &e);
+	if (r < 0 && e.err <= 0)
+		mafsbx_error_set_full(&e, MAFSBX_EK_SYSTEM, -r, NULL, "%s failed", mfs_ctl_kind_name(c->kind));
+	mfs_txn_log(c->kind, req, reply, r, &e, mafsbx_now_ms() - t0);
 	json_decref(req);
 	if (r < 0) {
-		if (e.err <= 0)
-			mafsbx_error_set_full(&e, MAFSBX_EK_SYSTEM, -r, NULL, "%s failed", mfs_ctl_kind_name(c->kind));
 		set_error_reply(c, &e, reply);
 		json_decref(reply);
 		log_debug("%s: %s (%s)", mfs_ctl_kind_name(c->kind), e.message, mafsbx_errno_name(e.err));
