@@ -26,6 +26,9 @@ packages=(
 	man-db groff-base
 	# a mount story under memcheck (suite valgrind)
 	valgrind
+	# the Debian package (suite packaging: dpkg-buildpackage, lintian, and a
+	# Debian 12 root filesystem made with debootstrap to install it on)
+	dpkg-dev debhelper dh-python python3 lintian debootstrap
 )
 
 missing=()

@@ -163,6 +163,7 @@ static int refuse(struct mfs_ctl *c, enum mafsbx_err_kind kind, const char *msg)
 	mafsbx_error_clear(&e);
 	int r = mafsbx_error_set(&e, kind, "%s: %s", mfs_ctl_kind_name(c->kind), msg);
 	set_error_reply(c, &e, NULL);
+	mfs_txn_log(c->kind, NULL, NULL, r, &e, 0);
 	return r;
 }
 
@@ -558,6 +559,7 @@ static int refuse_byte(struct mfs_ctl *c, unsigned char ch, size_t at, const cha
 	int r = mafsbx_error_set(&e, MAFSBX_EK_INVALID, "%s: malformed JSON request: byte %zu (%s): %s",
 				 mfs_ctl_kind_name(c->kind), at, shown, why);
 	set_error_reply(c, &e, NULL);
+	mfs_txn_log(c->kind, NULL, NULL, r, &e, 0);
 	return r;
 }
 
@@ -620,6 +622,7 @@ int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *r
 					       "before its JSON object closed",
 					       mfs_ctl_kind_name(c->kind), have);
 			set_error_reply(c, &e, NULL);
+			mfs_txn_log(c->kind, NULL, NULL, ret, &e, 0);
 		}
 		goto out;
 	}

@@ -536,11 +536,11 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o auto_unmount        unmount when the daemon dies\n"
 		"    -o fsname=NAME, -o subtype=NAME\n"
 		"                           as /proc/self/mountinfo shows it (default mafsbxfs)\n"
-		"File contents are never cached by the kernel (direct_io): libfuse's caching\n"
-		"options do not apply. Sandbox files are always nodev,nosuid.\n"
-		"\n"
 		"    -h, --help             this text\n"
-		"    -V, --version          the version\n",
+		"    -V, --version          the version\n"
+		"\n"
+		"File contents are never cached by the kernel (direct_io): libfuse's caching\n"
+		"options do not apply. Sandbox files are always nodev,nosuid.\n",
 		prog, MFS_DEFAULT_EXEC_TIMEOUT, MFS_DEFAULT_PULL_TIMEOUT, MFS_DEFAULT_MAX_REQUESTS,
 		MFS_DEFAULT_MAX_THREADS);
 }
