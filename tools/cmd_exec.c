@@ -7,8 +7,8 @@
  *  - -i: our stdin is streamed to the guest as it arrives, both ways at
  *    once (a line typed or piped reaches the guest while its output comes
  *    back), closed at our end of file; without -i the guest's stdin is
- *    empty. Nothing is read ahead: bytes are read only when the guest's side
- *    can take them.
+ *    empty. Input is read only as the connection to the guest takes it (one
+ *    64 KiB chunk held at most), so its amount is not bounded.
  *  - -d: the command starts in the background; its exec ID is printed and
  *    the verb returns, as `docker exec -d` (its output is not kept). A child
  *    process in its own session (forked while this process has one thread)
