@@ -1487,6 +1487,8 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 
 out:
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	/* errbuf is this frame's: a pooled handle must not keep pointing at it */
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(hdrs);
 	mafsbx_buf_free(&url);
 	pool_put(h, pc, reusable);
@@ -1567,12 +1569,16 @@ struct hijack {
 	struct mafsbx_buf head;      /* the request, then the answer's status line and headers */
 	char buf[16384];
 	char inbuf[HIJACK_IN_CHUNK]; /* in_fd: the chunk read and not yet sent */
+	/* libcurl's CURLOPT_ERRORBUFFER for the whole stream: curl_easy_send and
+	 * curl_easy_recv write their failure message there long after the
+	 * connect step has returned, so it cannot live on that step's stack */
+	char errbuf[CURL_ERROR_SIZE];
 };
 
 /* Phase 1: a fresh connection (CONNECT_ONLY), its socket in hj->fd. */
 static int hijack_connect(struct hijack *hj, struct mafsbx_error *err)
 {
-	char errbuf[CURL_ERROR_SIZE] = "";
+	char *errbuf = hj->errbuf;
 	struct mafsbx_http *h = hj->h;
 	CURL *c = hj->c;
 	if (setup_common(h, hj->pc, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
@@ -1828,7 +1834,13 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_re
 		free(hj);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
 	}
-	*hj = (struct hijack){ .h = h, .rq = rq, .resp = resp, .pc = pc, .c = pc->c, .head = MAFSBX_BUF_INIT };
+	/* field by field: a compound literal of this (large) struct would be built on the stack */
+	hj->h = h;
+	hj->rq = rq;
+	hj->resp = resp;
+	hj->pc = pc;
+	hj->c = pc->c;
+	hj->head = (struct mafsbx_buf)MAFSBX_BUF_INIT;
 	/* Until the answer's headers are in, a run without a deadline still has the request timeout. */
 	size_t hlen = 0;
 	int r = hijack_connect(hj, err);
@@ -1841,6 +1853,7 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_re
 		r = resp->status != 101 && !status_ok(resp->status) ? hijack_error_body(hj, hlen, err)
 								       : hijack_stream(hj, hlen, err);
 	mafsbx_buf_free(&hj->head);
+	curl_easy_setopt(pc->c, CURLOPT_ERRORBUFFER, NULL);  /* hj->errbuf goes below */
 	pconn_free(pc);  /* a hijacked connection is never reused */
 	free(hj);
 	return r;

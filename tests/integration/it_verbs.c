@@ -419,15 +419,21 @@ static void test_ls_formats(void **state)
 	struct run r;
 	RUN(&r, "ls", "-q", "--scope", scope);
 	expect_code(&r, 0);
-	char want[2 * (MAFSBX_NAME_LEN + 1) + 1];
-	/* oldest first */
-	snprintf(want, sizeof(want), "%s\n%s\n", a.name, b.name);
-	assert_string_equal(r.out.data, want);
+	/* oldest first, by the engine's creation second, then by name: within
+	 * one second either may come first (checked below from --format json) */
+	char ab[2 * (MAFSBX_NAME_LEN + 1) + 1], ba[sizeof(ab)];
+	snprintf(ab, sizeof(ab), "%s\n%s\n", a.name, b.name);
+	snprintf(ba, sizeof(ba), "%s\n%s\n", b.name, a.name);
+	if (strcmp(r.out.data, ab) != 0 && strcmp(r.out.data, ba) != 0)
+		fail_msg("ls -q printed '%s', want the two names one a line", r.out.data);
+	bool a_first = strcmp(r.out.data, ab) == 0;
 	run_free(&r);
 	RUN(&r, "ls", "--format", "json", "--scope", scope);
 	expect_code(&r, 0);
 	char *line = r.out.data, *nl;
-	const char *names[2] = { a.name, b.name };
+	/* the same order as -q */
+	const char *names[2] = { a_first ? a.name : b.name, a_first ? b.name : a.name };
+	char created[2][40];
 	for (int i = 0; i < 2; i++) {
 		assert_non_null(nl = strchr(line, '\n'));
 		json_error_t je;
@@ -436,10 +442,20 @@ static void test_ls_formats(void **state)
 			fail_msg("line %d is not one JSON object: %.*s", i, (int)(nl - line), line);
 		assert_string_equal(json_string_value(json_object_get(o, "name")), names[i]);
 		assert_string_equal(json_string_value(json_object_get(json_object_get(o, "key"), "scope")), scope);
+		const char *c = json_string_value(json_object_get(o, "created"));
+		assert_non_null(c);
+		snprintf(created[i], sizeof(created[i]), "%s", c);
 		json_decref(o);
 		line = nl + 1;
 	}
 	assert_string_equal(line, "");
+	/* that order is oldest first (RFC 3339 UTC strings compare as times), then by name */
+	int by_time = strcmp(created[0], created[1]);
+	if (by_time > 0 || (by_time == 0 && strcmp(names[0], names[1]) > 0))
+		fail_msg("ls order: %s (%s) before %s (%s)", names[0], created[0], names[1], created[1]);
+	/* a was made before b: a comes second only within the same second */
+	if (!a_first && by_time != 0)
+		fail_msg("ls put %s (made later, %s) before %s (%s)", b.name, created[0], a.name, created[1]);
 	run_free(&r);
 	RUN(&r, "ls", "-q", "--format", "json");
 	expect_code(&r, 2);
