@@ -28,6 +28,9 @@ packages=(
 	valgrind
 	# the Python client's type check (tests/python: python-typecheck)
 	mypy
+	# the Debian package (suite packaging: dpkg-buildpackage, lintian, and a
+	# Debian 12 root filesystem made with debootstrap to install it on)
+	dpkg-dev debhelper dh-python python3 lintian debootstrap
 )
 
 missing=()

@@ -163,6 +163,7 @@ static int refuse(struct mfs_ctl *c, enum mafsbx_err_kind kind, const char *msg)
 	mafsbx_error_clear(&e);
 	int r = mafsbx_error_set(&e, kind, "%s: %s", mfs_ctl_kind_name(c->kind), msg);
 	set_error_reply(c, &e, NULL);
+	mfs_txn_log(c->kind, NULL, NULL, r, &e, 0);
 	return r;
 }
 
@@ -172,16 +173,22 @@ static int run(struct mfs *fs, struct mfs_ctl *c)
 	struct mafsbx_error e;
 	json_error_t jerr;
 	mafsbx_error_clear(&e);
+	long long t0 = mafsbx_now_ms();
 	json_t *req = json_loadb(c->req.data, c->req.len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!req) {
 		int r = mafsbx_error_set(&e, MAFSBX_EK_INVALID, "%s: malformed JSON request at line %d column %d: %s",
 					 mfs_ctl_kind_name(c->kind), jerr.line, jerr.column, jerr.text);
 		set_error_reply(c, &e, NULL);
+		mfs_txn_log(c->kind, NULL, NULL, r, &e, mafsbx_now_ms() - t0);
 		return r;
 	}
 	if (!json_is_object(req)) {
 		json_decref(req);
-		return refuse(c, MAFSBX_EK_INVALID, "the request must be one JSON object");
+		int r = mafsbx_error_set(&e, MAFSBX_EK_INVALID, "%s: the request must be one JSON object",
+					 mfs_ctl_kind_name(c->kind));
+		set_error_reply(c, &e, NULL);
+		mfs_txn_log(c->kind, NULL, NULL, r, &e, mafsbx_now_ms() - t0);
+		return r;
 	}
 	json_t *reply = NULL;
 	int r;
@@ -189,10 +196,11 @@ static int run(struct mfs *fs, struct mfs_ctl *c)
 		r = mafsbx_error_set(&e, MAFSBX_EK_ENGINE, "no request runner");
 	else
 		r = fs->run(fs, c->kind, req, &reply, &e);
+	if (r < 0 && e.err <= 0)
+		mafsbx_error_set_full(&e, MAFSBX_EK_SYSTEM, -r, NULL, "%s failed", mfs_ctl_kind_name(c->kind));
+	mfs_txn_log(c->kind, req, reply, r, &e, mafsbx_now_ms() - t0);
 	json_decref(req);
 	if (r < 0) {
-		if (e.err <= 0)
-			mafsbx_error_set_full(&e, MAFSBX_EK_SYSTEM, -r, NULL, "%s failed", mfs_ctl_kind_name(c->kind));
 		set_error_reply(c, &e, reply);
 		json_decref(reply);
 		log_debug("%s: %s (%s)", mfs_ctl_kind_name(c->kind), e.message, mafsbx_errno_name(e.err));
@@ -551,6 +559,7 @@ static int refuse_byte(struct mfs_ctl *c, unsigned char ch, size_t at, const cha
 	int r = mafsbx_error_set(&e, MAFSBX_EK_INVALID, "%s: malformed JSON request: byte %zu (%s): %s",
 				 mfs_ctl_kind_name(c->kind), at, shown, why);
 	set_error_reply(c, &e, NULL);
+	mfs_txn_log(c->kind, NULL, NULL, r, &e, 0);
 	return r;
 }
 
@@ -613,6 +622,7 @@ int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *r
 					       "before its JSON object closed",
 					       mfs_ctl_kind_name(c->kind), have);
 			set_error_reply(c, &e, NULL);
+			mfs_txn_log(c->kind, NULL, NULL, ret, &e, 0);
 		}
 		goto out;
 	}

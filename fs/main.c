@@ -58,11 +58,9 @@ static int parse_command_line(struct fuse_args *args, struct mfs *fs, struct fus
 	if (mfs_options_parse(args, &fs->opt, &err) < 0)
 		return usage_error(err.message);
 	if (fs->opt.show_help) {
+		/* ours and the libfuse options that apply, with our defaults (libfuse's
+		 * own help would contradict them: max_threads, caching options) */
 		mfs_options_usage(stdout, PROG);
-		printf("FUSE options:\n");
-		fflush(stdout);
-		fuse_cmdline_help();
-		fuse_lowlevel_help();
 		return 0;
 	}
 	if (fs->opt.show_version) {
@@ -73,7 +71,9 @@ static int parse_command_line(struct fuse_args *args, struct mfs *fs, struct fus
 		return usage_error("bad FUSE options");
 	if (!copts->mountpoint)
 		return usage_error("no mount point given");
-	if (copts->debug)
+	if (fs->opt.loglevel_given)
+		mafsbx_log_set_level((enum mafsbx_log_level)fs->opt.loglevel);
+	else if (copts->debug)
 		mafsbx_log_set_level(MAFSBX_LOG_DEBUG);
 	if (!fs->opt.max_threads_given)
 		copts->max_threads = MFS_DEFAULT_MAX_THREADS;
@@ -106,7 +106,8 @@ static int open_engine(struct mfs *fs, struct mafsbx_error *err)
 				"host; use plane=auto or plane=engine\n", fs->ep.url);
 		return -1;
 	}
-	fs->engine = mafsbx_engine_open(&fs->ep, NULL, err);
+	struct mafsbx_engine_timeouts to = { .pull_ms = fs->opt.pull_timeout * 1000 };
+	fs->engine = mafsbx_engine_open(&fs->ep, &to, err);
 	if (!fs->engine)
 		goto fail;
 	if (mafsbx_engine_ping(fs->engine, err) < 0) {
@@ -141,6 +142,7 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 	sc.egress_proxy_image = fs->opt.egress_proxy_image;
 	sc.egress_outbound_network = fs->opt.egress_outbound_network;
 	sc.exec_timeout_max_s = fs->opt.exec_timeout;
+	sc.pull_timeout_ms = fs->opt.pull_timeout * 1000;
 	sc.max_read_bytes = fs->opt.max_read;
 	sc.max_write_bytes = fs->opt.max_write;
 	fs->backend = mafsbx_backend_new(fs->engine, fs->fz, &sc, err);

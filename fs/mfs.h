@@ -70,6 +70,7 @@ struct mafsbx_sandbox_info;
 #define MFS_DEFAULT_MAX_READ (64 * MFS_MIB)
 #define MFS_DEFAULT_MAX_WRITE (64 * MFS_MIB)
 #define MFS_DEFAULT_EXEC_TIMEOUT 300
+#define MFS_DEFAULT_PULL_TIMEOUT 600
 #define MFS_DEFAULT_PIDS_LIMIT 512
 #define MFS_DEFAULT_MAX_THREADS 64u
 /* Transactions are engine round trips and waits, not CPU: 32 in flight keep
@@ -96,6 +97,9 @@ struct mfs_options {
 	uint64_t max_read;
 	uint64_t max_write;
 	long exec_timeout;           /* seconds */
+	long pull_timeout;           /* seconds: an image pull of an acquire */
+	int loglevel;                /* enum mafsbx_log_level: -o loglevel (default warning) */
+	bool loglevel_given;
 	long pids_limit;
 	bool cap_drop_all;
 	int64_t memory;              /* bytes, 0 = off */
@@ -203,6 +207,10 @@ pid_t mfs_caller_pid(void);
 
 enum mfs_ctl_kind { MFS_CTL_ACQUIRE = 0, MFS_CTL_DISPOSE = 1, MFS_CTL_EXEC = 2 };
 const char *mfs_ctl_kind_name(enum mfs_ctl_kind k);
+/* At loglevel info: one line for a transaction that took `ms` and ended with
+ * `r` (0: `reply`, else `e`); `req` NULL when it was not a JSON object (txnlog.c). */
+void mfs_txn_log(enum mfs_ctl_kind kind, const json_t *req, const json_t *reply, int r,
+		 const struct mafsbx_error *e, long long ms);
 
 /*
  * Runs one parsed .ctl request. On success returns 0 and a reply object

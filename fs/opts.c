@@ -29,6 +29,7 @@
 
 #include "burst.h"
 #include "egress.h"
+#include "log.h"
 
 /* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
 struct raw_opts {
@@ -36,6 +37,7 @@ struct raw_opts {
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
 	char *plane, *uid, *gid, *umask, *burst_ms, *entry_timeout, *max_requests, *max_open_per_user;
+	char *pull_timeout, *loglevel;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
 	int max_threads_seen, fsname_seen, subtype_seen;
@@ -68,6 +70,8 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("max_read=%s", max_read),
 	RAW("max_write=%s", max_write),
 	RAW("exec_timeout=%s", exec_timeout),
+	RAW("pull_timeout=%s", pull_timeout),
+	RAW("loglevel=%s", loglevel),
 	RAW("pids_limit=%s", pids_limit),
 	RAW("cap_drop_all", cap_drop_all),
 	RAW("memory=%s", memory),
@@ -186,7 +190,8 @@ static void raw_free(struct raw_opts *r)
 			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
 			 &r->nonopt[0], &r->nonopt[1], &r->extra,
-			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user };
+			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user, &r->pull_timeout,
+			 &r->loglevel };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -312,6 +317,9 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 	if (r->exec_timeout && parse_long(r->exec_timeout, 1, 7 * 86400, &o->exec_timeout) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
 					"-o exec_timeout=%s: expected whole seconds from 1 to 604800", r->exec_timeout);
+	if (r->pull_timeout && parse_long(r->pull_timeout, 1, 7 * 86400, &o->pull_timeout) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"-o pull_timeout=%s: expected whole seconds from 1 to 604800", r->pull_timeout);
 	if (r->pids_limit && parse_long(r->pids_limit, 1, INT32_MAX, &o->pids_limit) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o pids_limit=%s: expected a positive integer",
 					r->pids_limit);
@@ -334,6 +342,25 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 	if (r->burst_ms)
 		o->burst_ms = b == 0 ? -1 : (int)b;
 	return 0;
+}
+
+/* -o loglevel=error|warning|info|debug. 0 or -EINVAL. */
+static int parse_loglevel(const struct raw_opts *r, struct mfs_options *o, struct mafsbx_error *err)
+{
+	static const char *const names[] = { [MAFSBX_LOG_ERROR] = "error", [MAFSBX_LOG_WARN] = "warning",
+					     [MAFSBX_LOG_INFO] = "info", [MAFSBX_LOG_DEBUG] = "debug" };
+	o->loglevel = MAFSBX_LOG_WARN;
+	if (!r->loglevel)
+		return 0;
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(names); i++) {
+		if (strcmp(r->loglevel, names[i]) == 0) {
+			o->loglevel = (int)i;
+			o->loglevel_given = true;
+			return 0;
+		}
+	}
+	return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o loglevel=%s: expected error, warning, info or debug",
+				r->loglevel);
 }
 
 /* -o uid, gid, umask: what sandbox files show (default: ours, 022). 0 or -EINVAL. */
@@ -377,6 +404,7 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 	o->max_read = MFS_DEFAULT_MAX_READ;
 	o->max_write = MFS_DEFAULT_MAX_WRITE;
 	o->exec_timeout = MFS_DEFAULT_EXEC_TIMEOUT;
+	o->pull_timeout = MFS_DEFAULT_PULL_TIMEOUT;
 	o->pids_limit = MFS_DEFAULT_PIDS_LIMIT;
 	o->max_threads = MFS_DEFAULT_MAX_THREADS;
 	o->max_requests = MFS_DEFAULT_MAX_REQUESTS;
@@ -409,7 +437,7 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 				       "conflicting options: give -o host (-H) or -o context (--context), not both");
 		goto out;
 	}
-	if ((ret = parse_limits(&r, o, err)) < 0)
+	if ((ret = parse_limits(&r, o, err)) < 0 || (ret = parse_loglevel(&r, o, err)) < 0)
 		goto out;
 	/* A guest's device node or setuid file must never act on the host: dev
 	 * and suid (which mount.fuse3 adds by itself for root) are dropped, and
@@ -473,9 +501,12 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o scope=SCOPE         show and serve only sandboxes of this scope\n"
 		"    -o attr_timeout=SECS   kernel attribute/entry cache (default 1)\n"
 		"    -o entry_timeout=SECS  kernel name cache (default: attr_timeout)\n"
-		"    -o max_read=BYTES      largest file a read fetches (default 64M)\n"
+		"    -o max_read=BYTES      largest file a read fetches (default 64M on the\n"
+		"                           engine plane; none on the local plane unless given)\n"
 		"    -o max_write=BYTES     largest file a write sends (default 64M)\n"
-		"    -o exec_timeout=SECS   default and ceiling of exec timeouts (default 300)\n"
+		"    -o exec_timeout=SECS   default and ceiling of exec timeouts (default %d)\n"
+		"    -o pull_timeout=SECS   bound on pulling an absent image for an acquire\n"
+		"                           (default %d)\n"
 		"    -o pids_limit=N        --pids-limit of every sandbox (default 512)\n"
 		"    -o cap_drop_all        drop every capability in new sandboxes\n"
 		"    -o memory=BYTES        memory limit of new sandboxes (at least 6M)\n"
@@ -494,14 +525,35 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o uid=N, -o gid=N, -o umask=M\n"
 		"                           owner and mode mask shown for sandbox files\n"
 		"                           (default: the mounting user, 022)\n"
-		"    -o max_threads=N       FUSE worker threads (default %u here)\n"
 		"    -o max_requests=N      .ctl transactions running at once; more wait their\n"
 		"                           turn (default %u)\n"
 		"    -o max_open_per_user=N files one user other than the daemon's may hold\n"
 		"                           open (EMFILE past it; default: a quarter of the\n"
 		"                           daemon's open-file limit, 64 to 16384)\n"
+		"    -o loglevel=LEVEL      error, warning (default), info (one line for each\n"
+		"                           transaction and each freeze and pin decision) or\n"
+		"                           debug; to stderr with -f, else to syslog\n"
+		"\n"
+		"FUSE options (libfuse's, as they apply here):\n"
+		"    -f                     stay in the foreground (systemd units use it)\n"
+		"    -d, -o debug           log every FUSE request (implies -f and, unless\n"
+		"                           -o loglevel is given, loglevel=debug)\n"
+		"    -s                     one FUSE worker thread\n"
+		"    -o max_threads=N       FUSE worker threads at most (default %u here)\n"
+		"    -o max_idle_threads=N  idle workers kept (default: all are kept)\n"
+		"    -o clone_fd            a /dev/fuse descriptor for each worker\n"
+		"    -o allow_other         let other users in, through the modes shown (turns\n"
+		"                           default_permissions on)\n"
+		"    -o allow_root          let root in as well as the mounting user\n"
+		"    -o default_permissions the kernel checks the modes shown\n"
+		"    -o auto_unmount        unmount when the daemon dies\n"
+		"    -o fsname=NAME, -o subtype=NAME\n"
+		"                           as /proc/self/mountinfo shows it (default mafsbxfs)\n"
 		"    -h, --help             this text\n"
 		"    -V, --version          the version\n"
-		"\n",
-		prog, MFS_DEFAULT_MAX_THREADS, MFS_DEFAULT_MAX_REQUESTS);
+		"\n"
+		"File contents are never cached by the kernel (direct_io): libfuse's caching\n"
+		"options do not apply. Sandbox files are always nodev,nosuid.\n",
+		prog, MFS_DEFAULT_EXEC_TIMEOUT, MFS_DEFAULT_PULL_TIMEOUT, MFS_DEFAULT_MAX_REQUESTS,
+		MFS_DEFAULT_MAX_THREADS);
 }

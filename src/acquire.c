@@ -198,7 +198,7 @@ static int ensure_image(struct mafsbx_backend *b, const char *image, struct mafs
 	}
 	log_info("image %s is absent: pulling it", image);
 	mafsbx_error_clear(&e);
-	r = mafsbx_image_pull(b->engine, image, &e);
+	r = mafsbx_image_pull_watch(b->engine, image, b->cfg.on_pull_line, b->cfg.pull_ctx, &e);
 	if (r < 0)
 		return mafsbx_error_set(err, e.kind == MAFSBX_EK_TIMEOUT || e.kind == MAFSBX_EK_UNREACHABLE ? e.kind
 														: MAFSBX_EK_NO_IMAGE,

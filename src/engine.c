@@ -1113,7 +1113,7 @@ static json_t *exec_config(const struct mafsbx_exec_request *rq, const char *wha
 	else if (!cmd || !cfg || (rq->env && !env))
 		*r = nomem(err);
 	if (*r == 0) {
-		json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL));
+		json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL || rq->stdin_from_fd));
 		json_object_set_new(cfg, "AttachStdout", json_true());
 		json_object_set_new(cfg, "AttachStderr", json_true());
 		json_object_set_new(cfg, "Tty", json_false());
@@ -1176,6 +1176,7 @@ static int exec_start(struct mafsbx_engine *e, const struct mafsbx_exec_request 
 	struct mafsbx_http_hijack_req hq = {
 		.method = "POST", .target = tstart, .content_type = "application/json", .body = start_body,
 		.body_len = sizeof(start_body) - 1, .in = rq->stdin_data, .in_len = rq->stdin_len,
+		.in_from_fd = rq->stdin_from_fd, .in_fd = rq->stdin_fd, .in_taken = &res->stdin_bytes,
 		.deadline_ms = deadline, .on_data = demux_sink, .ctx = dm,
 	};
 	r = mafsbx_http_hijack(e->http, &hq, &resp, err);
@@ -1373,6 +1374,8 @@ struct progress {
 	struct mafsbx_buf line;
 	char error[512];
 	bool failed;
+	void (*on_line)(const json_t *line, void *ctx);   /* optional watcher of every line */
+	void *ctx;
 };
 
 static void progress_line(struct progress *p)
@@ -1381,6 +1384,8 @@ static void progress_line(struct progress *p)
 		return;
 	json_error_t je;
 	json_t *j = json_loadb(p->line.data, p->line.len, 0, &je);
+	if (p->on_line && json_is_object(j))
+		p->on_line(j, p->ctx);
 	json_t *ev = json_object_get(j, "error");
 	if (ev) {
 		p->failed = true;
@@ -1412,9 +1417,11 @@ static int progress_sink(const void *data, size_t len, void *ctx)
 }
 
 static int progress_call(struct mafsbx_engine *e, const char *t, const char *ctype, const void *body, size_t len,
-			 const char *what, enum mafsbx_err_kind fail_kind, struct mafsbx_error *err)
+			 const char *what, enum mafsbx_err_kind fail_kind, struct progress *watch,
+			 struct mafsbx_error *err)
 {
-	struct progress p = { .line = MAFSBX_BUF_INIT };
+	struct progress p = { .line = MAFSBX_BUF_INIT, .on_line = watch ? watch->on_line : NULL,
+			      .ctx = watch ? watch->ctx : NULL };
 	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
 		.method = "POST", .target = t, .content_type = ctype, .body = body, .body_len = len,
@@ -1442,6 +1449,12 @@ static int progress_call(struct mafsbx_engine *e, const char *t, const char *cty
 }
 
 int mafsbx_image_pull(struct mafsbx_engine *e, const char *ref, struct mafsbx_error *err)
+{
+	return mafsbx_image_pull_watch(e, ref, NULL, NULL, err);
+}
+
+int mafsbx_image_pull_watch(struct mafsbx_engine *e, const char *ref, void (*on_line)(const json_t *line, void *ctx),
+			    void *ctx, struct mafsbx_error *err)
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "pull image: no engine");
@@ -1472,7 +1485,8 @@ int mafsbx_image_pull(struct mafsbx_engine *e, const char *ref, struct mafsbx_er
 	__do_free char *t = target(e, err, &r, "/images/create?fromImage=%s%s%s", en, et ? "&tag=" : "", et ? et : "");
 	if (!t)
 		return r;
-	return progress_call(e, t, NULL, NULL, 0, what, MAFSBX_EK_NO_IMAGE, err);
+	struct progress watch = { .on_line = on_line, .ctx = ctx };
+	return progress_call(e, t, NULL, NULL, 0, what, MAFSBX_EK_NO_IMAGE, &watch, err);
 }
 
 int mafsbx_image_import(struct mafsbx_engine *e, const void *tar, size_t tar_len, const char *repo, const char *tag,
@@ -1505,7 +1519,7 @@ int mafsbx_image_import(struct mafsbx_engine *e, const void *tar, size_t tar_len
 	mafsbx_buf_free(&q);
 	if (!t)
 		return r;
-	return progress_call(e, t, "application/x-tar", tar, tar_len, what, MAFSBX_EK_ENGINE, err);
+	return progress_call(e, t, "application/x-tar", tar, tar_len, what, MAFSBX_EK_ENGINE, NULL, err);
 }
 
 int mafsbx_image_delete(struct mafsbx_engine *e, const char *ref, struct mafsbx_error *err)

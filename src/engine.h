@@ -162,6 +162,11 @@ struct mafsbx_exec_request {
 	const char *workdir;         /* NULL: the container's */
 	const void *stdin_data;      /* NULL: no stdin attached (EOF) */
 	size_t stdin_len;
+	/* Instead of stdin_data: stdin streamed from the descriptor stdin_fd,
+	 * sent as it is read while the output arrives (docker exec -i), closed
+	 * at its end of file; result->stdin_bytes counts what was read. */
+	bool stdin_from_fd;
+	int stdin_fd;
 	long timeout_ms;             /* wall-clock bound on the run, 0 = none */
 	size_t max_output;           /* per stream cap; 0 = 8 MiB. Over it: truncated, stream still drained */
 	/* Optional: each output chunk as it arrives (stream 1 stdout, 2 stderr), every byte, before
@@ -192,6 +197,7 @@ struct mafsbx_exec_result {
 	bool sandbox_disposed;       /* sandbox.h: a timeout removed the sandbox's container (as upstream) */
 	bool killed;                 /* sandbox.h: a timeout killed the command, the sandbox kept */
 	long long duration_ms;
+	uint64_t stdin_bytes;        /* stdin_from_fd: bytes read from the descriptor (none can be re-sent) */
 };
 
 /*
@@ -238,6 +244,10 @@ int mafsbx_image_inspect(struct mafsbx_engine *e, const char *ref, json_t **out,
 /* POST /images/create?fromImage=..&tag=..; the progress stream is read to the end and an
  * {"error": ...} line in it is a failure (EK_NO_IMAGE). Bounded by the pull timeout. */
 int mafsbx_image_pull(struct mafsbx_engine *e, const char *ref, struct mafsbx_error *err);
+/* The same, with each line of the progress stream (a JSON object) handed to
+ * on_line (NULL: none) as it arrives. */
+int mafsbx_image_pull_watch(struct mafsbx_engine *e, const char *ref, void (*on_line)(const json_t *line, void *ctx),
+			    void *ctx, struct mafsbx_error *err);
 /* POST /images/create?fromSrc=-&repo=..&tag=..&changes=.. with a rootfs tar: `docker import`. */
 int mafsbx_image_import(struct mafsbx_engine *e, const void *tar, size_t tar_len, const char *repo,
 			const char *tag, const char *const *changes, struct mafsbx_error *err);

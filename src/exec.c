@@ -149,6 +149,8 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 		.user = spec->user,   /* NULL: the container's Config.User */
 		.stdin_data = spec->has_stdin ? (spec->stdin_data ? (const void *)spec->stdin_data : (const void *)"") : NULL,
 		.stdin_len = spec->has_stdin ? spec->stdin_len : 0,
+		.stdin_from_fd = h && h->stdin_from_fd,
+		.stdin_fd = h ? h->stdin_fd : -1,
 		.timeout_ms = spec->timeout_ms,
 		/* streamed: the bytes went to the caller; keep only enough for a launch failure's message */
 		.max_output = h && h->on_output ? SBX_STREAM_KEEP_OUTPUT : SBX_EXEC_MAX_OUTPUT,

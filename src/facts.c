@@ -153,7 +153,10 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
 			}
 		}
 		mafsbx_freeze_exec_end(reg);
-		if (r < 0 && e.kind == MAFSBX_EK_PAUSED && mafsbx_now_ms() + SBX_PAUSED_RETRY_MS < deadline) {
+		/* Re-issued only while nothing was taken from a streamed stdin:
+		 * those bytes are gone from the descriptor and cannot be sent again. */
+		if (r < 0 && e.kind == MAFSBX_EK_PAUSED && !res->stdin_bytes &&
+		    mafsbx_now_ms() + SBX_PAUSED_RETRY_MS < deadline) {
 			mafsbx_exec_result_free(res);
 			usleep(SBX_PAUSED_RETRY_MS * 1000);
 			continue;

@@ -435,14 +435,17 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 		case PAUSED_BY_US:
 			e->anchor_ns = find_anchor(f, container);
 			write_frozen_marker(gate, e->anchor_ns);
+			log_info("freeze: %.12s paused (a new freeze)", container);
 			return 0;
 		case PAUSE_REFUSED:
+			log_info("freeze: %.12s: the pause was refused: %s", container, pe.message);
 			write_marker(gate, NULL);
 			if (err)
 				*err = pe;
 			mafsbx_error_prefix(err, "could not freeze %s for a file call", container);
 			return -(pe.err ? pe.err : EIO);
 		case PAUSE_UNCERTAIN:
+			log_info("freeze: %.12s: the pause got no clear answer (%s); unpausing", container, pe.message);
 			if (thaw_owned(f, container, "after an uncertain pause") != THAW_FAILED)
 				write_marker(gate, NULL);
 			if (err)
@@ -478,6 +481,7 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 	else
 		write_marker(gate, NULL);
 	stat_add(f, &f->stats.foreign_refusals);
+	log_info("freeze: %.12s is paused by someone else: left paused, the file call refused", container);
 	return mafsbx_error_set(err, MAFSBX_EK_PAUSED,
 				"container %s is paused by someone else (not by a mafsbx freeze); "
 				"it is left paused and the file call is refused", container);
@@ -505,6 +509,7 @@ static int xproc_enter(struct mafsbx_freezer *f, struct fentry *e, long long dea
 		read_marker(turn->gate, m, sizeof(m));
 		e->anchor_ns = marker_anchor(m);
 		stat_add(f, &f->stats.xjoins);
+		log_info("freeze: %.12s joined (frozen by another process)", e->container);
 		mark_frozen(f, e, true);
 		r = 0;
 	} else {
@@ -538,6 +543,9 @@ static void xproc_leave(struct mafsbx_freezer *f, struct fentry *e)
 	} else if (r == 1 && thaw_owned(f, e->container, "leaving a freeze") != THAW_FAILED) {
 		/* the last one out, across every process */
 		write_marker(e->turn.gate, NULL);
+		log_info("freeze: %.12s unpaused (the last holder left)", e->container);
+	} else if (r == 0) {
+		log_info("freeze: %.12s left, still frozen for another process", e->container);
 	}
 	mark_frozen(f, e, false);
 	mafsbx_turn_release(&e->turn);
@@ -604,6 +612,7 @@ static int busy_error(struct mafsbx_freezer *f, const char *container, enum mafs
 		      struct mafsbx_error *err)
 {
 	f->stats.exec_refusals++;
+	log_info("freeze: %.12s refused: execs held it until the deadline", container);
 	return mafsbx_turns_busy_error(container, why, err);
 }
 
@@ -720,6 +729,8 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 		 * guest frozen for ever. Later ones wait for it to drain and freeze again.
 		 */
 		if (e->state == FS_HELD && mafsbx_now_ms() - e->held_since_ms <= MAFSBX_FREEZE_JOIN_WINDOW_MS) {
+			log_info("freeze: %.12s joined (frozen %lld ms ago here, %u inside)", container,
+				 mafsbx_now_ms() - e->held_since_ms, e->count);
 			e->count++;
 			f->stats.joins++;
 			f->stats.enters++;
@@ -747,6 +758,7 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 			if (!poller) {
 				poller = e->poller = true;
 				f->stats.exec_deferrals++;
+				log_info("freeze: %.12s waits: an exec of it runs or waits", container);
 			}
 			e->busy_why = turn.why;
 			long long now = mafsbx_now_ms();

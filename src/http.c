@@ -14,7 +14,8 @@
  *    lock that an open archive stream holds (engine-api.md §1.7);
  *  - the hijacked exec stream: CURLOPT_CONNECT_ONLY gives a connected
  *    (possibly TLS) socket, on which the request is written by hand, stdin
- *    is sent and half-closed, and the raw frames are read with poll() until
+ *    is sent (a buffer, or a descriptor streamed as it gives, both ways at
+ *    once) and half-closed, and the raw frames are read with poll() until
  *    the engine closes the stream;
  *  - ssh:// transports, as the Docker CLI's connhelper does them: every
  *    connection is a unix stream whose other end is the stdin and stdout of
@@ -74,6 +75,8 @@ extern char **environ;
 
 #define POOL_MAX 32
 #define HIJACK_HEAD_MAX (64 * 1024)
+/* A streamed stdin (in_fd) is read and sent this much at a time. */
+#define HIJACK_IN_CHUNK (64 * 1024)
 /* ssh: how much of its stderr a failure message carries (the tail). */
 #define SSH_DIAG_MAX 512
 /*
@@ -1484,6 +1487,8 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 
 out:
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	/* errbuf is this frame's: a pooled handle must not keep pointing at it */
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(hdrs);
 	mafsbx_buf_free(&url);
 	pool_put(h, pc, reusable);
@@ -1563,12 +1568,17 @@ struct hijack {
 	long long head_deadline;     /* bounds the request and the answer's headers */
 	struct mafsbx_buf head;      /* the request, then the answer's status line and headers */
 	char buf[16384];
+	char inbuf[HIJACK_IN_CHUNK]; /* in_fd: the chunk read and not yet sent */
+	/* libcurl's CURLOPT_ERRORBUFFER for the whole stream: curl_easy_send and
+	 * curl_easy_recv write their failure message there long after the
+	 * connect step has returned, so it cannot live on that step's stack */
+	char errbuf[CURL_ERROR_SIZE];
 };
 
 /* Phase 1: a fresh connection (CONNECT_ONLY), its socket in hj->fd. */
 static int hijack_connect(struct hijack *hj, struct mafsbx_error *err)
 {
-	char errbuf[CURL_ERROR_SIZE] = "";
+	char *errbuf = hj->errbuf;
 	struct mafsbx_http *h = hj->h;
 	CURL *c = hj->c;
 	if (setup_common(h, hj->pc, errbuf) < 0 || curl_easy_setopt(c, CURLOPT_URL, h->base) != CURLE_OK ||
@@ -1689,10 +1699,91 @@ static int hijack_deliver(struct hijack *hj, const void *data, size_t len, struc
 	return cr < 0 ? sink_error(cr, err) : 0;
 }
 
+/* The stream's stdin: a buffer given whole, or what in_fd gives, chunk by chunk. */
+struct hijack_in {
+	const char *p;               /* unsent bytes: rq->in, or a chunk of hj->inbuf */
+	size_t left;
+	bool from_fd;                /* more may come from rq->in_fd */
+	bool shut;                   /* the write side is closed */
+};
+
+/* Send what is pending; stop sending (drop the rest) when the peer stopped reading. */
+static void hijack_in_send(struct hijack *hj, struct hijack_in *in)
+{
+	if (!in->left)
+		return;
+	size_t sent = 0;
+	CURLcode rc = curl_easy_send(hj->c, in->p, in->left, &sent);
+	if (rc == CURLE_OK) {
+		in->p += sent;
+		in->left -= sent;
+	} else if (rc != CURLE_AGAIN) {
+		/* the process stopped reading stdin: not our error */
+		in->left = 0;
+		in->from_fd = false;
+	}
+}
+
+/* in_fd is readable (or closed): the next chunk, or its end. */
+static void hijack_in_read(struct hijack *hj, struct hijack_in *in)
+{
+	const struct mafsbx_http_hijack_req *rq = hj->rq;
+	ssize_t n = read(rq->in_fd, hj->inbuf, sizeof(hj->inbuf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n < 0)
+		log_warn("%s %.200s: reading stdin: %s; the command's stdin is closed", rq->method, rq->target,
+			 strerror(errno));
+	if (n <= 0) {
+		in->from_fd = false;
+		return;
+	}
+	in->p = hj->inbuf;
+	in->left = (size_t)n;
+	if (rq->in_taken)
+		*rq->in_taken += (uint64_t)n;
+}
+
+/*
+ * Wait for the socket (readable; writable while stdin is pending) and, when
+ * no chunk is pending, for in_fd. Returns 0, or -ETIMEDOUT / -errno.
+ */
+static int hijack_wait(struct hijack *hj, struct hijack_in *in)
+{
+	const struct mafsbx_http_hijack_req *rq = hj->rq;
+	bool want_in = in->from_fd && !in->left;
+	struct pollfd pfd[2] = {
+		{ .fd = hj->fd, .events = (short)(POLLIN | (in->left ? POLLOUT : 0)) },
+		{ .fd = want_in ? rq->in_fd : -1, .events = POLLIN },
+	};
+	for (;;) {
+		int to = -1;
+		if (rq->deadline_ms) {
+			long long left = rq->deadline_ms - mafsbx_now_ms();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			to = left > 60000 ? 60000 : (int)left;
+		}
+		int n = poll(pfd, 2, to);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0)
+			continue;
+		if (want_in && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+			if (pfd[1].revents & POLLNVAL)
+				in->from_fd = false;
+			else
+				hijack_in_read(hj, in);
+		}
+		return 0;
+	}
+}
+
 /*
  * Phase 4b, the stream: the bytes that came with the headers, then stdin
- * written and the write side half-closed, while every byte that arrives goes
- * to on_data, until the engine closes the stream or the deadline passes.
+ * written (the buffer, or in_fd as it gives) and the write side
+ * half-closed, while every byte that arrives goes to on_data, until the
+ * engine closes the stream or the deadline passes.
  */
 static int hijack_stream(struct hijack *hj, size_t hlen, struct mafsbx_error *err)
 {
@@ -1700,23 +1791,16 @@ static int hijack_stream(struct hijack *hj, size_t hlen, struct mafsbx_error *er
 	int r;
 	if (hj->head.len > hlen && (r = hijack_deliver(hj, hj->head.data + hlen, hj->head.len - hlen, err)) < 0)
 		return r;
-	const char *inp = rq->in;
-	size_t in_left = rq->in ? rq->in_len : 0;
-	bool shut = !rq->in;
+	struct hijack_in in = { .from_fd = rq->in_from_fd };
+	if (!rq->in_from_fd && rq->in) {
+		in.p = rq->in;
+		in.left = rq->in_len;
+	}
 	for (;;) {
-		if (in_left) {
-			size_t sent = 0;
-			CURLcode rc = curl_easy_send(hj->c, inp, in_left, &sent);
-			if (rc == CURLE_OK) {
-				inp += sent;
-				in_left -= sent;
-			} else if (rc != CURLE_AGAIN) {
-				in_left = 0;  /* the process stopped reading stdin: not our error */
-			}
-		}
-		if (!in_left && !shut) {
+		hijack_in_send(hj, &in);
+		if (!in.left && !in.from_fd && !in.shut) {
 			(void)shutdown(hj->fd, SHUT_WR);
-			shut = true;
+			in.shut = true;
 		}
 		ssize_t n;
 		while ((n = recv_some(hj->c, hj->buf, sizeof(hj->buf))) > 0)
@@ -1724,7 +1808,7 @@ static int hijack_stream(struct hijack *hj, size_t hlen, struct mafsbx_error *er
 				return r;
 		if (n == 0 || n == -ECONNRESET)
 			return 0;
-		int w = wait_fd(hj->fd, (short)(POLLIN | (in_left ? POLLOUT : 0)), rq->deadline_ms);
+		int w = hijack_wait(hj, &in);
 		if (w == -ETIMEDOUT)
 			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: stream timed out; closed", rq->method,
 						rq->target);
@@ -1750,7 +1834,13 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_re
 		free(hj);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory (curl handle)");
 	}
-	*hj = (struct hijack){ .h = h, .rq = rq, .resp = resp, .pc = pc, .c = pc->c, .head = MAFSBX_BUF_INIT };
+	/* field by field: a compound literal of this (large) struct would be built on the stack */
+	hj->h = h;
+	hj->rq = rq;
+	hj->resp = resp;
+	hj->pc = pc;
+	hj->c = pc->c;
+	hj->head = (struct mafsbx_buf)MAFSBX_BUF_INIT;
 	/* Until the answer's headers are in, a run without a deadline still has the request timeout. */
 	size_t hlen = 0;
 	int r = hijack_connect(hj, err);
@@ -1763,6 +1853,7 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_re
 		r = resp->status != 101 && !status_ok(resp->status) ? hijack_error_body(hj, hlen, err)
 								       : hijack_stream(hj, hlen, err);
 	mafsbx_buf_free(&hj->head);
+	curl_easy_setopt(pc->c, CURLOPT_ERRORBUFFER, NULL);  /* hj->errbuf goes below */
 	pconn_free(pc);  /* a hijacked connection is never reused */
 	free(hj);
 	return r;

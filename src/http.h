@@ -91,6 +91,13 @@ struct mafsbx_http_hijack_req {
 	size_t body_len;
 	const void *in;              /* stdin for the stream, or NULL (write side closed at once) */
 	size_t in_len;
+	/* Instead of `in`: stdin read from the descriptor in_fd as it becomes
+	 * readable and sent as read, while the output is delivered (both ways
+	 * at once); the write side is half-closed at its end of file. At most
+	 * one chunk is held: a guest that stops reading stops the reads. */
+	bool in_from_fd;
+	int in_fd;
+	uint64_t *in_taken;          /* optional: bytes read from in_fd so far */
 	long long deadline_ms;       /* absolute mafsbx_now_ms() time, 0: none */
 	mafsbx_http_sink_fn on_data; /* every byte of the stream; required */
 	void *ctx;
@@ -99,9 +106,10 @@ struct mafsbx_http_hijack_req {
 /*
  * A hijacked stream (exec start): a fresh connection that is never pooled.
  * Sends `method target` with the body and the Upgrade headers, reads
- * the status and headers. On 101/200 writes `in` (if any) and then half-
- * closes the write side, delivering every byte that arrives to `on_data`
- * until the engine closes the stream. On another status the (bounded) error
+ * the status and headers. On 101/200 writes `in` (if any, or what in_fd
+ * gives until its end of file) and then half-closes the write side,
+ * delivering every byte that arrives to `on_data` until the engine closes
+ * the stream (which may come before in_fd ends: the rest is not read). On another status the (bounded) error
  * body is left in resp->body and 0 is returned. `deadline_ms` is an absolute
  * mafsbx_now_ms() time (0: none for the stream, while the answer's headers
  * are still bounded by the default request timeout); when it passes the

@@ -198,6 +198,8 @@ static int entry_get(struct mafsbx_planes *ps, const struct mafsbx_plane_target 
 			continue;
 		if (pe->pin && !mafsbx_pin_alive(pe->pin)) {
 			/* The init died: a restart has a new PID. Never serve the old root. */
+			log_info("pin: sandbox %s: its init (PID %d) is gone: unpinned, pinning afresh",
+				 t->name ? t->name : t->id, (int)pe->pin->pid);
 			unlink_locked(ps, pe);
 			if (!pe->refs)
 				entry_free(pe);
@@ -224,6 +226,7 @@ static int entry_get(struct mafsbx_planes *ps, const struct mafsbx_plane_target 
 		return r;
 	}
 	if (r < 0 && ps->cfg.mode == MAFSBX_PLANE_LOCAL) {
+		log_info("pin: sandbox %s: refused (plane=local): %s", t->name ? t->name : t->id, pe_err.message);
 		if (err)
 			*err = pe_err;
 		return r;
@@ -237,7 +240,9 @@ static int entry_get(struct mafsbx_planes *ps, const struct mafsbx_plane_target 
 	ne->pin = pin;
 	if (!pin) {
 		snprintf(ne->why, sizeof(ne->why), "%s", pe_err.message);
-		log_info("sandbox %s: engine plane: %s", t->name ? t->name : t->id, pe_err.message);
+		log_info("pin: sandbox %s: not pinned, engine plane: %s", t->name ? t->name : t->id, pe_err.message);
+	} else {
+		log_info("pin: sandbox %s: pinned init PID %d (local plane)", t->name ? t->name : t->id, (int)pin->pid);
 	}
 	ne->used_ms = mafsbx_now_ms();
 	pthread_mutex_lock(&ps->mu);

@@ -48,6 +48,11 @@ struct mafsbx_sandbox_config {
 	long pull_timeout_ms;           /* 600000: an image pull. The pull runs on the engine handle, which
 					   bounds it with its own timeouts.pull_ms: open the engine with the
 					   same value (this field documents it; the backend cannot override it) */
+	/* Optional: each line of an image pull's progress stream (a JSON object
+	 * as the engine sends it: status, id, progressDetail), as it arrives,
+	 * on the acquiring thread (mafsbx acquire draws a progress line). */
+	void (*on_pull_line)(const json_t *line, void *ctx);
+	void *pull_ctx;
 	long probe_timeout_ms;          /* 10000: all capability probes of one acquire */
 	long command_timeout_ms;        /* 60000: `id -u`/`id -g` and other helper execs */
 	uint64_t max_read_bytes;        /* 64 MiB: declared in limits (the mount's -o max_read) */
@@ -206,6 +211,10 @@ struct mafsbx_exec_hooks {
 	/* a timeout kills the command's process tree where the engine runs on
 	 * this host (the sandbox stays); elsewhere it disposes, as always */
 	bool kill_on_timeout;
+	/* stdin streamed from this descriptor as it gives (the shell verb's -i),
+	 * both ways at once, instead of the spec's stdin; see engine.h */
+	bool stdin_from_fd;
+	int stdin_fd;
 };
 /* The general form of the two above. */
 int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,

@@ -24,7 +24,8 @@
 static void ls_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " ls [--scope SCOPE] [--json] [-H URL | --context NAME]\n"
+		"Usage: " PROGRAM " ls [--scope SCOPE] [-q | --format table|json | --json]\n"
+		"                 [-H URL | --context NAME]\n"
 		"\n"
 		"List every maf-sandbox Docker sandbox on the engine, oldest first: its\n"
 		"name, kind, state, age, image and key (scope, thread, agent, call). The\n"
@@ -33,7 +34,10 @@ static void ls_usage(FILE *out)
 		"\n"
 		"Options:\n"
 		"      --scope SCOPE    only sandboxes of this scope\n"
-		"      --json           print one JSON array\n" CLI_ENGINE_OPTIONS_HELP
+		"  -q, --quiet          print the names only, one a line\n"
+		"      --format FORMAT  table (default), or json: one JSON object a line\n"
+		"                       (as docker ps --format json)\n"
+		"      --json           print one JSON array of those objects\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: 0 done, 2 usage, 3 engine unreachable or the listing failed.\n");
@@ -143,7 +147,16 @@ static void print_table(const struct row *rows, size_t n, int64_t now)
 	}
 }
 
-static int print_json(const struct row *rows, size_t n, int64_t now)
+enum ls_format { LS_TABLE, LS_QUIET, LS_JSON_LINES, LS_JSON_ARRAY };
+
+static void print_names(const struct row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%s\n", rows[i].name);
+}
+
+/* One object per row: as one array (--json) or one a line (--format json). */
+static int print_json(const struct row *rows, size_t n, int64_t now, bool lines)
 {
 	json_t *arr = json_array();
 	if (!arr)
@@ -162,9 +175,31 @@ static int print_json(const struct row *rows, size_t n, int64_t now)
 			return -1;
 		}
 	}
-	int r = cli_print_json(arr, JSON_COMPACT);
+	int r = 0;
+	if (!lines) {
+		r = cli_print_json(arr, JSON_COMPACT);
+	} else {
+		size_t i;
+		json_t *o;
+		json_array_foreach(arr, i, o)
+			if ((r = cli_print_json(o, JSON_COMPACT)) < 0)
+				break;
+	}
 	json_decref(arr);
 	return r;
+}
+
+/* --format: table or json (docker ps's Go templates are not taken). */
+static int parse_format(const char *arg, void *dest)
+{
+	enum ls_format *f = dest;
+	if (strcmp(arg, "table") == 0)
+		*f = LS_TABLE;
+	else if (strcmp(arg, "json") == 0)
+		*f = LS_JSON_LINES;
+	else
+		return cli_usage_error("ls", "--format: want table or json, not '%s'", arg);
+	return 0;
 }
 
 /* A workload's proxy's key.v1, when it decodes and agrees (upstream writes the key there). */
@@ -276,16 +311,28 @@ static int ls_rows(struct mafsbx_engine *e, const char *scope, json_t **list, st
 int cmd_ls(int argc, char **argv)
 {
 	const char *scope = NULL;
-	bool json = false;
+	bool json = false, quiet = false;
+	enum ls_format format = LS_TABLE;
+	const char *format_arg = NULL;
 	struct cli_engine_args ea = { NULL, NULL };
 	const struct cli_opt opts[] = {
 		{ "scope", 0, CLI_STRING, &scope, 0, NULL },
 		{ "json", 0, CLI_FLAG, &json, 0, NULL },
+		{ "quiet", 'q', CLI_FLAG, &quiet, 0, NULL },
+		{ "format", 0, CLI_STRING, &format_arg, 0, NULL },
 	};
 	const struct cli_command cmd = { "ls", ls_usage, opts, MAFSBX_ARRAY_SIZE(opts), &ea };
 	int code = cli_parse_no_operands(&cmd, argc, argv);
 	if (code != CLI_GO_ON)
 		return code;
+	if (quiet + json + (format_arg != NULL) > 1)
+		return cli_usage_error("ls", "give one of -q, --format and --json");
+	if (format_arg && parse_format(format_arg, &format) != 0)
+		return MAFSBX_EXIT_USAGE;
+	if (quiet)
+		format = LS_QUIET;
+	else if (json)
+		format = LS_JSON_ARRAY;
 
 	struct mafsbx_engine *e = cli_open_engine(ea.host, ea.context, &code);
 	if (!e)
@@ -296,9 +343,11 @@ int cmd_ls(int argc, char **argv)
 	code = ls_rows(e, scope, &list, &rows, &n);
 	if (code == MAFSBX_EXIT_OK) {
 		int64_t now = (int64_t)time(NULL);
-		if (!json) {
+		if (format == LS_TABLE) {
 			print_table(rows, n, now);
-		} else if (print_json(rows, n, now) < 0) {
+		} else if (format == LS_QUIET) {
+			print_names(rows, n);
+		} else if (print_json(rows, n, now, format == LS_JSON_LINES) < 0) {
 			cli_error("ls: out of memory");
 			code = MAFSBX_EXIT_FAILURE;
 		}

@@ -5,13 +5,18 @@
  * `docker import` does it, with CMD ["/bin/sleep","infinity"]. Prints the
  * new image's ID. With --egress-proxy it builds the allowlist egress proxy
  * image instead: the same tree plus the static mafsbx-egress-proxy, run as
- * CMD (INTERFACE.md §6).
+ * CMD (INTERFACE.md §6). The proxy program is the one built beside this
+ * mafsbx in a build tree (egress-proxy/mafsbx-egress-proxy next to it),
+ * else the installed one, else what --proxy-program names.
  */
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "cli_common.h"
@@ -47,11 +52,37 @@ static void mkimage_usage(FILE *out)
 		"                       with --egress-proxy " DEFAULT_PROXY_TAG ")\n"
 		"      --egress-proxy   build the egress proxy image\n"
 		"      --proxy-program PATH\n"
-		"                       the static proxy to copy (default " MAFSBX_PROXY_PROGRAM ")\n"
+		"                       the static proxy to copy (default: the one built beside\n"
+		"                       this program, egress-proxy/mafsbx-egress-proxy in a\n"
+		"                       build tree, else " MAFSBX_PROXY_PROGRAM ")\n"
 		"      --busybox PATH   static busybox to copy (default " MAFSBX_ROOTFS_BUSYBOX ")\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: 0 done, 1 failed, 2 usage, 3 engine unreachable.\n");
+}
+
+/*
+ * The proxy to copy when --proxy-program is not given: the one built beside
+ * this program (a build tree: BUILD/tools/mafsbx and
+ * BUILD/tools/egress-proxy/mafsbx-egress-proxy), else the installed one.
+ */
+static const char *default_proxy(char *buf, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		struct stat st;
+		if (slash) {
+			*slash = '\0';
+			int w = snprintf(buf, size, "%s/egress-proxy/mafsbx-egress-proxy", self);
+			if (w > 0 && (size_t)w < size && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(buf, X_OK) == 0)
+				return buf;
+		}
+	}
+	return MAFSBX_PROXY_PROGRAM;
 }
 
 static bool repo_char(unsigned char c)
@@ -179,7 +210,10 @@ int cmd_mkimage(int argc, char **argv)
 	struct mafsbx_error err;
 	void *tar = NULL;
 	size_t tar_len = 0, applets = 0;
-	if ((egress_proxy ? mafsbx_rootfs_build_proxy(busybox, proxy ? proxy : MAFSBX_PROXY_PROGRAM, &tar, &tar_len, &err)
+	char beside[PATH_MAX];
+	if (egress_proxy && !proxy)
+		proxy = default_proxy(beside, sizeof(beside));
+	if ((egress_proxy ? mafsbx_rootfs_build_proxy(busybox, proxy, &tar, &tar_len, &err)
 			  : mafsbx_rootfs_build(busybox, &tar, &tar_len, &applets, &err)) < 0) {
 		cli_error("%s", err.message);
 		free(tar);

@@ -114,9 +114,15 @@ int cli_resolve(const char *host, const char *context, struct mafsbx_endpoint *e
 
 struct mafsbx_engine *cli_connect(const struct mafsbx_endpoint *ep, int *exit_code)
 {
+	return cli_connect_timeouts(ep, NULL, exit_code);
+}
+
+struct mafsbx_engine *cli_connect_timeouts(const struct mafsbx_endpoint *ep, const struct mafsbx_engine_timeouts *to,
+					   int *exit_code)
+{
 	struct mafsbx_error err;
 	/* Bound from here on: nothing below looks at the environment again. */
-	struct mafsbx_engine *e = mafsbx_engine_open(ep, NULL, &err);
+	struct mafsbx_engine *e = mafsbx_engine_open(ep, to, &err);
 	*exit_code = MAFSBX_EXIT_ENGINE;
 	if (!e) {
 		cli_error("%s: %s", ep->url, err.message);

@@ -27,7 +27,7 @@ enum {
 
 /* Subcommands. Keep in step with the table in mafsbx.c. */
 int cmd_acquire(int argc, char **argv);   /* cmd_sandbox.c */
-int cmd_exec(int argc, char **argv);      /* cmd_sandbox.c */
+int cmd_exec(int argc, char **argv);      /* cmd_exec.c */
 int cmd_dispose(int argc, char **argv);   /* cmd_sandbox.c */
 int cmd_mkimage(int argc, char **argv);
 int cmd_reap(int argc, char **argv);
@@ -56,6 +56,9 @@ int cli_resolve(const char *host, const char *context, struct mafsbx_endpoint *e
 
 /* Bind to a resolved endpoint and ping it. NULL (reason printed, *exit_code = MAFSBX_EXIT_ENGINE) on failure. */
 struct mafsbx_engine *cli_connect(const struct mafsbx_endpoint *ep, int *exit_code);
+/* The same with the engine's timeouts (NULL: the defaults). */
+struct mafsbx_engine *cli_connect_timeouts(const struct mafsbx_endpoint *ep, const struct mafsbx_engine_timeouts *to,
+					   int *exit_code);
 
 /* cli_resolve + cli_connect. */
 struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int *exit_code);

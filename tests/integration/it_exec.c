@@ -5,6 +5,13 @@
  * discards the sandbox), plus separated streams, exact bytes both ways,
  * env, cwd rules, launch failures as docker exec reports them (126/127), the output cap, a non-sandbox
  * refused, and an exec waiting for a freeze of this process to lift.
+ *
+ * A command that ends without reading its stdin while much of it is still
+ * to be sent: the run still ends with the command's exit code (the send
+ * that fails is not the command's failure). Such a failed send has libcurl
+ * write its message into the handle's error buffer, which once lived in a
+ * returned stack frame of the hijack's connect step (tests/fuzz's engine
+ * harness crashed on it: "stack smashing detected").
  */
 #include <pthread.h>
 
@@ -255,6 +262,26 @@ static void test_output_cap(void **state)
 	mafsbx_exec_result_free(&res);
 }
 
+static void test_unread_stdin(void **state)
+{
+	(void)state;
+	size_t len = 16u << 20;
+	char *in = malloc(len);
+	assert_non_null(in);
+	memset(in, 'x', len);
+	static const char *const argv[] = { "true", NULL };
+	for (int i = 0; i < 3; i++) {
+		struct mafsbx_exec_request rq = { .argv = argv, .stdin_data = in, .stdin_len = len, .timeout_ms = 30000 };
+		struct mafsbx_exec_result res;
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		harness_check(mafsbx_exec_run(harness_engine(), g_sbx.id, &rq, &res, &e), &e, "exec with unread stdin");
+		assert_int_equal(res.exit_code, 0);
+		mafsbx_exec_result_free(&res);
+	}
+	free(in);
+}
+
 static void test_not_a_sandbox(void **state)
 {
 	(void)state;
@@ -398,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_forged_launch_failure_is_output),
 		cmocka_unit_test(test_guest_cannot_end_the_stream_early),
 		cmocka_unit_test(test_output_cap),
+		cmocka_unit_test(test_unread_stdin),
 		cmocka_unit_test(test_not_a_sandbox),
 		cmocka_unit_test(test_exec_waits_for_our_freeze),
 		cmocka_unit_test(test_timeout_spares_a_recreated_sandbox),

@@ -6,6 +6,13 @@
  * applet linked, passwd/group, /tmp 1777, /root 0700 and closed to the
  * sandbox user, /home/sandbox owned 1000:1000, the container kept alive by
  * its CMD. The image and container are removed by the harness.
+ *
+ * --egress-proxy with no --proxy-program takes the proxy built beside the
+ * program (BUILD/tools/egress-proxy/mafsbx-egress-proxy next to
+ * BUILD/tools/mafsbx) before the installed one: a copy of mafsbx in a
+ * scratch directory, with a marked static program (the host's busybox) as
+ * its egress-proxy/mafsbx-egress-proxy, must put exactly that file in the
+ * image.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +34,7 @@
 #include "buf.h"
 #include "engine.h"
 #include "harness.h"
+#include "rootfs.h"
 
 static const char *mafsbx_bin;
 
@@ -40,11 +49,11 @@ static int run_cli(const char *const *args, struct mafsbx_buf *out)
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	pid_t pid;
 	extern char **environ;
-	int sr = posix_spawn(&pid, mafsbx_bin, &fa, NULL, (char *const *)args, environ);
+	int sr = posix_spawn(&pid, args[0], &fa, NULL, (char *const *)args, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
 	if (sr != 0)
-		fail_msg("cannot run %s: %s", mafsbx_bin, strerror(sr));
+		fail_msg("cannot run %s: %s", args[0], strerror(sr));
 	long long deadline = mafsbx_now_ms() + 60000;
 	for (;;) {
 		long long left = deadline - mafsbx_now_ms();
@@ -159,6 +168,63 @@ static void test_mkimage_end_to_end(void **state)
 		      0, "all\n");
 }
 
+/* Copy `from` to `to` with `mode` (the whole file). */
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (in < 0 || out < 0)
+		fail_msg("copy %s to %s: %s", from, to, strerror(errno));
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	assert_int_equal(n, 0);
+	close(in);
+	assert_int_equal(close(out), 0);
+}
+
+static void test_mkimage_proxy_beside(void **state)
+{
+	(void)state;
+	struct mafsbx_error err;
+	if (mafsbx_rootfs_check_static(MAFSBX_ROOTFS_BUSYBOX, &err) < 0)
+		fail_msg("%s", err.message);
+	char dir[] = "/tmp/mafsbx-beside.XXXXXX", prog[128], sub[128], proxy[160];
+	assert_non_null(mkdtemp(dir));
+	snprintf(prog, sizeof(prog), "%s/mafsbx", dir);
+	snprintf(sub, sizeof(sub), "%s/egress-proxy", dir);
+	snprintf(proxy, sizeof(proxy), "%s/mafsbx-egress-proxy", sub);
+	copy_file(mafsbx_bin, prog, 0755);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	/* the marker: busybox is static, and unlike any proxy build */
+	copy_file(MAFSBX_ROOTFS_BUSYBOX, proxy, 0755);
+
+	char repo[HARNESS_NAME_MAX], ref[HARNESS_NAME_MAX + 8];
+	harness_unique_name("mkproxy", repo);
+	snprintf(ref, sizeof(ref), "%s:t1", repo);
+	harness_register_image(ref);
+	const char *url = mafsbx_engine_endpoint(harness_engine())->url;
+	const char *args[] = { prog, "mkimage", "--egress-proxy", "--tag", ref, "-H", url, NULL };
+	struct mafsbx_buf out = MAFSBX_BUF_INIT;
+	int rc = run_cli(args, &out);
+	unlink(proxy);
+	rmdir(sub);
+	unlink(prog);
+	rmdir(dir);
+	if (rc != 0)
+		fail_msg("mafsbx mkimage --egress-proxy exited %d (stdout '%s')", rc, out.data);
+	mafsbx_buf_free(&out);
+
+	/* what the image runs as its proxy is the marker, byte for byte */
+	char c[HARNESS_NAME_MAX];
+	json_t *body = json_pack("{s:s, s:[s, s], s:{s:s}}", "Image", ref, "Cmd", "/bin/sleep", "infinity",
+				 "HostConfig", "NetworkMode", "none");
+	harness_container_cfg("mkproxy", body, true, c);
+	json_decref(body);
+	expect_output(c, "cmp " MAFSBX_ROOTFS_PROXY_IN_IMAGE " /bin/busybox && echo same", 0, "same\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -169,6 +235,7 @@ int main(int argc, char **argv)
 	harness_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mkimage_end_to_end),
+		cmocka_unit_test(test_mkimage_proxy_beside),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

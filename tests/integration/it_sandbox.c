@@ -5,10 +5,15 @@
  * dispose by conversation); what the filesystem shows (list by scope,
  * lookup by name, the key behind digested labels, outputs, work dir,
  * paused state, proxies excluded); the declarations; and an absent image
- * pulled from a local registry (Debian's docker-registry on 127.0.0.1).
+ * pulled from a local registry (Debian's docker-registry on 127.0.0.1),
+ * by the library and by `mafsbx acquire` (MAFSBX_CLI), which draws the
+ * pull's progress on its stderr when that is a terminal (a pseudo-terminal
+ * here) and prints nothing but errors on stderr otherwise.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -317,6 +322,96 @@ static void push(const char *repo, const char *tag)
 	mafsbx_http_close(h);
 }
 
+/*
+ * `mafsbx acquire --scope SCOPE ... --image REF` with stderr on a
+ * pseudo-terminal (tty) or a pipe, stdout a pipe: the exit code; stdout in
+ * *out, what stderr showed in *err.
+ */
+static int cli_acquire(const char *scope, const char *ref, bool tty, struct mafsbx_buf *out, struct mafsbx_buf *err)
+{
+	const char *cli = getenv("MAFSBX_CLI");
+	if (!cli)
+		fail_msg("MAFSBX_CLI is not set (meson sets it to the built mafsbx)");
+	int po[2], pe[2];
+	assert_int_equal(pipe2(po, O_CLOEXEC), 0);
+	if (tty)
+		assert_int_equal(openpty(&pe[0], &pe[1], NULL, NULL, NULL), 0);
+	else
+		assert_int_equal(pipe2(pe, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		setenv(MAFSBX_RUNDIR_ENV, sbxt_g.rundir, 1);
+		execl(cli, "mafsbx", "acquire", "--scope", scope, "--thread", SBXT_THREAD, "--agent", "a", "--kind",
+		      "k", "--image", ref, (char *)NULL);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	struct pollfd fds[2] = { { .fd = po[0], .events = POLLIN }, { .fd = pe[0], .events = POLLIN } };
+	struct mafsbx_buf *bufs[2] = { out, err };
+	long long deadline = mafsbx_now_ms() + 120000;
+	for (int open_fds = 2; open_fds > 0;) {
+		long long left = deadline - mafsbx_now_ms();
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			fail_msg("mafsbx acquire did not finish within 120 s");
+		}
+		if (poll(fds, 2, (int)left) < 0 && errno != EINTR)
+			fail_msg("poll: %s", strerror(errno));
+		for (int i = 0; i < 2; i++) {
+			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char chunk[4096];
+			ssize_t got = read(fds[i].fd, chunk, sizeof(chunk));
+			if (got <= 0) {   /* a pty's master reads EIO once the last slave is closed */
+				close(fds[i].fd);
+				fds[i].fd = -1;
+				open_fds--;
+				continue;
+			}
+			assert_int_equal(mafsbx_buf_append(bufs[i], chunk, (size_t)got), 0);
+		}
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	mafsbx_buf_puts(out, "");
+	mafsbx_buf_puts(err, "");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The CLI pulls REF (absent here) for a new sandbox: progress on a terminal only. */
+static void cli_pull(const char *ref, bool tty)
+{
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_buf out = MAFSBX_BUF_INIT, err = MAFSBX_BUF_INIT;
+	int rc = cli_acquire(scope, ref, tty, &out, &err);
+	if (rc != 0 || strlen(out.data) != MAFSBX_NAME_LEN + 1)
+		fail_msg("mafsbx acquire (stderr %s): exit %d, stdout '%s', stderr '%s'", tty ? "a tty" : "a pipe", rc,
+			 out.data, err.data);
+	out.data[MAFSBX_NAME_LEN] = '\0';
+	harness_register_container(out.data);
+	if (tty) {
+		/* drawn in place (\r, erase to the end of the line), the last state ended by a newline */
+		char want[300];
+		snprintf(want, sizeof(want), "\r\033[Kmafsbx: pulling %s: ", ref);
+		if (!strstr(err.data, want) || !strstr(err.data, "1/1 layers done, ") || err.data[err.len - 1] != '\n')
+			fail_msg("no pull progress on the terminal: '%s'", err.data);
+	} else if (err.len) {
+		fail_msg("stderr is not a terminal, yet it shows '%s'", err.data);
+	}
+	mafsbx_buf_free(&out);
+	mafsbx_buf_free(&err);
+	assert_int_equal(sbxt_dispose_scope(scope), 1);
+	struct mafsbx_error e;
+	harness_check(mafsbx_image_delete(harness_engine(), ref, &e), &e, "image delete");
+}
+
 static void test_pull_from_local_registry(void **state)
 {
 	(void)state;
@@ -346,6 +441,10 @@ static void test_pull_from_local_registry(void **state)
 	harness_check(mafsbx_image_delete(harness_engine(), ref, &e), &e, "image delete");
 	json_t *img = NULL;
 	assert_int_equal(mafsbx_image_inspect(harness_engine(), ref, &img, &e), -ENOENT);
+
+	/* the shell verb, pulling: with its progress on a terminal, silent into a pipe */
+	cli_pull(ref, true);
+	cli_pull(ref, false);
 
 	char scope[HARNESS_NAME_MAX], extra[300];
 	sbxt_scope(scope);

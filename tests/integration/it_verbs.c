@@ -10,7 +10,11 @@
  * line arrives before the second is printed), the guest's exit status, 124
  * on timeout (the sandbox disposed), 125 for a request that failed, 127 for a
  * command not found, docker exec's -w/-e/-u, stdin from a pipe with -i and
- * none without it; dispose: by name, by several names
+ * none without it, -i streamed both ways at once (each line typed comes
+ * back while stdin is still open) and past the old 64 MiB read-ahead cap,
+ * -d returning while the command runs on (its output pipes released) and
+ * reporting a command that cannot start; ls -q and --format json name the
+ * sandbox; dispose: by name, by several names
  * (each in turn, one line each, a refused one failing the run but not the
  * others), by conversation, by instance ID (never another key's, never a
  * newer instance).
@@ -262,6 +266,203 @@ static void test_exec_streams(void **state)
 	assert_int_equal(sbxt_dispose_scope(scope), 1);
 }
 
+/* mafsbx ARGS with pipes on stdin and stdout (stderr passed through); the child's PID. */
+static pid_t spawn_piped(const char *const *args, int *to_child, int *from_child)
+{
+	int pi[2], po[2];
+	assert_int_equal(pipe2(pi, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(po, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		child(args, pi[0], po[1], STDERR_FILENO);
+	close(pi[0]);
+	close(po[1]);
+	*to_child = pi[1];
+	*from_child = po[0];
+	return pid;
+}
+
+/* Read from fd into out until it holds `want` (or EOF, or 30 s pass). */
+static void read_until(int fd, struct mafsbx_buf *out, const char *want, pid_t pid)
+{
+	long long deadline = mafsbx_now_ms() + 30000;
+	while (!(out->data && strstr(out->data, want))) {
+		long long left = deadline - mafsbx_now_ms();
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			fail_msg("'%s' did not come back within 30 s (got '%s')", want, out->data ? out->data : "");
+		}
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		char chunk[4096];
+		ssize_t got = read(fd, chunk, sizeof(chunk));
+		if (got <= 0)
+			fail_msg("stdout ended before '%s' came back (got '%s')", want, out->data ? out->data : "");
+		assert_int_equal(mafsbx_buf_append(out, chunk, (size_t)got), 0);   /* NUL-terminated */
+	}
+}
+
+static int wait_code(pid_t pid)
+{
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* -i as docker exec -i: both ways at once, and no cap on the amount. */
+static void test_exec_interactive(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	struct mafsbx_acquire_result a;
+	fresh_sandbox(scope, &a);
+
+	/* each line comes back while stdin is still open */
+	int in, out;
+	pid_t pid = spawn_piped((const char *const[]){ "exec", "-i", a.name, "--", "sh", "-c",
+						       "while read l; do echo \"got $l\"; done; echo end", NULL },
+				&in, &out);
+	struct mafsbx_buf got = MAFSBX_BUF_INIT;
+	assert_int_equal(write(in, "one\n", 4), 4);
+	read_until(out, &got, "got one\n", pid);
+	assert_int_equal(write(in, "two\n", 4), 4);
+	read_until(out, &got, "got two\n", pid);
+	close(in);   /* the guest's read sees the end of its stdin */
+	read_until(out, &got, "end\n", pid);
+	assert_string_equal(got.data, "got one\ngot two\nend\n");
+	close(out);
+	assert_int_equal(wait_code(pid), 0);
+	mafsbx_buf_free(&got);
+
+	/* 70 MiB, past the 64 MiB that stdin was once read into memory for */
+	pid = spawn_piped((const char *const[]){ "exec", "-i", a.name, "--", "wc", "-c", NULL }, &in, &out);
+	static char block[1 << 20];
+	memset(block, 'x', sizeof(block));
+	for (int i = 0; i < 70; i++)
+		assert_int_equal(write(in, block, sizeof(block)), (ssize_t)sizeof(block));
+	close(in);
+	read_until(out, &got, "\n", pid);
+	assert_int_equal(strtoll(got.data, NULL, 10), 70ll << 20);
+	close(out);
+	assert_int_equal(wait_code(pid), 0);
+	mafsbx_buf_free(&got);
+	assert_int_equal(sbxt_dispose_scope(scope), 1);
+}
+
+/* -d as docker exec -d: the ID printed, the command running on. */
+static void test_exec_detach(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	struct mafsbx_acquire_result a;
+	fresh_sandbox(scope, &a);
+	struct run r;
+	/* The command waits for /tmp/go: RUN gets the end of both output pipes
+	 * only if the verb returned and nothing kept them open. */
+	RUN(&r, "exec", "-d", a.name, "--", "sh", "-c",
+	    "echo lost; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo done > /tmp/d");
+	expect_code(&r, 0);
+	assert_int_equal(strlen(r.out.data), 65);
+	r.out.data[64] = '\0';
+	assert_true(mafsbx_is_engine_id(r.out.data));
+	assert_string_equal(r.err.data, "");
+	run_free(&r);
+	RUN(&r, "exec", a.name, "--", "sh", "-c", "cat /tmp/d 2>/dev/null; ps | grep -c '[w]hile'");
+	expect_code(&r, 0);
+	assert_string_equal(r.out.data, "1\n");   /* it runs, it has not finished */
+	run_free(&r);
+	RUN(&r, "exec", a.name, "--", "touch", "/tmp/go");
+	expect_code(&r, 0);
+	run_free(&r);
+	long long deadline = mafsbx_now_ms() + 20000;
+	for (;;) {
+		RUN(&r, "exec", a.name, "--", "cat", "/tmp/d");
+		if (r.code == 0)
+			break;
+		run_free(&r);
+		if (mafsbx_now_ms() > deadline)
+			fail_msg("the detached command did not finish after /tmp/go appeared");
+		usleep(100 * 1000);
+	}
+	assert_string_equal(r.out.data, "done\n");
+	run_free(&r);
+
+	/* a command that cannot start is said, as without -d */
+	RUN(&r, "exec", "-d", a.name, "--", "nosuchcommand");
+	expect_code(&r, 127);
+	assert_non_null(strstr(r.err.data, "could not start the command (exit 127)"));
+	assert_string_equal(r.out.data, "");
+	run_free(&r);
+	RUN(&r, "exec", "-d", "maf-sandbox-docker-000000000000", "--", "true");
+	expect_code(&r, 125);
+	run_free(&r);
+	/* -d takes no stdin */
+	RUN(&r, "exec", "-di", a.name, "--", "true");
+	expect_code(&r, 125);
+	assert_non_null(strstr(r.err.data, "-d and -i"));
+	run_free(&r);
+	assert_int_equal(sbxt_dispose_scope(scope), 1);
+}
+
+/* ls -q and --format json, as docker ps's */
+static void test_ls_formats(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	struct mafsbx_acquire_result a, b;
+	sbxt_scope(scope);
+	sbxt_acquire_ok(scope, "a", "k", NULL, &a);
+	sbxt_acquire_ok(scope, "b", "k", NULL, &b);
+	struct run r;
+	RUN(&r, "ls", "-q", "--scope", scope);
+	expect_code(&r, 0);
+	/* oldest first, by the engine's creation second, then by name: within
+	 * one second either may come first (checked below from --format json) */
+	char ab[2 * (MAFSBX_NAME_LEN + 1) + 1], ba[sizeof(ab)];
+	snprintf(ab, sizeof(ab), "%s\n%s\n", a.name, b.name);
+	snprintf(ba, sizeof(ba), "%s\n%s\n", b.name, a.name);
+	if (strcmp(r.out.data, ab) != 0 && strcmp(r.out.data, ba) != 0)
+		fail_msg("ls -q printed '%s', want the two names one a line", r.out.data);
+	bool a_first = strcmp(r.out.data, ab) == 0;
+	run_free(&r);
+	RUN(&r, "ls", "--format", "json", "--scope", scope);
+	expect_code(&r, 0);
+	char *line = r.out.data, *nl;
+	/* the same order as -q */
+	const char *names[2] = { a_first ? a.name : b.name, a_first ? b.name : a.name };
+	char created[2][40];
+	for (int i = 0; i < 2; i++) {
+		assert_non_null(nl = strchr(line, '\n'));
+		json_error_t je;
+		json_t *o = json_loadb(line, (size_t)(nl - line), 0, &je);
+		if (!json_is_object(o))
+			fail_msg("line %d is not one JSON object: %.*s", i, (int)(nl - line), line);
+		assert_string_equal(json_string_value(json_object_get(o, "name")), names[i]);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(o, "key"), "scope")), scope);
+		const char *c = json_string_value(json_object_get(o, "created"));
+		assert_non_null(c);
+		snprintf(created[i], sizeof(created[i]), "%s", c);
+		json_decref(o);
+		line = nl + 1;
+	}
+	assert_string_equal(line, "");
+	/* that order is oldest first (RFC 3339 UTC strings compare as times), then by name */
+	int by_time = strcmp(created[0], created[1]);
+	if (by_time > 0 || (by_time == 0 && strcmp(names[0], names[1]) > 0))
+		fail_msg("ls order: %s (%s) before %s (%s)", names[0], created[0], names[1], created[1]);
+	/* a was made before b: a comes second only within the same second */
+	if (!a_first && by_time != 0)
+		fail_msg("ls put %s (made later, %s) before %s (%s)", b.name, created[0], a.name, created[1]);
+	run_free(&r);
+	RUN(&r, "ls", "-q", "--format", "json");
+	expect_code(&r, 2);
+	run_free(&r);
+	assert_int_equal(sbxt_dispose_scope(scope), 2);
+}
+
 static void test_exec_codes(void **state)
 {
 	(void)state;
@@ -479,6 +680,9 @@ int main(void)
 		cmocka_unit_test(test_acquire_same_as_ctl),
 		cmocka_unit_test(test_exec_streams),
 		cmocka_unit_test(test_exec_codes),
+		cmocka_unit_test(test_exec_interactive),
+		cmocka_unit_test(test_exec_detach),
+		cmocka_unit_test(test_ls_formats),
 		cmocka_unit_test(test_dispose),
 		cmocka_unit_test(test_dispose_names),
 		cmocka_unit_test(test_image_id),

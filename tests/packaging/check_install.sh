@@ -1,15 +1,16 @@
 #!/bin/sh
-# check_install.sh MESON BUILD_ROOT PREFIX BINDIR MANDIR UNITDIR EXAMPLEDIR
+# check_install.sh MESON BUILD_ROOT PREFIX BINDIR MANDIR UNITDIR EXAMPLEDIR COMPLETIONDIR LIBEXECDIR
 #
 # Runs `meson install --destdir` into a temporary directory and checks that
 # every file lands where the units, the cron example and the man pages say:
 # the binaries, both man pages, the three systemd units, the cron.d and fstab
-# examples; every program a unit or the cron line runs exists (executable) in
+# examples, the bash completion (for both programs), the egress proxy where
+# mkimage looks for it; every program a unit or the cron line runs exists (executable) in
 # the install tree; every man:PAGE a unit names is installed; the timer's
 # service is installed next to it; every unit or example path the man pages
 # name is installed. All directory arguments are absolute (prefix included).
 set -u
-meson=$1 build=$2 prefix=$3 bindir=$4 mandir=$5 unitdir=$6 exampledir=$7
+meson=$1 build=$2 prefix=$3 bindir=$4 mandir=$5 unitdir=$6 exampledir=$7 completiondir=$8 libexecdir=$9
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/mafsbx-install.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -29,9 +30,14 @@ for f in "$bindir/mafsbx" "$bindir/mafsbxfs"; do
 done
 for f in "$mandir/man1/mafsbxfs.1" "$mandir/man1/mafsbx.1" \
 	"$unitdir/mafsbxfs@.service" "$unitdir/mafsbx-reap.service" "$unitdir/mafsbx-reap.timer" \
-	"$exampledir/cron.d/mafsbx-reap" "$exampledir/fstab.example"; do
+	"$exampledir/cron.d/mafsbx-reap" "$exampledir/fstab.example" "$completiondir/mafsbx" \
+	"$completiondir/mafsbxfs"; do
 	[ -f "$dest$f" ] && [ -s "$dest$f" ] || bad "$f not installed"
 done
+[ -x "$dest$libexecdir/mafsbx/mafsbx-egress-proxy" ] || bad "$libexecdir/mafsbx/mafsbx-egress-proxy not installed"
+# mkimage's default proxy is that installed one
+strings "$dest$bindir/mafsbx" 2>/dev/null | grep -qxF "$libexecdir/mafsbx/mafsbx-egress-proxy" ||
+	bad "mafsbx does not look for the proxy at $libexecdir/mafsbx/mafsbx-egress-proxy"
 
 # 2. What the units and the cron line run is installed (or, outside the
 #    prefix, present on this host); no unsubstituted @var@ is left.

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "log.h"
 #include "mfs.h"
 
 #include <fuse_lowlevel.h>  /* after mfs.h, which sets FUSE_USE_VERSION */
@@ -56,6 +57,9 @@ static void test_options_defaults(void **state)
 	assert_int_equal(o.max_read, 64ull << 20);
 	assert_int_equal(o.max_write, 64ull << 20);
 	assert_int_equal(o.exec_timeout, 300);
+	assert_int_equal(o.pull_timeout, 600);
+	assert_int_equal(o.loglevel, MAFSBX_LOG_WARN);
+	assert_false(o.loglevel_given);
 	assert_int_equal(o.pids_limit, 512);
 	assert_false(o.cap_drop_all);
 	assert_int_equal(o.memory, 0);
@@ -77,7 +81,8 @@ static void test_options_all(void **state)
 	assert_int_equal(parse(&o, &args, &e, "-f", "-o",
 			       "host=unix:///tmp/x.sock,image=mafsbx/busybox:latest,scope=team-a,attr_timeout=0.5,"
 			       "max_read=1M,max_write=2048,exec_timeout=30,pids_limit=64,cap_drop_all,memory=512m,"
-			       "cpus=1.5,egress_proxy_image=proxy:1,allow_other,max_threads=8",
+			       "cpus=1.5,egress_proxy_image=proxy:1,allow_other,max_threads=8,pull_timeout=45,"
+			       "loglevel=info",
 			       "/mnt", NULL),
 			 0);
 	assert_string_equal(o.host, "unix:///tmp/x.sock");
@@ -87,6 +92,9 @@ static void test_options_all(void **state)
 	assert_int_equal(o.max_read, 1 << 20);
 	assert_int_equal(o.max_write, 2048);
 	assert_int_equal(o.exec_timeout, 30);
+	assert_int_equal(o.pull_timeout, 45);
+	assert_int_equal(o.loglevel, MAFSBX_LOG_INFO);
+	assert_true(o.loglevel_given);
 	assert_int_equal(o.pids_limit, 64);
 	assert_true(o.cap_drop_all);
 	assert_int_equal(o.memory, 512ll << 20);
@@ -96,6 +104,8 @@ static void test_options_all(void **state)
 	/* ours are taken out; libfuse's stay */
 	assert_false(has_arg(&args, "image="));
 	assert_false(has_arg(&args, "max_read"));
+	assert_false(has_arg(&args, "loglevel"));
+	assert_false(has_arg(&args, "pull_timeout"));
 	assert_true(has_arg(&args, "allow_other"));
 	assert_true(has_arg(&args, "max_threads=8"));
 	assert_true(has_arg(&args, "-f"));
@@ -153,6 +163,12 @@ static void test_options_bad(void **state)
 		{ "burst_ms=-1", "burst_ms" },
 		{ "burst_ms=201", "burst_ms" },
 		{ "burst_ms=5ms", "burst_ms" },
+		{ "pull_timeout=0", "pull_timeout" },
+		{ "pull_timeout=604801", "pull_timeout" },
+		{ "pull_timeout=1m", "pull_timeout" },
+		{ "loglevel=warn", "expected error, warning, info or debug" },
+		{ "loglevel=", "loglevel" },
+		{ "loglevel=INFO", "loglevel" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct mfs_options o;

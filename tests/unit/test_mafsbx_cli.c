@@ -328,6 +328,12 @@ static void test_verbs_acquire(void **state)
 	expect(&r, 2, NULL, "needs an argument");
 	run(&r, "acquire", KEY, "--image", "i", "extra", NULL);
 	expect(&r, 2, NULL, "unexpected argument 'extra'");
+	run(&r, "acquire", KEY, "--image", "i", "--pull-timeout", "0", NULL);
+	expect(&r, 2, NULL, "--pull-timeout: want whole seconds from 1 to 604800, not '0'");
+	run(&r, "acquire", KEY, "--image", "i", "--pull-timeout", "10m", NULL);
+	expect(&r, 2, NULL, "--pull-timeout: want whole seconds");
+	run(&r, "acquire", "--help", NULL);
+	expect(&r, 0, "--pull-timeout SECS", NULL);
 	/* a good request with no engine answering: 3, nothing printed */
 	run(&r, "acquire", KEY, "--image", "i", "--image-id", "sha256:abc", NULL);
 	expect(&r, 3, NULL, NULL);
@@ -388,6 +394,36 @@ static void test_verbs_exec(void **state)
 	expect(&r, 125, NULL, NULL);
 	run(&r, "exec", "--help", NULL);
 	expect(&r, 0, "-u, --user USER", NULL);
+	/* -d: no stdin to give it (-di refused), checked before the engine; well formed: 125 here */
+	run(&r, "exec", "-di", SBX, "--", "true", NULL);
+	expect(&r, 125, NULL, "-d and -i: a command started in the background has no standard input");
+	run(&r, "exec", "--detach", "--interactive", SBX, "--", "true", NULL);
+	expect(&r, 125, NULL, "-d and -i");
+	run(&r, "exec", "-d", SBX, "--timeout", "0", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'timeout': must be positive");
+	run(&r, "exec", "-d", SBX, "--", "true", NULL);
+	expect(&r, 125, NULL, NULL);
+	run(&r, "exec", "--help", NULL);
+	expect(&r, 0, "-d, --detach", NULL);
+}
+
+/* ls: -q, --format and --json, one at a time */
+static void test_verbs_ls(void **state)
+{
+	(void)state;
+	struct run r;
+	run(&r, "ls", "--help", NULL);
+	expect(&r, 0, "--format FORMAT", NULL);
+	run(&r, "ls", "--format", "yaml", NULL);
+	expect(&r, 2, NULL, "--format: want table or json, not 'yaml'");
+	run(&r, "ls", "--format", "{{.Names}}", NULL);
+	expect(&r, 2, NULL, "--format: want table or json");
+	run(&r, "ls", "-q", "--json", NULL);
+	expect(&r, 2, NULL, "give one of -q, --format and --json");
+	run(&r, "ls", "--format", "json", "--json", NULL);
+	expect(&r, 2, NULL, "give one of -q, --format and --json");
+	run(&r, "ls", "-q", NULL);
+	expect(&r, 3, NULL, NULL);
 }
 
 static void test_verbs_dispose(void **state)
@@ -458,6 +494,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fingerprint_files),
 		cmocka_unit_test(test_verbs_acquire),
 		cmocka_unit_test(test_verbs_exec),
+		cmocka_unit_test(test_verbs_ls),
 		cmocka_unit_test(test_verbs_dispose),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
