@@ -253,6 +253,22 @@ static bool is_proxy_name(const char *n)
 }
 
 /*
+ * Keep container `n` (ID `id`) for removal. When there is no memory to keep
+ * it, it is not removed: a workload is then reported as a failure (the
+ * disposal must not claim a sweep it did not do); a proxy left behind is
+ * logged, as any proxy that could not go.
+ */
+static void keep_or_fail(struct names *s, const char *n, const char *id, struct mafsbx_dispose_result *res)
+{
+	if (names_add_id(s, n, id) == 0)
+		return;
+	if (is_proxy_name(n))
+		log_warn("could not remove %s: out of memory", n);
+	else
+		sbx_result_fail(res, MAFSBX_DISPOSAL_UNKNOWN, "%s: out of memory, so it was not removed", n);
+}
+
+/*
  * Remove every workload and proxy the label filters list, plus `fallback`
  * names (used even when the listing fails), then the derived proxies and
  * networks. Counts removed workloads.
@@ -290,9 +306,9 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 			if (*n == '/')
 				n++;
 			if (mafsbx_is_workload_name(n) && !role)
-				names_add_id(&workloads, n, id);
+				keep_or_fail(&workloads, n, id, res);
 			else if (is_proxy_name(n) && role && strcmp(role, "proxy") == 0)
-				names_add_id(&proxies, n, id);
+				keep_or_fail(&proxies, n, id, res);
 		}
 	}
 	/* the key's own name, even when the listing failed: removed only if it carries our labels */
@@ -300,7 +316,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 		char id[65];
 		switch (check_container(b, fallback, NULL, NULL, id, &e)) {
 		case CHK_OURS:
-			names_add_id(&workloads, fallback, id);
+			keep_or_fail(&workloads, fallback, id, res);
 			break;
 		case CHK_FOREIGN:
 			sbx_result_fail(res, MAFSBX_DISPOSAL_REFUSED,
@@ -340,11 +356,13 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	struct names nets = { 0 };
 	for (size_t i = 0; i < proxies.n; i++) {
 		snprintf(buf, sizeof(buf), "%.*s-net", MAFSBX_NAME_LEN, proxies.v[i]);
-		names_add(&nets, buf);
+		if (names_add(&nets, buf) < 0)
+			log_warn("network %s left behind: out of memory", buf);
 	}
 	for (size_t i = 0; i < workloads.n; i++) {
 		snprintf(buf, sizeof(buf), "%s-net", workloads.v[i]);
-		names_add(&nets, buf);
+		if (names_add(&nets, buf) < 0)
+			log_warn("network %s left behind: out of memory", buf);
 	}
 	for (size_t i = 0; i < nets.n; i++)
 		remove_network(b, nets.v[i]);

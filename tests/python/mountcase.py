@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 import unittest
-from typing import BinaryIO, List, Optional
+from typing import BinaryIO, Callable, List, Optional
 
 IMAGE = os.environ.get("MAFSBX_TEST_IMAGE", "mafsbx/busybox:latest")
 REQUIRE = os.environ.get("MAFSBX_REQUIRE_ENGINE", "0") == "1"
@@ -64,9 +64,38 @@ def container_exists(name: str) -> bool:
     return bool(out.stdout.split())
 
 
-class MountCase(unittest.TestCase):
-    """Tests against one mount of their class: ``cls.mnt``, ``cls.scope``."""
+def wait_mounted(mnt: str, daemon: "subprocess.Popen[bytes]", timeout: float = 10,
+                 logtail: Optional[Callable[[], str]] = None) -> None:
+    """Wait until mafsbxfs is mounted on mnt; fail if the daemon exits first."""
+    deadline = time.monotonic() + timeout
+    while not is_mounted(mnt):
+        if daemon.poll() is not None:
+            raise AssertionError(f"mafsbxfs exited ({daemon.returncode}) before mounting:\n"
+                                 f"{logtail() if logtail else ''}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no mount on {mnt} after {timeout:g} s")
+        time.sleep(0.05)
 
+
+def unmount_and_wait(mnt: str, daemon: "subprocess.Popen[bytes]", timeout: float = 30) -> object:
+    """Unmount mnt (lazily if it is busy) and wait for the daemon: its exit
+    status, or a string saying it had to be killed."""
+    if is_mounted(mnt):
+        if subprocess.run(["fusermount3", "-u", mnt]).returncode != 0:
+            subprocess.run(["fusermount3", "-u", "-z", mnt])
+    try:
+        return daemon.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+        return f"killed: no exit within {timeout:g} s of the unmount"
+
+
+class MountCase(unittest.TestCase):
+    """Tests against one mount of their class: ``cls.mnt``, ``cls.scope``.
+    A subclass may fix the scope with SCOPE (else a fresh random one)."""
+
+    SCOPE: Optional[str] = None
     mnt: str
     scope: str
     tmp: str
@@ -81,7 +110,7 @@ class MountCase(unittest.TestCase):
             if REQUIRE:
                 raise AssertionError(f"{why} (MAFSBX_REQUIRE_ENGINE=1)")
             raise unittest.SkipTest(why)
-        cls.scope = "mafsbxtest-py-" + os.urandom(6).hex()
+        cls.scope = cls.SCOPE or "mafsbxtest-py-" + os.urandom(6).hex()
         cls.tmp = tempfile.mkdtemp(prefix="mafsbxfs-python.")
         cls.mnt = os.path.join(cls.tmp, "mnt")
         os.mkdir(cls.mnt)
@@ -93,14 +122,7 @@ class MountCase(unittest.TestCase):
         cls.daemon = subprocess.Popen([os.environ["MAFSBXFS"], "-f", "-o", opts, cls.mnt],
                                       stdout=cls.log, stderr=subprocess.STDOUT)
         cls.addClassCleanup(cls._cleanup)
-        deadline = time.monotonic() + 10
-        while not is_mounted(cls.mnt):
-            if cls.daemon.poll() is not None:
-                raise AssertionError(f"mafsbxfs exited ({cls.daemon.returncode}) before mounting:\n"
-                                     f"{cls._logtail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no mount on {cls.mnt} after 10 s")
-            time.sleep(0.05)
+        wait_mounted(cls.mnt, cls.daemon, 10, cls._logtail)
 
     @classmethod
     def _logtail(cls) -> str:
@@ -110,15 +132,7 @@ class MountCase(unittest.TestCase):
 
     @classmethod
     def _cleanup(cls) -> None:
-        if is_mounted(cls.mnt):
-            if subprocess.run(["fusermount3", "-u", cls.mnt]).returncode != 0:
-                subprocess.run(["fusermount3", "-u", "-z", cls.mnt])
-        try:
-            rc: object = cls.daemon.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            cls.daemon.kill()
-            cls.daemon.wait()
-            rc = "killed: no exit within 30 s of the unmount"
+        rc = unmount_and_wait(cls.mnt, cls.daemon)
         tail = cls._logtail()
         cls.log.close()
         ids = scope_containers(cls.scope)
