@@ -14,7 +14,10 @@ Every link and every citation in the repository's documents leads somewhere:
  3. a repository path written out (`doc/X.md`, `man/X.1`, `src/X.c`, and
     the like under fs/, tools/, tests/ and contrib/) names a file that
     exists, unless a part of it is an upper-case placeholder (`src/VERB.c`);
- 4. nothing cites what the repository does not hold: no issue or pull
+ 4. a citation by heading, `doc/X.md "The tree"`, names a heading of that
+    Markdown file, and `mafsbxfs(1) ENGINE ENDPOINT` a section (.SH) of
+    man/mafsbxfs.1;
+ 5. nothing cites what the repository does not hold: no issue or pull
     request number (`issue 12`, `upstream #877`), no section of a document
     named without its file (`upstream §8.4`, `reference §9.5`), no
     `INTERFACE.md §N`.
@@ -42,6 +45,8 @@ SEC = r'§\d+(?:\.\d+)*'
 CITE_RE = re.compile(r'(?P<file>(?:[\w.-]+/)*[\w-]+\.md),? (?P<secs>' + SEC +
                      r'(?:(?:, | and |-|–|/)' + SEC + r')*)')
 PATH_RE = re.compile(r'(?<![\w./-])((?:doc|man|src|fs|tools|tests|contrib)/[\w/.-]*\.(?:md|1|c|h|sh|py))(?![\w/-])')
+HCITE_RE = re.compile(r'(?P<file>(?:[\w.-]+/)*[\w-]+\.md),? "(?P<head>[^"]+)"')
+MANCITE_RE = re.compile(r'\b(?P<page>mafsbxfs|mafsbx)\(1\) (?P<sec>[A-Z][A-Z]+(?: [A-Z][A-Z]+)*)\b')
 OUTSIDE_RE = re.compile(r'\b[Ii]ssues? #?\d+|\b(?:upstream|bug|by|PR|pull)\s+#\d+'
                         r'|\b(?:upstream|reference)(?:\'s)?\s+§\d|\bINTERFACE\.md(?: §| section)')
 PLACEHOLDER_RE = re.compile(r'(?<![A-Za-z])[A-Z][A-Z_]+(?![a-z])')  # src/VERB.c, tools/cmd_NAME.c
@@ -110,6 +115,7 @@ class Checker:
     def __init__(self, root):
         self.root = os.path.realpath(root)
         self.docs = {}
+        self.man = {}
         self.errors = []
 
     def doc(self, path):
@@ -161,6 +167,24 @@ class Checker:
                 self.bad(where, 'cites %s §%s: %s has no section %s' %
                          (name, sec, os.path.relpath(full, self.root), sec))
 
+    def check_hcite(self, src, where, name, head):
+        full = self.resolve_md(src, name)
+        if full is None:
+            self.bad(where, 'cites %s, which the repository does not contain' % name)
+        elif slug(head) not in self.doc(full).anchors:
+            self.bad(where, 'cites %s "%s": no such heading' % (name, head))
+
+    def check_mancite(self, where, page, sec):
+        path = os.path.join(self.root, 'man', page + '.1')
+        if not os.path.isfile(path):
+            self.bad(where, 'cites %s(1), which the repository does not contain' % page)
+            return
+        if page not in self.man:
+            self.man[page] = {re.sub(r'^\.SH\s+"?|"?\s*$', '', line)
+                              for line in read(path) if line.startswith('.SH')}
+        if sec not in self.man[page]:
+            self.bad(where, 'cites %s(1) %s: no such section' % (page, sec))
+
     def check_file(self, path):
         rel = os.path.relpath(path, self.root)
         lines = read(path)
@@ -174,6 +198,10 @@ class Checker:
                     self.check_link(path, where, m.group(1))
             for m in CITE_RE.finditer(line):
                 self.check_cite(path, where, m.group('file'), m.group('secs'))
+            for m in HCITE_RE.finditer(line):
+                self.check_hcite(path, where, m.group('file'), m.group('head'))
+            for m in MANCITE_RE.finditer(line):
+                self.check_mancite(where, m.group('page'), m.group('sec'))
             for m in OUTSIDE_RE.finditer(line):
                 self.bad(where, 'cites "%s", which the repository does not hold' % m.group(0))
             for m in PATH_RE.finditer(line):
@@ -205,6 +233,7 @@ def self_test():
     with tempfile.TemporaryDirectory() as root:
         os.makedirs(os.path.join(root, 'doc'))
         os.makedirs(os.path.join(root, 'src'))
+        os.makedirs(os.path.join(root, 'man'))
         files = {
             'doc/a.md': '# A\n\n## 8. Disposal\n\n### 8.4 By `instance_id`: exact\n\n'
                         '## Où et comment\n\n## Twice\n\n## Twice\n',
@@ -222,15 +251,18 @@ def self_test():
                          'BAD7 src/gone.c\n'
                          'BAD8 [x](../../outside.md)\n'
                          'ok: a new src/VERB.c, tools/cmd_NAME.c\n'),
+            'man/mafsbxfs.1': '.TH MAFSBXFS 1\n.SH NAME\nx\n.SH THE TREE\ny\n',
             'src/x.c': ('/* ok: doc/a.md §8.4; BAD9: upstream.md §8.4 */\n'
                         '/* BAD10 issue 12 */\n/* BAD11 (upstream #877) */\n/* BAD12 upstream §8.4 */\n'
-                        '/* BAD13 INTERFACE.md §4 */\n/* ok: RFC 4648 §10, the C99 standard */\n'),
+                        '/* BAD13 INTERFACE.md §4 */\n/* ok: RFC 4648 §10, the C99 standard */\n'
+                        '/* ok: doc/a.md "Où et comment", mafsbxfs(1) THE TREE; BAD14 doc/a.md "Nowhere" */\n'
+                        '/* BAD15 mafsbxfs(1) NO SUCH SECTION */\n'),
         }
         for name, text in files.items():
             with open(os.path.join(root, name), 'w', encoding='utf-8') as f:
                 f.write(text)
         errors = Checker(root).run(['doc', 'src'])
-        want = {'doc/b.md:%d' % n for n in range(8, 16)} | {'src/x.c:%d' % n for n in range(1, 6)}
+        want = {'doc/b.md:%d' % n for n in range(8, 16)} | {'src/x.c:%d' % n for n in (1, 2, 3, 4, 5, 7, 8)}
         got = [e.split(': ', 1)[0] for e in errors]
         # BAD6 and BAD13 (INTERFACE.md §4) are each reported twice: no such file, and an outside citation
         if set(got) != want or len(got) != len(want) + 2:
