@@ -23,8 +23,8 @@ Every link and every citation in the repository's documents leads somewhere:
     `INTERFACE.md §N`.
 
 PATHs (files or directories, relative to ROOT) default to doc, man and
-README.md; directories are walked for *.md, *.1, *.c, *.h, *.sh, *.py and
-meson.build. Markdown syntax (rule 1) is read only in *.md files; rules 2
+README.md; directories are walked for *.md, *.1, *.c, *.h, *.sh, *.py,
+meson.build and scripts without an extension (#!). Markdown syntax (rule 1) is read only in *.md files; rules 2
 and 3 apply to every file, so the same check can run over source comments.
 Fenced code blocks in Markdown are skipped. Exit 0 when everything leads
 somewhere, 1 with one line per broken reference otherwise.
@@ -92,6 +92,17 @@ class Doc:
 def read(path):
     with open(path, encoding='utf-8', errors='replace') as f:
         return f.read().split('\n')
+
+
+def is_script(path):
+    """A file with no extension that starts with #! (tests/bench/bench_agents)."""
+    if '.' in os.path.basename(path):
+        return False
+    try:
+        with open(path, 'rb') as f:
+            return f.read(2) == b'#!'
+    except OSError:
+        return False
 
 
 def strip_fences(lines):
@@ -219,7 +230,7 @@ class Checker:
                         full_f = os.path.join(d, f)
                         if os.path.realpath(full_f) == os.path.realpath(__file__):
                             continue  # its own self-test holds broken references on purpose
-                        if f.endswith(SCAN_EXT) or f == 'meson.build':
+                        if f.endswith(SCAN_EXT) or f == 'meson.build' or is_script(full_f):
                             self.check_file(full_f)
             elif os.path.isfile(full):
                 self.check_file(full)
