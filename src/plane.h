@@ -164,6 +164,13 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 			    struct mafsbx_error *err);
 
 ssize_t mafsbx_plane_pread(struct mafsbx_plane_file *f, void *buf, size_t size, uint64_t off);
+/*
+ * The descriptor a local-plane file opened for reading reads from (the
+ * confined file itself, or its frozen copy), for the kernel to read directly
+ * (FUSE passthrough, fs/passthrough.c); -1 for any other file (engine plane,
+ * opened for writing). It stays the file's: the caller must not close it.
+ */
+int mafsbx_plane_read_fd(const struct mafsbx_plane_file *f);
 /* Returns bytes written or a negative errno (a failed write poisons the file: commit reports it). */
 ssize_t mafsbx_plane_pwrite(struct mafsbx_plane_file *f, const void *buf, size_t size, uint64_t off);
 int mafsbx_plane_ftruncate(struct mafsbx_plane_file *f, uint64_t size);
