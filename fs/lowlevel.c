@@ -371,8 +371,8 @@ static void open_common(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		mfs_open_uncharge(fs, uid);
 	else if (r == 0)
 		mfs_open_charged(fs, fi, uid);
-	if (r == 0 && !dir)
-		mfs_passthrough_open(fs, req, ino, fi);
+	if (r == 0 && !dir && (r = mfs_passthrough_open(fs, req, ino, path, fi)) < 0)
+		mfs_operations.release(path, fi);
 	if (r < 0) {
 		reply_err(req, r);
 	} else if (fuse_reply_open(req, fi) == -ENOENT) {   /* the opener went away: no release will come */

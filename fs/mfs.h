@@ -286,7 +286,7 @@ struct mfs {
 
 	struct mfs_passthrough *passthrough; /* passthrough.c; NULL before the mount's init */
 	atomic_ulong passthrough_opens;     /* opens whose reads the kernel serves */
-	atomic_ulong passthrough_fallbacks; /* opens that could not share their node's backing file */
+	atomic_ulong passthrough_relookups; /* opens answered ESTALE: their node held another file */
 	atomic_ulong file_reads;            /* reads of work/ and rootfs/ files this daemon served */
 
 };
@@ -651,8 +651,14 @@ struct fuse_req;
 /* At the mount's init: ask the kernel for passthrough where the build, the plane and the kernel allow it. */
 void mfs_passthrough_init(struct mfs *fs, struct fuse_conn_info *conn);
 void mfs_passthrough_fini(struct mfs *fs);
-/* After a successful open (fi->fh set), before its reply: hand a local-plane read to the kernel. */
-void mfs_passthrough_open(struct mfs *fs, struct fuse_req *req, uint64_t ino, struct fuse_file_info *fi);
+/*
+ * After a successful open of `path` (fi->fh set), before its reply: hand a
+ * local-plane read to the kernel. -ESTALE: the node holds another file
+ * open; the path was given a new node, and the open must be answered ESTALE
+ * (after its release) so that the kernel looks it up again.
+ */
+int mfs_passthrough_open(struct mfs *fs, struct fuse_req *req, uint64_t ino, const char *path,
+			 struct fuse_file_info *fi);
 /* Before the release of an open: give back its node's backing id. */
 void mfs_passthrough_release(struct mfs *fs, struct fuse_req *req, const struct fuse_file_info *fi);
 /* .ctl/engine's "passthrough": on, why not, and the counts. */

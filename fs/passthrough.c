@@ -10,11 +10,14 @@
  * at open, as before; only the reads are the kernel's. Writes, the engine
  * plane and the virtual files keep the plain path.
  *
- * The kernel takes one backing file per FUSE inode at a time (a second open
- * of the node with another backing id fails EBUSY), so the backing ids are
- * kept per node id: a second open of the same file shares the first's id,
- * and an open of the node whose file was replaced meanwhile (another inode
- * behind the same path) takes the plain path until the old opens end. The
+ * The kernel takes one backing file per FUSE inode at a time: while a node
+ * is open with one, another open of it with another backing id fails EBUSY
+ * and one without passthrough EIO. So the backing ids are kept per node id:
+ * a second open of the same file shares the first's id. An open of a node
+ * whose path now holds another file (the guest replaced it while the old
+ * one is still open) is answered ESTALE after the path is given up by the
+ * node (mfs_nodes_detach): the kernel then looks the path up again
+ * (LOOKUP_REVAL), gets a new node for the new file and opens that. The
  * last release of a node's opens closes its id.
  *
  * The backing files live on the container's overlayfs, so the mount
@@ -23,6 +26,7 @@
  */
 #include "mfs.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -98,26 +102,29 @@ void mfs_passthrough_fini(struct mfs *fs)
 	fs->passthrough = NULL;
 }
 
-void mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, struct fuse_file_info *fi)
+int mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, const char *path, struct fuse_file_info *fi)
 {
 	struct mfs_passthrough *p = fs->passthrough;
 	struct mfs_handle *h = mfs_handle_of(fi);
 	if (!p || !p->on || !h || (fi->flags & O_ACCMODE) != O_RDONLY)
-		return;
+		return 0;
 	int fd = mfs_work_read_fd(h);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return;
+		return 0;
 #if MFS_HAVE_PASSTHROUGH
 	pthread_mutex_lock(&p->mu);
 	struct pt_node *n = p->nodes;
 	while (n && n->ino != ino)
 		n = n->next;
 	if (n && (n->dev != st.st_dev || n->file != st.st_ino)) {
-		/* the node's open files read another file: this one reads through the daemon */
+		/* the node's open files read another file: the path gets a new node */
 		pthread_mutex_unlock(&p->mu);
-		atomic_fetch_add(&fs->passthrough_fallbacks, 1);
-		return;
+		uint64_t at;
+		if (mfs_nodes_find(&fs->nodes, path, &at) && at == ino)
+			mfs_nodes_detach(&fs->nodes, path);
+		atomic_fetch_add(&fs->passthrough_relookups, 1);
+		return -ESTALE;
 	}
 	if (!n) {
 		int id = fuse_passthrough_open(req, fd);
@@ -128,13 +135,13 @@ void mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, struct f
 				 "CAP_SYS_ADMIN); reads go through the daemon");
 			pthread_mutex_unlock(&p->mu);
 			log_warn("FUSE passthrough off: %s", p->why);
-			return;
+			return 0;
 		}
 		n = calloc(1, sizeof(*n));
 		if (!n) {
 			fuse_passthrough_close(req, id);
 			pthread_mutex_unlock(&p->mu);
-			return;
+			return 0;
 		}
 		*n = (struct pt_node){ .ino = ino, .backing_id = id, .dev = st.st_dev, .file = st.st_ino, .next = p->nodes };
 		p->nodes = n;
@@ -150,7 +157,9 @@ void mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, struct f
 #else
 	(void)req;
 	(void)ino;
+	(void)path;
 #endif
+	return 0;
 }
 
 void mfs_passthrough_release(struct mfs *fs, fuse_req_t req, const struct fuse_file_info *fi)
@@ -196,7 +205,7 @@ json_t *mfs_passthrough_json(struct mfs *fs)
 	json_object_set_new(o, "on", json_boolean(on));
 	json_object_set_new(o, "why", on ? json_null() : json_string(why));
 	json_object_set_new(o, "opens", json_integer((json_int_t)atomic_load(&fs->passthrough_opens)));
-	json_object_set_new(o, "fallbacks", json_integer((json_int_t)atomic_load(&fs->passthrough_fallbacks)));
+	json_object_set_new(o, "relookups", json_integer((json_int_t)atomic_load(&fs->passthrough_relookups)));
 	json_object_set_new(o, "daemon_reads", json_integer((json_int_t)atomic_load(&fs->file_reads)));
 	return o;
 }

@@ -477,7 +477,7 @@ ssize_t mafsbx_plane_pread(struct mafsbx_plane_file *f, void *buf, size_t size, 
 
 int mafsbx_plane_read_fd(const struct mafsbx_plane_file *f)
 {
-	return f && f->local && !f->writable ? f->fd : -1;
+	return f && f->local && !f->writable && !f->copy ? f->fd : -1;
 }
 
 static uint64_t fd_size(int fd)

@@ -10,8 +10,9 @@
 #   - two opens of one file at once share the node's backing file;
 #   - a file the guest appends to while it is open reads its new bytes;
 #   - a file the guest replaces while the old one is still open: the new
-#     open reads the new file (through the daemon, since the kernel holds one
-#     backing file per node), the old open the old one;
+#     open reads the new file (the kernel holds one backing file per node, so
+#     that open is answered ESTALE and the kernel looks the path up again,
+#     finding a new node), the old open the old one;
 #   - a file of the sandbox's root (NAME/root/) is passed through too;
 #     an open for writing never is.
 . "$(dirname "$0")/lib.sh"
@@ -60,7 +61,7 @@ cmp - "$T/big" <&4 || fail "the second of two opens reads wrong"
 exec 3<&- 4<&-
 if [ "$ON" = true ]; then
 	expect_eq "$(eng opens)" $((opens1 + 2)) "both opens passed through"
-	expect_eq "$(eng fallbacks)" 0 "fallbacks of two opens of one file"
+	expect_eq "$(eng relookups)" 0 "new lookups for two opens of one file"
 	expect_eq "$(eng daemon_reads)" "$reads1" "reads the daemon served for two passed-through opens"
 fi
 
@@ -75,14 +76,15 @@ exec 3<&-
 # ---- a file the guest replaces while the old one is open -----------------------------
 printf 'old\n' >"$W/swap" || fail "write swap"
 exec 3<"$W/swap" || fail "open swap"
-fb0=$(eng fallbacks)
+fb0=$(eng relookups) o0=$(eng opens)
 run_exec "$M" "$N" "printf 'new\n' > /maf-sandbox/work/swap.tmp && mv /maf-sandbox/work/swap.tmp /maf-sandbox/work/swap"
 expect_eq "$CTL_STATUS" OK "the guest replaces swap ($CTL_REPLY)"
 expect_eq "$(cat "$W/swap")" new "a new open of the replaced file"
 expect_eq "$(cat <&3)" old "the open of the old file"
 exec 3<&-
 if [ "$ON" = true ]; then
-	expect_eq "$(eng fallbacks)" $((fb0 + 1)) "the new open, beside the old one's backing file, read through the daemon"
+	expect_eq "$(eng relookups)" $((fb0 + 1)) "the new open, beside the old one's backing file, looked the path up again"
+	expect_eq "$(eng opens)" $((o0 + 1)) "the new file's open passed through"
 	expect_eq "$(cat "$W/swap")" new "the replaced file once the old open ended"
 fi
 
