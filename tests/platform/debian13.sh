@@ -57,6 +57,9 @@ cleanup() {
 		log "kept: container $ctr, its engine's data in $data (docker exec $ctr bash /mnt/src/tests/platform/inside.sh)"
 		return 0
 	fi
+	# the nested engine's containers first: it removes their cgroups, which
+	# live in the host's hierarchies
+	timeout 120 docker exec "$ctr" sh -c 'docker ps -aq | xargs -r docker rm -f' >/dev/null 2>&1 || true
 	docker rm -f "$ctr" >/dev/null 2>&1 || true
 	docker rm -f "$ctr-setup" >/dev/null 2>&1 || true
 	# the nested engine's layers are root-owned files of the host's filesystem
