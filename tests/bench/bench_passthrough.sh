@@ -11,7 +11,11 @@
 # 256 MiB file (dd, 1 MiB blocks, RUNS runs, the median in MB/s) and 2000
 # open-read-close cycles of the 1 KiB file (mean ms per cat, in one Python
 # process so no process start is counted). Prints one line per binary with
-# .ctl/engine's passthrough state. RUNS: $BENCH_RUNS (default 5).
+# .ctl/engine's passthrough state, and beside it the same 256 MiB read from
+# the backing file itself (through /proc/PID/root of the sandbox's init,
+# with the docker CLI: the ceiling at that moment). RUNS: $BENCH_RUNS
+# (default 5). The machine's load is printed: figures on a loaded machine
+# are noisy.
 set -euo pipefail
 tool=$1
 shift
@@ -35,8 +39,18 @@ ctl() {
 	[ "${out%%$'\n'*}" = OK ] || { echo "$1 failed: $out" >&2; exit 1; }
 	printf '%s' "${out#*$'\n'}"
 }
+median_rate() {
+	local r=() s e
+	for _ in $(seq 1 "$runs"); do
+		s=$(date +%s%N)
+		dd if="$1" of=/dev/null bs=1M 2>/dev/null
+		e=$(date +%s%N)
+		r+=("$(awk -v ns=$((e - s)) 'BEGIN { printf "%.0f", 256 * 1048576 / 1e6 / (ns / 1e9) }')")
+	done
+	printf '%s\n' "${r[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
+}
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg), kernel $(uname -r)"
-printf '%-40s %-12s %14s %14s\n' binary passthrough "256MiB MB/s" "1KiB cat ms"
+printf '%-30s %-12s %14s %14s %16s\n' binary passthrough "256MiB MB/s" "1KiB cat ms" "backing MB/s"
 for bin in "$@"; do
 	"$bin" -f -o plane=local "$mnt" >"$T/daemon.log" 2>&1 &
 	pid=$!
@@ -45,6 +59,11 @@ for bin in "$@"; do
 	name=$(printf '%s' "$reply" | "$tool" jget name)
 	ctl exec "{\"sandbox\": \"$name\", \"command\": \"dd if=/dev/zero of=/maf-sandbox/work/big bs=1048576 count=256 2>/dev/null && head -c 1024 /dev/zero > /maf-sandbox/work/small\"}" >/dev/null
 	pt=$("$tool" jget passthrough.on <"$mnt/.ctl/engine")
+	backing=-
+	if command -v docker >/dev/null && gpid=$(docker inspect -f '{{.State.Pid}}' "$name" 2>/dev/null) &&
+		[ -r "/proc/$gpid/root/maf-sandbox/work/big" ]; then
+		backing=$(median_rate "/proc/$gpid/root/maf-sandbox/work/big")
+	fi
 	rates=()
 	for _ in $(seq 1 "$runs"); do
 		sync
@@ -66,7 +85,7 @@ for _ in range(n):
 print("%.4f" % ((time.perf_counter() - t) * 1000 / n))
 PY
 )
-	printf '%-40s %-12s %14s %14s   (runs: %s)\n' "$bin" "$pt" "$median" "$cat_ms" "${rates[*]}"
+	printf '%-30s %-12s %14s %14s %16s   (runs: %s)\n' "$bin" "$pt" "$median" "$cat_ms" "$backing" "${rates[*]}"
 	ctl dispose "{\"name\": \"$name\"}" >/dev/null
 	fusermount3 -u "$mnt"
 	wait "$pid" || true
