@@ -45,8 +45,8 @@ struct pt_node {
 };
 
 struct mfs_passthrough {
-	pthread_mutex_t mu;
-	bool on;
+	pthread_mutex_t mu;          /* guards why and nodes */
+	atomic_bool on;              /* read unlocked by every open */
 	char why[160];               /* when off: why */
 	struct pt_node *nodes;
 };
@@ -57,7 +57,7 @@ static struct mfs_passthrough *pt_new(bool on, const char *why)
 	if (!p)
 		return NULL;
 	pthread_mutex_init(&p->mu, NULL);
-	p->on = on;
+	atomic_init(&p->on, on);
 	snprintf(p->why, sizeof(p->why), "%s", why ? why : "");
 	return p;
 }
@@ -106,7 +106,7 @@ int mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, const cha
 {
 	struct mfs_passthrough *p = fs->passthrough;
 	struct mfs_handle *h = mfs_handle_of(fi);
-	if (!p || !p->on || !h || (fi->flags & O_ACCMODE) != O_RDONLY)
+	if (!p || !atomic_load(&p->on) || !h || (fi->flags & O_ACCMODE) != O_RDONLY)
 		return 0;
 	int fd = mfs_work_read_fd(h);
 	struct stat st;
@@ -130,7 +130,7 @@ int mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, const cha
 		int id = fuse_passthrough_open(req, fd);
 		if (id <= 0) {
 			/* e.g. EPERM: registering a backing file needs CAP_SYS_ADMIN */
-			p->on = false;
+			atomic_store(&p->on, false);
 			snprintf(p->why, sizeof(p->why), "the kernel refused a backing file (registering one needs "
 				 "CAP_SYS_ADMIN); reads go through the daemon");
 			pthread_mutex_unlock(&p->mu);
@@ -198,7 +198,7 @@ json_t *mfs_passthrough_json(struct mfs *fs)
 	char why[sizeof(p->why)] = "not mounted";
 	if (p) {
 		pthread_mutex_lock(&p->mu);
-		on = p->on;
+		on = atomic_load(&p->on);
 		snprintf(why, sizeof(why), "%s", p->why);
 		pthread_mutex_unlock(&p->mu);
 	}
