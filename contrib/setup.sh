@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# contrib/setup.sh: make a Debian 12 machine ready to build, test and run
-# mafsbxfs. Run as root; idempotent, and quick on a machine that is ready.
+# contrib/setup.sh: make a Debian 12 (bookworm) or Debian 13 (trixie) machine
+# ready to build, test and run mafsbxfs. Run as root; idempotent, and quick on
+# a machine that is ready.
 #
-#   1. install the Debian packages that are missing (none missing: no apt at all)
+#   contrib/setup.sh                    all the steps below
+#   contrib/setup.sh --print-packages   print this release's package list, one
+#                                       a line, and stop (needs no root)
+#   contrib/setup.sh --packages-only    step 1 only
+#
+#   1. install the Debian packages that are missing (none missing: no apt at
+#      all); the list depends on the release (/etc/os-release): Debian 13
+#      ships the docker client as its own package, docker-cli, no longer
+#      inside docker.io
 #   2. start dockerd when no engine answers (contrib/start-dockerd.sh)
 #   3. build into build/ with gcc (meson setup + compile, warnings as errors)
 #   4. import the offline test image (mafsbx/busybox:latest, or $MAFSBX_IMAGE)
@@ -12,7 +21,26 @@ PROG=setup
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 . "$here/lib.sh"
-require_root
+
+mode=all
+case "${1:-}" in
+"") ;;
+--print-packages) mode=print ;;
+--packages-only) mode=packages ;;
+*) die "unknown argument '$1' (usage: $0 [--print-packages | --packages-only])" ;;
+esac
+
+# The release's codename, from /etc/os-release (MAFSBX_SETUP_RELEASE overrides
+# it, for --print-packages about another release).
+release=${MAFSBX_SETUP_RELEASE:-}
+if [ -z "$release" ] && [ -r /etc/os-release ]; then
+	release=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+fi
+case "$release" in
+bookworm | trixie) ;;
+"") die "cannot tell the Debian release (no VERSION_CODENAME in /etc/os-release); set MAFSBX_SETUP_RELEASE=bookworm or trixie" ;;
+*) die "release '$release' is not one this script knows (bookworm, trixie); set MAFSBX_SETUP_RELEASE to the nearest" ;;
+esac
 
 packages=(
 	# build
@@ -32,6 +60,15 @@ packages=(
 	# Debian 12 root filesystem made with debootstrap to install it on)
 	dpkg-dev debhelper dh-python python3 lintian debootstrap
 )
+# Debian 13 split the docker client out of docker.io; without docker-cli the
+# mount tests that drive the docker CLI fail with "the docker CLI is missing".
+[ "$release" = trixie ] && packages+=(docker-cli)
+
+if [ "$mode" = print ]; then
+	printf '%s\n' "${packages[@]}"
+	exit 0
+fi
+require_root
 
 missing=()
 for p in "${packages[@]}"; do
@@ -45,8 +82,9 @@ if ((${#missing[@]})); then
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
-	log "all ${#packages[@]} packages present"
+	log "all ${#packages[@]} packages present ($release)"
 fi
+[ "$mode" = packages ] && exit 0
 
 "$here/start-dockerd.sh"
 

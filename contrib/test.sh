@@ -14,6 +14,11 @@
 #      suites of both planes and the parallel and detached-exec ones; any
 #      report fails the run
 #   6. the libFuzzer harnesses (build-fuzz/, clang), 20 s each (contrib/fuzz.sh)
+#   6b. Debian 13 (tests/platform/debian13.sh): a container of a fresh Debian
+#      13 image (made once with debootstrap, cached under /var/cache/mafsbx)
+#      with its own dockerd 26 and libfuse 3.17: the unit suite, the
+#      integration and mount tests that prove that platform, and FUSE
+#      passthrough
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
 #   7. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
@@ -181,6 +186,24 @@ else
 	failures+=("fuzz: a harness failed (reproducers in build-fuzz/fuzz-findings/)")
 fi
 rm -f "$fuzz_log"
+
+# Debian 13 with Docker 26 and libfuse 3.17, in a container with its own engine.
+d13_log=$(mktemp /tmp/mafsbx-debian13-log.XXXXXX)
+d13_start=$SECONDS
+d13_rc=0
+"$root/tests/platform/debian13.sh" >"$d13_log" 2>&1 || d13_rc=$?
+cat "$d13_log"
+d13_line=$(grep -E '^debian13: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$d13_log" | tail -n 1 || true)
+rm -f "$d13_log"
+if [ -n "$d13_line" ]; then
+	read -r _ p _ f _ s _ <<<"$d13_line"
+	pass_total=$((pass_total + p)) fail_total=$((fail_total + f - s)) skip_total=$((skip_total + s))
+	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "debian13:" "$p" "$((f - s))" "$s" \
+		$((SECONDS - d13_start)))")
+fi
+if [ "$d13_rc" -ne 0 ] || [ -z "$d13_line" ]; then
+	failures+=("debian13: the Debian 13 stage failed (exit $d13_rc)")
+fi
 
 # Every mafsbxfs process of this tree's builds still running (not a zombie).
 daemons_left() {

@@ -122,8 +122,7 @@ static char *child_or_reply(fuse_req_t req, struct mfs *fs, fuse_ino_t parent, c
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
-	(void)conn;
+	mfs_passthrough_init(userdata, conn);
 }
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -372,10 +371,15 @@ static void open_common(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		mfs_open_uncharge(fs, uid);
 	else if (r == 0)
 		mfs_open_charged(fs, fi, uid);
-	if (r < 0)
+	if (r == 0 && !dir && (r = mfs_passthrough_open(fs, req, ino, path, fi)) < 0)
+		mfs_operations.release(path, fi);
+	if (r < 0) {
 		reply_err(req, r);
-	else if (fuse_reply_open(req, fi) == -ENOENT)   /* the opener went away: no release will come */
+	} else if (fuse_reply_open(req, fi) == -ENOENT) {   /* the opener went away: no release will come */
+		if (!dir)
+			mfs_passthrough_release(fs, req, fi);
 		(void)(dir ? mfs_operations.releasedir(path, fi) : mfs_operations.release(path, fi));
+	}
 	free(path);
 }
 
@@ -550,7 +554,7 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	begin(req);
+	mfs_passthrough_release(begin(req), req, fi);
 	reply_err(req, mfs_operations.release(NULL, fi));
 }
 

@@ -24,6 +24,7 @@
  *   janitor.c  background recovery of freezes left behind
  *   daemon.c   going into the background: the fork first, one thread, a readiness pipe
  *   ops.c      the fuse_operations table and the per-open handle dispatch
+ *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel
  *
  * Calls go one way (no cycle, as grep finds them):
  *   main.c     -> ops.c (the table), opts.c, daemon.c, janitor.c, requests.c (fs->run), mount.c
@@ -283,6 +284,11 @@ struct mfs {
 	size_t n_user_opens, cap_user_opens;
 	unsigned open_per_user;      /* the bound in force (mfs_open_bound_init) */
 
+	struct mfs_passthrough *passthrough; /* passthrough.c; NULL before the mount's init */
+	atomic_ulong passthrough_opens;     /* opens whose reads the kernel serves */
+	atomic_ulong passthrough_relookups; /* opens answered ESTALE: their node held another file */
+	atomic_ulong file_reads;            /* reads of work/ and rootfs/ files this daemon served */
+
 };
 
 /* ---- the mount's lifecycle (mount.c) ------------------------------------ */
@@ -485,6 +491,7 @@ struct mfs_handle {
 	struct mfs_handle *prev, *next;  /* the mount's open handles (mount.c) */
 	bool charged;                    /* counted against `owner`'s open files (mfs_open_charge) */
 	uid_t owner;
+	uint64_t pt_ino;                 /* passthrough: the node whose backing id this open holds (0: none) */
 };
 
 /* The handle in fi->fh (NULL for none). */
@@ -636,5 +643,27 @@ extern const struct fuse_operations mfs_operations;
 /* The real runner (requests.c). */
 int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
 		    struct mafsbx_error *err);
+
+/* ---- FUSE passthrough (passthrough.c) ------------------------------------ */
+
+struct fuse_conn_info;
+struct fuse_req;
+/* At the mount's init: ask the kernel for passthrough where the build, the plane and the kernel allow it. */
+void mfs_passthrough_init(struct mfs *fs, struct fuse_conn_info *conn);
+void mfs_passthrough_fini(struct mfs *fs);
+/*
+ * After a successful open of `path` (fi->fh set), before its reply: hand a
+ * local-plane read to the kernel. -ESTALE: the node holds another file
+ * open; the path was given a new node, and the open must be answered ESTALE
+ * (after its release) so that the kernel looks it up again.
+ */
+int mfs_passthrough_open(struct mfs *fs, struct fuse_req *req, uint64_t ino, const char *path,
+			 struct fuse_file_info *fi);
+/* Before the release of an open: give back its node's backing id. */
+void mfs_passthrough_release(struct mfs *fs, struct fuse_req *req, const struct fuse_file_info *fi);
+/* .ctl/engine's "passthrough": on, why not, and the counts. */
+json_t *mfs_passthrough_json(struct mfs *fs);
+/* The descriptor a work/ or rootfs/ handle opened for reading reads from, or -1 (work.c). */
+int mfs_work_read_fd(const struct mfs_handle *h);
 
 #endif

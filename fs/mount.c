@@ -56,6 +56,7 @@ void mfs_fini(struct mfs *fs)
 {
 	mfs_execs_fini(fs);   /* before the handles: a `wait` reader is answered first */
 	mfs_handles_discard_all(fs);
+	mfs_passthrough_fini(fs);
 	free(fs->user_opens);
 	fs->user_opens = NULL;
 	fs->n_user_opens = fs->cap_user_opens = 0;

@@ -493,8 +493,12 @@ static int mfs_op_read(const char *path, char *buf, size_t size, off_t off, stru
 	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_CTL)
 		return mfs_ctl_read((struct mfs_ctl *)h, buf, size);
-	if (h && h->type == MFS_H_WORK)
+	if (h && h->type == MFS_H_WORK) {
+		struct mfs *fs = mfs_get();
+		if (fs)   /* counted for .ctl/engine: a passed-through open's reads never come here */
+			atomic_fetch_add(&fs->file_reads, 1);
 		return mfs_work_read((struct mfs_work *)h, buf, size, off);
+	}
 	if (h && h->type == MFS_H_BLOB)
 		return blob_read((const struct mfs_blob *)h, buf, size, off);
 	if (h && h->type == MFS_H_EXEC)

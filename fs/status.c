@@ -208,6 +208,8 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	json_object_set_new(o, "os", mfs_json_text(v.os));
 	json_object_set_new(o, "arch", mfs_json_text(v.arch));
 	json_object_set_new(o, "kernel", mfs_json_text(v.kernel));
+	/* whether local-plane reads go to the kernel (FUSE passthrough), and why not */
+	json_object_set_new(o, "passthrough", mfs_passthrough_json(fs));
 	r = dump_text(o, text, len, err);
 	json_decref(o);
 	return r;

@@ -373,6 +373,11 @@ int mfs_work_create(struct mfs *fs, const struct mfs_node *n, mode_t mode, struc
 	return open_file(fs, n, fi, true, mode);
 }
 
+int mfs_work_read_fd(const struct mfs_handle *h)
+{
+	return h && h->type == MFS_H_WORK ? mafsbx_plane_read_fd(((const struct mfs_work *)h)->f) : -1;
+}
+
 int mfs_work_read(struct mfs_work *w, char *buf, size_t size, off_t off)
 {
 	if (off < 0)

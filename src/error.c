@@ -323,7 +323,13 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 			kind = MAFSBX_EK_NO_OBJECT;
 		break;
 	case 409:
-		if (strcasestr(message, "is paused"))
+		/* A refused removal is a conflict whatever the state that refused
+		 * it: Docker 26 words a paused one "cannot remove container ...:
+		 * container is paused and must be unpaused first", 20.10 "You
+		 * cannot remove a paused container ..." (doc/engines.md). */
+		if (strcasestr(message, "cannot remove"))
+			kind = MAFSBX_EK_CONFLICT;
+		else if (strcasestr(message, "is paused"))
 			kind = MAFSBX_EK_PAUSED;
 		else if (strcasestr(message, "is not running"))
 			kind = MAFSBX_EK_NOT_RUNNING;
@@ -334,6 +340,10 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 		if (strcasestr(message, "not a directory"))
 			kind = MAFSBX_EK_NOT_DIR;
 		else if (strcasestr(message, "too many links"))
+			kind = MAFSBX_EK_CONFINEMENT;
+		/* Docker 26 resolves in the container's own mount namespace and
+		 * passes the kernel's ELOOP on (doc/engines.md) */
+		else if (strcasestr(message, "too many levels of symbolic links"))
 			kind = MAFSBX_EK_CONFINEMENT;
 		else if (strcasestr(message, "file name too long"))
 			kind = MAFSBX_EK_NAMETOOLONG;

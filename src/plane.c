@@ -475,6 +475,11 @@ ssize_t mafsbx_plane_pread(struct mafsbx_plane_file *f, void *buf, size_t size, 
 	return n < 0 ? -errno : n;
 }
 
+int mafsbx_plane_read_fd(const struct mafsbx_plane_file *f)
+{
+	return f && f->local && !f->writable && !f->copy ? f->fd : -1;
+}
+
 static uint64_t fd_size(int fd)
 {
 	struct stat st;

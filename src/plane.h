@@ -164,6 +164,13 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 			    struct mafsbx_error *err);
 
 ssize_t mafsbx_plane_pread(struct mafsbx_plane_file *f, void *buf, size_t size, uint64_t off);
+/*
+ * The descriptor of the guest's file a local-plane open for reading reads
+ * (confined and checked at open), for the kernel to read directly (FUSE
+ * passthrough, fs/passthrough.c); -1 for any other file (engine plane, a
+ * frozen_reads copy, opened for writing). The caller must not close it.
+ */
+int mafsbx_plane_read_fd(const struct mafsbx_plane_file *f);
 /* Returns bytes written or a negative errno (a failed write poisons the file: commit reports it). */
 ssize_t mafsbx_plane_pwrite(struct mafsbx_plane_file *f, const void *buf, size_t size, uint64_t off);
 int mafsbx_plane_ftruncate(struct mafsbx_plane_file *f, uint64_t size);

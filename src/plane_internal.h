@@ -65,6 +65,7 @@ struct mafsbx_plane_file {
 	bool dirty;
 	bool written;                /* bytes written or an explicit truncate since the last commit */
 	bool abandoned;              /* the writer died by a signal: never commit */
+	bool copy;                   /* local: fd is a copy (frozen_reads), not the guest's file */
 	uint64_t max_bytes;
 	struct mafsbx_planes *ps;
 	struct plane_entry *entry;

@@ -286,6 +286,7 @@ int local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, c
 			goto out;
 		}
 		f->fd = mfd;
+		f->copy = true;
 		goto out;
 	}
 	int fd = mafsbx_reopen(opath, O_RDONLY | O_NONBLOCK | O_NOCTTY);

@@ -646,9 +646,15 @@ static void create_odd_path(const char *rel, const char *glob, bool readable)
 		assert_memory_equal(got.data, "odd path\n", 9);
 	} else {
 		/* Docker 20.10 answers a GET of a non-UTF-8 name with an empty
-		 * tar (its tar writer drops the entry): a failure, never data. */
-		assert_true(do_read(W, rel, 0, &got, &err) < 0);
-		assert_int_equal(got.len, 0);
+		 * tar (its tar writer drops the entry): a failure, never data.
+		 * Docker 26's tar writer keeps the name (a PAX record), so the
+		 * read succeeds: then with exactly the file's bytes (doc/engines.md). */
+		if (do_read(W, rel, 0, &got, &err) < 0) {
+			assert_int_equal(got.len, 0);
+		} else {
+			assert_int_equal(got.len, 9);
+			assert_memory_equal(got.data, "odd path\n", 9);
+		}
 	}
 	mafsbx_buf_free(&got);
 	char s[400];

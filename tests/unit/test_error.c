@@ -42,6 +42,11 @@ static const struct row rows[] = {
 	{ 500, "{\"message\":\"lstat /var/lib/docker/overlay2/abc/merged/w/file/x: not a directory\"}", "/w/file/x", MAFSBX_EK_NOT_DIR, ENOTDIR },
 	{ 500, "{\"message\":\"evalSymlinksInScope: too many links in /var/lib/docker/overlay2/a/merged/w/loop1\"}", NULL, MAFSBX_EK_CONFINEMENT, ELOOP },
 	{ 500, "{\"message\":\"lstat /var/lib/docker/overlay2/a/merged/w/xxx: file name too long\"}", NULL, MAFSBX_EK_NAMETOOLONG, ENAMETOOLONG },
+	/* Docker 26 (doc/engines.md) */
+	{ 409, "{\"message\":\"cannot remove container \\\"/c1\\\": container is paused and must be unpaused first\"}", NULL, MAFSBX_EK_CONFLICT, EEXIST },
+	{ 409, "{\"message\":\"cannot remove container \\\"/c1\\\": container is running: stop the container before removing or force remove\"}", NULL, MAFSBX_EK_CONFLICT, EEXIST },
+	{ 409, "{\"message\":\"You cannot remove a paused container abc. Unpause and then stop the container before attempting removal or force remove\"}", NULL, MAFSBX_EK_CONFLICT, EEXIST },
+	{ 500, "{\"message\":\"lstat /w/loop1/x: too many levels of symbolic links\"}", "/w/loop1/x", MAFSBX_EK_CONFINEMENT, ELOOP },
 	{ 500, "{\"message\":\"Container abc is not paused\"}", NULL, MAFSBX_EK_ENGINE, EIO },
 	{ 400, "{\"message\":\"bad parameter: pathcannot be empty\"}", NULL, MAFSBX_EK_INVALID, EINVAL },
 	{ 502, "not json at all", NULL, MAFSBX_EK_ENGINE, EIO },
