@@ -27,6 +27,9 @@
 # suite, the integration tests that failed on Docker 26 and the freeze proof,
 # and the mount suites story, files, access, files-engine, badinput and
 # passthrough. Exits with the inside run's status; prints its closing line.
+# --images-only makes (or finds) the two images and stops: contrib/test.sh
+# runs that in the background while the host's own suites run, since most
+# of it waits on the Debian mirror.
 set -euo pipefail
 PROG=debian13
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +37,12 @@ src=$(cd "$here/../.." && pwd)
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+images_only=0
+case "${1:-}" in
+--images-only) images_only=1 ;;
+'') ;;
+*) die "unknown argument '$1' (only --images-only)" ;;
+esac
 [ "$(id -u)" = 0 ] || die "must run as root"
 for t in docker debootstrap sha256sum flock; do
 	command -v "$t" >/dev/null || die "$t is not installed (contrib/setup.sh installs it)"
@@ -101,6 +110,7 @@ trap cleanup EXIT
 	fi
 ) 9>"$cache/.lock-debian13"
 log "images ready after $((SECONDS - t0)) s ($setup_image)"
+[ "$images_only" = 0 ] || exit 0
 
 # The nested engine's data root on the host's filesystem, new for each run.
 data=$(mktemp -d /var/tmp/mafsbx-debian13-docker.XXXXXX)
