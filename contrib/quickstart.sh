@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # contrib/quickstart.sh: README's first command, as root. Sets the machine up
 # (contrib/setup.sh: packages, dockerd, build/, the offline image), then shows
-# the filesystem at work (INTERFACE.md §2-§4):
+# the filesystem at work (doc/protocol.md):
 #
 #   mount build/fs/mafsbxfs on a temporary directory,
 #   acquire a sandbox through .ctl/acquire,

@@ -1,5 +1,5 @@
 /*
- * ctl.c: the .ctl transaction files (INTERFACE.md §4), one private channel
+ * ctl.c: the .ctl transaction files (doc/protocol.md "The transactions"), one private channel
  * per open file in the style of Plan 9's factotum rpc file.
  *
  * A handle collects request bytes until they form ONE JSON object, so the

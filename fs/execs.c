@@ -1,5 +1,5 @@
 /*
- * execs.c: detached execs (INTERFACE.md §4, "Detached execs") and their
+ * execs.c: detached execs (doc/protocol.md "Detached execs") and their
  * NAME/execs/ID/ files. `"detach": true` starts the command on a thread of
  * its own and answers at once; the command's output is spooled into two
  * memfds (off the heap, counted against the mount's spool budget, at most

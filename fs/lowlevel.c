@@ -5,7 +5,7 @@
  *
  * Each request turns its node id (and name) into the path of the tree and
  * calls the path operations of ops.c (`mfs_operations`, also what the unit
- * tests call), so the rules of INTERFACE.md live in one place. What this
+ * tests call), so the rules of mafsbxfs(1) and doc/protocol.md live in one place. What this
  * layer adds is what only the low-level API can give:
  *
  *  - every LOOKUP of a .ctl transaction file answers a FRESH node id with

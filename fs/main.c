@@ -250,7 +250,7 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	mounted = true;
-	/* SIGINT and SIGTERM always unmount (INTERFACE.md), even when the
+	/* SIGINT and SIGTERM always unmount (mafsbxfs(1) EXIT STATUS), even when the
 	 * parent ignored them, as a shell does for a background job; libfuse
 	 * only takes over signals left at their default. SIGHUP keeps what
 	 * the parent chose (nohup). */

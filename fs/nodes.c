@@ -8,7 +8,7 @@
  * lookups of one path give one node, with two exceptions that make a fresh
  * node every time: a .ctl transaction file (each open(2) of it must get its
  * own inode, so the kernel's per-inode write lock never queues one caller
- * behind another; INTERFACE.md §4), and a node whose path was removed or
+ * behind another; doc/protocol.md "The transactions"), and a node whose path was removed or
  * renamed over (it keeps its id until forgotten, but a new file at that path
  * is a new node, as after an unlink on any filesystem).
  *

@@ -4,7 +4,7 @@
  * is a handle in fi->fh whose first member says its type (a blob snapshot
  * of a read-only file, a .ctl channel, or a work/ spool), as lxcfs does.
  *
- * Errors follow INTERFACE.md §3: writes to read-only virtual files are
+ * Errors follow doc/protocol.md "Errors": writes to read-only virtual files are
  * EACCES; unlink/rename/symlink/link/chmod are EPERM; rmdir NAME disposes.
  */
 #include "mfs.h"
@@ -136,7 +136,7 @@ static int mfs_op_readlink(const char *path, char *buf, size_t size)
 	if (r < 0)
 		return r;
 	/* A guest's link target is never handed to the host kernel, which would
-	 * resolve it on the HOST (INTERFACE.md §3). */
+	 * resolve it on the HOST (mafsbxfs(1) READING AND WRITING FILES). */
 	if (n.type == MFS_N_WORK || n.type == MFS_N_ROOTFS)
 		return -ELOOP;
 	if (n.type != MFS_N_BYSCOPE_LINK)

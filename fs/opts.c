@@ -1,5 +1,5 @@
 /*
- * opts.c: the mafsbxfs command line (INTERFACE.md §1.2).
+ * opts.c: the mafsbxfs command line (mafsbxfs(1) OPTIONS).
  *
  * Our options are parsed out of the argument list with fuse_opt; what
  * libfuse understands (-f, -d, -s, -o allow_other, max_threads, ...) stays in

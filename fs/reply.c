@@ -1,5 +1,5 @@
 /*
- * reply.c: the shape of .ctl replies (INTERFACE.md §4): one JSON object and
+ * reply.c: the shape of .ctl replies (doc/protocol.md "The transactions"): one JSON object and
  * a newline, `{"ok": true, ...}` or
  * `{"ok": false, "error": {"errno": "E...", "type": "...", "message": "..."}}`.
  *
@@ -86,7 +86,7 @@ void mfs_reply_budget_hold_until_dump(struct mfs *fs, size_t bytes)
 char *mfs_reply_dump(const json_t *reply, size_t *len)
 {
 	/* jansson's default separators give `{"ok": true, "name": "x"}`, the
-	 * spelling of INTERFACE.md; one line, so a shell can read it with `read`. */
+	 * spelling of doc/protocol.md "The transactions"; one line, so a shell can read it with `read`. */
 	char *out = mfs_json_dump_line(reply, 0, len);
 	mfs_reply_budget_release_held();
 	return out;

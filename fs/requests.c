@@ -1,5 +1,5 @@
 /*
- * requests.c: the real .ctl request runner (INTERFACE.md §4): acquire,
+ * requests.c: the real .ctl request runner (doc/protocol.md "The transactions"): acquire,
  * dispose and exec through sandbox.h, with the mount's scope rule, the
  * bookkeeping of declared outputs, the kernel cache invalidation that makes
  * a new sandbox appear at once, and the reply shapes:

@@ -1,5 +1,5 @@
 /*
- * root.c: which sandboxes the mount shows (INTERFACE.md §2).
+ * root.c: which sandboxes the mount shows (doc/protocol.md "The tree").
  *
  * The engine's labels are the record: the root lists every workload that
  * mafsbx_sandbox_list() returns (name prefix + the four identity labels, no

@@ -1,5 +1,5 @@
 /*
- * status.c: the read-only JSON files (INTERFACE.md §2).
+ * status.c: the read-only JSON files (doc/protocol.md "The tree").
  *
  *   NAME/status         name, id, state, paused, created, image, key, kind,
  *                       work_dir, outputs, capabilities, egress, identity
@@ -198,7 +198,7 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	mafsbx_endpoint_url_shown(&fs->ep, fs->opt.allow_other, url, sizeof(url));
 	json_object_set_new(o, "endpoint", mfs_json_text(url));
 	json_object_set_new(o, "context", fs->ep.context[0] ? mfs_json_text(fs->ep.context) : json_null());
-	/* How the engine is reached, and the file plane that implies (INTERFACE.md section 3). */
+	/* How the engine is reached, and the file plane that implies (mafsbxfs(1) READING AND WRITING FILES). */
 	json_object_set_new(o, "kind", json_string(mafsbx_endpoint_kind(&fs->ep)));
 	json_object_set_new(o, "plane", json_string(fs->opt.plane == MAFSBX_PLANE_ENGINE ? "engine"
 									   : mafsbx_endpoint_plane(&fs->ep)));

@@ -7,7 +7,7 @@
  * text view that a JSON string can hold. The view keeps valid UTF-8 as is
  * and replaces each maximal invalid subsequence with U+FFFD, the same
  * result as Python's bytes.decode("utf-8", errors="replace") that upstream's
- * ExecResult.stdout_text gives (reference/upstream-docker-backend.md §1.6).
+ * ExecResult.stdout_text gives (doc/upstream.md §1.6).
  * Surrogates (ED A0..BF) and overlongs (C0, C1, E0 80..9F, F0 80..8F) are
  * invalid; so is anything above U+10FFFF.
  *

@@ -1,5 +1,5 @@
 /*
- * tree.c: which node an absolute FUSE path names (INTERFACE.md §2).
+ * tree.c: which node an absolute FUSE path names (doc/protocol.md "The tree").
  *
  *   /                          root
  *   /.ctl, /.ctl/{acquire,dispose,exec,declarations,engine}
@@ -8,7 +8,7 @@
  *
  * Pure text work: whether NAME exists, or REL exists in the guest, is
  * decided by the callers. A component over 255 bytes is ENAMETOOLONG and a
- * backslash under work/ is EINVAL (INTERFACE.md §3); anything the tree cannot
+ * backslash under work/ is EINVAL (mafsbxfs(1) READING AND WRITING FILES); anything the tree cannot
  * hold is ENOENT without asking the engine.
  */
 #include "mfs.h"

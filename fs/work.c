@@ -1,5 +1,5 @@
 /*
- * work.c: NAME/work/ and NAME/root/, a sandbox's files (INTERFACE.md §2, §3).
+ * work.c: NAME/work/ and NAME/root/, a sandbox's files (doc/protocol.md "The tree", mafsbxfs(1) READING AND WRITING FILES).
  *
  * Every call goes through the sandbox's plane (plane.h); this file only
  * turns FUSE's view into plane calls and back:
@@ -407,7 +407,7 @@ int mfs_work_ftruncate(struct mfs *fs, struct mfs_work *w, off_t size)
  * close from exit_files() runs after do_exit() stored the exit code, which
  * /proc/PID/stat shows (field 52); the low 7 bits are the killing signal.
  * A writer killed mid-stream must leave the old file whole, not replace it
- * with what it managed to write (INTERFACE.md §3).
+ * with what it managed to write (mafsbxfs(1) READING AND WRITING FILES).
  */
 static bool caller_killed(void)
 {

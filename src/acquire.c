@@ -1,5 +1,5 @@
 /*
- * acquire.c: get-or-create the sandbox of a key and kind (upstream §4):
+ * acquire.c: get-or-create the sandbox of a key and kind (doc/upstream.md §4):
  * under one lock per container name, check the work-dir label of what is
  * there, thaw a container a dead process left paused (never a live freeze),
  * re-ask the engine's OS on cold paths, then reuse a running container,
@@ -14,7 +14,7 @@
  *
  * The warm path (a running sandbox whose identity and probes are cached)
  * costs the one inspect of step 1 and nothing else on an engine of this
- * host: the work directory, prepared on every acquire (upstream §4.8), is
+ * host: the work directory, prepared on every acquire (doc/upstream.md §4.8), is
  * checked from the container's root without a freeze (warm_base_present);
  * on a remote engine by one HEAD per component, still without a freeze
  * (warm_base_heads). Only a base that is missing or wrong takes the frozen
@@ -334,7 +334,7 @@ static int os_refusal(struct mafsbx_error *err, const char *fmt, ...)
 }
 
 /*
- * Warm check of the work dir (upstream §4.8 prepares it on every acquire):
+ * Warm check of the work dir (doc/upstream.md §4.8 prepares it on every acquire):
  * true when the whole base is there as directories, seen from the
  * container's root, with no engine call and no freeze. Only for an engine on
  * this host (a unix socket) whose container init we can prove is this
@@ -538,7 +538,7 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	int r;
 	if ((r = acquire_look(b, spec, name, &a, err)) < 0)
 		goto out;
-	/* 2b. allowlist: a sandbox whose network is gone or not isolated is removed and rebuilt (§7.4) */
+	/* 2b. allowlist: a sandbox whose network is gone or not isolated is removed and rebuilt (doc/upstream.md §7.4) */
 	if (allowlist && a.present) {
 		bool discarded = false;
 		if ((r = sbx_egress_discard_unusable(b, name, &discarded, err)) < 0)
@@ -603,7 +603,7 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 	if (!b || !spec || !spec->key.scope || !spec->key.thread || !spec->key.agent || !spec->kind || !*spec->kind ||
 	    !spec->work_dir)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire: incomplete spec");
-	/* a pinned image ID takes precedence over the reference (upstream §1.3, §4.4); either is passed on
+	/* a pinned image ID takes precedence over the reference (doc/upstream.md §1.3, §4.4); either is passed on
 	 * unparsed, and an absent one is pulled, whose failure is "could not pull image" */
 	const char *image = spec->image_id && *spec->image_id ? spec->image_id
 			    : spec->image && *spec->image ? spec->image : b->cfg.default_image;

@@ -1,5 +1,5 @@
 /*
- * burst.h: one freeze for a burst of file calls (issue 12 item 4).
+ * burst.h: one freeze for a burst of file calls.
  *
  * Through the engine every file call pays a freeze: pause, the ancestor
  * check's HEADs, the transfer, unpause. A shell walks a path one component

@@ -1,6 +1,6 @@
 /*
  * declarations.c: the backend declarations shown in .ctl/declarations
- * (INTERFACE.md §2, upstream §1.5): isolation is "container" whatever the
+ * (doc/protocol.md "The tree", doc/upstream.md §1.5): isolation is "container" whatever the
  * hardening options; the capabilities a request may ask for; the egress
  * modes actually served ("closed", and "allowlist" when an egress proxy image
  * is configured: egress.c builds and proves its network); both isolation
@@ -38,7 +38,7 @@ json_t *mafsbx_sandbox_declarations(struct mafsbx_backend *b, struct mafsbx_erro
 		}
 	}
 	json_t *caps = json_array();
-	/* every capability bit is served, reclaim included (reclaim.h, upstream §1.5 "include RECLAIM") */
+	/* every capability bit is served, reclaim included (reclaim.h, doc/upstream.md §1.5 "include RECLAIM") */
 	for (unsigned bit = 1; caps && (bit & MAFSBX_CAP_ALL); bit <<= 1)
 		json_array_append_new(caps, json_string(mafsbx_cap_name(bit)));
 	json_t *limits = json_pack("{s:o, s:o, s:I, s:I}", "files_in",

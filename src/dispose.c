@@ -1,5 +1,5 @@
 /*
- * dispose.c: removing sandboxes (upstream §8.1-§8.5). By name, by key (every
+ * dispose.c: removing sandboxes (doc/upstream.md §8.1-§8.5). By name, by key (every
  * kind, or one), or by conversation (scope, thread). The engine's labels are
  * the record: a key or conversation is swept by a label filter with the same
  * label_value mapping that created it, so a sandbox made by another process
@@ -155,7 +155,7 @@ static void remove_proxy_checked(struct mafsbx_backend *b, const char *name, str
 /*
  * Remove network `net` when it carries our identity labels (by the ID the
  * check read). Failures are logged: a network left behind is not a failure
- * of the disposal (upstream §8.3).
+ * of the disposal (doc/upstream.md §8.3).
  */
 static void remove_network(struct mafsbx_backend *b, const char *net)
 {
@@ -163,7 +163,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 	mafsbx_error_clear(&e);
 	json_t *insp = NULL;
 	if (mafsbx_network_inspect(b->engine, net, &insp, &e) < 0) {
-		/* the absent wording for networks is "not found" (upstream #309) */
+		/* the absent wording for networks is "not found" (doc/upstream.md §3.3) */
 		if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
 			return;
 		log_warn("could not remove network %s: %s", net, e.message);
@@ -500,7 +500,7 @@ int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const 
 	return dispose_one(b, name, id, res, err);
 }
 
-/* ---- by instance ID (upstream §8.4) --------------------------------------- */
+/* ---- by instance ID (doc/upstream.md §8.4) --------------------------------------- */
 
 /* The label `k` of `labels` equals label_value(want) (want NULL or "": not compared). */
 static bool label_is(json_t *labels, const char *k, const char *want)

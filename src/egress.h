@@ -1,5 +1,5 @@
 /*
- * egress.h: allowlist egress (INTERFACE.md §6, upstream §7): the topology
+ * egress.h: allowlist egress (mafsbxfs(1) EGRESS, doc/upstream.md §7): the topology
  * of an allowlist sandbox, the proof that its network is isolated on THIS
  * host, and the proxy's decision log (NAME/egress).
  *
@@ -61,7 +61,7 @@ struct mafsbx_egress_log {
 void mafsbx_egress_log_free(struct mafsbx_egress_log *l);
 
 /*
- * Keep the decision lines of a raw proxy log (upstream §7.5: lines matching
+ * Keep the decision lines of a raw proxy log (doc/upstream.md §7.5: lines matching
  * ^(ALLOW|DENY-NONGLOBAL|DENY|UNREACHABLE) (.+):(\d+)$ after stripping; the
  * last 2000; `capped` means the read hit the byte cap, so the text is cut
  * after its last newline and marked truncated). Control bytes in a line
@@ -85,14 +85,14 @@ extern void (*sbx_test_egress_network)(json_t *config);
 extern bool sbx_test_egress_hide_bridge;
 
 /*
- * Before the reuse decision (upstream §7.4): when the existing sandbox's
+ * Before the reuse decision (doc/upstream.md §7.4): when the existing sandbox's
  * network is unusable (not proven isolated) or gone, remove the workload,
  * its proxy and network. *discarded tells whether it did.
  */
 int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool *discarded,
 				struct mafsbx_error *err);
 /*
- * Build or adopt NAME-net and NAME-proxy (upstream §7.2). A running proxy
+ * Build or adopt NAME-net and NAME-proxy (doc/upstream.md §7.2). A running proxy
  * with our labels that said "listening" is kept (its log is NAME/egress);
  * otherwise it is recreated. With `fresh` (no workload), a failure removes
  * the proxy then the network.

@@ -1,5 +1,5 @@
 /*
- * endpoint.c: which Docker engine to talk to, resolved once (INTERFACE.md §1.1).
+ * endpoint.c: which Docker engine to talk to, resolved once (mafsbxfs(1) ENGINE ENDPOINT).
  *
  * Owns the resolution order (host option, context option, DOCKER_HOST,
  * DOCKER_CONTEXT, currentContext of the CLI config, the default socket), the
@@ -10,7 +10,7 @@
  * so a later change of the environment or of the current context cannot
  * redirect a running process.
  *
- * Choices where INTERFACE.md is silent, following the Docker CLI
+ * Choices where mafsbxfs(1) ENGINE ENDPOINT is silent, following the Docker CLI
  * (docker/cli cli/command/cli.go resolveContextName and
  * resolveDefaultDockerEndpoint):
  *  - The context "default" is the CLI's virtual "DOCKER_HOST based
@@ -18,7 +18,7 @@
  *    unix:///var/run/docker.sock. This matters only for `--context default`,
  *    since DOCKER_HOST otherwise already comes first in the order.
  *  - The host option wins over the context option when both are given
- *    (INTERFACE.md's order; the Docker CLI refuses the pair instead).
+ *    (the order of mafsbxfs(1) ENGINE ENDPOINT; the Docker CLI refuses the pair instead).
  *  - An empty environment variable or an empty "currentContext" counts as
  *    unset (as in the CLI); an empty -H/--context value, an empty Host in
  *    meta.json, or an empty part of a URL (host, port, socket path) is refused.

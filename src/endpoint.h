@@ -1,5 +1,5 @@
 /*
- * endpoint.h: which Docker engine to talk to (INTERFACE.md §1.1).
+ * endpoint.h: which Docker engine to talk to (mafsbxfs(1) ENGINE ENDPOINT).
  *
  * Resolved once at start from flags, the environment and the Docker CLI's
  * config/context files, then bound: the result is a plain value that later
@@ -42,7 +42,7 @@ struct mafsbx_endpoint_options {
 typedef const char *(*mafsbx_getenv_fn)(const char *name, void *ctx);
 
 /*
- * Resolve in the order of INTERFACE.md §1.1: host option, context option,
+ * Resolve in the order of mafsbxfs(1) ENGINE ENDPOINT: host option, context option,
  * DOCKER_HOST, DOCKER_CONTEXT, currentContext of $DOCKER_CONFIG/config.json
  * (default ~/.docker/config.json), then unix:///var/run/docker.sock.
  * A context named "default" means the default endpoint. A named context that
@@ -66,7 +66,7 @@ void mafsbx_endpoint_url_shown(const struct mafsbx_endpoint *ep, bool to_others,
 const char *mafsbx_endpoint_kind(const struct mafsbx_endpoint *ep);
 
 /*
- * The file plane the endpoint implies (INTERFACE.md section 3): "local" for a
+ * The file plane the endpoint implies (mafsbxfs(1) READING AND WRITING FILES): "local" for a
  * unix socket, which is on this host so the engine's processes are too;
  * "engine" for anything reached over a network (tcp, TLS, ssh).
  */

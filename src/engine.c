@@ -6,7 +6,7 @@
  * are duration.c's. The pure parts (stat-header decoding, Go FileMode bits,
  * frame demultiplexing, query and filter encoding) are exposed for unit tests.
  *
- * Behaviour follows reference/engine-api.md, measured on dockerd 20.10.
+ * Behaviour follows doc/engine-notes.md, measured on dockerd 20.10.
  */
 #include "engine.h"
 

@@ -1,7 +1,7 @@
 /*
  * error.c: the error type, its defaults per kind, and the one mapping from
  * engine answers (status + message) to a kind and errno, as measured in
- * reference/engine-api.md.
+ * doc/engine-notes.md §8.
  */
 #include "error.h"
 

@@ -88,7 +88,7 @@ const char *mafsbx_error_kind_name(enum mafsbx_err_kind kind);
 const char *mafsbx_errno_name(int err);
 
 /*
- * Map an engine answer to an error, following reference/engine-api.md:
+ * Map an engine answer to an error, following doc/engine-notes.md §8:
  *   404 + "No such container"            -> NO_CONTAINER
  *   404 + "Could not find the file"      -> NO_PATH (only when `path` is NULL or named exactly)
  *   404 + "No such image"/"no such image"-> NO_IMAGE

@@ -1,5 +1,5 @@
 /*
- * exec.c: running a command in a sandbox (upstream §6, INTERFACE.md §4 exec).
+ * exec.c: running a command in a sandbox (doc/upstream.md §6, doc/protocol.md "The transactions").
  * argv runs as given, `command` through `sh -c`; the working directory is
  * resolved under the sandbox's work_dir (read from its work-dir.v1 label, so
  * a sandbox made elsewhere resolves the same way); env and stdin as given;

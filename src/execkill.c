@@ -1,6 +1,6 @@
 /*
  * execkill.c: ending an exec's process tree from the host (a detached exec's
- * cancel or timeout, INTERFACE.md §4), so the sandbox survives. The Docker
+ * cancel or timeout, doc/protocol.md "The transactions"), so the sandbox survives. The Docker
  * Engine API cannot kill an exec; where the engine runs on this host its
  * processes are ours to signal, under rules that never reach another:
  *

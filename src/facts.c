@@ -1,6 +1,6 @@
 /*
  * facts.c: what the backend learns about a container after acquiring it
- * (upstream §4.6, §4.7): the guest identity (uid, gid) that stamps files
+ * (doc/upstream.md §4.6, §4.7): the guest identity (uid, gid) that stamps files
  * written into it and whose authority mutations run at, resolved from
  * Config.User and the guest's /etc/passwd and /etc/group read through the
  * archive plane (never by running `id` in the guest: its output, and the
@@ -18,7 +18,7 @@
  * a dead process). Upstream re-issues only with proof its own freeze held,
  * because a CLI's stderr can be forged by the guest; here the refusal is an
  * HTTP status from the engine, which the guest cannot forge, and a refused
- * exec provably never started (engine-api.md §3), so re-issuing cannot run
+ * exec provably never started (doc/engine-notes.md §3), so re-issuing cannot run
  * a command twice.
  */
 #include <errno.h>

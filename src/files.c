@@ -177,7 +177,7 @@ static int copy_err(struct mafsbx_error *dst, const struct mafsbx_error *src)
 }
 
 /*
- * The ancestor check (upstream §5.2): every directory of the chain, top-down.
+ * The ancestor check (doc/upstream.md §5.2): every directory of the chain, top-down.
  * *first_missing is the index of the first absent one (chain->n when all
  * exist); an absent component ends the walk as success.
  */
@@ -411,7 +411,7 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 	r = mafsbx_tar_reader_finish(rd, &entry, err);
 	if (r < 0)
 		goto out;
-	/* issue 10 item 4: the bytes count only if the freeze provably held throughout */
+	/* the bytes count only if the freeze provably held throughout (src/freeze.h) */
 	if ((r = mafsbx_freeze_verify(k.fr, err)) < 0)
 		goto out;
 	if (info) {
@@ -563,7 +563,7 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 	r = mafsbx_archive_put(k.eng, t->container, "/", body, body_len, err);
 	call_wrote(&k); /* even a failed PUT may have changed something */
 	if (r == 0)
-		r = mafsbx_freeze_verify(k.fr, err); /* issue 10 item 4: unproven, the write is reported failed */
+		r = mafsbx_freeze_verify(k.fr, err); /* unproven (src/freeze.h), the write is reported failed */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not write %.300s", resolved);
 out:
@@ -671,7 +671,7 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 		goto out;
 	r = mafsbx_archive_put(k.eng, container, "/", body, body_len, err);
 	if (r == 0)
-		r = mafsbx_freeze_verify(k.fr, err); /* issue 10 item 4 */
+		r = mafsbx_freeze_verify(k.fr, err); /* the freeze must be proven to have held: src/freeze.h */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not create the working directory %.200s", nb);
 	else if (created)

@@ -1,6 +1,6 @@
 /*
  * files.h: the file plane. Frozen stat, read and write of guest files with
- * the ancestor check (reference/upstream-docker-backend.md §5, INTERFACE.md §3).
+ * the ancestor check (doc/upstream.md §5, mafsbxfs(1) READING AND WRITING FILES).
  *
  * Every call that touches the engine runs under ONE freeze (freeze.h): the
  * container is paused, every component from the first component of the
@@ -10,7 +10,7 @@
  * and take no freeze. No archive stream is ever open while pause/unpause is
  * called (the freeze is left only after the transfer ended).
  *
- * Errors (INTERFACE.md §3):
+ * Errors (doc/protocol.md "Errors"):
  *   a symlink in the chain (or a final symlink on read/write)  EK_CONFINEMENT ELOOP
  *   a non-directory parent (file, fifo, device)                EK_NOT_DIR     ENOTDIR
  *   absent (on read; stat reports MAFSBX_FK_ABSENT)            EK_NO_PATH     ENOENT
@@ -19,7 +19,7 @@
  *   the container is gone (a "No such container" 404)          EK_NO_CONTAINER ENOENT
  *   plus the freeze's and the engine's errors, and guestpath.h's text refusals.
  * Absence is only ever a 404 naming the exact path asked for; anything else
- * is a failure (upstream §3.3, #877).
+ * is a failure (doc/upstream.md §3.3).
  *
  * All calls are thread-safe. `deadline_ms` is an absolute mafsbx_now_ms()
  * time (0: now + MAFSBX_FILES_DEFAULT_MS); past it a call fails EK_TIMEOUT
@@ -171,7 +171,7 @@ int mafsbx_files_mkdir(struct mafsbx_freezer *fz, const struct mafsbx_files_targ
 		       mode_t mode, long long deadline_ms, struct mafsbx_error *err);
 
 /*
- * Work-directory preparation (upstream §4.8): under a freeze, stat every
+ * Work-directory preparation (doc/upstream.md §4.8): under a freeze, stat every
  * component of `base` from `/` down; a link (EK_CONFINEMENT) or non-directory
  * (EK_NOT_DIR) fails. Missing components are made by one tar: ancestors
  * 0:0 0755, the base uid:gid 0755. Existing directories are untouched.

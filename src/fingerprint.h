@@ -1,7 +1,7 @@
 /*
  * fingerprint.h: the nothing-left-behind measurement of a sandbox, taken
- * from the host (INTERFACE.md §7, issue 14; upstream's observer measures the
- * same from a ptrace-capable side container, reference §9.9).
+ * from the host (mafsbx(1) FINGERPRINT; upstream's observer measures the
+ * same from a ptrace-capable side container, doc/upstream.md §9.9).
  *
  * One snapshot holds:
  *  - the mounts of the container's mount namespace (from /proc/PID/mountinfo)

@@ -1,6 +1,6 @@
 /*
  * freeze.h: the shared, counted, cross-process freeze (pause/unpause) of a
- * container (reference/upstream-docker-backend.md §5.7, engine-api.md §3).
+ * container (doc/upstream.md §5.7, doc/engine-notes.md §3).
  *
  * A freeze of one container is shared: an operation arriving while the
  * container is frozen by this process (within the join window), or by a live

@@ -1,6 +1,6 @@
 /*
  * guestcred.h: act with a guest's filesystem credentials on the calling
- * thread only (local plane mutations, INTERFACE.md §3).
+ * thread only (local plane mutations, mafsbxfs(1) READING AND WRITING FILES).
  *
  * setfsuid/setfsgid and the raw setgroups system call change only the
  * calling thread (glibc's setgroups() wrapper would change every thread of

@@ -1,8 +1,7 @@
 /*
  * guestpath.h: pure path arithmetic for guest paths (no engine, no I/O).
  *
- * Owns the text half of path confinement (reference/upstream-docker-backend.md
- * §5.1, §5.2): POSIX normalisation made single-rooted, resolving a path under
+ * Owns the text half of path confinement (doc/upstream.md §5.1, §5.2): POSIX normalisation made single-rooted, resolving a path under
  * a working directory with the separator rule (`W-outside` is outside `W`),
  * the refusals that need no engine call (backslash, NUL, over-long components,
  * the working directory itself as a write target), the ancestor chain that
@@ -70,7 +69,7 @@ char *mafsbx_gp_dirname(const char *abs_path, struct mafsbx_error *err);
 bool mafsbx_gp_is_within(const char *dir, const char *p);
 
 /*
- * The ancestor chain (upstream §5.2): every prefix of normpath(work_dir)
+ * The ancestor chain (doc/upstream.md §5.2): every prefix of normpath(work_dir)
  * from its FIRST component (`/` itself is never in the chain; the chain
  * always holds work_dir unless work_dir is `/`), then each further
  * component below work_dir down to dirname(target), or down to target
@@ -94,7 +93,7 @@ void mafsbx_gp_chain_free(struct mafsbx_gp_chain *c);
  * Check a user-supplied relative name (a declared output, a FUSE lookup
  * path under work/): non-empty, relative, no empty, `.` or `..` component,
  * no backslash, each component at most 255 bytes.
- * With MAFSBX_GP_NAME_STRICT (the upstream narrow rule of §5.12 for declared
+ * With MAFSBX_GP_NAME_STRICT (the narrow rule of doc/upstream.md §5.12 for declared
  * outputs) also: no byte 1..31, valid UTF-8, at most 255 bytes in all.
  */
 #define MAFSBX_GP_NAME_STRICT 0x1

@@ -11,7 +11,7 @@
  *    under libcurl's feet (shutdown, then dup3 of a dead socket over the fd,
  *    so the fd number stays owned by libcurl and cannot be reused by anyone
  *    else). The engine sees the close at once and drops the per-container
- *    lock that an open archive stream holds (engine-api.md §1.7);
+ *    lock that an open archive stream holds (doc/engine-notes.md §1.7);
  *  - the hijacked exec stream: CURLOPT_CONNECT_ONLY gives a connected
  *    (possibly TLS) socket, on which the request is written by hand, stdin
  *    is sent (a buffer, or a descriptor streamed as it gives, both ways at
@@ -21,7 +21,7 @@
  *    connection is a unix stream whose other end is the stdin and stdout of
  *    `ssh ... host docker system dial-stdio`. libcurl 7.88 cannot take a
  *    socket that is already connected (CURL_SOCKOPT_ALREADY_CONNECTED is
- *    broken there: curl issue #10626, it calls connect() anyway and fails on
+ *    broken there: it calls connect() anyway and fails on
  *    EISCONN), so the open-socket callback makes a one-shot listener in a
  *    private 0700 directory (under the runtime directory, checked with
  *    lstat on every use, replaced by a fresh one when it vanished or

@@ -1,11 +1,11 @@
 /*
- * inventory.c: what the filesystem shows (INTERFACE.md §2): the sandboxes on
+ * inventory.c: what the filesystem shows (doc/protocol.md "The tree"): the sandboxes on
  * the engine, by listing workload containers named maf-sandbox-docker-* that
  * carry the four identity labels (proxies, which carry maf-sandbox.role, are
  * not sandboxes), and one sandbox by name. The labels are the record, so a
  * fresh mount or a sandbox made by the Python backend shows up the same.
  * The key behind digested labels comes from maf-sandbox.key.v1, trusted only
- * when it maps back onto the ownership labels (upstream §2.3).
+ * when it maps back onto the ownership labels (doc/upstream.md §2.3).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /*
  * names.c: sandbox identity, byte-identical to the Python maf-sandbox-docker
- * backend (reference/upstream-docker-backend.md §2): the container name
+ * backend (doc/upstream.md §2): the container name
  * digest, label_value, the workload label set and the key.v1 attribution
  * (Python json.dumps spelling, then base64url). A name or label computed
  * here must equal the one the Python host computes for the same key, or the
- * two never find each other's sandboxes; every vector of §2 is a unit test.
+ * two never find each other's sandboxes; every vector of doc/upstream.md §2 is a unit test.
  */
 #include "names.h"
 

@@ -1,6 +1,6 @@
 /*
  * names.h: sandbox identity, byte-identical to the Python maf-sandbox-docker
- * backend (reference/upstream-docker-backend.md §2): container, network and
+ * backend (doc/upstream.md §2): container, network and
  * proxy names from a key and kind, label values, the identity label set and
  * the key.v1 attribution label.
  */

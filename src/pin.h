@@ -1,6 +1,6 @@
 /*
  * pin.h: a running container pinned from this host, for the local plane
- * (INTERFACE.md §3) and the fingerprint.
+ * (mafsbxfs(1) READING AND WRITING FILES) and the fingerprint.
  *
  * A pin is the container's init process held by a pidfd, checked against
  * the engine (inspect: same ID, same StartedAt, same PID, before and after

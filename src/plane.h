@@ -1,5 +1,5 @@
 /*
- * plane.h: one interface for a sandbox's files (INTERFACE.md §3), whatever
+ * plane.h: one interface for a sandbox's files (mafsbxfs(1) READING AND WRITING FILES), whatever
  * reaches them. The filesystem calls only this; which plane serves a
  * sandbox is decided here, once per container instance, and shown in
  * `status`.
@@ -18,7 +18,7 @@
  * for the filesystem). They have been through the tree's text checks; the
  * plane applies guestpath's refusals again (no `..`, no backslash).
  *
- * Errors are struct mafsbx_error with INTERFACE.md §3's errno; every call is
+ * Errors are struct mafsbx_error with the errno of doc/protocol.md "Errors"; every call is
  * thread-safe. Objects returned (dir, file) are used by one thread at a time
  * (the filesystem's handle lock) and closed exactly once.
  */

@@ -1,6 +1,6 @@
 /*
  * plane_engine.c: a sandbox's files reached through the engine, the
- * upstream way (plane.h, INTERFACE.md §3 "Engine plane"): the frozen stat,
+ * upstream way (plane.h, mafsbxfs(1) READING AND WRITING FILES): the frozen stat,
  * read and write of files.h, a read spooled whole into a memfd under one
  * freeze, a write collected in a memfd and sent as one tar on commit, and
  * removals as upstream `remove` does them (an `rm` run in the guest, at the

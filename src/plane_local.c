@@ -1,6 +1,6 @@
 /*
  * plane_local.c: a sandbox's files reached through the kernel, from the
- * pinned container root (plane.h, INTERFACE.md §3 "Local plane").
+ * pinned container root (plane.h, mafsbxfs(1) READING AND WRITING FILES).
  *
  * Every path is resolved by ONE openat2() relative to the pin's root with
  * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |

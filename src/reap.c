@@ -1,6 +1,6 @@
 /*
  * reap.c: the reap algorithm of upstream maf-sandbox-docker
- * (reference/upstream-docker-backend.md §8.6) over the typed Engine API.
+ * (doc/upstream.md §8.6) over the typed Engine API.
  *
  * Safety comes first: reap runs unattended from cron against a shared
  * engine, so every doubt keeps things. An inventory or revalidation read
@@ -136,7 +136,7 @@ static int add_failure(struct mafsbx_reap_result *res, enum mafsbx_reap_code cod
 
 /*
  * Upstream counts a container or network as absent only when the engine's
- * own message names it (§3.3): a 404 from a wrong path or a vanished
+ * own message names it (doc/upstream.md §3.3): a 404 from a wrong path or a vanished
  * daemon socket proxy must not read as "already gone".
  */
 static bool names_absent(const struct mafsbx_error *e, const char *id)

@@ -1,7 +1,7 @@
 /*
  * reap.h: remove sandboxes older than a cutoff, with their egress proxies
  * and networks (`mafsbx reap`), exactly as upstream maf-sandbox-docker's
- * reap (reference/upstream-docker-backend.md §8.6). Works over engine.h
+ * reap (doc/upstream.md §8.6). Works over engine.h
  * alone: no mount, no backend state; the engine's labels are the record.
  *
  * The algorithm, in short: inventory containers then networks by the name

@@ -1,5 +1,5 @@
 /*
- * reclaim.c: upstream §5.10 reclaim (reclaim.h): the target rules, checked
+ * reclaim.c: doc/upstream.md §5.10 reclaim (reclaim.h): the target rules, checked
  * as pure text before any engine call, then the guest's `rm -rf` through the
  * one helper-exec path (sbx_exec: registered with the freezer, re-issued
  * only on an engine "is paused" refusal). Not frozen, as upstream: rm runs

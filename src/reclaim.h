@@ -1,5 +1,5 @@
 /*
- * reclaim.h: upstream's `reclaim(directory, working_directory)` (reference
+ * reclaim.h: upstream's `reclaim(directory, working_directory)` (doc/upstream.md
  * §5.10) over the engine plane: remove a directory of a sandbox with the
  * guest's own `rm -rf`, so what goes is exactly what the guest could remove.
  */

@@ -3,7 +3,7 @@
  * hardened container for a key and kind), dispose (by name, by key, by
  * conversation), exec, the backend declarations, and the read side the
  * filesystem needs (list the sandboxes on the engine, look one up by name).
- * Behaviour follows reference/upstream-docker-backend.md §4, §6, §8.1-§8.5,
+ * Behaviour follows doc/upstream.md §4, §6, §8.1-§8.5,
  * so a Python maf-sandbox-docker host and this library manage the same
  * containers on one engine.
  *
@@ -93,7 +93,7 @@ struct mafsbx_acquire_result {
 };
 
 /*
- * Get-or-create the sandbox of spec->key + spec->kind (upstream §4.3): one
+ * Get-or-create the sandbox of spec->key + spec->kind (doc/upstream.md §4.3): one
  * lock per name, the work-dir label check, orphan-pause recovery, the OS
  * re-check on cold paths, reuse / start / create / adopt, explicit pull,
  * create hardened and verified by inspect, instance id, identity, probes,
@@ -136,7 +136,7 @@ json_t *mafsbx_dispose_result_json(const struct mafsbx_dispose_result *r);
  * Never fail except on invalid input (-EINVAL): engine failures are reported
  * per resource in res->failures. Removing what is already gone is success
  * with disposed 0. Proxies (<name>-proxy) and networks (<name>-net) go too;
- * their failures are logged, not reported (upstream §8.3).
+ * their failures are logged, not reported (doc/upstream.md §8.3).
  */
 int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose_spec *spec,
 			   struct mafsbx_dispose_result *res, struct mafsbx_error *err);
@@ -157,7 +157,7 @@ int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const 
 int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
 			       struct mafsbx_dispose_result *res, struct mafsbx_error *err);
 /*
- * By instance ID (upstream §8.4): only the container whose ID is exactly
+ * By instance ID (doc/upstream.md §8.4): only the container whose ID is exactly
  * `instance_id` and whose labels carry this key (scope, thread, agent, plus
  * call when non-empty and kind when given). Absent, another key's, or a
  * proxy: disposed 0 and nothing removed. An ID the engine resolves to
@@ -173,7 +173,7 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
 /* ---- exec --------------------------------------------------------------- */
 
 /*
- * Run spec->argv in the sandbox (upstream §6): cwd resolved under the
+ * Run spec->argv in the sandbox (doc/upstream.md §6): cwd resolved under the
  * sandbox's work_dir (its work-dir.v1 label), env and stdin as given, the
  * timeout on the whole run, output capped at 8 MiB per stream (res->truncated).
  * Never runs while this process holds a freeze on the container (waits for
@@ -223,13 +223,13 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 /* ---- declarations ------------------------------------------------------- */
 
 /*
- * INTERFACE.md §2 .ctl/declarations as a new object:
+ * doc/protocol.md "The tree" .ctl/declarations as a new object:
  * {"isolation": "container", "capabilities": [...], "egress_modes": [...],
  *  "isolation_scopes": ["conversation", "call"],
  *  "limits": {"files_in": {...}, "files_out": {...}, "max_read_bytes": N, "max_write_bytes": N},
  *  "os_families": ["posix"] | []}
  * os_families reads the engine's /version once (then cached); an unreadable
- * or non-linux answer declares [] (upstream §4.2). Never NULL except ENOMEM.
+ * or non-linux answer declares [] (doc/upstream.md §4.2). Never NULL except ENOMEM.
  */
 json_t *mafsbx_sandbox_declarations(struct mafsbx_backend *b, struct mafsbx_error *err);
 
@@ -273,7 +273,7 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
 
 /*
  * The guest identity (uid, gid) used to stamp files written into a sandbox
- * (upstream §4.6): cached per container instance once resolved. Unresolved
+ * (doc/upstream.md §4.6): cached per container instance once resolved. Unresolved
  * is not an error: *resolved false, the reason in `why` (may be NULL), and
  * nothing may then be done at that identity (retried on the next call). It
  * reads the guest's /etc/passwd under a freeze, so never call it while

@@ -112,7 +112,7 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
 	     struct mafsbx_exec_result *res, struct mafsbx_error *err);
 
 /*
- * The guest identity of instance `id` (upstream §4.6), from `inspect` (the
+ * The guest identity of instance `id` (doc/upstream.md §4.6), from `inspect` (the
  * container's inspect object, or NULL to fetch it). Cached once resolved.
  * An unresolved identity (a user or group name the guest's passwd/group
  * files do not give) is 0 with *resolved false and the reason in `why`
@@ -122,7 +122,7 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
 int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
 		 gid_t *gid, bool *resolved, char *why, size_t why_len, struct mafsbx_error *err);
 
-/* The capability probes of upstream §4.7 for `caps`; cached per instance. EK_UNSUPPORTED on failure. */
+/* The capability probes of doc/upstream.md §4.7 for `caps`; cached per instance. EK_UNSUPPORTED on failure. */
 int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
 	       struct mafsbx_error *err);
 

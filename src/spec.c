@@ -1,9 +1,9 @@
 /*
- * spec.c: the .ctl request JSON (INTERFACE.md §4) -> acquire / dispose /
+ * spec.c: the .ctl request JSON (doc/protocol.md "The transactions") -> acquire / dispose /
  * exec specs. Everything a request can get wrong is caught here, before any
  * engine call, with a message naming the field ("field 'x': problem"), so a
  * user at a shell sees what to fix. The rules and the choices made where
- * INTERFACE.md is silent are listed in spec.h.
+ * mafsbxfs(1) CONTROL FILES is silent are listed in spec.h.
  */
 #include "spec.h"
 
@@ -30,7 +30,7 @@ static const struct {
 	{ MAFSBX_CAP_RECLAIM, "reclaim" },
 };
 
-/* Upstream capabilities this backend never serves (upstream §1.5): EOPNOTSUPP, not EINVAL. */
+/* Upstream capabilities this backend never serves (doc/upstream.md §1.5): EOPNOTSUPP, not EINVAL. */
 static const char *const unserved_caps[] = { "run_code", "files_list", "snapshot", "attached_identity" };
 
 const char *mafsbx_cap_name(unsigned cap)
@@ -936,7 +936,7 @@ static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg,
 	return 0;
 }
 
-/* detach: true returns at once (a detached exec, INTERFACE.md §4); false or absent blocks. */
+/* detach: true returns at once (a detached exec, doc/protocol.md "The transactions"); false or absent blocks. */
 static int exec_detach(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
 {
 	json_t *d = json_object_get(req, "detach");

@@ -1,5 +1,5 @@
 /*
- * spec.h: the JSON requests of the .ctl transactions (INTERFACE.md §4:
+ * spec.h: the JSON requests of the .ctl transactions (doc/protocol.md "The transactions":
  * acquire, dispose, exec) parsed into plain structs, with validation that
  * names the offending field. Pure code (jansson only): no engine call.
  *
@@ -8,12 +8,12 @@
  * capability, egress mode or OS family the backend cannot serve is
  * EK_UNSUPPORTED (EOPNOTSUPP). Unknown fields are always refused.
  *
- * Choices where INTERFACE.md is silent (documented in the man page):
+ * Choices the protocol leaves open (documented in mafsbxfs(1) CONTROL FILES):
  *  - `image_id` (acquire): a pinned image ID that takes precedence over
- *    `image` (upstream §1.3); like `image` it is passed on unparsed, so only
+ *    `image` (doc/upstream.md §1.3); like `image` it is passed on unparsed, so only
  *    an empty string, a space or a control character is refused.
  *  - `instance_id` (dispose, with a key: scope, thread and agent): only the
- *    container of exactly that ID, when it carries the key (upstream §8.4).
+ *    container of exactly that ID, when it carries the key (doc/upstream.md §8.4).
  *  - `work_dir` null or absent means /maf-sandbox/work; an explicit value must
  *    be absolute, is kept exactly as given (it is the work-dir.v1 label), and
  *    must not contain NUL, backslash or control characters; at most 4095 bytes.
@@ -22,7 +22,7 @@
  *    <= 255 bytes, valid UTF-8; duplicates are dropped.
  *  - exec `cwd` is relative to the sandbox's work_dir; ".." may not climb
  *    above it. An absolute cwd may name any directory of the guest, as
- *    `docker exec -w` takes it (INTERFACE.md §4; see mafsbx_exec_cwd_resolve).
+ *    `docker exec -w` takes it (doc/protocol.md "The transactions"; see mafsbx_exec_cwd_resolve).
  *  - exec `timeout` is seconds (integer or real), > 0 and <= the configured
  *    ceiling (default 300); absent means the ceiling.
  *  - `limits`: optional object with any of max_read_bytes (per file read out
@@ -71,7 +71,7 @@ const char *mafsbx_isolation_scope_name(enum mafsbx_isolation_scope s);
 
 enum mafsbx_os_family { MAFSBX_OS_ANY = 0, MAFSBX_OS_POSIX = 1, MAFSBX_OS_WINDOWS = 2 };
 
-/* Backend transfer ceilings (upstream §1.4): named constants, not configuration. */
+/* Backend transfer ceilings (doc/upstream.md §1.4): named constants, not configuration. */
 #define MAFSBX_CEIL_BYTES_PER_FILE (64ull * 1024 * 1024)
 #define MAFSBX_CEIL_TOTAL_BYTES (256ull * 1024 * 1024)
 #define MAFSBX_CEIL_FILES 256u
@@ -101,7 +101,7 @@ struct mafsbx_acquire_spec {
 	struct mafsbx_key key;       /* all four strings owned; call is "" when absent */
 	char *kind;
 	char *image;                 /* the request's image, else the configured default; NULL when only image_id */
-	char *image_id;              /* pinned image ID (upstream §1.3): takes precedence over image; NULL = none */
+	char *image_id;              /* pinned image ID (doc/upstream.md §1.3): takes precedence over image; NULL = none */
 	char *work_dir;              /* never NULL: default /maf-sandbox/work */
 	bool work_dir_explicit;
 	unsigned caps;               /* enum mafsbx_cap bits */
@@ -144,7 +144,7 @@ struct mafsbx_dispose_spec {
 	struct mafsbx_key key;       /* BY_KEY / BY_SCOPE: owned; agent NULL for BY_SCOPE, call "" when absent */
 	char *kind;                  /* BY_KEY: NULL = every kind of that key */
 	char *reclaim;               /* BY_NAME only: {"name", "reclaim": DIR} removes DIR instead (reclaim.h) */
-	char *instance_id;           /* BY_KEY only: remove only this container instance (upstream §8.4) */
+	char *instance_id;           /* BY_KEY only: remove only this container instance (doc/upstream.md §8.4) */
 };
 
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err);

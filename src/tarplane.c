@@ -1,6 +1,6 @@
 /*
  * tarplane.c: building PUT tars and parsing the first entry of GET tars with
- * libarchive (see tarplane.h). Owns the metadata bounds of upstream §4.10:
+ * libarchive (see tarplane.h). Owns the metadata bounds of doc/upstream.md §4.10:
  * before libarchive sees a byte, a strict scan of the 512-byte headers checks
  * checksums, counts headers (32), bounds the prefix (64 KiB), refuses sparse
  * entries and negative sizes, and validates every pax record. libarchive

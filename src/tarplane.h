@@ -5,7 +5,7 @@
  * file and symlink entries with explicit numeric uid:gid, mode and mtime;
  * ustar, pax only when a name needs it), and (2) parsing the first entry of
  * an archive GET body as it streams in, within the upstream bounds of
- * reference/upstream-docker-backend.md §4.10: at most 32 headers and a 64 KiB
+ * doc/upstream.md §4.10: at most 32 headers and a 64 KiB
  * prefix before the entry's data, pax records validated strictly (malformed
  * record, GNU.sparse.*, non-numeric size/uid/gid refused), sparse entries and
  * negative sizes refused. The size cap is decided from the header before any
@@ -84,7 +84,7 @@ struct mafsbx_tar_entry {
 void mafsbx_tar_entry_free(struct mafsbx_tar_entry *e);
 
 /*
- * Pull parse of a buffer holding the start of a tar stream (upstream §4.10):
+ * Pull parse of a buffer holding the start of a tar stream (doc/upstream.md §4.10):
  *   1  entry parsed into *entry, *data_offset is where its data starts;
  *   0  buffer too short: *needed is how many bytes are needed in all to go on
  *      (more than MAFSBX_TAR_MAX_PREFIX is reported as an error instead);

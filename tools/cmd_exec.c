@@ -1,5 +1,5 @@
 /*
- * cmd_exec.c: the shell verb `mafsbx exec` (INTERFACE.md §7), as `docker
+ * cmd_exec.c: the shell verb `mafsbx exec` (mafsbx(1)), as `docker
  * exec`: the command line becomes the very JSON request .ctl/exec takes
  * (same spec.c rules), run through sandbox.h with the mount's defaults.
  *

@@ -1,6 +1,6 @@
 /*
  * cmd_fingerprint.c: `mafsbx fingerprint`, the nothing-left-behind proof from
- * a shell (INTERFACE.md §7): take a snapshot of a sandbox (fingerprint.h),
+ * a shell (mafsbx(1)): take a snapshot of a sandbox (fingerprint.h),
  * save it, and compare it with a later one:
  *
  *   mafsbx fingerprint NAME -o before.json

@@ -59,7 +59,7 @@ static const char *label(const json_t *labels, const char *k)
 }
 
 /*
- * Upstream's strict recovery (§2.3): key.v1 decodes to four strings, each of
+ * Upstream's strict recovery (doc/upstream.md §2.3): key.v1 decodes to four strings, each of
  * scope/thread/agent maps to its label through label_value, and the call is
  * asymmetric (an empty call needs no call label, a non-empty one must match).
  */

@@ -5,7 +5,7 @@
  * `docker import` does it, with CMD ["/bin/sleep","infinity"]. Prints the
  * new image's ID. With --egress-proxy it builds the allowlist egress proxy
  * image instead: the same tree plus the static mafsbx-egress-proxy, run as
- * CMD (INTERFACE.md §6). The proxy program is the one built beside this
+ * CMD (mafsbxfs(1) EGRESS). The proxy program is the one built beside this
  * mafsbx in a build tree (egress-proxy/mafsbx-egress-proxy next to it),
  * else the installed one, else what --proxy-program names.
  */

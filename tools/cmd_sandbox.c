@@ -1,11 +1,11 @@
 /*
  * cmd_sandbox.c: the shell verbs `mafsbx acquire` and `mafsbx dispose`
- * (INTERFACE.md §7; `mafsbx exec` is cmd_exec.c), for people and scripts
+ * (mafsbx(1); `mafsbx exec` is cmd_exec.c), for people and scripts
  * that do not want JSON. No mount is needed: each verb turns its command
  * line into the very JSON request the .ctl file takes, parses it with the
  * same spec.c parser (so every rule, name, label and error message is
  * shared), and only then binds the engine (-H/--context, else the
- * environment, §1.1) and runs the request through sandbox.h (verbs.h).
+ * environment, mafsbxfs(1) ENGINE ENDPOINT) and runs the request through sandbox.h (verbs.h).
  *
  * An acquire that pulls an image draws the pull's progress on one line of
  * stderr when stderr is a terminal (never into a pipe or a log).

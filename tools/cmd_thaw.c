@@ -1,5 +1,5 @@
 /*
- * cmd_thaw.c: `mafsbx thaw` (INTERFACE.md §1, §7): lift every freeze whose
+ * cmd_thaw.c: `mafsbx thaw` (mafsbx(1) THAW): lift every freeze whose
  * holder is gone, host-wide, and collect the freeze lock files of
  * containers that no longer exist. For cron after a crash; needs no mount.
  *

@@ -49,7 +49,7 @@ int cli_option_error(const char *cmd, int c, char **argv);
 
 /*
  * Resolve the endpoint (-H URL / --context NAME, else the environment and
- * the Docker config, INTERFACE.md §1.1) without contacting it. 0, or prints
+ * the Docker config, mafsbxfs(1) ENGINE ENDPOINT) without contacting it. 0, or prints
  * the reason and returns MAFSBX_EXIT_ENGINE.
  */
 int cli_resolve(const char *host, const char *context, struct mafsbx_endpoint *ep);

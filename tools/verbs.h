@@ -1,6 +1,6 @@
 /*
  * verbs.h: what the shell verbs (`mafsbx acquire`, `exec`, `dispose`,
- * INTERFACE.md §7) share: the engine, freezer and backend they open as a
+ * mafsbx(1)) share: the engine, freezer and backend they open as a
  * mount with default options would, and the building of the very JSON
  * request a .ctl file takes from their command lines (so spec.c's parser
  * applies every rule, name and error message the ctl files have).
@@ -22,7 +22,7 @@ struct verb_env {
 
 /* How a verb opens it (zero: the defaults). */
 struct verb_open_opts {
-	const char *host, *context;   /* -H URL, --context NAME (NULL: the environment, §1.1) */
+	const char *host, *context;   /* -H URL, --context NAME (NULL: the environment, mafsbxfs(1) ENGINE ENDPOINT) */
 	long pull_timeout_ms;         /* an image pull's bound; 0: the engine's default (600 s) */
 	/* each line of an image pull's progress stream, as the engine sends it */
 	void (*on_pull_line)(const json_t *line, void *ctx);

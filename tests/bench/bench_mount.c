@@ -1,5 +1,5 @@
 /*
- * bench_mount.c: the end-to-end benchmark of issue 6. One run, medians.
+ * bench_mount.c: the end-to-end benchmark of doc/performance.md. One run, medians.
  *
  * It mounts mafsbxfs (attr_timeout=0, so every stat is a real frozen stat and
  * not the kernel's cache), acquires sandboxes through .ctl/acquire, plants
@@ -7,7 +7,7 @@
  *   mafsbxfs  through the mount, as an agent would (stat(2), cat, write, ctl);
  *   CLI       the docker CLI doing the same work the upstream Python backend
  *             does (docker pause, one bounded `docker cp` per ancestor, the
- *             copy, docker unpause; see reference/upstream-docker-backend.md
+ *             copy, docker unpause; see doc/upstream.md
  *             §4-§6), one process per call;
  *   floor     the engine's floor: the fewest Engine API calls that do the
  *             work with no checks (pause + one HEAD/GET/PUT + unpause, etc.),
@@ -510,7 +510,7 @@ static void use_host(const char *host)
 	}
 }
 
-/* The upstream cold acquire through the CLI, command by command (§4.3-§4.8); the median of n. */
+/* The upstream cold acquire through the CLI, command by command (doc/upstream.md §4.3-§4.8); the median of n. */
 static double cli_acquire_cold(int cold_runs)
 {
 	struct mafsbx_error err;

@@ -1,6 +1,6 @@
 /*
  * bench_planes.c: the local plane against the engine plane, the kernel
- * floor and the docker CLI, in one run (issue 9's table). Medians.
+ * floor and the docker CLI, in one run (doc/performance.md). Medians.
  *
  * Three mounts of the same engine with attr_timeout=0 (every stat reaches
  * the daemon): -o plane=local, -o plane=engine, and -o plane=engine with

@@ -1,7 +1,7 @@
 #!/bin/bash
 # background.sh: a mount made the way users make it (no -f: the daemon forks)
 # leaves nothing frozen, keeps its transfer watchdog, and exits when
-# unmounted or signalled (issue 19). Before the fix, the burst timer and the
+# unmounted or signalled. Before the fix, the burst timer and the
 # watchdog were started before libfuse's fork and lost in the daemon: the
 # first read froze the sandbox for good, the next exec hung, a stalled
 # transfer was never cut, and the unmounted daemon never exited.

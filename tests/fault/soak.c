@@ -26,7 +26,7 @@
  *    right (a prefix of a file a writer wrote) and no failed write of it:
  *    the kernel stopped at the size it had cached from another open or
  *    lookup of the path while this open's snapshot holds more (work files
- *    are not direct_io; known, see the report of issue 10); reported,
+ *    are not direct_io; known); reported,
  *    fatal only with --strict;
  *  - exec output wrong: an exec that succeeded with output other than what
  *    it printed (a stream cut before the output arrived; known, see

@@ -1,5 +1,5 @@
 /*
- * it_acquire.c: every acquire path against the real dockerd (upstream §4):
+ * it_acquire.c: every acquire path against the real dockerd (doc/upstream.md §4):
  * create, reuse, start a created or exited one, recreate one that will not
  * start, thaw a paused orphan but never a live freeze, adopt a name
  * conflict, two threads (and two backends) asking for one key at once,

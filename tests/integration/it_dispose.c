@@ -1,5 +1,5 @@
 /*
- * it_dispose.c: disposal against the real dockerd (upstream §8.1-§8.5): by
+ * it_dispose.c: disposal against the real dockerd (doc/upstream.md §8.1-§8.5): by
  * key with and without kind (a conversation key sweeps its call-scoped
  * leftovers, a call key only its own), by name, by conversation; the derived
  * proxy and network go with their workload; what is gone is success with 0;
@@ -185,7 +185,7 @@ static void plain_named(const char *name, const char *net_mode, char id[65])
 }
 
 /*
- * Issue 10 item 7: dispose by name removes only what carries the identity
+ * Dispose by name removes only what carries the identity
  * labels: a plain container named maf-sandbox-docker-<12 hex> (and its
  * "-proxy" / "-net" namesakes) is refused and left alone, by name and as
  * the name a key maps to.
@@ -233,7 +233,7 @@ static void test_plain_container_under_a_sandbox_name(void **state)
 }
 
 /*
- * Issue 10 item 8: disposing the instance a name was resolved to never
+ * Disposing the instance a name was resolved to never
  * removes a sandbox re-created under that name since.
  */
 static void test_dispose_by_id_spares_a_recreated_sandbox(void **state)

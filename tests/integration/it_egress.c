@@ -1,6 +1,6 @@
 /*
- * it_egress.c: allowlist egress against the real dockerd (INTERFACE.md §6,
- * upstream §7, §9.7). The only hosts are this machine's own containers: a
+ * it_egress.c: allowlist egress against the real dockerd (mafsbxfs(1) EGRESS,
+ * doc/upstream.md §7, §9.7). The only hosts are this machine's own containers: a
  * test outbound network (user-defined, so container names resolve) with a
  * busybox httpd on port 443; the proxy image is built by `mafsbx mkimage
  * --egress-proxy` under a unique tag (argv[1] the CLI, argv[2] the proxy).

@@ -565,7 +565,7 @@ static void test_stall_cutoff(void **state)
 
 	/*
 	 * The consumer is stuck inside its sink. A stream left open holds the
-	 * container's lock with no limit (engine-api.md §1.7), so these calls
+	 * container's lock with no limit (doc/engine-notes.md §1.7), so these calls
 	 * with a 3 s bound succeed only once the watchdog closed the stream.
 	 */
 	struct mafsbx_engine_timeouts quick = { .request_ms = 3000 };

@@ -1,6 +1,6 @@
 /*
  * it_exec.c: exec in a sandbox against the real dockerd: the upstream EXEC
- * conformance probes (reference §9.5: argv runs, exit code fidelity, argv is
+ * conformance probes (doc/upstream.md §9.5: argv runs, exit code fidelity, argv is
  * not re-quoted, the working directory is honoured, a timeout raises and
  * discards the sandbox), plus separated streams, exact bytes both ways,
  * env, cwd rules, launch failures as docker exec reports them (126/127), the output cap, a non-sandbox
@@ -196,7 +196,7 @@ static void test_launch_failure_is_a_result(void **state)
 	mafsbx_exec_result_free(&res);
 }
 
-/* Issue 10 item 10: a guest printing the runtime's message and exiting 126 is program output. */
+/* A guest printing the runtime's message and exiting 126 is program output. */
 static void test_forged_launch_failure_is_output(void **state)
 {
 	(void)state;
@@ -216,7 +216,7 @@ static void test_forged_launch_failure_is_output(void **state)
 }
 
 /*
- * Issue 10 item 2: can a guest end its exec's output stream before the exec
+ * Can a guest end its exec's output stream before the exec
  * process exits (which would release the exec's freezer registration while
  * it can still exit into a pause)? Closing its own stdout/stderr does not:
  * the engine ends the stream when the process exits. A double fork whose
@@ -352,7 +352,7 @@ static void test_exec_waits_for_our_freeze(void **state)
 }
 
 /*
- * Issue 10 item 8: the disposal after a timeout removes the instance that
+ * The disposal after a timeout removes the instance that
  * ran, by ID; a sandbox re-created under the same name meanwhile survives.
  */
 static void recreate_hook(const char *name, void *ctx)

@@ -1,9 +1,9 @@
 /*
  * it_files.c: the file plane against the real dockerd and real guests.
  *
- * - The upstream conformance probes (reference/upstream-docker-backend.md
- *   §9.3 without the four listing probes, §9.4 all twelve) over the hostile
- *   layout of §9.2, planted through mafsbx_files_write (files) and exec
+ * - The upstream conformance probes (doc/upstream.md §9.3 without the four
+ *   listing probes, §9.4 all twelve) over the hostile layout of
+ *   doc/upstream.md §9.2, planted through mafsbx_files_write (files) and exec
  *   (links), on a fresh container whose guest runs as uid 1000.
  * - More hostile layouts: /maf-sandbox -> / style ancestors, out -> /etc,
  *   final links, fifos as leaf and parent, paths through regular files, a
@@ -192,7 +192,7 @@ static int group_setup(void **state)
 	struct mafsbx_error err;
 	fz = mafsbx_freezer_new(harness_engine(), rundir, &err);
 	harness_check(fz ? 0 : -1, &err, "freezer");
-	/* the base as acquire prepares it, then the hostile layout of §9.2 */
+	/* the base as acquire prepares it, then the hostile layout of doc/upstream.md §9.2 */
 	unsigned made = 0;
 	harness_check(mafsbx_files_prepare_base(fz, cid, W, 1000, 1000, 0, &made, &err), &err, "prepare_base");
 	assert_int_equal(made, 2);
@@ -221,7 +221,7 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-/* ---- §9.3 FILES_OUT probes ---------------------------------------------- */
+/* ---- doc/upstream.md §9.3: FILES_OUT probes ---------------------------------------------- */
 
 static void test_out_legitimate_read(void **state)
 {
@@ -371,7 +371,7 @@ static void test_out_plain_parent_is_not_an_escape(void **state)
 	mafsbx_buf_free(&b);
 }
 
-/* ---- §9.4 FILES_IN probes ----------------------------------------------- */
+/* ---- doc/upstream.md §9.4: FILES_IN probes ----------------------------------------------- */
 
 static void test_in_write_lands_and_reads_back(void **state)
 {
@@ -518,7 +518,7 @@ static void test_in_linked_ancestor_of_work_dir(void **state)
 static void test_hostile_root_link_ancestor(void **state)
 {
 	(void)state;
-	/* a first component that links to "/" (the /maf-sandbox -> / case, #142/#214) */
+	/* a first component that links to "/" (the /maf-sandbox -> / case, doc/upstream.md §11.1) */
 	sh_ok(cname, "ln -sfn / /msb");
 	struct mafsbx_fstat st;
 	struct mafsbx_buf b = MAFSBX_BUF_INIT;

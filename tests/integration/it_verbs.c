@@ -1,8 +1,8 @@
 /*
- * it_verbs.c: the shell verbs `mafsbx acquire / exec / dispose` (INTERFACE.md
- * §7) run as the real program (MAFSBX_CLI) against the real dockerd, and the
- * request fields they share with the ctl files: image_id (upstream §1.3) and
- * dispose by instance_id (upstream §8.4), through the library as a .ctl
+ * it_verbs.c: the shell verbs `mafsbx acquire / exec / dispose`
+ * (mafsbx(1)) run as the real program (MAFSBX_CLI) against the real dockerd, and the
+ * request fields they share with the ctl files: image_id (doc/upstream.md §1.3) and
+ * dispose by instance_id (doc/upstream.md §8.4), through the library as a .ctl
  * request runs them too.
  *
  * acquire: the name printed is the one the library's acquire gives for the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# access.sh: who may use a mount (INTERFACE.md §1.2 "Access", issue 10 items
-# 1 and 6):
+# access.sh: who may use a mount (mafsbxfs(1) OPTIONS, allow_other and
+# max_open_per_user):
 #   with -o allow_other, another local (unprivileged) user cannot run a
 #   request, cannot write into a sandbox, and sees sandbox files with the
 #   mount's -o uid/gid/umask, never the guest's owner;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # badinput.sh: every bad input through a real mount gives the documented
-# errno (INTERFACE.md §3, §4) and, for .ctl requests, a reply naming the
+# errno (doc/protocol.md "Errors") and, for .ctl requests, a reply naming the
 # problem; the daemon stays up throughout.
 #   malformed JSON (echo into a ctl file fails), unknown fields, a missing image, an unknown sandbox,
 #   both argv and command, a symlink parent (ELOOP), a final symlink (ELOOP),
@@ -61,7 +61,7 @@ expect_ctl_error "$M" exec '{"sandbox": "maf-sandbox-docker-000000000000", "argv
 expect_ctl_error "$M" dispose '{"name": "not-a-sandbox"}' EINVAL "name"
 expect_ctl_error "$M" dispose '{"scope": "s"}' EINVAL "thread"
 
-# The shell sees a malformed request as a failed write (INTERFACE.md §4):
+# The shell sees a malformed request as a failed write (doc/protocol.md "The transactions"):
 # a byte that cannot continue a JSON object fails at once, and echo's
 # newline ends an unfinished object. (bash ignores close()'s status.)
 echo '{not json' >"$M/.ctl/acquire" 2>/dev/null

@@ -1,5 +1,5 @@
 #!/bin/bash
-# execs.sh: detached execs (INTERFACE.md §4, "Detached execs"), on this
+# execs.sh: detached execs (doc/protocol.md "Detached execs"), on this
 # host's engine (where a command can be killed without disposing):
 #   1. output grows while the command runs, status says running, wait gives
 #      the blocking exec's reply with the whole output;

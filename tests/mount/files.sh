@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # files.sh: a sandbox's files through the mount, on the plane named by
-# MAFSBX_TEST_PLANE (meson runs it on both; INTERFACE.md §3):
-#   the hostile layout of upstream §9.2 with the FILES_OUT, FILES_IN and
-#   FILES_DELETE probes (§9.3, §9.4, §9.6) as a filesystem shows them;
+# MAFSBX_TEST_PLANE (meson runs it on both; mafsbxfs(1) READING AND WRITING FILES):
+#   the hostile layout of doc/upstream.md §9.2 with the FILES_OUT, FILES_IN and
+#   FILES_DELETE probes (doc/upstream.md §9.3, §9.4, §9.6) as a filesystem shows them;
 #   fifos and device nodes never opened from the host; another mount of the
 #   guest is EXDEV (local); the guest's authority over writes, removes and
 #   renames and the owner of what is created; a writer killed mid-stream

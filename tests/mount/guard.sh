@@ -1,9 +1,9 @@
 #!/bin/bash
-# guard.sh: what a mount refuses to do or to hold (issue 10):
-#   - dispose by name never removes a container that only has a sandbox's
-#     name (no identity labels), scoped mount or not (item 7);
-#   - exec replies are bounded: a guest printing 16 MiB of \x01 does not make
-#     the daemon build a ~100 MiB reply (item 6, the reply half).
+# guard.sh: what a mount refuses to do or to hold:
+#   1. dispose by name never removes a container that only has a sandbox's
+#     name (no identity labels), scoped mount or not;
+#   2. exec replies are bounded: a guest printing 16 MiB of \x01 does not make
+#     the daemon build a ~100 MiB reply.
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -13,7 +13,7 @@ PID=$DAEMON_PID
 U=$T/unscoped
 mount_fs "$U"
 
-# --- item 7: a plain container named like a sandbox -------------------------
+# --- 1. a plain container named like a sandbox ----------------------------
 PLAIN=$(MFS_HANDMADE_PLAIN=1 "$MFS_TOOL" handmade "$SCOPE" t a plain) || fail "cannot make the plain container"
 case "$PLAIN" in maf-sandbox-docker-*) ;; *) fail "unexpected name $PLAIN" ;; esac
 expect_ctl_error "$M" dispose "{\"name\": \"$PLAIN\"}" EACCES "not a sandbox"
@@ -32,7 +32,7 @@ expect_eq "$CTL_STATUS" OK "dispose a sandbox by name"
 expect_eq "$(jget "$CTL_REPLY" disposed)" 1 "dispose a sandbox by name"
 log "ok: dispose by name leaves non-sandboxes alone"
 
-# --- item 6: exec replies are bounded --------------------------------------------
+# --- 2. exec replies are bounded -----------------------------------------------
 hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 acquire "$M" t a big
 BIG=$SBX

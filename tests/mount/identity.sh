@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# identity.sh: whose authority a write through the mount has (issue 22).
+# identity.sh: whose authority a write through the mount has (doc/security.md "Findings fixed after review").
 #   1. an image that names a user the mount cannot resolve without trusting
 #      the guest (USER sandbox, /etc/passwd a link, no `id`): the acquire
 #      reply gives no uid (never 0), `status` says why, and a write to a

@@ -1,6 +1,6 @@
 #!/bin/bash
-# parallel.sh: many agents at once (INTERFACE.md §4, "Transactions run in
-# parallel"). Ratios against the mafsbx verbs doing the same work in the
+# parallel.sh: many agents at once (doc/protocol.md "The transactions": transactions run
+# in parallel). Ratios against the mafsbx verbs doing the same work in the
 # same run, never a clock, so a loaded machine slows both sides alike:
 #   1. 16 concurrent cold acquires through .ctl/acquire (each caller its own
 #      open) within 1.5x of 16 concurrent `mafsbx acquire`;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# reclaim.sh: upstream's reclaim through a real mount (issue 14): the
+# reclaim.sh: upstream's reclaim through a real mount (mafsbxfs(1) CONTROL FILES, dispose "reclaim"): the
 # declarations list `reclaim`; `.ctl/dispose {"name", "reclaim": DIR}` removes
 # a tree of the sandbox with the guest's rm and keeps the sandbox; the work
 # dir itself, an escape and a reclaim without a name are refused with EINVAL;

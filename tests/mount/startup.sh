@@ -1,5 +1,5 @@
 #!/bin/bash
-# startup.sh: the daemon's life cycle (INTERFACE.md §1.2).
+# startup.sh: the daemon's life cycle (mafsbxfs(1) OPTIONS).
 #  - --help / --version exit 0; a bad option value is a usage error (exit 2)
 #    naming the option; nothing is mounted.
 #  - an unreachable engine, a context that does not exist and a malformed

@@ -1,5 +1,5 @@
 #!/bin/bash
-# story.sh: the user story of issue 5, from a shell, through a real mount
+# story.sh: the user story of README.md "Using it from an agent", from a shell, through a real mount
 # over the real engine: mount; acquire with declared outputs; exec a command
 # writing result.json and plots/fig.txt; `ls MOUNT` shows the sandbox;
 # `ls MOUNT/NAME/work` shows the declared outputs; `cat` returns their bytes;
@@ -15,7 +15,7 @@ mount_fs "$M"
 PID=$DAEMON_PID
 grep -q " $M .* - fuse.mafsbxfs mafsbxfs " /proc/self/mountinfo || fail "mountinfo does not show fuse.mafsbxfs"
 
-# --- acquire, the shell idiom of INTERFACE.md §4 ---------------------------
+# --- acquire, the shell idiom of doc/protocol.md "The transactions" ----
 REQ="{\"scope\": \"$SCOPE\", \"thread\": \"t1\", \"agent\": \"analyst\", \"kind\": \"python\", \"image\": \"$IMAGE\", \"outputs\": [\"result.json\", \"plots/fig.txt\"]}"
 exec 3<>"$M/.ctl/acquire"
 printf '%s' "$REQ" >&3 || fail "acquire write failed"

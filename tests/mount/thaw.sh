@@ -1,6 +1,6 @@
 #!/bin/bash
 # thaw.sh: no guest stays frozen because a holder died or the engine went
-# away for a while, and freeze lock files do not pile up (issue 10 items 3, 9).
+# away for a while, and freeze lock files do not pile up.
 #   1. an unpause that fails (the engine cut mid-freeze) is retried with
 #      backoff by the mount until the engine answers again, with no file call
 #      needed to trigger it;
@@ -116,7 +116,7 @@ expect_eq "$?" 2 "thaw usage error"
 log "ok: mafsbx thaw"
 
 # --- 4. an exec whose output stream is cut stays registered until it ends -------
-# (issue 10 item 2) Cutting the engine connection mid-exec ends the stream while
+# Cutting the engine connection mid-exec ends the stream while
 # the command still runs; the exec call must keep the command registered with
 # the freezer (no file call may pause the container while it can exit) until
 # the engine says it ended, and then report its exit code, not a bare EIO.

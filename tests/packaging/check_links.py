@@ -44,7 +44,7 @@ LINK_RE = re.compile(r'!?\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
 SEC = r'§\d+(?:\.\d+)*'
 CITE_RE = re.compile(r'(?P<file>(?:[\w.-]+/)*[\w-]+\.md),? (?P<secs>' + SEC +
                      r'(?:(?:, | and |-|–|/)' + SEC + r')*)')
-PATH_RE = re.compile(r'(?<![\w./-])((?:doc|man|src|fs|tools|tests|contrib)/[\w/.-]*\.(?:md|1|c|h|sh|py))(?![\w/-])')
+PATH_RE = re.compile(r'(?<![\w./${-])((?:doc|man|src|fs|tools|tests|contrib)/[\w/.-]*\.(?:md|1|c|h|sh|py))(?![\w/-])')
 HCITE_RE = re.compile(r'(?P<file>(?:[\w.-]+/)*[\w-]+\.md),? "(?P<head>[^"]+)"')
 MANCITE_RE = re.compile(r'\b(?P<page>mafsbxfs|mafsbx)\(1\) (?P<sec>[A-Z][A-Z]+(?: [A-Z][A-Z]+)*)\b')
 OUTSIDE_RE = re.compile(r'\b[Ii]ssues? #?\d+|(?<![\w&#])#\d+\b'
@@ -267,7 +267,8 @@ def self_test():
                         '/* BAD10 issue 12 */\n/* BAD11 (upstream #877) */\n/* BAD12 upstream §8.4 */\n'
                         '/* BAD13 INTERFACE.md §4 (case #142/#214) */\n/* ok: RFC 4648 §10, the C99 standard */\n'
                         '/* ok: doc/a.md "Où et comment", mafsbxfs(1) THE TREE; BAD14 doc/a.md "Nowhere" */\n'
-                        '/* BAD15 mafsbxfs(1) NO SUCH SECTION */\n'),
+                        '/* BAD15 mafsbxfs(1) NO SUCH SECTION */\n'
+                        'ok = "$src/contrib/setup.sh" "${src}/tools/x.sh"; a shell variable, not a path\n'),
         }
         for name, text in files.items():
             with open(os.path.join(root, name), 'w', encoding='utf-8') as f:

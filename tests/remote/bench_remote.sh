@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench_remote.sh: bench_mount over the three kinds of endpoint in one run
-# (issue 12): this machine's unix socket, a private dockerd over TLS and this
+# (doc/performance.md): this machine's unix socket, a private dockerd over TLS and this
 # machine's dockerd over ssh://, with the same set-up and teardown as the
 # remote tests (tests/remote/lib.sh). Not a test; run it by hand, as root,
 # from a built tree:

@@ -1,11 +1,11 @@
 /*
- * it_warm.c: the warm acquire path (issue 12 item 5) against the real local
+ * it_warm.c: the warm acquire path (doc/performance.md) against the real local
  * dockerd, counting the engine calls it makes (mafsbx_http_request_count):
  *
  *  - running, facts known: exactly one engine call (the inspect), and the
  *    work dir is still there;
  *  - running, but the guest removed its work dir: the warm check sees it and
- *    the frozen path makes it again (upstream §4.8 prepares on every acquire);
+ *    the frozen path makes it again (doc/upstream.md §4.8 prepares on every acquire);
  *  - running, the work dir swapped for a link to /etc: refused, nothing
  *    written through the link;
  *  - stopped: started again (state "started"), and the next acquire is warm;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# ssh.sh: ssh:// endpoints (issue 12) through a real sshd on 127.0.0.1 (its
+# ssh.sh: ssh:// endpoints (mafsbxfs(1) ENGINE ENDPOINT) through a real sshd on 127.0.0.1 (its
 # own keys, config, port and process: tests/remote/lib.sh) driving this
 # machine's dockerd with `docker system dial-stdio`, as the Docker CLI does:
 #  - the subset through a mount and the CLI: .ctl/engine (kind ssh, plane

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sshdir.sh: the ssh:// transport's socket directory (issue 22 finding 3).
+# sshdir.sh: the ssh:// transport's socket directory (doc/security.md "Findings fixed after review": the ssh transport's private socket directory).
 # Its listeners and the ssh master's control socket go in a private 0700
 # directory under the runtime directory (MAFSBX_RUNDIR here), never /tmp.
 # When that directory vanishes it is not made again under its name, and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tls.sh: a real engine over TLS (issue 12). A private dockerd with
+# tls.sh: a real engine over TLS (mafsbxfs(1) ENGINE ENDPOINT). A private dockerd with
 # --tlsverify on 127.0.0.1 (tests/remote/lib.sh), then:
 #  - .ctl/engine of a mount on the local socket: kind unix, plane local;
 #  - the subset through a mount and the CLI: .ctl/engine (kind tls, plane

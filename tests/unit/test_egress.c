@@ -1,6 +1,6 @@
 /*
  * test_egress.c: the pure part of egress.c: reading decisions out of a
- * proxy's raw log (upstream §7.5): only lines matching
+ * proxy's raw log (doc/upstream.md §7.5): only lines matching
  * ^(ALLOW|DENY-NONGLOBAL|DENY|UNREACHABLE) (.+):(\d+)$ after stripping, the
  * host greedy (IPv6 colons kept), the last 2000, the byte cap cutting after
  * the last newline and flagging truncation.
@@ -60,7 +60,7 @@ static void test_cap_cuts_after_last_newline(void **state)
 	mafsbx_egress_log_free(&l);
 }
 
-/* A CONNECT host is the guest's text: ESC and BEL never reach NAME/egress raw (issue 22 finding 5). */
+/* A CONNECT host is the guest's text: ESC and BEL never reach NAME/egress raw (doc/security.md "Findings fixed after review": no guest bytes reach NAME/egress raw). */
 static void test_control_bytes_escaped(void **state)
 {
 	(void)state;

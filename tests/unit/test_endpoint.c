@@ -1,5 +1,5 @@
 /*
- * test_endpoint.c: engine endpoint resolution (INTERFACE.md §1.1) against
+ * test_endpoint.c: engine endpoint resolution (mafsbxfs(1) ENGINE ENDPOINT) against
  * temporary Docker config directories and an injected environment: every
  * step of the order, environment permutations, the "default" context,
  * refusals (missing contexts, malformed ssh:// URLs, unknown schemes, malformed files, empty
@@ -702,7 +702,7 @@ static void test_env_tls_refusals(void **state)
 	setenv_fx(f, "DOCKER_CERT_PATH", certs2);
 	expect_refused(f, NULL, NULL, "cert.pem without key.pem");
 	/* Verification with no certificates at all, in DOCKER_CERT_PATH or the
-	 * default directory: refused naming them, never the system CA store (issue 22, 8b). */
+	 * default directory: refused naming them, never the system CA store (doc/security.md "Findings fixed after review": DOCKER_TLS_VERIFY without certificates). */
 	char empty[PATH_MAX], want[PATH_MAX + 64];
 	snprintf(empty, sizeof(empty), "%s/empty", f->root);
 	assert_int_equal(mkdir(empty, 0700), 0);
@@ -770,7 +770,7 @@ static void test_context_tls(void **state)
 	assert_false(ep.tls);
 }
 
-/* Under allow_other, .ctl/engine shows an ssh endpoint without its login name (issue 22, 8c). */
+/* Under allow_other, .ctl/engine shows an ssh endpoint without its login name (doc/security.md "Findings fixed after review": .ctl/engine keeps the ssh login name). */
 static void test_url_shown(void **state)
 {
 	(void)state;

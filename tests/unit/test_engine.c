@@ -1,7 +1,7 @@
 /*
  * test_engine.c: the pure parts of the engine client: decoding of the
  * X-Docker-Container-Path-Stat header (Go FileMode bits and RFC 3339 times
- * exactly as engine-api.md §1.1 measured them), the exec frame
+ * exactly as doc/engine-notes.md §1.1 measured them), the exec frame
  * demultiplexer, and the percent-encoding of query values and filters.
  */
 #include <errno.h>
@@ -44,7 +44,7 @@ static int decode_json(const char *json, struct mafsbx_path_stat *st, struct maf
 static void test_stat_file_from_doc(void **state)
 {
 	(void)state;
-	/* The literal header of engine-api.md §1.1. */
+	/* The literal header of doc/engine-notes.md §1.1. */
 	static const char hdr[] =
 		"eyJuYW1lIjoiZmlsZSIsInNpemUiOjYsIm1vZGUiOjQxNiwibXRpbWUiOiIyMDI2LTEyLTAyVDA5OjA1OjEwLjgyMzA1MjQwNFoi"
 		"LCJsaW5rVGFyZ2V0IjoiIn0=";
@@ -71,7 +71,7 @@ struct mode_row {
 	mode_t want;
 };
 
-/* The exact numbers observed in engine-api.md §1.1. */
+/* The exact numbers observed in doc/engine-notes.md §1.1. */
 static const struct mode_row mode_rows[] = {
 	{ "regular 0640", 416u, S_IFREG | 0640 },
 	{ "directory 0755", 2147484141u, S_IFDIR | 0755 },

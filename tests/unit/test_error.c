@@ -1,6 +1,6 @@
 /*
  * test_error.c: the mapping of engine answers to error kinds and errnos
- * (reference/engine-api.md §1.2, §3, §4, §5), and message scrubbing.
+ * (doc/engine-notes.md §1.2, §3, §4, §5), and message scrubbing.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -24,7 +24,7 @@ struct row {
 static const struct row rows[] = {
 	{ 404, "{\"message\":\"No such container: apiresearch-nope\"}", "/w/x", MAFSBX_EK_NO_CONTAINER, ENOENT },
 	{ 404, "{\"message\":\"Could not find the file /w/missing in container c1\"}", "/w/missing", MAFSBX_EK_NO_PATH, ENOENT },
-	/* a message about a child is not absence of the parent (upstream #877) */
+	/* a message about a child is not absence of the parent (doc/upstream.md §3.3) */
 	{ 404, "{\"message\":\"Could not find the file /w/missing/x in container c1\"}", "/w/missing", MAFSBX_EK_NO_OBJECT, ENOENT },
 	/* matched before scrubbing: a guest path naming /var/lib/docker */
 	{ 404, "{\"message\":\"Could not find the file /w/var/lib/docker/x in container c1\"}", "/w/var/lib/docker/x", MAFSBX_EK_NO_PATH, ENOENT },

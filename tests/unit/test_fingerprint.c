@@ -337,7 +337,7 @@ static void test_json(void **state)
 	mafsbx_fp_free(a);
 }
 
-/* A zombie has no command line: the diff names it from /proc/P/stat (issue 22, 8e). */
+/* A zombie has no command line: the diff names it from /proc/P/stat (doc/security.md "Findings fixed after review": mafsbx fingerprint --diff names a zombie). */
 static void test_zombie_name(void **state)
 {
 	(void)state;

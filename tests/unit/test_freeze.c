@@ -1,6 +1,6 @@
 /*
  * test_freeze.c: the pure part of the freezer: which failed unpauses need no
- * retry and no warning (the container is gone or stopped: issue 22, 8d).
+ * retry and no warning (the container is gone or stopped: doc/security.md "Findings fixed after review": a lingering freeze of a disposed sandbox).
  * The freezer itself runs against a real engine (tests/integration).
  */
 #include <setjmp.h>

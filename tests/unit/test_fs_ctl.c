@@ -1,5 +1,5 @@
 /*
- * test_fs_ctl.c: the .ctl transaction protocol (INTERFACE.md §4), through
+ * test_fs_ctl.c: the .ctl transaction protocol (doc/protocol.md "The transactions"), through
  * the FUSE operations called directly (no mount), with a stub request
  * runner in place of the sandbox backend: split writes, a second request on
  * one handle, a read before any write, O_TRUNC, an oversized request,
@@ -161,7 +161,7 @@ static void test_split_writes(void **state)
 	char *text = read_all(&fi, 7);
 	json_t *j = parse_reply(text);
 	assert_true(json_is_true(json_object_get(j, "ok")));
-	/* "ok" comes first, as INTERFACE.md spells replies. */
+	/* "ok" comes first, as doc/protocol.md "The transactions" spells replies. */
 	assert_int_equal(strncmp(text, "{\"ok\": true", 11), 0);
 	json_decref(j);
 	free(text);
@@ -358,7 +358,7 @@ static void test_malformed(void **state)
 }
 
 /* Bytes that cannot begin or continue a JSON object fail their write at
- * once (INTERFACE.md §4), naming the byte; nothing runs, and the handle
+ * once (doc/protocol.md "The transactions"), naming the byte; nothing runs, and the handle
  * starts afresh (close() then succeeds: the failure was reported). */
 static void expect_bad_at_once(const char *first, const char *second, const char *needle)
 {

@@ -1,6 +1,6 @@
 /*
  * test_fs_opts.c: the daemon's command line (fs/opts.c): option parsing,
- * defaults and validation (INTERFACE.md §1.2), byte counts.
+ * defaults and validation (mafsbxfs(1) OPTIONS), byte counts.
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /*
  * test_fs_tree.c: path classification (fs/tree.c): every node of the tree
- * (INTERFACE.md §2) and the name rules (§3).
+ * (doc/protocol.md "The tree") and the name rules (mafsbxfs(1) READING AND WRITING FILES).
  */
 #include <errno.h>
 #include <setjmp.h>

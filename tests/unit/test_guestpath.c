@@ -1,6 +1,6 @@
 /*
- * test_guestpath.c: the guest path table (reference/upstream-docker-backend.md
- * §5.1, §5.2, §11 "Path confinement"): normalisation, resolution under a
+ * test_guestpath.c: the guest path table (doc/upstream.md
+ * §5.1, §5.2, §11.1): normalisation, resolution under a
  * working directory with the separator rule, the text refusals, the ancestor
  * chain, and the narrow name rule.
  */

@@ -1,6 +1,6 @@
 /*
  * test_http_tls.c: the HTTP client against a TLS terminator that refuses
- * session resumption (issue 22, finding 10).
+ * session resumption (doc/security.md "Findings fixed after review": a TLS server that refuses resumed sessions).
  *
  * socat 1.7 with verify=1 asks for a client certificate but sets no session
  * id context, so OpenSSL answers every resumed handshake with an "internal

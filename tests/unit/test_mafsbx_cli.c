@@ -287,7 +287,7 @@ static void test_fingerprint_files(void **state)
 #define SBX "maf-sandbox-docker-6f8a8ed7a21c"
 #define KEY "--scope", "s", "--thread", "t", "--agent", "a", "--kind", "k"
 
-/* The shell verbs (INTERFACE.md §7): the ctl rules and messages, before any engine call. */
+/* The shell verbs (mafsbx(1)): the ctl rules and messages, before any engine call. */
 static void test_verbs_acquire(void **state)
 {
 	(void)state;

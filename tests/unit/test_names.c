@@ -1,6 +1,6 @@
 /*
  * test_names.c: every name and label vector of
- * reference/upstream-docker-backend.md §2 (computed by the upstream
+ * doc/upstream.md §2 (computed by the upstream
  * algorithm), the key.v1 spelling (Python json.dumps + base64url), its
  * strict decoding, and the workload label set.
  */

@@ -1,5 +1,5 @@
 /*
- * test_spec.c: request validation (INTERFACE.md §4) as tables of bad
+ * test_spec.c: request validation (doc/protocol.md "The transactions") as tables of bad
  * requests, each with the errno it must fail with and the text the message
  * must contain (the field it names); plus the parsed shape of good ones,
  * output names and exec cwd resolution.
@@ -41,7 +41,7 @@ static const struct bad_row bad_rows[] = {
 	{ ACQ, "{\"scope\":\"s\\u0000x\",\"thread\":\"t\",\"agent\":\"a\",\"kind\":\"k\",\"image\":\"i\"}", EINVAL, "field 'scope': contains a NUL" },
 	{ ACQ, "{" K ",\"image\":\"\"}", EINVAL, "field 'image': must not be empty" },
 	{ ACQ, "{" K ",\"image\":\"a b\"}", EINVAL, "field 'image'" },
-	/* image_id (upstream §1.3): a string passed on unparsed, so only what cannot be one is refused */
+	/* image_id (doc/upstream.md §1.3): a string passed on unparsed, so only what cannot be one is refused */
 	{ ACQ, "{" K ",\"image_id\":\"\"}", EINVAL, "field 'image_id': must not be empty" },
 	{ ACQ, "{" K ",\"image_id\":7}", EINVAL, "field 'image_id': must be a string" },
 	{ ACQ, "{" K ",\"image_id\":\"sha256:a b\"}", EINVAL, "field 'image_id': contains a space" },
@@ -117,7 +117,7 @@ static const struct bad_row bad_rows[] = {
 	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"reclaim\":\"a/b\"}", EINVAL, "field 'reclaim': requires 'name'" },
 	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"reclaim\":\"\"}", EINVAL, "field 'reclaim': must not be empty" },
 	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"reclaim\":[]}", EINVAL, "field 'reclaim': must be a string" },
-	/* instance_id (upstream §8.4): with a key only */
+	/* instance_id (doc/upstream.md §8.4): with a key only */
 	{ DISP, "{\"name\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"instance_id\":\"abc\"}", EINVAL, "field 'instance_id': not allowed together with 'name'" },
 	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"instance_id\":\"abc\"}", EINVAL, "field 'instance_id': requires 'agent'" },
 	{ DISP, "{\"scope\":\"s\",\"thread\":\"t\",\"agent\":\"a\",\"instance_id\":\"\"}", EINVAL, "field 'instance_id': must not be empty" },

@@ -1,6 +1,6 @@
 /*
  * test_tarplane.c: building PUT tars and parsing GET tars within the upstream
- * bounds (reference/upstream-docker-backend.md §4.10, §11 "Tar metadata"):
+ * bounds (doc/upstream.md §4.10, §11.2):
  * round trips, pax records (valid and each kind of invalid), long names (pax
  * and GNU), the 32-header and 64 KiB limits, sparse and negative sizes, the
  * cap decided from the header, short bodies, and the push reader fed in

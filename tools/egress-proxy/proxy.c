@@ -1,6 +1,6 @@
 /*
  * proxy.c: mafsbx-egress-proxy, the allowlist egress proxy of an allowlist
- * sandbox (upstream maf-sandbox-docker §7.6 semantics; the pure parts are in
+ * sandbox (doc/upstream.md §7.6 semantics; the pure parts are in
  * proxy_core.c). It listens on 0.0.0.0:MAF_SANDBOX_PROXY_PORT (3128), takes
  * CONNECT only, to port 443 only, of a host matching MAF_SANDBOX_ALLOW,
  * resolves the host itself (the sandbox has no DNS of its own to the

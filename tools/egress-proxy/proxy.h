@@ -1,6 +1,6 @@
 /*
  * proxy.h: the pure parts of mafsbx-egress-proxy, the allowlist egress proxy
- * (upstream maf-sandbox-docker §7.6 semantics): request-head parsing, the
+ * (doc/upstream.md §7.6 semantics): request-head parsing, the
  * host glob table, the "not globally routable" address table and the
  * decision line. No I/O here, so each piece is unit-tested on its own
  * (tools/egress-proxy/test_proxy.c); proxy.c is the server around them.
