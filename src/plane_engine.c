@@ -31,7 +31,7 @@
 #include "spec.h"
 
 #define ENGINE_REMOVE_TIMEOUT_MS 60000
-#define ENGINE_LIST_TIMEOUT_MS 30000
+#define ENGINE_LIST_TIMEOUT_MS 60000
 #define ENGINE_LIST_SLICE 256       /* entries statted under one freeze */
 
 static void files_target(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t,
