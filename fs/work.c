@@ -14,8 +14,9 @@
  *    sees its new content and size, never a size cached by the kernel;
  *  - writes, mkdir, remove, rename, chmod, truncate, utimens under work/;
  *    root/ is read-only (EROFS).
- * The engine plane can list only what this mount knows of (declared outputs
- * and files written through it); those names are its candidates.
+ * The engine plane lists by the guest's own find (plane_engine.c); the
+ * names this mount knows of (declared outputs and files written through it)
+ * are its candidates, listed even where the guest's listing was cut.
  */
 #include "mfs.h"
 
@@ -199,7 +200,7 @@ static char *child_of(const char *dir, const char *path)
 	return len ? strndup(p, len) : NULL;
 }
 
-/* The names directly in `rel` that this mount knows of (the engine plane's listing). */
+/* The names directly in `rel` that this mount knows of (the engine plane's candidates). */
 static char **known_children(struct mfs *fs, const struct mafsbx_sandbox_info *info, const char *rel, size_t *nk)
 {
 	size_t np = 0;

@@ -324,7 +324,8 @@ static enum pause_result pause_once(struct mafsbx_freezer *f, struct fentry *e, 
  * so the freezer keeps the engine's offset from ours (GET /info).
  */
 #define CLOCK_REFRESH_MS 60000
-#define ANCHOR_LOOKBACK_NS (30LL * 1000000000LL)
+#define ANCHOR_LOOKBACK_NS (30LL * 1000000000LL) /* when the time before the pause is unknown */
+#define ANCHOR_SLACK_NS (100LL * 1000000LL)       /* before the engine time taken just ahead of the pause */
 #define PRIOR_WINDOW_NS (2LL * 1000000000LL)   /* an unpause this close before our pause may still echo */
 #define ECHO_WINDOW_NS (1LL * 1000000000LL)    /* and its echo comes within this after our pause */
 
@@ -366,16 +367,41 @@ static json_t *freeze_event_filter(const char *container)
 			 "unpause", "die");
 }
 
-/* Right after our pause's 204: the engine's time of that pause (0 when it cannot be read). */
-static long long find_anchor(struct mafsbx_freezer *f, const char *container)
+/*
+ * The earliest engine time our coming pause can carry: the engine's present
+ * by our clock, less the skew's whole uncertainty and a slack. 0: unknown
+ * (find_anchor then looks ANCHOR_LOOKBACK_NS back).
+ */
+static long long engine_before_pause_ns(struct mafsbx_freezer *f)
+{
+	long long now = 0;
+	if (engine_now_ns(f, &now, NULL) < 0)
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	long long margin = f->margin_ns;
+	pthread_mutex_unlock(&f->mu);
+	long long since = now - 2 * margin - ANCHOR_SLACK_NS;
+	return since > 0 ? since : 0;
+}
+
+/*
+ * Right after our pause's 204: the engine's time of that pause (0 when it
+ * cannot be read). `since` (engine_before_pause_ns, taken before the pause
+ * was issued) bounds the search: the engine's history is read from there,
+ * not from ANCHOR_LOOKBACK_NS back, so a freeze costs one short events read
+ * however busy the engine was in the last half minute.
+ */
+static long long find_anchor(struct mafsbx_freezer *f, const char *container, long long since)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	long long until = 0;
 	json_t *flt = freeze_event_filter(container), *evs = NULL;
 	long long anchor = 0;
-	if (flt && engine_now_ns(f, &until, &e) == 0 &&
-	    mafsbx_events_between(f->engine, until - ANCHOR_LOOKBACK_NS, until, flt, &evs, &e) == 0) {
+	int r = flt ? engine_now_ns(f, &until, &e) : -ENOMEM;
+	if (r == 0 && (since <= 0 || since >= until))
+		since = until - ANCHOR_LOOKBACK_NS;
+	if (r == 0 && mafsbx_events_between(f->engine, since, until, flt, &evs, &e) == 0) {
 		/*
 		 * The last pause: ours (a late echo of an earlier unpause may come
 		 * after it, see verify). Were it an older one, verify would find
@@ -426,6 +452,7 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 	unsigned foreign_tries = 0, rounds = 0;
 	struct mafsbx_error pe;
 	write_marker(gate, "pausing"); /* claim first: an uncertain pause may still land */
+	long long since = engine_before_pause_ns(f);
 	for (;;) {
 		bool uncertain = false;
 		enum pause_result pr = pause_once(f, e, deadline_ms, &uncertain, &pe);
@@ -433,7 +460,7 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 			ours = true; /* an uncertain pause of ours may be what the daemon reports now */
 		switch (pr) {
 		case PAUSED_BY_US:
-			e->anchor_ns = find_anchor(f, container);
+			e->anchor_ns = find_anchor(f, container, since);
 			write_frozen_marker(gate, e->anchor_ns);
 			log_info("freeze: %.12s paused (a new freeze)", container);
 			return 0;

@@ -115,9 +115,12 @@ int mafsbx_plane_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target
 struct mafsbx_plane_dir;
 /*
  * Open a directory for listing. The local plane lists the guest's real
- * directory; the engine plane cannot list without a subtree archive, so it
- * lists `candidates` (names directly inside `rel`: the declared outputs and
- * files written through the mount) that exist, statted under one freeze.
+ * directory; the engine plane runs the guest's own `find . -mindepth 1
+ * -maxdepth 1 -print0` there (one exec at the guest's authority, outside any
+ * freeze), parses it as hostile (dirlist.h: at most 10,000 names, a cut
+ * logged), adds the `candidates` (names directly inside `rel`: the declared
+ * outputs and files written through the mount) and lists those that exist,
+ * statted under one freeze after the directory's frozen check.
  */
 int mafsbx_plane_opendir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t,
 			 enum mafsbx_plane_base base, const char *rel, const char *const *candidates, size_t n,

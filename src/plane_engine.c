@@ -4,7 +4,9 @@
  * read and write of files.h, a read spooled whole into a memfd under one
  * freeze, a write collected in a memfd and sent as one tar on commit, and
  * removals as upstream `remove` does them (an `rm` run in the guest, at the
- * guest's authority, after the frozen ancestor check).
+ * guest's authority, after the frozen ancestor check), and listings by the
+ * guest's own `find` (an exec at the guest's authority, its output parsed as
+ * hostile by dirlist.h) with every entry statted under one freeze.
  *
  * Spools are counted against the planes' spool budget, so the number of
  * open files cannot make the daemon hold unbounded memory.
@@ -20,13 +22,17 @@
 #include <unistd.h>
 
 #include "burst.h"
+#include "dirlist.h"
 #include "files.h"
+#include "guestpath.h"
 #include "log.h"
 #include "names.h"
 #include "sandbox.h"
 #include "spec.h"
 
 #define ENGINE_REMOVE_TIMEOUT_MS 60000
+#define ENGINE_LIST_TIMEOUT_MS 60000
+#define ENGINE_LIST_SLICE 256       /* entries statted under one freeze */
 
 static void files_target(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t,
 			 enum mafsbx_plane_base base, struct mafsbx_files_target *ft)
@@ -73,60 +79,131 @@ int engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, e
 	return r < 0 ? r : from_fstat(&f, rel, out, err);
 }
 
+/*
+ * The names in the guest directory `abs`, by one exec of the guest's own
+ * `find` at the guest's authority (the container's user), run outside any
+ * freeze (an exec waits for every freeze to end). The output is parsed as
+ * hostile (dirlist.h). A failure to run it at all is returned; a find that
+ * complained (exit 1) still gives what it printed.
+ */
+static int guest_list(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *abs,
+		      struct mafsbx_dirlist *out, struct mafsbx_error *err)
+{
+	char *argv[] = { "find", ".", "-mindepth", "1", "-maxdepth", "1", "-print0", NULL };
+	struct mafsbx_exec_spec spec = {
+		.sandbox = (char *)t->name, .argv = argv, .argc = 7, .cwd = (char *)abs, .timeout_ms = ENGINE_LIST_TIMEOUT_MS,
+	};
+	/* a find that outlives its bound is killed, the sandbox kept, where the engine is on this host */
+	struct mafsbx_exec_hooks h = { .kill_on_timeout = true };
+	struct mafsbx_exec_result res;
+	mafsbx_bursts_end(ps->bursts, t->id);
+	int r = mafsbx_sandbox_exec_run(ps->backend, &spec, &h, &res, err);
+	if (r == 0 && (res.launch_failed || res.exit_code > 1))
+		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "list %s: the guest's find exited %d", abs, res.exit_code);
+	if (r == 0)
+		r = mafsbx_dirlist_parse(res.out, res.out_len, MAFSBX_DIRLIST_MAX, out, err);
+	if (r == 0 && (out->dropped || out->unterminated || res.truncated))
+		log_warn("%s: the listing of %s was cut: %zu entries listed, %zu more not listed%s", t->name, abs, out->n,
+			 out->dropped, out->unterminated || res.truncated ? ", the guest's output ended inside an entry" : "");
+	if (r == 0 && out->refused)
+		log_info("%s: the listing of %s: %zu entries were not names (empty, '.', '..', a '/', over %d bytes, or "
+			 "repeated) and are not listed", t->name, abs, out->refused, MAFSBX_DIRLIST_NAME_MAX);
+	mafsbx_exec_result_free(&res);
+	return r;
+}
+
 int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		   const char *rel, const char *const *candidates, size_t n, struct mafsbx_error *err)
 {
-	if (*rel) {
-		/* Listing a link, or through one, is refused like any other use. */
-		struct mafsbx_pstat st;
-		int c = engine_stat(d->ps, t, base, rel, &st, err);
-		if (c < 0)
-			return c;
-		if (st.type == MAFSBX_PT_SYMLINK)
-			return mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "list %s: a symbolic link is never followed", rel);
-		if (st.type != MAFSBX_PT_DIR)
-			return mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "list %s: not a directory", rel);
-	}
-	if (!n)
-		return 0;
-	d->names = calloc(n, sizeof(*d->names));
-	d->stats = calloc(n, sizeof(*d->stats));
-	char **full = calloc(n, sizeof(*full));
-	struct mafsbx_fstat *outs = calloc(n, sizeof(*outs));
-	int *rcs = calloc(n, sizeof(*rcs));
-	int r = 0;
-	if (!d->names || !d->stats || !full || !outs || !rcs) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		size_t fl = strlen(rel) + strlen(candidates[i]) + 2;
-		if (!(full[i] = malloc(fl))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
-		snprintf(full[i], fl, "%s%s%s", rel, *rel ? "/" : "", candidates[i]);
-	}
 	struct mafsbx_files_target ft;
 	files_target(d->ps, t, base, &ft);
-	r = mafsbx_files_stat_many(d->ps->fz, &ft, (const char *const *)full, n, 0, outs, rcs, NULL, err);
+	/* The guest's own listing first (an exec, outside any freeze), then
+	 * one freeze for the directory's check and every entry's stat. */
+	struct mafsbx_dirlist gl;
+	memset(&gl, 0, sizeof(gl));
+	__do_free char *abs = mafsbx_gp_resolve(ft.work_dir, *rel ? rel : ".", err);
+	if (!abs)
+		return err ? -err->err : -EINVAL;
+	struct mafsbx_error le;
+	mafsbx_error_clear(&le);
+	int lr = guest_list(d->ps, t, abs, &gl, &le);
+	if (lr < 0 && (le.kind == MAFSBX_EK_NO_CONTAINER || le.kind == MAFSBX_EK_NOMEM)) {
+		if (err)
+			*err = le;
+		return -(le.err ? le.err : EIO);
+	}
+	int r = 0;
+	if (*rel) {
+		/* Listing a link, or through one, is refused like any other use
+		 * (this freeze, under a burst, also serves the stats below). */
+		struct mafsbx_pstat st;
+		if ((r = engine_stat(d->ps, t, base, rel, &st, err)) < 0)
+			goto early;
+		if (st.type == MAFSBX_PT_SYMLINK) {
+			r = mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "list %s: a symbolic link is never followed", rel);
+			goto early;
+		}
+		if (st.type != MAFSBX_PT_DIR) {
+			r = mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "list %s: not a directory", rel);
+			goto early;
+		}
+	}
+	if (lr < 0)
+		/* an image without find, or one that cannot run it: the names this mount knows of */
+		log_warn("%s: cannot list %s in the guest (%s); listing only the declared outputs and the files "
+			 "written through the mount", t->name, abs, le.message);
+	size_t total = gl.n + n;
+	char **full = calloc(total ? total : 1, sizeof(*full));
+	const char **leaf = calloc(total ? total : 1, sizeof(*leaf));
+	struct mafsbx_fstat *outs = calloc(total ? total : 1, sizeof(*outs));
+	int *rcs = calloc(total ? total : 1, sizeof(*rcs));
+	size_t m = 0;
+	if (!full || !leaf || !outs || !rcs)
+		goto nomem;
+	for (size_t i = 0; i < gl.n + n; i++) {
+		const char *name = i < gl.n ? gl.names[i] : candidates[i - gl.n];
+		if (i >= gl.n && mafsbx_dirlist_has(&gl, name))
+			continue; /* a declared output or a written file the guest listed already */
+		if (asprintf(&full[m], "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
+			full[m] = NULL;
+			goto nomem;
+		}
+		leaf[m++] = name;
+	}
+	/* In slices, each under its own freeze (joined by a burst for at most
+	 * its window): a big directory never keeps the guest frozen for all of
+	 * its stats at once. */
+	for (size_t at = 0; at < m && r == 0; at += ENGINE_LIST_SLICE) {
+		size_t k = m - at < ENGINE_LIST_SLICE ? m - at : ENGINE_LIST_SLICE;
+		r = mafsbx_files_stat_many(d->ps->fz, &ft, (const char *const *)full + at, k, 0, outs + at, rcs + at,
+					   NULL, err);
+	}
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
+	d->names = calloc(m ? m : 1, sizeof(*d->names));
+	d->stats = calloc(m ? m : 1, sizeof(*d->stats));
+	if (!d->names || !d->stats)
+		goto nomem;
+	for (size_t i = 0; i < m; i++) {
+		/* gone since the guest listed it, or refused by the checks: not listed */
 		if (rcs[i] < 0 || from_fstat(&outs[i], full[i], &d->stats[d->n], NULL) < 0)
 			continue;
-		if (!(d->names[d->n] = strdup(candidates[i]))) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
+		if (!(d->names[d->n] = strdup(leaf[i])))
+			goto nomem;
 		d->n++;
 	}
+	goto out;
+nomem:
+	r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 out:
-	for (size_t i = 0; full && i < n; i++)
+	for (size_t i = 0; full && i < m; i++)
 		free(full[i]);
 	free(full);
+	free(leaf);
 	free(outs);
 	free(rcs);
+early:
+	mafsbx_dirlist_free(&gl);
 	return r;
 }
 

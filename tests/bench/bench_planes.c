@@ -5,8 +5,9 @@
  * Three mounts of the same engine with attr_timeout=0 (every stat reaches
  * the daemon): -o plane=local, -o plane=engine, and -o plane=engine with
  * burst_ms=0 (every call its own freeze: the engine plane before bursts).
- * One sandbox holds files at depth 1, 4 and 8, twenty declared outputs in outs/, a 1,000-file tree and
- * a 256 MiB file. Each figure is measured on:
+ * One sandbox holds files at depth 1, 4 and 8, twenty declared outputs in outs/, twenty guest files
+ * in plain/ and a thousand in flat/ (none declared: the engine plane lists them by the guest's find),
+ * a 1,000-file tree and a 256 MiB file. Each figure is measured on:
  *   floor   the same system calls on /proc/PID/root/... directly (no FUSE):
  *           what the kernel alone costs;
  *   local   through the local-plane mount;
@@ -380,12 +381,12 @@ static double med(op_fn fn, const char *path, int runs)
 	return m;
 }
 
-static double med_ls(const char *dir, int runs)
+static double med_ls(const char *dir, int want, int runs)
 {
 	double *v = calloc((size_t)runs, sizeof(double));
 	for (int i = 0; i < runs; i++) {
 		usleep(gap_us);
-		v[i] = t_lsl(dir, 20);
+		v[i] = t_lsl(dir, want);
 	}
 	double m = bench_median(v, runs);
 	free(v);
@@ -395,7 +396,8 @@ static double med_ls(const char *dir, int runs)
 struct results {
 	/* kernel floor, local plane, engine plane, engine plane without bursts (-o burst_ms=0) */
 	double st1[4], st4[4], st8[4], cat[4], ls[4];
-	double find[2];                                /* kernel floor, local plane */
+	double ls20[4], ls1k[4];                        /* guest-made files, none declared (-1: not measured) */
+	double find[3];                                /* kernel floor, local plane, engine plane (one run) */
 	double mb_floor, mb_local, mb_engine, mb_cp;
 	long rss_idle, rss_peak;
 	double base_it, loc_it, eng_it;
@@ -440,6 +442,8 @@ static void make_sandbox(void)
 	      "cp d1.txt a/b/c/d4.txt && cp d1.txt a/b/c/d/e/f/g/d8.txt && "
 	      "for i in $(seq -w 0 19); do echo out$i > outs/o$i.txt; done && "
 	      "for d in $(seq 0 9); do mkdir tree/$d; for i in $(seq 0 99); do echo $d$i > tree/$d/f$i; done; done && "
+	      "mkdir plain flat && for i in $(seq -w 0 19); do echo p$i > plain/p$i; done && "
+	      "for i in $(seq -w 0 999); do echo f$i > flat/f$i; done && "
 	      "dd if=/dev/zero of=big.bin bs=1M count=256 2>/dev/null");
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "docker inspect -f '{{.State.Pid}}' %s", name);
@@ -455,7 +459,7 @@ static void make_sandbox(void)
 static void measure_small(struct results *r)
 {
 	const char *where[4] = { rootp, mnt_local, mnt_engine, mnt_single };
-	char p1[256], p4[256], p8[256], outs[256];
+	char p1[256], p4[256], p8[256], outs[256], plain[256], flat[256];
 	for (int w = 0; w < 4; w++) {
 		const char *base = where[w];
 		const char *sub = w == 0 ? GW : "";
@@ -468,34 +472,40 @@ static void measure_small(struct results *r)
 		snprintf(p4, sizeof(p4), "%s/a/b/c/d4.txt", pre);
 		snprintf(p8, sizeof(p8), "%s/a/b/c/d/e/f/g/d8.txt", pre);
 		snprintf(outs, sizeof(outs), "%s/outs", pre);
+		snprintf(plain, sizeof(plain), "%s/plain", pre);
+		snprintf(flat, sizeof(flat), "%s/flat", pre);
 		int runs = w >= 2 ? (opt_runs < 20 ? opt_runs : 20) : opt_runs;
 		gap_us = w >= 2 ? 100000 : 0;
 		r->st1[w] = med(t_lstat, p1, runs);
 		r->st4[w] = med(t_lstat, p4, runs);
 		r->st8[w] = med(t_lstat, p8, runs);
 		r->cat[w] = med(t_cat, p1, runs);
-		r->ls[w] = med_ls(outs, runs);
+		r->ls[w] = med_ls(outs, 20, runs);
+		r->ls20[w] = med_ls(plain, 20, runs);
+		/* 1,000 stats without bursts are 1,000 freezes: not measured there */
+		r->ls1k[w] = w == 3 ? -1 : med_ls(flat, 1000, w >= 2 ? 3 : (runs < 20 ? runs : 20));
 	}
 }
 
-/* find + cat of 1,000 files: the floor and the local plane (the engine plane cannot list them). */
+/* find + cat of 1,000 files: the floor, the local plane, the engine plane (one run: it is slow). */
 static void measure_find(struct results *r)
 {
-	for (int w = 0; w < 2; w++) {
+	for (int w = 0; w < 3; w++) {
 		char tree[256];
 		if (w == 0)
 			snprintf(tree, sizeof(tree), "%s%s/tree", rootp, GW);
 		else
-			snprintf(tree, sizeof(tree), "%s/%s/work/tree", mnt_local, name);
+			snprintf(tree, sizeof(tree), "%s/%s/work/tree", w == 1 ? mnt_local : mnt_engine, name);
 		double v[5];
-		for (int i = 0; i < 5; i++) {
+		int runs = w == 2 ? 1 : 5;
+		for (int i = 0; i < runs; i++) {
 			double t = bench_now_ms();
 			int n = walk_cat(tree);
 			v[i] = bench_now_ms() - t;
 			if (n != 1000)
 				die("find+cat saw %d files", n);
 		}
-		r->find[w] = bench_median(v, 5);
+		r->find[w] = bench_median(v, runs);
 	}
 }
 
@@ -539,11 +549,17 @@ static void print_results(const struct results *r)
 	printf("| operation | %s | %s | %s | %s |\n|---|---|---|---|---|\n", "kernel floor (no FUSE)",
 	       "mafsbxfs local plane", "mafsbxfs engine plane", "engine plane, burst_ms=0");
 	static const char *const rows[] = { "stat, depth 1", "stat, depth 4", "stat, depth 8", "cat 1 KiB",
-					    "ls -l of 20 outputs" };
-	const double *v[] = { r->st1, r->st4, r->st8, r->cat, r->ls };
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		printf("| %s | %.3f | %.3f | %.1f | %.1f |\n", rows[i], v[i][0], v[i][1], v[i][2], v[i][3]);
-	printf("| find + cat of 1,000 files | %.1f | %.1f | (not listable) | |\n", r->find[0], r->find[1]);
+					    "ls -l of 20 outputs", "ls -l of 20 guest files (not outputs)",
+					    "ls -l of 1,000 guest files" };
+	const double *v[] = { r->st1, r->st4, r->st8, r->cat, r->ls, r->ls20, r->ls1k };
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		printf("| %s | %.3f | %.3f | %.1f |", rows[i], v[i][0], v[i][1], v[i][2]);
+		if (v[i][3] < 0)
+			printf(" (not measured: 1,000 freezes) |\n");
+		else
+			printf(" %.1f |\n", v[i][3]);
+	}
+	printf("| find + cat of 1,000 files | %.1f | %.1f | %.1f (one run) | |\n", r->find[0], r->find[1], r->find[2]);
 	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f | |\n", r->mb_floor, r->mb_local, r->mb_engine);
 	printf("\n- docker cp of the same 256 MiB: %.0f MB/s (local plane: %.1fx)\n", r->mb_cp, r->mb_local / r->mb_cp);
 	printf("- daemon RSS (local plane): %ld KiB idle, %ld KiB peak during the 256 MiB read\n", r->rss_idle,
