@@ -43,7 +43,7 @@ gsh "$N" "mkdir -p $GW/real $O/sub && printf 'a legitimate output\n' > $GW/real/
 	cp $O/secret.txt $O/sub/leaf.txt && ln -s $O $GW/link-dir && ln -s $O/secret.txt $GW/link-file &&
 	echo known > $O/target.txt" || fail "layout"
 
-# The tables of reference §9.3 (FILES_OUT), §9.4 (FILES_IN) and §9.6
+# The tables of doc/upstream.md §9.3 (FILES_OUT), §9.4 (FILES_IN) and §9.6
 # (FILES_DELETE), every probe by its name, as a filesystem shows it: `pass`
 # records a probe that held, and the walk at the end fails on any probe of a
 # table that did not run (none is skipped, on either plane; the listing
