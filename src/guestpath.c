@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "paths.h"
 #include "utf8.h"
 
 static int check_text_n(const char *path, size_t len, struct mafsbx_error *err)
@@ -317,21 +318,9 @@ int mafsbx_gp_check_name(const char *name, unsigned flags, struct mafsbx_error *
 	if (len > MAFSBX_GP_PATH_MAX)
 		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "name is %zu bytes, over %d", len,
 					MAFSBX_GP_PATH_MAX);
-	for (size_t i = 0; i <= len;) {
-		size_t s = i;
-		while (i < len && name[i] != '/')
-			i++;
-		size_t l = i - s;
-		if (l == 0)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "name %.200s has an empty component", name);
-		if ((l == 1 && name[s] == '.') || (l == 2 && name[s] == '.' && name[s + 1] == '.'))
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "name %.200s has a '%.*s' component", name,
-						(int)l, name + s);
-		if (l > MAFSBX_GP_NAME_MAX)
-			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "name %.120s... has a component of %zu bytes, over %d",
-						name, l, MAFSBX_GP_NAME_MAX);
-		i++;
-	}
+	int r = mafsbx_path_check_segments(name, MAFSBX_SEG_STRICT, err, "name %.200s", name);
+	if (r < 0)
+		return r;
 	if (flags & MAFSBX_GP_NAME_STRICT) {
 		for (size_t i = 0; i < len; i++)
 			if ((unsigned char)name[i] < 32)
