@@ -87,7 +87,7 @@ static int remove_container(struct mafsbx_backend *b, const char *target, bool r
 			mafsbx_freeze_forget(b->fz, target);
 		return 1;
 	}
-	if (e.kind == MAFSBX_EK_NO_CONTAINER) {
+	if (mafsbx_error_is_gone(&e, target)) {
 		if (b->fz)
 			mafsbx_freeze_forget(b->fz, target);
 		return 0;
@@ -114,7 +114,7 @@ static enum checked check_container(struct mafsbx_backend *b, const char *ref, c
 	mafsbx_error_clear(e);
 	id[0] = '\0';
 	if (mafsbx_container_inspect(b->engine, ref, &insp, e) < 0)
-		return e->kind == MAFSBX_EK_NO_CONTAINER ? CHK_ABSENT : CHK_FAILED;
+		return mafsbx_error_is_gone(e, ref) ? CHK_ABSENT : CHK_FAILED;
 	const char *jid = json_string_value(json_object_get(insp, "Id"));
 	const char *nm = json_string_value(json_object_get(insp, "Name"));
 	json_t *labels = sbx_labels_of(insp);
@@ -163,8 +163,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 	mafsbx_error_clear(&e);
 	json_t *insp = NULL;
 	if (mafsbx_network_inspect(b->engine, net, &insp, &e) < 0) {
-		/* the absent wording for networks is "not found" (doc/upstream.md §3.3) */
-		if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
+		if (mafsbx_error_is_gone(&e, net))
 			return;
 		log_warn("could not remove network %s: %s", net, e.message);
 		return;
@@ -183,7 +182,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 		log_debug("network %s removed", net);
 		return;
 	}
-	if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
+	if (mafsbx_error_is_gone(&e, id))
 		return;
 	log_warn("could not remove network %s: %s", net, e.message);
 }
@@ -557,7 +556,7 @@ static int instance_select(struct mafsbx_backend *b, const struct mafsbx_key *ke
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	if (mafsbx_container_inspect(b->engine, instance_id, insp, &e) < 0) {
-		if (e.kind == MAFSBX_EK_NO_CONTAINER)
+		if (mafsbx_error_is_gone(&e, instance_id))
 			return 0;
 		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: %s", instance_id, e.message);
 		return -1;

@@ -155,7 +155,7 @@ int mafsbx_sandbox_egress_log(struct mafsbx_backend *b, const char *name, struct
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	int r = mafsbx_container_logs(b->engine, proxy, MAFSBX_EGRESS_LOG_LINES + 1, MAFSBX_EGRESS_LOG_BYTES, &res, &e);
-	if (r < 0 && e.kind == MAFSBX_EK_NO_CONTAINER) {
+	if (r < 0 && mafsbx_error_is_gone(&e, proxy)) {
 		mafsbx_exec_result_free(&res);
 		out->text = strdup("");
 		return out->text ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -182,17 +182,12 @@ static json_t *identity_labels(const struct mafsbx_acquire_spec *spec)
 	return l;
 }
 
-static bool absent(const struct mafsbx_error *e)
-{
-	return e->kind == MAFSBX_EK_NO_CONTAINER || e->kind == MAFSBX_EK_NO_OBJECT || strstr(e->message, "not found");
-}
-
 static void remove_container(struct mafsbx_backend *b, const char *ref)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	sbx_facts_drop(b, NULL, ref);
-	if (mafsbx_container_delete(b->engine, ref, true, &e) < 0 && !absent(&e))
+	if (mafsbx_container_delete(b->engine, ref, true, &e) < 0 && !mafsbx_error_is_gone(&e, ref))
 		log_warn("could not remove container %s: %s", ref, e.message);
 }
 
@@ -200,7 +195,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	if (mafsbx_network_delete(b->engine, net, &e) < 0 && !absent(&e))
+	if (mafsbx_network_delete(b->engine, net, &e) < 0 && !mafsbx_error_is_gone(&e, net))
 		log_warn("could not remove network %s: %s", net, e.message);
 }
 
@@ -346,7 +341,7 @@ int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	if (mafsbx_network_inspect(b->engine, net, &n, &e) < 0) {
-		if (!absent(&e)) {
+		if (!mafsbx_error_is_gone(&e, net)) {
 			if (err)
 				*err = e;
 			mafsbx_error_prefix(err, "sandbox %s: its network could not be read", name);

@@ -57,6 +57,18 @@ int mafsbx_error_errno(const struct mafsbx_error *e, int fallback)
 	return e && e->err > 0 ? -e->err : fallback;
 }
 
+bool mafsbx_error_is_gone(const struct mafsbx_error *e, const char *target)
+{
+	static const char said[] = "engine answered 404: ";
+	if (!e || !target || !*target || e->http_status != 404)
+		return false;
+	const char *msg = strstr(e->message, said);
+	if (!msg)
+		return false;
+	msg += sizeof(said) - 1;
+	return strcasestr(msg, target) && (strcasestr(msg, "no such") || strcasestr(msg, "not found"));
+}
+
 int mafsbx_error_kind_errno(enum mafsbx_err_kind k) { return kind_info(k)->err; }
 const char *mafsbx_error_kind_type(enum mafsbx_err_kind k) { return kind_info(k)->type; }
 const char *mafsbx_error_kind_name(enum mafsbx_err_kind k) { return kind_info(k)->name; }

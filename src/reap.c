@@ -134,20 +134,6 @@ static int add_failure(struct mafsbx_reap_result *res, enum mafsbx_reap_code cod
 	return 0;
 }
 
-/*
- * Upstream counts a container or network as absent only when the engine's
- * own message names it (doc/upstream.md §3.3): a 404 from a wrong path or a vanished
- * daemon socket proxy must not read as "already gone".
- */
-static bool names_absent(const struct mafsbx_error *e, const char *id)
-{
-	if (e->http_status != 404 || (e->kind != MAFSBX_EK_NO_CONTAINER && e->kind != MAFSBX_EK_NO_OBJECT))
-		return false;
-	const char *engine_says = strstr(e->message, "engine answered 404: ");
-	const char *msg = engine_says ? engine_says + strlen("engine answered 404: ") : e->message;
-	return strcasestr(msg, id) && (strcasestr(msg, "no such") || strcasestr(msg, "not found"));
-}
-
 /* ---- inventory ---------------------------------------------------------- */
 
 struct resource {
@@ -320,7 +306,7 @@ static int inventory_entry(struct mafsbx_engine *e, bool network, const char *id
 	mafsbx_error_clear(&ierr);
 	int r = network ? mafsbx_network_inspect(e, id, &obj, &ierr) : mafsbx_container_inspect(e, id, &obj, &ierr);
 	if (r < 0) {
-		if (names_absent(&ierr, id))
+		if (mafsbx_error_is_gone(&ierr, id))
 			return 0;   /* removed since the listing: not ours to judge */
 		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "could not inspect listed %s %s: %s",
 				network ? "network" : "container", id, ierr.message) < 0)
@@ -544,7 +530,7 @@ static int revalidate_group(struct reap_run *run, struct group *g, int *first)
 	mafsbx_error_clear(&rerr);
 	int r = a->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_inspect(run->e, a->id, &obj, &rerr)
 					       : mafsbx_container_inspect(run->e, a->id, &obj, &rerr);
-	if (r < 0 && names_absent(&rerr, a->id)) {
+	if (r < 0 && mafsbx_error_is_gone(&rerr, a->id)) {
 		g->skipped = true;
 		return 0;
 	}
@@ -613,7 +599,7 @@ static int remove_one(struct reap_run *run, const struct resource *r, struct gro
 		o = MAFSBX_REAP_REMOVED;
 		count_removed(run->res, r->kind);
 		log_info("reap: removed %s %s (%.12s)", mafsbx_reap_kind_name(r->kind), r->name, r->id);
-	} else if (names_absent(&derr, r->id)) {
+	} else if (mafsbx_error_is_gone(&derr, r->id)) {
 		o = MAFSBX_REAP_GONE;
 	} else {
 		o = MAFSBX_REAP_FAILED;
