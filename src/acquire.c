@@ -136,7 +136,7 @@ static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *
 	const char *nm = json_string_value(json_object_get(hc, "NetworkMode"));
 	char want_net[MAFSBX_NAME_LEN + 8] = "none";
 	if (egress_name)
-		snprintf(want_net, sizeof(want_net), "%s-net", egress_name);
+		mafsbx_network_name(egress_name, want_net);
 	const char *v6 = json_string_value(
 		json_object_get(json_object_get(hc, "Sysctls"), "net.ipv6.conf.all.disable_ipv6"));
 	const char *dns = json_string_value(json_array_get(json_object_get(hc, "Dns"), 0));

@@ -150,7 +150,7 @@ int mafsbx_sandbox_egress_log(struct mafsbx_backend *b, const char *name, struct
 	if (!b || !mafsbx_is_workload_name(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "egress log: not a sandbox name");
 	char proxy[MAFSBX_NAME_LEN + 8];
-	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	mafsbx_proxy_name(name, proxy);
 	struct mafsbx_exec_result res;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
@@ -202,10 +202,8 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy)
 {
 	char name[MAFSBX_NAME_LEN + 1];
-	if (strlen(proxy) != MAFSBX_NAME_LEN + 6)
+	if (mafsbx_name_parse(proxy, name) != MAFSBX_NAME_PROXY)
 		return;
-	memcpy(name, proxy, MAFSBX_NAME_LEN);
-	name[MAFSBX_NAME_LEN] = '\0';
 	struct mafsbx_egress_log lg;
 	struct mafsbx_error e;
 	if (mafsbx_sandbox_egress_log(b, name, &lg, &e) < 0) {
@@ -235,10 +233,10 @@ void sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char 
 	if (workload)
 		remove_container(b, workload);
 	/* proxy before network: a network with a live endpoint cannot go */
-	snprintf(buf, sizeof(buf), "%s-proxy", name);
+	mafsbx_proxy_name(name, buf);
 	sbx_egress_drain(b, buf);
 	remove_container(b, buf);
-	snprintf(buf, sizeof(buf), "%s-net", name);
+	mafsbx_network_name(name, buf);
 	remove_network(b, buf);
 }
 
@@ -336,7 +334,7 @@ int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool
 {
 	*discarded = false;
 	char net[MAFSBX_NAME_LEN + 8], why[300] = "";
-	snprintf(net, sizeof(net), "%s-net", name);
+	mafsbx_network_name(name, net);
 	json_t *n = NULL;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
@@ -544,8 +542,8 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 		      bool fresh, struct mafsbx_error *err)
 {
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8];
-	snprintf(net, sizeof(net), "%s-net", name);
-	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	mafsbx_network_name(name, net);
+	mafsbx_proxy_name(name, proxy);
 	const char *image = mafsbx_egress_proxy_image(b);
 	if (!image)
 		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED, "no egress proxy image");
@@ -575,7 +573,7 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 int sbx_egress_workload_config(const char *name, json_t *cfg)
 {
 	char url[MAFSBX_NAME_LEN + 64], net[MAFSBX_NAME_LEN + 8];
-	snprintf(net, sizeof(net), "%s-net", name);
+	mafsbx_network_name(name, net);
 	json_t *hc = json_object_get(cfg, "HostConfig");
 	json_t *env = json_object_get(cfg, "Env");
 	if (!hc)
@@ -770,8 +768,8 @@ static int prove_from_inside(struct mafsbx_backend *b, const char *proxy, json_t
 int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err)
 {
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8], why[300] = "";
-	snprintf(net, sizeof(net), "%s-net", name);
-	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	mafsbx_network_name(name, net);
+	mafsbx_proxy_name(name, proxy);
 	json_t *n = NULL;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);

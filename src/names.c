@@ -349,6 +349,40 @@ bool mafsbx_is_workload_name(const char *name)
 	return true;
 }
 
+static void side_name(const char *name, const char *suffix, char out[MAFSBX_SIDE_NAME_SIZE])
+{
+	snprintf(out, MAFSBX_SIDE_NAME_SIZE, "%.*s%s", MAFSBX_NAME_LEN, name, suffix);
+}
+
+void mafsbx_proxy_name(const char *name, char out[MAFSBX_SIDE_NAME_SIZE])
+{
+	side_name(name, MAFSBX_PROXY_SUFFIX, out);
+}
+
+void mafsbx_network_name(const char *name, char out[MAFSBX_SIDE_NAME_SIZE])
+{
+	side_name(name, MAFSBX_NETWORK_SUFFIX, out);
+}
+
+enum mafsbx_name_role mafsbx_name_parse(const char *name, char workload[MAFSBX_NAME_LEN + 1])
+{
+	char base[MAFSBX_NAME_LEN + 1];
+	if (!name || strnlen(name, MAFSBX_NAME_LEN) < MAFSBX_NAME_LEN)
+		return MAFSBX_NAME_FOREIGN;
+	memcpy(base, name, MAFSBX_NAME_LEN);
+	base[MAFSBX_NAME_LEN] = '\0';
+	if (!mafsbx_is_workload_name(base))
+		return MAFSBX_NAME_FOREIGN;
+	const char *suffix = name + MAFSBX_NAME_LEN;
+	enum mafsbx_name_role role = !*suffix				    ? MAFSBX_NAME_WORKLOAD
+				     : !strcmp(suffix, MAFSBX_PROXY_SUFFIX)   ? MAFSBX_NAME_PROXY
+				     : !strcmp(suffix, MAFSBX_NETWORK_SUFFIX) ? MAFSBX_NAME_NETWORK
+									      : MAFSBX_NAME_FOREIGN;
+	if (role != MAFSBX_NAME_FOREIGN && workload)
+		memcpy(workload, base, MAFSBX_NAME_LEN + 1);
+	return role;
+}
+
 bool mafsbx_is_engine_id(const char *s)
 {
 	size_t n = 0;

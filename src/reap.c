@@ -66,31 +66,20 @@ bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kin
 			    char sandbox[MAFSBX_NAME_LEN + 1])
 {
 	char base[MAFSBX_NAME_LEN + 1];
-	if (!name || strlen(name) < MAFSBX_NAME_LEN)
-		return false;
-	memcpy(base, name, MAFSBX_NAME_LEN);
-	base[MAFSBX_NAME_LEN] = '\0';
-	if (!mafsbx_is_workload_name(base))
-		return false;
-	const char *suffix = name + MAFSBX_NAME_LEN;
+	enum mafsbx_name_role role = mafsbx_name_parse(name, base);
 	enum mafsbx_reap_kind k;
-	if (network) {
-		if (strcmp(suffix, "-net") != 0)
-			return false;
+	if (network && role == MAFSBX_NAME_NETWORK)
 		k = MAFSBX_REAP_NETWORK;
-	} else if (strcmp(suffix, "-proxy") == 0) {
+	else if (!network && role == MAFSBX_NAME_PROXY)
 		k = MAFSBX_REAP_PROXY;
-	} else if (suffix[0] == '\0') {
+	else if (!network && role == MAFSBX_NAME_WORKLOAD)
 		k = MAFSBX_REAP_WORKLOAD;
-	} else {
+	else
 		return false;
-	}
 	if (kind)
 		*kind = k;
-	if (sandbox) {
-		memcpy(sandbox, name, MAFSBX_NAME_LEN);
-		sandbox[MAFSBX_NAME_LEN] = '\0';
-	}
+	if (sandbox)
+		memcpy(sandbox, base, MAFSBX_NAME_LEN + 1);
 	return true;
 }
 
