@@ -88,8 +88,8 @@ int mafsbx_error_errno(const struct mafsbx_error *e, int fallback);
  * container with name or ID \"X\" found: no such container"). Any other
  * answer, a 404 without that message (a wrong path, a proxy in front of the
  * engine's socket) or a "not found" about something else ("context not
- * found") is a failure, never absence (reference/upstream-docker-backend.md
- * §3.3). Safe on NULL; an empty target is never gone.
+ * found") is a failure, never absence (doc/upstream.md §3.3). Safe on
+ * NULL; an empty target is never gone.
  */
 bool mafsbx_error_is_gone(const struct mafsbx_error *e, const char *target);
 

@@ -29,7 +29,7 @@ struct row {
 };
 
 static const struct row rows[] = {
-	/* Docker (reference/engine-api.md §1.2, §5) */
+	/* Docker (doc/engine-notes.md §1.2, §5) */
 	{ 404, "{\"message\":\"No such container: maf-sandbox-docker-0123456789ab\"}", "delete container",
 	  "maf-sandbox-docker-0123456789ab", true },
 	{ 404, "{\"message\":\"No such container: " ID "\"}", "inspect container", ID, true },
