@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "utf8.h"
 
 #define FALLTHROUGH __attribute__((fallthrough))
 
@@ -381,7 +382,7 @@ static enum scan_result string_escape_byte(struct json_scan *s, unsigned char ch
 static enum scan_result string_utf8_lead(struct json_scan *s, unsigned char ch, const char **why)
 {
 	size_t need;
-	if (!mfs_utf8_lead(ch, &need, &s->utf8_lo, &s->utf8_hi)) {
+	if (!mafsbx_utf8_lead(ch, &need, &s->utf8_lo, &s->utf8_hi)) {
 		*why = "invalid UTF-8 in a string";
 		return SCAN_BAD;
 	}

@@ -38,7 +38,9 @@
 #define JANITOR_RETRY_MIN_MS 500
 #define JANITOR_RETRY_MAX_MS 30000
 #define JANITOR_GC_MS (10 * 60 * 1000)
+#ifdef MAFSBX_TEST_KNOBS   /* the test daemon only (fs/meson.build) */
 #define JANITOR_GC_ENV "MAFSBX_TEST_JANITOR_GC_MS"
+#endif
 
 /* One recovery pass: 0 when nothing is left to lift, -1 when a retry is needed. */
 static int recover_pass(struct mfs *fs)
@@ -159,9 +161,13 @@ static void on_unpause_failure(void *ctx, const char *container)
 
 static long gc_interval_ms(void)
 {
+#ifdef MAFSBX_TEST_KNOBS
 	const char *v = getenv(JANITOR_GC_ENV);
 	long ms = v && *v ? strtol(v, NULL, 10) : 0;
-	return ms > 0 ? ms : JANITOR_GC_MS;
+	if (ms > 0)
+		return ms;
+#endif
+	return JANITOR_GC_MS;
 }
 
 static void *janitor_main(void *arg)

@@ -568,12 +568,6 @@ json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok);
 char *mfs_reply_dump(const json_t *reply, size_t *len);
 
 /*
- * A UTF-8 lead byte: false when no valid sequence starts with it (overlong
- * forms, surrogates and beyond U+10FFFF excluded), else the sequence's
- * length and the range its second byte must fall in (later ones 80..BF).
- */
-bool mfs_utf8_lead(unsigned char c, size_t *need, unsigned char *lo, unsigned char *hi);
-/*
  * The bytes as a JSON string value: valid UTF-8 kept, each maximal invalid
  * subsequence replaced by U+FFFD (as Python's errors="replace"). NUL kept.
  */

@@ -37,8 +37,7 @@ static const char *egress_of(const struct mafsbx_sandbox_info *i)
 	if (!i->network_mode || !strcmp(i->network_mode, "none"))
 		return "closed";
 	/* An allowlist sandbox sits on its own internal network NAME-net. */
-	size_t n = strlen(i->network_mode);
-	if (n > 4 && !strcmp(i->network_mode + n - 4, "-net"))
+	if (mafsbx_name_parse(i->network_mode, NULL) == MAFSBX_NAME_NETWORK)
 		return "allowlist";
 	return "unknown";
 }

@@ -22,52 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool mfs_utf8_lead(unsigned char c, size_t *need, unsigned char *lo, unsigned char *hi)
-{
-	*lo = 0x80;
-	*hi = 0xBF;
-	if (c < 0x80) {
-		*need = 1;
-	} else if (c >= 0xC2 && c <= 0xDF) {
-		*need = 2;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		*need = 3;
-		if (c == 0xE0)
-			*lo = 0xA0;
-		else if (c == 0xED)
-			*hi = 0x9F;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		*need = 4;
-		if (c == 0xF0)
-			*lo = 0x90;
-		else if (c == 0xF4)
-			*hi = 0x8F;
-	} else {
-		return false;
-	}
-	return true;
-}
-
-/* How many bytes starting at p[0] form one valid sequence (0 when the lead is
- * invalid); *valid_prefix gets how many leading bytes were acceptable, which
- * is the maximal subpart replaced by one U+FFFD when the sequence breaks. */
-static size_t seq_len(const unsigned char *p, size_t left, size_t *valid_prefix)
-{
-	size_t need;
-	unsigned char lo, hi;
-	*valid_prefix = 1;
-	if (!mfs_utf8_lead(p[0], &need, &lo, &hi))
-		return 0;
-	size_t i = 1;
-	for (; i < need && i < left; i++) {
-		unsigned char b = p[i];
-		unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-		if (b < l || b > h)
-			break;
-	}
-	*valid_prefix = i;
-	return i == need ? need : 0;
-}
+#include "utf8.h"
 
 /* What jansson writes for one byte of a valid string (JSON_ESCAPE_SLASH off). */
 static size_t json_cost(unsigned char c)
@@ -90,7 +45,7 @@ char *mfs_utf8_view(const unsigned char *data, size_t len, size_t max_json, size
 	size_t o = 0, i = 0, cost = 0;
 	while (i < len) {
 		size_t prefix;
-		size_t n = seq_len(data + i, len - i, &prefix);
+		size_t n = mafsbx_utf8_decode(data + i, len - i, NULL, &prefix);
 		/* a multibyte sequence is written as is; U+FFFD is 3 bytes */
 		size_t c = n == 0 ? 3 : n == 1 ? json_cost(data[i]) : n;
 		if (cost + c > max_json) {

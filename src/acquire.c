@@ -39,8 +39,10 @@
 #include "sbx_internal.h"
 #include "names.h"
 
+#ifdef MAFSBX_TEST_KNOBS
 void (*sbx_test_before_create)(const char *name, void *ctx);
 void *sbx_test_before_create_ctx;
+#endif
 
 static json_t *str_array(char *const *v, size_t n)
 {
@@ -136,7 +138,7 @@ static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *
 	const char *nm = json_string_value(json_object_get(hc, "NetworkMode"));
 	char want_net[MAFSBX_NAME_LEN + 8] = "none";
 	if (egress_name)
-		snprintf(want_net, sizeof(want_net), "%s-net", egress_name);
+		mafsbx_network_name(egress_name, want_net);
 	const char *v6 = json_string_value(
 		json_object_get(json_object_get(hc, "Sysctls"), "net.ipv6.conf.all.disable_ipv6"));
 	const char *dns = json_string_value(json_array_get(json_object_get(hc, "Dns"), 0));
@@ -238,8 +240,10 @@ static int create_container(struct mafsbx_backend *b, const struct mafsbx_acquir
 	if (!cfg)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	sbx_facts_drop(b, name, NULL);
+#ifdef MAFSBX_TEST_KNOBS
 	if (sbx_test_before_create)
 		sbx_test_before_create(name, sbx_test_before_create_ctx);
+#endif
 	char id[65] = "";
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);

@@ -87,7 +87,7 @@ static int remove_container(struct mafsbx_backend *b, const char *target, bool r
 			mafsbx_freeze_forget(b->fz, target);
 		return 1;
 	}
-	if (e.kind == MAFSBX_EK_NO_CONTAINER) {
+	if (mafsbx_error_is_gone(&e, target)) {
 		if (b->fz)
 			mafsbx_freeze_forget(b->fz, target);
 		return 0;
@@ -114,7 +114,7 @@ static enum checked check_container(struct mafsbx_backend *b, const char *ref, c
 	mafsbx_error_clear(e);
 	id[0] = '\0';
 	if (mafsbx_container_inspect(b->engine, ref, &insp, e) < 0)
-		return e->kind == MAFSBX_EK_NO_CONTAINER ? CHK_ABSENT : CHK_FAILED;
+		return mafsbx_error_is_gone(e, ref) ? CHK_ABSENT : CHK_FAILED;
 	const char *jid = json_string_value(json_object_get(insp, "Id"));
 	const char *nm = json_string_value(json_object_get(insp, "Name"));
 	json_t *labels = sbx_labels_of(insp);
@@ -135,7 +135,7 @@ static void remove_proxy_checked(struct mafsbx_backend *b, const char *name, str
 {
 	char buf[MAFSBX_NAME_LEN + 16], id[65];
 	struct mafsbx_error e;
-	snprintf(buf, sizeof(buf), "%s-proxy", name);
+	mafsbx_proxy_name(name, buf);
 	switch (check_container(b, buf, NULL, "proxy", id, &e)) {
 	case CHK_OURS:
 		sbx_egress_drain(b, buf);   /* its decisions go to the log first */
@@ -163,8 +163,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 	mafsbx_error_clear(&e);
 	json_t *insp = NULL;
 	if (mafsbx_network_inspect(b->engine, net, &insp, &e) < 0) {
-		/* the absent wording for networks is "not found" (doc/upstream.md §3.3) */
-		if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
+		if (mafsbx_error_is_gone(&e, net))
 			return;
 		log_warn("could not remove network %s: %s", net, e.message);
 		return;
@@ -183,7 +182,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 		log_debug("network %s removed", net);
 		return;
 	}
-	if (e.kind == MAFSBX_EK_NO_OBJECT || e.kind == MAFSBX_EK_NO_CONTAINER || strstr(e.message, "not found"))
+	if (mafsbx_error_is_gone(&e, id))
 		return;
 	log_warn("could not remove network %s: %s", net, e.message);
 }
@@ -241,17 +240,6 @@ static void names_free(struct names *s)
 	s->n = 0;
 }
 
-static bool is_proxy_name(const char *n)
-{
-	size_t len = strlen(n);
-	if (len != MAFSBX_NAME_LEN + 6 || strcmp(n + MAFSBX_NAME_LEN, "-proxy") != 0)
-		return false;
-	char w[MAFSBX_NAME_LEN + 1];
-	memcpy(w, n, MAFSBX_NAME_LEN);
-	w[MAFSBX_NAME_LEN] = '\0';
-	return mafsbx_is_workload_name(w);
-}
-
 /*
  * Keep container `n` (ID `id`) for removal. When there is no memory to keep
  * it, it is not removed: a workload is then reported as a failure (the
@@ -262,7 +250,7 @@ static void keep_or_fail(struct names *s, const char *n, const char *id, struct 
 {
 	if (names_add_id(s, n, id) == 0)
 		return;
-	if (is_proxy_name(n))
+	if (mafsbx_name_parse(n, NULL) == MAFSBX_NAME_PROXY)
 		log_warn("could not remove %s: out of memory", n);
 	else
 		sbx_result_fail(res, MAFSBX_DISPOSAL_UNKNOWN, "%s: out of memory, so it was not removed", n);
@@ -307,7 +295,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 				n++;
 			if (mafsbx_is_workload_name(n) && !role)
 				keep_or_fail(&workloads, n, id, res);
-			else if (is_proxy_name(n) && role && strcmp(role, "proxy") == 0)
+			else if (mafsbx_name_parse(n, NULL) == MAFSBX_NAME_PROXY && role && strcmp(role, "proxy") == 0)
 				keep_or_fail(&proxies, n, id, res);
 		}
 	}
@@ -347,7 +335,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	}
 	for (size_t i = 0; i < workloads.n; i++) {
 		char pn[MAFSBX_NAME_LEN + 16];
-		snprintf(pn, sizeof(pn), "%s-proxy", workloads.v[i]);
+		mafsbx_proxy_name(workloads.v[i], pn);
 		if (!names_has(&proxies, pn))
 			remove_proxy_checked(b, workloads.v[i], res);
 	}
@@ -355,12 +343,12 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	char buf[MAFSBX_NAME_LEN + 16];
 	struct names nets = { 0 };
 	for (size_t i = 0; i < proxies.n; i++) {
-		snprintf(buf, sizeof(buf), "%.*s-net", MAFSBX_NAME_LEN, proxies.v[i]);
+		mafsbx_network_name(proxies.v[i], buf);
 		if (names_add(&nets, buf) < 0)
 			log_warn("network %s left behind: out of memory", buf);
 	}
 	for (size_t i = 0; i < workloads.n; i++) {
-		snprintf(buf, sizeof(buf), "%s-net", workloads.v[i]);
+		mafsbx_network_name(workloads.v[i], buf);
 		if (names_add(&nets, buf) < 0)
 			log_warn("network %s left behind: out of memory", buf);
 	}
@@ -463,7 +451,7 @@ static int dispose_one(struct mafsbx_backend *b, const char *name, const char *i
 		log_info("sandbox released %s", name);
 	}
 	char buf[MAFSBX_NAME_LEN + 16];
-	snprintf(buf, sizeof(buf), "%s-net", name);
+	mafsbx_network_name(name, buf);
 	remove_network(b, buf);
 	return 0;
 }
@@ -531,7 +519,7 @@ static void instance_proxy(struct mafsbx_backend *b, const char *name, json_t *w
 	json_t *insp = NULL;
 	struct mafsbx_error e;
 	id[0] = '\0';
-	snprintf(pn, sizeof(pn), "%s-proxy", name);
+	mafsbx_proxy_name(name, pn);
 	if (mafsbx_container_inspect(b->engine, pn, &insp, &e) < 0)
 		return;
 	json_t *pl = sbx_labels_of(insp);
@@ -557,7 +545,7 @@ static int instance_select(struct mafsbx_backend *b, const struct mafsbx_key *ke
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	if (mafsbx_container_inspect(b->engine, instance_id, insp, &e) < 0) {
-		if (e.kind == MAFSBX_EK_NO_CONTAINER)
+		if (mafsbx_error_is_gone(&e, instance_id))
 			return 0;
 		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: %s", instance_id, e.message);
 		return -1;
@@ -599,12 +587,12 @@ int mafsbx_sandbox_dispose_instance(struct mafsbx_backend *b, const struct mafsb
 	if (mafsbx_container_inspect(b->engine, instance_id, &again, &e) < 0)
 		goto out;   /* gone meanwhile (or unanswerable): nothing is removed on a guess */
 	if (proxy_id[0]) {
-		snprintf(net, sizeof(net), "%s-proxy", name);
+		mafsbx_proxy_name(name, net);
 		sbx_egress_drain(b, net);   /* its decisions go to the log first */
 		if (remove_container(b, proxy_id, true, res) < 0)
 			goto out;
 	}
-	snprintf(net, sizeof(net), "%s-net", name);
+	mafsbx_network_name(name, net);
 	const char *net_id = json_string_value(json_object_get(
 		json_object_get(json_object_get(json_object_get(again, "NetworkSettings"), "Networks"), net), "NetworkID"));
 	if (remove_container(b, instance_id, true, res) == 1) {

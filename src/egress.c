@@ -23,8 +23,10 @@
 #include "sbx_internal.h"
 #include "names.h"
 
+#ifdef MAFSBX_TEST_KNOBS
 void (*sbx_test_egress_network)(json_t *config);
 bool sbx_test_egress_hide_bridge;
+#endif
 
 #define OPT_INHIBIT_IPV4 "com.docker.network.bridge.inhibit_ipv4"
 #define OPT_GW_MODE_V4 "com.docker.network.bridge.gateway_mode_ipv4"
@@ -150,12 +152,12 @@ int mafsbx_sandbox_egress_log(struct mafsbx_backend *b, const char *name, struct
 	if (!b || !mafsbx_is_workload_name(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "egress log: not a sandbox name");
 	char proxy[MAFSBX_NAME_LEN + 8];
-	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	mafsbx_proxy_name(name, proxy);
 	struct mafsbx_exec_result res;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	int r = mafsbx_container_logs(b->engine, proxy, MAFSBX_EGRESS_LOG_LINES + 1, MAFSBX_EGRESS_LOG_BYTES, &res, &e);
-	if (r < 0 && e.kind == MAFSBX_EK_NO_CONTAINER) {
+	if (r < 0 && mafsbx_error_is_gone(&e, proxy)) {
 		mafsbx_exec_result_free(&res);
 		out->text = strdup("");
 		return out->text ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -182,17 +184,12 @@ static json_t *identity_labels(const struct mafsbx_acquire_spec *spec)
 	return l;
 }
 
-static bool absent(const struct mafsbx_error *e)
-{
-	return e->kind == MAFSBX_EK_NO_CONTAINER || e->kind == MAFSBX_EK_NO_OBJECT || strstr(e->message, "not found");
-}
-
 static void remove_container(struct mafsbx_backend *b, const char *ref)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	sbx_facts_drop(b, NULL, ref);
-	if (mafsbx_container_delete(b->engine, ref, true, &e) < 0 && !absent(&e))
+	if (mafsbx_container_delete(b->engine, ref, true, &e) < 0 && !mafsbx_error_is_gone(&e, ref))
 		log_warn("could not remove container %s: %s", ref, e.message);
 }
 
@@ -200,17 +197,15 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	if (mafsbx_network_delete(b->engine, net, &e) < 0 && !absent(&e))
+	if (mafsbx_network_delete(b->engine, net, &e) < 0 && !mafsbx_error_is_gone(&e, net))
 		log_warn("could not remove network %s: %s", net, e.message);
 }
 
 void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy)
 {
 	char name[MAFSBX_NAME_LEN + 1];
-	if (strlen(proxy) != MAFSBX_NAME_LEN + 6)
+	if (mafsbx_name_parse(proxy, name) != MAFSBX_NAME_PROXY)
 		return;
-	memcpy(name, proxy, MAFSBX_NAME_LEN);
-	name[MAFSBX_NAME_LEN] = '\0';
 	struct mafsbx_egress_log lg;
 	struct mafsbx_error e;
 	if (mafsbx_sandbox_egress_log(b, name, &lg, &e) < 0) {
@@ -240,10 +235,10 @@ void sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char 
 	if (workload)
 		remove_container(b, workload);
 	/* proxy before network: a network with a live endpoint cannot go */
-	snprintf(buf, sizeof(buf), "%s-proxy", name);
+	mafsbx_proxy_name(name, buf);
 	sbx_egress_drain(b, buf);
 	remove_container(b, buf);
-	snprintf(buf, sizeof(buf), "%s-net", name);
+	mafsbx_network_name(name, buf);
 	remove_network(b, buf);
 }
 
@@ -280,7 +275,11 @@ enum bridge_state { BR_CLEAN, BR_LINK_LOCAL_ONLY, BR_ADDRESSED, BR_UNSEEN };
  */
 static enum bridge_state read_bridge(const char *ifname, char *why, size_t whysz)
 {
-	if (sbx_test_egress_hide_bridge || if_nametoindex(ifname) == 0) {
+	bool unseen = if_nametoindex(ifname) == 0;
+#ifdef MAFSBX_TEST_KNOBS
+	unseen = unseen || sbx_test_egress_hide_bridge;
+#endif
+	if (unseen) {
 		snprintf(why, whysz, "its host-side bridge %s is not visible from this host (a remote engine?), so its "
 			 "isolation cannot be proven", ifname);
 		return BR_UNSEEN;
@@ -341,12 +340,12 @@ int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool
 {
 	*discarded = false;
 	char net[MAFSBX_NAME_LEN + 8], why[300] = "";
-	snprintf(net, sizeof(net), "%s-net", name);
+	mafsbx_network_name(name, net);
 	json_t *n = NULL;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	if (mafsbx_network_inspect(b->engine, net, &n, &e) < 0) {
-		if (!absent(&e)) {
+		if (!mafsbx_error_is_gone(&e, net)) {
 			if (err)
 				*err = e;
 			mafsbx_error_prefix(err, "sandbox %s: its network could not be read", name);
@@ -383,8 +382,10 @@ static int ensure_network(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	json_decref(labels);
 	if (!cfg)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+#ifdef MAFSBX_TEST_KNOBS
 	if (sbx_test_egress_network)
 		sbx_test_egress_network(cfg);
+#endif
 	char id[65];
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
@@ -549,8 +550,8 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 		      bool fresh, struct mafsbx_error *err)
 {
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8];
-	snprintf(net, sizeof(net), "%s-net", name);
-	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	mafsbx_network_name(name, net);
+	mafsbx_proxy_name(name, proxy);
 	const char *image = mafsbx_egress_proxy_image(b);
 	if (!image)
 		return mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED, "no egress proxy image");
@@ -580,7 +581,7 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 int sbx_egress_workload_config(const char *name, json_t *cfg)
 {
 	char url[MAFSBX_NAME_LEN + 64], net[MAFSBX_NAME_LEN + 8];
-	snprintf(net, sizeof(net), "%s-net", name);
+	mafsbx_network_name(name, net);
 	json_t *hc = json_object_get(cfg, "HostConfig");
 	json_t *env = json_object_get(cfg, "Env");
 	if (!hc)
@@ -775,8 +776,8 @@ static int prove_from_inside(struct mafsbx_backend *b, const char *proxy, json_t
 int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err)
 {
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8], why[300] = "";
-	snprintf(net, sizeof(net), "%s-net", name);
-	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	mafsbx_network_name(name, net);
+	mafsbx_proxy_name(name, proxy);
 	json_t *n = NULL;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);

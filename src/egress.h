@@ -79,10 +79,17 @@ const char *mafsbx_egress_proxy_image(const struct mafsbx_backend *b);
 
 /* ---- private to the backend (acquire.c, dispose.c) ---------------------- */
 
-/* TESTS ONLY: called with the network create body before it is sent. */
+#ifdef MAFSBX_TEST_KNOBS
+/*
+ * Test hooks.
+ * Compiled only into the test libraries (MAFSBX_TEST_KNOBS, src/meson.build):
+ * the shipped daemon and CLI have none.
+ */
+/* Called with the network create body before it is sent. */
 extern void (*sbx_test_egress_network)(json_t *config);
-/* TESTS ONLY: act as if the bridge were not visible from this host (a remote engine). */
+/* Act as if the bridge were not visible from this host (a remote engine). */
 extern bool sbx_test_egress_hide_bridge;
+#endif
 
 /*
  * Before the reuse decision (doc/upstream.md §7.4): when the existing sandbox's

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "utf8.h"
+
 struct kind_info {
 	const char *name;
 	int err;
@@ -53,6 +55,18 @@ static const struct kind_info *kind_info(enum mafsbx_err_kind k)
 int mafsbx_error_errno(const struct mafsbx_error *e, int fallback)
 {
 	return e && e->err > 0 ? -e->err : fallback;
+}
+
+bool mafsbx_error_is_gone(const struct mafsbx_error *e, const char *target)
+{
+	static const char said[] = "engine answered 404: ";
+	if (!e || !target || !*target || e->http_status != 404)
+		return false;
+	const char *msg = strstr(e->message, said);
+	if (!msg)
+		return false;
+	msg += sizeof(said) - 1;
+	return strcasestr(msg, target) && (strcasestr(msg, "no such") || strcasestr(msg, "not found"));
 }
 
 int mafsbx_error_kind_errno(enum mafsbx_err_kind k) { return kind_info(k)->err; }
@@ -192,46 +206,10 @@ void mafsbx_scrub_host_paths(char *msg)
 }
 
 /*
- * Length of the UTF-8 sequence at s[0..n) as Go's utf8.DecodeRune accepts it
- * (no overlong forms, no surrogates, nothing over U+10FFFF), or 0 when Go
- * would call the byte invalid. The engine's JSON encoder replaces each such
- * byte with U+FFFD, so this is how a path's bytes appear in its messages.
- */
-static size_t go_utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	if (c < 0x80)
-		return 1;
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xBF;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4;
-	else
-		return 0;
-	if (c == 0xE0)
-		lo = 0xA0;
-	else if (c == 0xED)
-		hi = 0x9F;
-	else if (c == 0xF0)
-		lo = 0x90;
-	else if (c == 0xF4)
-		hi = 0x8F;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xBF)
-			return 0;
-	return len;
-}
-
-/*
  * Does `path` appear at msg[0..mlen) as the engine would print it? Returns
  * the number of message bytes it spans, or 0. Valid UTF-8 must match
- * byte for byte; each byte Go deems invalid must be "\xEF\xBF\xBD" (U+FFFD).
+ * byte for byte; each byte Go deems invalid must be "\xEF\xBF\xBD" (U+FFFD):
+ * the engine's JSON encoder replaces each such byte, one by one.
  */
 static size_t path_at(const char *msg, size_t mlen, const char *path)
 {
@@ -239,7 +217,7 @@ static size_t path_at(const char *msg, size_t mlen, const char *path)
 	const unsigned char *p = (const unsigned char *)path;
 	size_t plen = strlen(path), i = 0, j = 0;
 	while (i < plen) {
-		size_t l = go_utf8_len(p + i, plen - i);
+		size_t l = mafsbx_utf8_decode(p + i, plen - i, NULL, NULL);
 		if (l) {
 			if (mlen - j < l || memcmp(msg + j, p + i, l) != 0)
 				return 0;

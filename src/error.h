@@ -13,6 +13,7 @@
 #define MAFSBX_ERROR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 enum mafsbx_err_kind {
@@ -78,6 +79,19 @@ void mafsbx_error_prefix(struct mafsbx_error *e, const char *fmt, ...)
  * -e->err when the error carries one, else `fallback` (itself negative).
  */
 int mafsbx_error_errno(const struct mafsbx_error *e, int fallback);
+
+/*
+ * The one "already gone" rule: true only when `e` is the engine's 404 and
+ * the engine's own message names `target` (the container's or network's
+ * name or ID as the call gave it) and says "no such" or "not found"
+ * (Docker: "No such container: X", "network X not found"; Podman: "no
+ * container with name or ID \"X\" found: no such container"). Any other
+ * answer, a 404 without that message (a wrong path, a proxy in front of the
+ * engine's socket) or a "not found" about something else ("context not
+ * found") is a failure, never absence (doc/upstream.md §3.3). Safe on
+ * NULL; an empty target is never gone.
+ */
+bool mafsbx_error_is_gone(const struct mafsbx_error *e, const char *target);
 
 /* Defaults for a kind. */
 int mafsbx_error_kind_errno(enum mafsbx_err_kind kind);

@@ -21,8 +21,10 @@
 #include "log.h"
 #include "sbx_internal.h"
 
+#ifdef MAFSBX_TEST_KNOBS
 void (*sbx_test_exec_timed_out)(const char *name, void *ctx);
 void *sbx_test_exec_timed_out_ctx;
+#endif
 
 /*
  * The runtime never started the command: the result `docker exec` gives.
@@ -104,8 +106,10 @@ static int timed_out(struct mafsbx_backend *b, const struct mafsbx_exec_spec *sp
 					"killed, the sandbox kept", name, spec->timeout_ms);
 	}
 	struct mafsbx_dispose_result dr;
+#ifdef MAFSBX_TEST_KNOBS
 	if (sbx_test_exec_timed_out)
 		sbx_test_exec_timed_out(name, sbx_test_exec_timed_out_ctx);
+#endif
 	/* by the ID run in: a sandbox re-created under the name meanwhile is not ours to remove */
 	int dr_r = mafsbx_sandbox_dispose_id(b, name, id, &dr, NULL);
 	bool gone = dr_r == 0 && dr.n_failures == 0;

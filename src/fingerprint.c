@@ -49,6 +49,7 @@
 #include "engine.h"
 #include "pin.h"
 #include "names.h"
+#include "utf8.h"
 
 #define FP_READ_CHUNK (128u * 1024)
 #define FP_MOUNTINFO_MAX (1024u * 1024)
@@ -91,32 +92,12 @@ int mafsbx_fp_type_from_name(const char *name)
 
 /* ---- escaping ----------------------------------------------------------- */
 
-/* Length of a valid, printable UTF-8 sequence at p (not C1, no overlong or surrogate), else 0. */
+/* Length of a valid, printable UTF-8 sequence at p (not C1: they reach terminals too), else 0. */
 static size_t utf8_ok(const unsigned char *p, size_t left)
 {
-	unsigned c = p[0];
-	size_t n;
-	uint32_t cp;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (left < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	if (cp >= 0x80 && cp <= 0x9f)
-		return 0;   /* C1 controls reach terminals too */
-	return n;
+	uint32_t cp = 0;
+	size_t n = mafsbx_utf8_decode(p, left, &cp, NULL);
+	return n && !(cp >= 0x80 && cp <= 0x9f) ? n : 0;
 }
 
 char *mafsbx_fp_escape(const char *raw, size_t len)

@@ -672,8 +672,10 @@ struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const ch
 		goto fail;
 	const struct mafsbx_endpoint *ep = mafsbx_engine_endpoint(engine);
 	snprintf(f->ep_hash, sizeof(f->ep_hash), "%016llx", (unsigned long long)fnv1a(ep ? ep->url : ""));
+#ifdef MAFSBX_TEST_KNOBS
 	const char *hold = getenv(MAFSBX_FREEZE_HOLD_ENV);
 	f->hold_ms = hold ? strtol(hold, NULL, 10) : 0;
+#endif
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

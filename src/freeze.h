@@ -72,8 +72,14 @@
 #include "error.h"
 #include "rundir.h"
 
-/* Test-only: milliseconds to sleep inside every freeze right after it is taken. */
+#ifdef MAFSBX_TEST_KNOBS
+/*
+ * Milliseconds to sleep inside every freeze right after it is taken.
+ * Compiled only into the test libraries (MAFSBX_TEST_KNOBS, src/meson.build):
+ * the shipped daemon and CLI have none.
+ */
 #define MAFSBX_FREEZE_HOLD_ENV "MAFSBX_TEST_FREEZE_HOLD_MS"
+#endif
 /*
  * A freeze older than this takes no new joiners: they wait for it to drain
  * and freeze again, so a stream of file calls cannot starve the guest.

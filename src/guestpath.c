@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "buf.h"
+#include "paths.h"
+#include "utf8.h"
 
 static int check_text_n(const char *path, size_t len, struct mafsbx_error *err)
 {
@@ -304,46 +306,6 @@ int mafsbx_gp_ancestors(const char *work_dir, const char *target, bool include_s
 	return 0;
 }
 
-/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
-static bool valid_utf8(const unsigned char *s, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		unsigned char c = s[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		size_t need;
-		uint32_t cp, min;
-		if ((c & 0xe0) == 0xc0) {
-			need = 1;
-			cp = c & 0x1f;
-			min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			need = 2;
-			cp = c & 0x0f;
-			min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			need = 3;
-			cp = c & 0x07;
-			min = 0x10000;
-		} else {
-			return false;
-		}
-		if (i + need >= n)
-			return false;
-		for (size_t k = 1; k <= need; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += need + 1;
-	}
-	return true;
-}
-
 int mafsbx_gp_check_name(const char *name, unsigned flags, struct mafsbx_error *err)
 {
 	if (!name || !name[0])
@@ -356,27 +318,15 @@ int mafsbx_gp_check_name(const char *name, unsigned flags, struct mafsbx_error *
 	if (len > MAFSBX_GP_PATH_MAX)
 		return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "name is %zu bytes, over %d", len,
 					MAFSBX_GP_PATH_MAX);
-	for (size_t i = 0; i <= len;) {
-		size_t s = i;
-		while (i < len && name[i] != '/')
-			i++;
-		size_t l = i - s;
-		if (l == 0)
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "name %.200s has an empty component", name);
-		if ((l == 1 && name[s] == '.') || (l == 2 && name[s] == '.' && name[s + 1] == '.'))
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "name %.200s has a '%.*s' component", name,
-						(int)l, name + s);
-		if (l > MAFSBX_GP_NAME_MAX)
-			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "name %.120s... has a component of %zu bytes, over %d",
-						name, l, MAFSBX_GP_NAME_MAX);
-		i++;
-	}
+	int r = mafsbx_path_check_segments(name, MAFSBX_SEG_STRICT, err, "name %.200s", name);
+	if (r < 0)
+		return r;
 	if (flags & MAFSBX_GP_NAME_STRICT) {
 		for (size_t i = 0; i < len; i++)
 			if ((unsigned char)name[i] < 32)
 				return mafsbx_error_set(err, MAFSBX_EK_INVALID, "name %.200s contains control byte %d",
 							name, name[i]);
-		if (!valid_utf8((const unsigned char *)name, len))
+		if (!mafsbx_utf8_valid(name, len))
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "name %.200s is not valid UTF-8", name);
 		if (len > MAFSBX_GP_NAME_MAX)
 			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "name %.120s... is %zu bytes, over %d",

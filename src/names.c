@@ -18,6 +18,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "log.h"
+#include "utf8.h"
 
 #define KEY_ATTRIBUTION_MAX 4096
 
@@ -159,34 +160,10 @@ char *mafsbx_egress_id(const char *const *allow, size_t n)
  */
 static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
 {
-	unsigned char c = s[0];
-	size_t need;
-	uint32_t v, min;
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	} else if ((c & 0xe0) == 0xc0) {
-		need = 2, v = c & 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		need = 3, v = c & 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		need = 4, v = c & 0x07, min = 0x10000;
-	} else {
-		goto bad;
-	}
-	if (need > n)
-		goto bad;
-	for (size_t i = 1; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			goto bad;
-		v = (v << 6) | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		goto bad;
-	*cp = v;
-	return need;
-bad:
-	*cp = 0xdc00 + c;
+	size_t k = mafsbx_utf8_decode(s, n, cp, NULL);
+	if (k)
+		return k;
+	*cp = 0xdc00 + s[0];
 	return 1;
 }
 
@@ -370,6 +347,40 @@ bool mafsbx_is_workload_name(const char *name)
 		if (!is_lower_hex((unsigned char)name[i]))
 			return false;
 	return true;
+}
+
+static void side_name(const char *name, const char *suffix, char out[MAFSBX_SIDE_NAME_SIZE])
+{
+	snprintf(out, MAFSBX_SIDE_NAME_SIZE, "%.*s%s", MAFSBX_NAME_LEN, name, suffix);
+}
+
+void mafsbx_proxy_name(const char *name, char out[MAFSBX_SIDE_NAME_SIZE])
+{
+	side_name(name, MAFSBX_PROXY_SUFFIX, out);
+}
+
+void mafsbx_network_name(const char *name, char out[MAFSBX_SIDE_NAME_SIZE])
+{
+	side_name(name, MAFSBX_NETWORK_SUFFIX, out);
+}
+
+enum mafsbx_name_role mafsbx_name_parse(const char *name, char workload[MAFSBX_NAME_LEN + 1])
+{
+	char base[MAFSBX_NAME_LEN + 1];
+	if (!name || strnlen(name, MAFSBX_NAME_LEN) < MAFSBX_NAME_LEN)
+		return MAFSBX_NAME_FOREIGN;
+	memcpy(base, name, MAFSBX_NAME_LEN);
+	base[MAFSBX_NAME_LEN] = '\0';
+	if (!mafsbx_is_workload_name(base))
+		return MAFSBX_NAME_FOREIGN;
+	const char *suffix = name + MAFSBX_NAME_LEN;
+	enum mafsbx_name_role role = !*suffix				    ? MAFSBX_NAME_WORKLOAD
+				     : !strcmp(suffix, MAFSBX_PROXY_SUFFIX)   ? MAFSBX_NAME_PROXY
+				     : !strcmp(suffix, MAFSBX_NETWORK_SUFFIX) ? MAFSBX_NAME_NETWORK
+									      : MAFSBX_NAME_FOREIGN;
+	if (role != MAFSBX_NAME_FOREIGN && workload)
+		memcpy(workload, base, MAFSBX_NAME_LEN + 1);
+	return role;
 }
 
 bool mafsbx_is_engine_id(const char *s)

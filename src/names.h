@@ -78,6 +78,30 @@ bool mafsbx_has_identity_labels(const json_t *labels);
 bool mafsbx_is_workload_name(const char *name);
 
 /*
+ * A sandbox with an egress allowlist has two more objects named after its
+ * workload: the proxy container NAME-proxy and the internal network
+ * NAME-net. These are the only places the suffixes are written or read.
+ */
+#define MAFSBX_PROXY_SUFFIX "-proxy"
+#define MAFSBX_NETWORK_SUFFIX "-net"
+/* Bytes a proxy's or a network's name needs, with its NUL. */
+#define MAFSBX_SIDE_NAME_SIZE (MAFSBX_NAME_LEN + sizeof(MAFSBX_PROXY_SUFFIX))
+
+/* NAME-proxy and NAME-net of the sandbox `name`: only its first MAFSBX_NAME_LEN bytes
+ * count, so the proxy's own name gives its network's. */
+void mafsbx_proxy_name(const char *name, char out[MAFSBX_SIDE_NAME_SIZE]);
+void mafsbx_network_name(const char *name, char out[MAFSBX_SIDE_NAME_SIZE]);
+
+enum mafsbx_name_role {
+	MAFSBX_NAME_FOREIGN = 0,   /* none of ours */
+	MAFSBX_NAME_WORKLOAD,
+	MAFSBX_NAME_PROXY,
+	MAFSBX_NAME_NETWORK,
+};
+/* What `name` (may be NULL) names; unless FOREIGN, `workload` (may be NULL) gets the workload's name. */
+enum mafsbx_name_role mafsbx_name_parse(const char *name, char workload[MAFSBX_NAME_LEN + 1]);
+
+/*
  * True when `s` is a full engine object ID as the engine writes them (a
  * container's or an exec's): exactly 64 lowercase hex digits. NULL is false.
  */

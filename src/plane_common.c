@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "paths.h"
 #include "sandbox.h"
 
 int plane_rel_check(const char *rel, struct mafsbx_error *err)
@@ -21,18 +22,7 @@ int plane_rel_check(const char *rel, struct mafsbx_error *err)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "path %s: a backslash is refused", rel);
 	if (!*rel)
 		return 0;
-	const char *p = rel;
-	for (;;) {
-		const char *s = strchr(p, '/');
-		size_t len = s ? (size_t)(s - p) : strlen(p);
-		if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "path %s: empty, '.' or '..' component", rel);
-		if (len > 255)
-			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "path %s: a component over 255 bytes", rel);
-		if (!s)
-			return 0;
-		p = s + 1;
-	}
+	return mafsbx_path_check_segments(rel, MAFSBX_SEG_STRICT, err, "path %s", rel);
 }
 
 int plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t *gid, struct mafsbx_error *err)

@@ -66,31 +66,20 @@ bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kin
 			    char sandbox[MAFSBX_NAME_LEN + 1])
 {
 	char base[MAFSBX_NAME_LEN + 1];
-	if (!name || strlen(name) < MAFSBX_NAME_LEN)
-		return false;
-	memcpy(base, name, MAFSBX_NAME_LEN);
-	base[MAFSBX_NAME_LEN] = '\0';
-	if (!mafsbx_is_workload_name(base))
-		return false;
-	const char *suffix = name + MAFSBX_NAME_LEN;
+	enum mafsbx_name_role role = mafsbx_name_parse(name, base);
 	enum mafsbx_reap_kind k;
-	if (network) {
-		if (strcmp(suffix, "-net") != 0)
-			return false;
+	if (network && role == MAFSBX_NAME_NETWORK)
 		k = MAFSBX_REAP_NETWORK;
-	} else if (strcmp(suffix, "-proxy") == 0) {
+	else if (!network && role == MAFSBX_NAME_PROXY)
 		k = MAFSBX_REAP_PROXY;
-	} else if (suffix[0] == '\0') {
+	else if (!network && role == MAFSBX_NAME_WORKLOAD)
 		k = MAFSBX_REAP_WORKLOAD;
-	} else {
+	else
 		return false;
-	}
 	if (kind)
 		*kind = k;
-	if (sandbox) {
-		memcpy(sandbox, name, MAFSBX_NAME_LEN);
-		sandbox[MAFSBX_NAME_LEN] = '\0';
-	}
+	if (sandbox)
+		memcpy(sandbox, base, MAFSBX_NAME_LEN + 1);
 	return true;
 }
 
@@ -132,20 +121,6 @@ static int add_failure(struct mafsbx_reap_result *res, enum mafsbx_reap_code cod
 	vsnprintf(f->message, sizeof(f->message), fmt, ap);
 	va_end(ap);
 	return 0;
-}
-
-/*
- * Upstream counts a container or network as absent only when the engine's
- * own message names it (doc/upstream.md §3.3): a 404 from a wrong path or a vanished
- * daemon socket proxy must not read as "already gone".
- */
-static bool names_absent(const struct mafsbx_error *e, const char *id)
-{
-	if (e->http_status != 404 || (e->kind != MAFSBX_EK_NO_CONTAINER && e->kind != MAFSBX_EK_NO_OBJECT))
-		return false;
-	const char *engine_says = strstr(e->message, "engine answered 404: ");
-	const char *msg = engine_says ? engine_says + strlen("engine answered 404: ") : e->message;
-	return strcasestr(msg, id) && (strcasestr(msg, "no such") || strcasestr(msg, "not found"));
 }
 
 /* ---- inventory ---------------------------------------------------------- */
@@ -320,7 +295,7 @@ static int inventory_entry(struct mafsbx_engine *e, bool network, const char *id
 	mafsbx_error_clear(&ierr);
 	int r = network ? mafsbx_network_inspect(e, id, &obj, &ierr) : mafsbx_container_inspect(e, id, &obj, &ierr);
 	if (r < 0) {
-		if (names_absent(&ierr, id))
+		if (mafsbx_error_is_gone(&ierr, id))
 			return 0;   /* removed since the listing: not ours to judge */
 		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, id, NULL, "could not inspect listed %s %s: %s",
 				network ? "network" : "container", id, ierr.message) < 0)
@@ -544,7 +519,7 @@ static int revalidate_group(struct reap_run *run, struct group *g, int *first)
 	mafsbx_error_clear(&rerr);
 	int r = a->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_inspect(run->e, a->id, &obj, &rerr)
 					       : mafsbx_container_inspect(run->e, a->id, &obj, &rerr);
-	if (r < 0 && names_absent(&rerr, a->id)) {
+	if (r < 0 && mafsbx_error_is_gone(&rerr, a->id)) {
 		g->skipped = true;
 		return 0;
 	}
@@ -613,7 +588,7 @@ static int remove_one(struct reap_run *run, const struct resource *r, struct gro
 		o = MAFSBX_REAP_REMOVED;
 		count_removed(run->res, r->kind);
 		log_info("reap: removed %s %s (%.12s)", mafsbx_reap_kind_name(r->kind), r->name, r->id);
-	} else if (names_absent(&derr, r->id)) {
+	} else if (mafsbx_error_is_gone(&derr, r->id)) {
 		o = MAFSBX_REAP_GONE;
 	} else {
 		o = MAFSBX_REAP_FAILED;

@@ -83,20 +83,24 @@ void sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id);
  */
 int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err);
 
+#ifdef MAFSBX_TEST_KNOBS
 /*
- * Test hook (integration tests only; NULL otherwise): called between the
- * "absent" inspect and the create of a missing container, so a test can
- * make the name conflict of another process deterministically.
+ * Test hooks (NULL unless a test sets them).
+ * Compiled only into the test libraries (MAFSBX_TEST_KNOBS, src/meson.build):
+ * the shipped daemon and CLI have none.
+ *
+ * sbx_test_before_create: called between the "absent" inspect and the
+ * create of a missing container, so a test can make the name conflict of
+ * another process deterministically.
+ * sbx_test_exec_timed_out: called when an exec timed out, after its
+ * instance was removed and before the disposal that follows, so a test can
+ * re-create the sandbox under the same name.
  */
 extern void (*sbx_test_before_create)(const char *name, void *ctx);
 extern void *sbx_test_before_create_ctx;
-/*
- * Test hook (integration tests only; NULL otherwise): called when an exec
- * timed out, after its instance was removed and before the disposal that
- * follows, so a test can re-create the sandbox under the same name.
- */
 extern void (*sbx_test_exec_timed_out)(const char *name, void *ctx);
 extern void *sbx_test_exec_timed_out_ctx;
+#endif
 
 /* ---- facts.c ------------------------------------------------------------ */
 /*

@@ -15,6 +15,8 @@
 
 #include "base64.h"
 #include "buf.h"
+#include "paths.h"
+#include "utf8.h"
 
 /* ---- names of enums ----------------------------------------------------- */
 
@@ -210,36 +212,6 @@ static int parse_env(const json_t *req, char ***out, size_t *n_out, struct mafsb
 	return 0;
 }
 
-static bool utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		size_t need;
-		uint32_t v, min;
-		if (*p < 0x80) {
-			p++;
-			continue;
-		} else if ((*p & 0xe0) == 0xc0) {
-			need = 1, v = *p & 0x1f, min = 0x80;
-		} else if ((*p & 0xf0) == 0xe0) {
-			need = 2, v = *p & 0x0f, min = 0x800;
-		} else if ((*p & 0xf8) == 0xf0) {
-			need = 3, v = *p & 0x07, min = 0x10000;
-		} else {
-			return false;
-		}
-		p++;
-		for (size_t i = 0; i < need; i++, p++) {
-			if ((*p & 0xc0) != 0x80)
-				return false;
-			v = (v << 6) | (*p & 0x3f);
-		}
-		if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-			return false;
-	}
-	return true;
-}
-
 int mafsbx_output_name_check(const char *name, const char *field, struct mafsbx_error *err)
 {
 	if (!name || !*name)
@@ -250,26 +222,9 @@ int mafsbx_output_name_check(const char *name, const char *field, struct mafsbx_
 		return bad(err, field, "contains a backslash");
 	if (has_ctl(name))
 		return bad(err, field, "contains a control character");
-	if (!utf8_valid(name))
+	if (!mafsbx_utf8_valid(name, strlen(name)))
 		return bad(err, field, "is not valid UTF-8");
-	const char *p = name;
-	while (1) {
-		const char *slash = strchr(p, '/');
-		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		if (len == 0)
-			return bad(err, field, "has an empty path segment");
-		if (len == 1 && p[0] == '.')
-			return bad(err, field, "has a '.' segment");
-		if (len == 2 && p[0] == '.' && p[1] == '.')
-			return bad(err, field, "has a '..' segment");
-		if (len > 255)
-			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field '%s': a segment is over 255 bytes",
-						field);
-		if (!slash)
-			break;
-		p = slash + 1;
-	}
-	return 0;
+	return mafsbx_path_check_segments(name, MAFSBX_SEG_STRICT, err, "field '%s':", field);
 }
 
 /* An absolute guest path given by a user: no NUL (already), backslash, control chars or ".." segment. */
@@ -284,24 +239,10 @@ static int check_abs_path(const char *s, const char *field, struct mafsbx_error 
 		return bad(err, field, "contains a backslash");
 	if (has_ctl(s))
 		return bad(err, field, "contains a control character");
-	if (!utf8_valid(s))
+	if (!mafsbx_utf8_valid(s, strlen(s)))
 		return bad(err, field, "is not valid UTF-8");
-	for (const char *p = s; (p = strstr(p, "..")) != NULL; p += 2) {
-		bool start = p[-1] == '/';
-		bool end = p[2] == '/' || p[2] == '\0';
-		if (start && end)
-			return bad(err, field, "has a '..' segment");
-	}
-	for (const char *p = s; *p; p++) {
-		size_t len = strcspn(p, "/");
-		if (len > 255)
-			return mafsbx_error_set(err, MAFSBX_EK_NAMETOOLONG, "field '%s': a segment is over 255 bytes",
-						field);
-		p += len;
-		if (!*p)
-			break;
-	}
-	return 0;
+	/* "//" and "." are cleaned lexically later; ".." never is */
+	return mafsbx_path_check_segments(s, MAFSBX_SEG_ALLOW_EMPTY | MAFSBX_SEG_ALLOW_DOT, err, "field '%s':", field);
 }
 
 static int parse_u64_limit(const json_t *obj, const char *key, const char *prefix, uint64_t ceiling, uint64_t *dst,

@@ -206,7 +206,7 @@ static int parse_format(const char *arg, void *dest)
 static bool key_from_proxy(json_t *list, const char *name, const json_t *labels, char *out[4])
 {
 	char proxy[MAFSBX_NAME_LEN + 8];
-	snprintf(proxy, sizeof(proxy), "%s-proxy", name);
+	mafsbx_proxy_name(name, proxy);
 	size_t j;
 	json_t *p;
 	json_array_foreach(list, j, p) {

@@ -5,7 +5,7 @@
 # every file lands where the units, the cron example and the man pages say:
 # the binaries, both man pages, the three systemd units, the cron.d and fstab
 # examples, the bash completion (for both programs), the egress proxy where
-# mkimage looks for it; every program a unit or the cron line runs exists (executable) in
+# mkimage looks for it; no test knob in the installed binaries; every program a unit or the cron line runs exists (executable) in
 # the install tree; every man:PAGE a unit names is installed; the timer's
 # service is installed next to it; every unit or example path the man pages
 # name is installed. All directory arguments are absolute (prefix included).
@@ -38,6 +38,20 @@ done
 # mkimage's default proxy is that installed one
 strings "$dest$bindir/mafsbx" 2>/dev/null | grep -qxF "$libexecdir/mafsbx/mafsbx-egress-proxy" ||
 	bad "mafsbx does not look for the proxy at $libexecdir/mafsbx/mafsbx-egress-proxy"
+
+# 1b. No test knob ships: the environment variables and hooks the tests turn
+#     are compiled only into the test libraries and the test daemon
+#     (src/meson.build, fs/meson.build), which are never installed.
+for f in "$bindir/mafsbx" "$bindir/mafsbxfs"; do
+	[ -f "$dest$f" ] || continue
+	knobs=$(strings "$dest$f" | grep -o 'MAFSBX_TEST_[A-Z_]*' | sort -u | tr '\n' ' ')
+	[ -z "$knobs" ] || bad "$f reads test knobs: $knobs"
+	if command -v nm >/dev/null 2>&1; then
+		hooks=$(nm "$dest$f" 2>/dev/null | awk '$3 ~ /^sbx_test_/ {print $3}' | sort -u | tr '\n' ' ')
+		[ -z "$hooks" ] || bad "$f carries test hooks: $hooks"
+	fi
+done
+[ -z "$(find "$dest" -name 'mafsbxfs-test*')" ] || bad "the test daemon mafsbxfs-test is installed"
 
 # 2. What the units and the cron line run is installed (or, outside the
 #    prefix, present on this host); no unsubstituted @var@ is left.

@@ -260,6 +260,44 @@ static void test_is_workload_name(void **state)
 	assert_false(mafsbx_is_workload_name(NULL));
 }
 
+/* NAME-proxy and NAME-net are built and read only by names.c: each built name parses back to
+ * its role and workload, and nothing near them passes. */
+static void test_side_names(void **state)
+{
+	(void)state;
+	const char *w = "maf-sandbox-docker-6f8a8ed7a21c";
+	char proxy[MAFSBX_SIDE_NAME_SIZE], net[MAFSBX_SIDE_NAME_SIZE], again[MAFSBX_SIDE_NAME_SIZE];
+	char base[MAFSBX_NAME_LEN + 1];
+	mafsbx_proxy_name(w, proxy);
+	mafsbx_network_name(w, net);
+	assert_string_equal(proxy, "maf-sandbox-docker-6f8a8ed7a21c-proxy");
+	assert_string_equal(net, "maf-sandbox-docker-6f8a8ed7a21c-net");
+	/* a proxy's own name gives its network's */
+	mafsbx_network_name(proxy, again);
+	assert_string_equal(again, net);
+	assert_int_equal(mafsbx_name_parse(w, base), MAFSBX_NAME_WORKLOAD);
+	assert_string_equal(base, w);
+	memset(base, 0, sizeof(base));
+	assert_int_equal(mafsbx_name_parse(proxy, base), MAFSBX_NAME_PROXY);
+	assert_string_equal(base, w);
+	memset(base, 0, sizeof(base));
+	assert_int_equal(mafsbx_name_parse(net, base), MAFSBX_NAME_NETWORK);
+	assert_string_equal(base, w);
+	static const char *const foreign[] = {
+		"maf-sandbox-docker-6f8a8ed7a21c-proxyx", "maf-sandbox-docker-6f8a8ed7a21c-ne",
+		"maf-sandbox-docker-6f8a8ed7a21c-", "maf-sandbox-docker-6f8a8ed7a21c-netproxy",
+		"maf-sandbox-docker-6F8A8ED7A21C-net", "maf-sandbox-docker-6f8a8ed7a21-net",
+		"maf-sandbox-docker-6f8a8ed7a21c0", "other-net", "", NULL,
+	};
+	for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++) {
+		strcpy(base, "untouched");
+		if (mafsbx_name_parse(foreign[i], base) != MAFSBX_NAME_FOREIGN)
+			fail_msg("%s taken for one of ours", foreign[i] ? foreign[i] : "NULL");
+		assert_string_equal(base, "untouched");
+	}
+	assert_int_equal(mafsbx_name_parse(net, NULL), MAFSBX_NAME_NETWORK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_key_attribution_decode_strict),
 		cmocka_unit_test(test_workload_labels),
 		cmocka_unit_test(test_is_workload_name),
+		cmocka_unit_test(test_side_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
