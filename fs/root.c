@@ -21,6 +21,7 @@
 #include "mfs.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,10 @@ void mfs_list_clear(struct mfs *fs)
 	if (fs->snap)
 		mfs_snapshot_put(fs->snap);
 	fs->snap = NULL;
+	for (size_t k = 0; k < MFS_SCOPED_SLOTS; k++) {
+		mfs_snapshot_put(fs->scoped[k]);
+		fs->scoped[k] = NULL;
+	}
 	while (fs->extras) {
 		struct mfs_sbx_extra *x = fs->extras;
 		fs->extras = x->next;
@@ -65,22 +70,37 @@ void mfs_snapshot_put(struct mfs_snapshot *s)
 	if (!s)
 		return;
 	if (atomic_fetch_sub(&s->refs, 1) == 1) {
+		size_t n = s->n;
 		mafsbx_sandbox_info_free_array(s->a, s->n);
 		free(s);
+		/* A large list's memory goes back to the system, not to the heap's free lists. */
+		if (n >= 1000)
+			malloc_trim(0);
 	}
 }
 
-static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, struct mafsbx_error *err)
+static int cmp_info_name(const void *a, const void *b)
+{
+	return strcmp(((const struct mafsbx_sandbox_info *)a)->name, ((const struct mafsbx_sandbox_info *)b)->name);
+}
+
+/* Ask the engine for the list (of one scope label, or of the mount's scope when NULL). */
+static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, const char *scope_label, struct mafsbx_error *err)
 {
 	struct mfs_snapshot *s = calloc(1, sizeof(*s));
 	if (!s) {
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		return NULL;
 	}
-	if (mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err) < 0) {
+	int r = scope_label ? mafsbx_sandbox_list_label(fs->backend, scope_label, &s->a, &s->n, err)
+			    : mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err);
+	if (r < 0) {
 		free(s);
 		return NULL;
 	}
+	if (s->n > 1)
+		qsort(s->a, s->n, sizeof(*s->a), cmp_info_name);
+	snprintf(s->scope, sizeof(s->scope), "%s", scope_label ? scope_label : "");
 	atomic_init(&s->refs, 1);
 	s->fetched_ms = mafsbx_now_ms();
 	return s;
@@ -98,7 +118,7 @@ struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, stru
 	pthread_mutex_unlock(&fs->lock);
 
 	/* Ask outside the lock: a slow engine must not stall every lookup. */
-	s = snapshot_fetch(fs, err);
+	s = snapshot_fetch(fs, NULL, err);
 	if (!s)
 		return NULL;
 	pthread_mutex_lock(&fs->lock);
@@ -114,21 +134,152 @@ struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, stru
 	return s;
 }
 
-void mfs_snapshot_invalidate(struct mfs *fs)
+struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *scope_label, long long max_age_ms,
+				    struct mafsbx_error *err)
 {
+	if (fs->scope_label[0] && strcmp(scope_label, fs->scope_label)) {
+		mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "scope '%s' is not this mount's", scope_label);
+		return NULL;
+	}
+	long long now = mafsbx_now_ms();
 	pthread_mutex_lock(&fs->lock);
-	struct mfs_snapshot *old = fs->snap;
-	fs->snap = NULL;
+	struct mfs_snapshot *s = NULL;
+	if (max_age_ms >= 0 && fs->snap && now - fs->snap->fetched_ms <= max_age_ms)
+		s = fs->snap;
+	for (size_t k = 0; !s && max_age_ms >= 0 && k < MFS_SCOPED_SLOTS; k++)
+		if (fs->scoped[k] && !strcmp(fs->scoped[k]->scope, scope_label) &&
+		    now - fs->scoped[k]->fetched_ms <= max_age_ms)
+			s = fs->scoped[k];
+	if (s) {
+		atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&fs->lock);
+		return s;
+	}
+	pthread_mutex_unlock(&fs->lock);
+
+	if (strlen(scope_label) > MAFSBX_LABEL_VALUE_MAX) {
+		/* No label value is that long: nothing to ask for. */
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			return NULL;
+		}
+		atomic_init(&s->refs, 1);
+		s->fetched_ms = now;
+		return s;
+	}
+	s = snapshot_fetch(fs, scope_label, err);
+	if (!s)
+		return NULL;
+	/* Keep it in the slot of the same scope, else the oldest. */
+	pthread_mutex_lock(&fs->lock);
+	size_t slot = 0;
+	for (size_t k = 0; k < MFS_SCOPED_SLOTS; k++) {
+		if (fs->scoped[k] && !strcmp(fs->scoped[k]->scope, scope_label)) {
+			slot = k;
+			break;
+		}
+		if (!fs->scoped[k] || (fs->scoped[slot] && fs->scoped[k]->fetched_ms < fs->scoped[slot]->fetched_ms))
+			slot = k;
+	}
+	struct mfs_snapshot *old = NULL;
+	if (!fs->scoped[slot] || fs->scoped[slot]->fetched_ms <= s->fetched_ms) {
+		old = fs->scoped[slot];
+		atomic_fetch_add(&s->refs, 1);
+		fs->scoped[slot] = s;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	mfs_snapshot_put(old);
+	return s;
+}
+
+void mfs_snapshot_invalidate(struct mfs *fs)
+{
+	struct mfs_snapshot *old[MFS_SCOPED_SLOTS + 1];
+	pthread_mutex_lock(&fs->lock);
+	old[0] = fs->snap;
+	fs->snap = NULL;
+	for (size_t k = 0; k < MFS_SCOPED_SLOTS; k++) {
+		old[k + 1] = fs->scoped[k];
+		fs->scoped[k] = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t k = 0; k <= MFS_SCOPED_SLOTS; k++)
+		mfs_snapshot_put(old[k]);
 }
 
 const struct mafsbx_sandbox_info *mfs_snapshot_find(const struct mfs_snapshot *s, const char *name)
 {
-	for (size_t i = 0; s && i < s->n; i++)
-		if (!strcmp(s->a[i].name, name))
-			return &s->a[i];
-	return NULL;
+	if (!s || !s->n)
+		return NULL;
+	struct mafsbx_sandbox_info key;
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	if (strlen(name) >= sizeof(key.name))
+		return NULL;
+	return bsearch(&key, s->a, s->n, sizeof(*s->a), cmp_info_name);
+}
+
+/* ---- listing handles ------------------------------------------------------ */
+
+void mfs_listdir_release(struct mfs_listdir *d)
+{
+	if (!d)
+		return;
+	mfs_snapshot_put(d->snap);
+	free(d);
+}
+
+static void listdir_discard(struct mfs_handle *h)
+{
+	mfs_listdir_release((struct mfs_listdir *)h);
+}
+
+int mfs_listdir_open(struct mfs *fs, struct fuse_file_info *fi)
+{
+	(void)fs;
+	struct mfs_listdir *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->h.type = MFS_H_LIST;
+	d->h.discard = listdir_discard;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+/*
+ * The list a listing reads: a listing starts (offset 0) with a fresh one,
+ * asked of the engine, and reads every later chunk from it (one engine call
+ * per listing, and offsets that stay put). `fetch` gets the fresh list.
+ */
+static struct mfs_snapshot *listing_snapshot(struct fuse_file_info *fi, off_t off,
+					     struct mfs_snapshot *(*fetch)(struct mfs *, const void *,
+									  struct mafsbx_error *),
+					     struct mfs *fs, const void *arg, struct mafsbx_error *err)
+{
+	struct mfs_handle *h = fi ? mfs_handle_of(fi) : NULL;
+	struct mfs_listdir *d = h && h->type == MFS_H_LIST ? (struct mfs_listdir *)h : NULL;
+	if (d && d->snap && off > 0) {
+		atomic_fetch_add(&d->snap->refs, 1);
+		return d->snap;
+	}
+	struct mfs_snapshot *s = fetch(fs, arg, err);
+	if (s && d) {
+		mfs_snapshot_put(d->snap);
+		atomic_fetch_add(&s->refs, 1);
+		d->snap = s;
+	}
+	return s;
+}
+
+static struct mfs_snapshot *fetch_all(struct mfs *fs, const void *arg, struct mafsbx_error *err)
+{
+	(void)arg;
+	return mfs_snapshot_get(fs, -1, err);
+}
+
+static struct mfs_snapshot *fetch_scope(struct mfs *fs, const void *arg, struct mafsbx_error *err)
+{
+	return mfs_scoped_get(fs, arg, -1, err);
 }
 
 static long long lookup_age_ms(const struct mfs *fs)
@@ -201,11 +352,11 @@ int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t ty
 	return filler(buf, name, &st, 0, 0);
 }
 
-int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler)
+int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void *buf, fuse_fill_dir_t filler)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
+	struct mfs_snapshot *s = listing_snapshot(fi, off, fetch_all, fs, NULL, &e);
 	if (!s) {
 		log_warn("listing the sandboxes: %s", e.message);
 		return mafsbx_error_errno(&e, -EIO);
@@ -256,12 +407,13 @@ static bool byscope_match(const struct mafsbx_sandbox_info *i, const struct mfs_
 	return true;
 }
 
-/* The list by-scope/ lookups read: 0 with *s set, or the errno. */
-static int byscope_snapshot(struct mfs *fs, struct mfs_snapshot **s)
+/* The list by-scope/SCOPE/... lookups read (that scope's): 0 with *s set, or the errno. */
+static int byscope_snapshot(struct mfs *fs, const struct mfs_node *n, struct mfs_snapshot **s)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	*s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
+	*s = n->depth >= 1 ? mfs_scoped_get(fs, n->comp[0], lookup_age_ms(fs), &e)
+			   : mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
 	return *s ? 0 : mafsbx_error_errno(&e, -EIO);
 }
 
@@ -292,7 +444,7 @@ int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *s
 		return 0;
 	}
 	struct mfs_snapshot *s;
-	int r = byscope_snapshot(fs, &s);
+	int r = byscope_snapshot(fs, n, &s);
 	if (r < 0)
 		return r;
 	const struct mafsbx_sandbox_info *i = byscope_find(s, n, n->depth, false);
@@ -310,13 +462,15 @@ int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *s
 	return r;
 }
 
-int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler)
+int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, off_t off, void *buf,
+			fuse_fill_dir_t filler)
 {
 	int r = -EIO;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	/* A listing always asks the engine, as the root's does. */
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
+	/* A listing always asks the engine, as the root's does: below a scope, for that scope only. */
+	struct mfs_snapshot *s = n->depth >= 1 ? listing_snapshot(fi, off, fetch_scope, fs, n->comp[0], &e)
+					       : listing_snapshot(fi, off, fetch_all, fs, NULL, &e);
 	if (!s)
 		return mafsbx_error_errno(&e, r);
 	mfs_dir_entry(buf, filler, ".", S_IFDIR);
@@ -362,7 +516,7 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fus
 int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, size_t size)
 {
 	struct mfs_snapshot *s;
-	int r = byscope_snapshot(fs, &s);
+	int r = byscope_snapshot(fs, n, &s);
 	if (r < 0)
 		return r;
 	const struct mafsbx_sandbox_info *best = byscope_find(s, n, 4, true);
