@@ -14,6 +14,8 @@
 #include "reap.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -673,45 +675,96 @@ static void count_removed(struct mafsbx_reap_result *res, enum mafsbx_reap_kind 
 		res->networks_removed++;
 }
 
-/* Remove (or, dry, count) one resource of an expired group by its ID. 0 or -ENOMEM. */
-static int remove_one(struct reap_run *run, const struct resource *r, struct group *g)
-{
-	if (g->blocked)
-		return add_item(run->res, r, MAFSBX_REAP_BLOCKED);
-	if (run->opts->dry_run) {
-		int ar = add_item(run->res, r, MAFSBX_REAP_WOULD_REMOVE);
-		count_removed(run->res, r->kind);
-		return ar;
-	}
+/* One removal of a phase: the resource, its group, and the engine's answer. */
+struct removal {
+	const struct resource *r;
+	struct group *g;
+	bool act;                    /* a removal to make (not blocked, not dry) */
+	int dr;
 	struct mafsbx_error derr;
-	mafsbx_error_clear(&derr);
-	int dr = r->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_delete(run->e, r->id, &derr)
-						: mafsbx_container_delete(run->e, r->id, true, &derr);
+};
+
+/* Record one removal's outcome (in the phase's order). 0 or -ENOMEM. */
+static int record_removal(struct reap_run *run, struct removal *x)
+{
+	const struct resource *r = x->r;
 	enum mafsbx_reap_outcome o;
-	if (dr == 0) {
+	if (x->dr == 0) {
 		o = MAFSBX_REAP_REMOVED;
 		count_removed(run->res, r->kind);
 		log_info("reap: removed %s %s (%.12s)", mafsbx_reap_kind_name(r->kind), r->name, r->id);
-	} else if (mafsbx_error_is_gone(&derr, r->id)) {
+	} else if (mafsbx_error_is_gone(&x->derr, r->id)) {
 		o = MAFSBX_REAP_GONE;
 	} else {
 		o = MAFSBX_REAP_FAILED;
 		enum mafsbx_reap_kind k = r->kind;
-		if (add_failure(run->res, code_of(&derr), &k, r->id, r->name, "%s", derr.message) < 0)
+		if (add_failure(run->res, code_of(&x->derr), &k, r->id, r->name, "%s", x->derr.message) < 0)
 			return -ENOMEM;
-		log_info("reap: could not remove %s %s: %s", mafsbx_reap_kind_name(r->kind), r->name, derr.message);
+		log_info("reap: could not remove %s %s: %s", mafsbx_reap_kind_name(r->kind), r->name, x->derr.message);
 	}
 	/* A container left in place (or already replaced) keeps its group's age for a retry. */
 	if (o != MAFSBX_REAP_REMOVED && r->kind != MAFSBX_REAP_NETWORK)
-		g->blocked = true;
+		x->g->blocked = true;
 	return add_item(run->res, r, o);
 }
 
-/* 4. Remove by ID: proxies, then workloads, then networks. 0 or -ENOMEM. */
+struct removal_pool {
+	struct mafsbx_engine *e;
+	struct removal *x;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *removal_worker(void *arg)
+{
+	struct removal_pool *p = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&p->next, 1);
+		if (i >= p->n)
+			return NULL;
+		struct removal *x = &p->x[i];
+		if (!x->act)
+			continue;
+		mafsbx_error_clear(&x->derr);
+		x->dr = x->r->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_delete(p->e, x->r->id, &x->derr)
+							  : mafsbx_container_delete(p->e, x->r->id, true, &x->derr);
+	}
+}
+
+/*
+ * The removals of one phase, at most MAFSBX_REAP_CONCURRENCY at once (a
+ * removal waits on the engine, which does them in parallel; many at once
+ * would only queue there and hold connections). The calling thread is one
+ * of the workers; if no thread can be started it does them all.
+ */
+static void remove_all(struct mafsbx_engine *e, struct removal *x, size_t n)
+{
+	struct removal_pool p = { .e = e, .x = x, .n = n };
+	atomic_init(&p.next, 0);
+	pthread_t t[MAFSBX_REAP_CONCURRENCY - 1];
+	size_t started = 0;
+	for (; started < MAFSBX_REAP_CONCURRENCY - 1 && started + 1 < n; started++)
+		if (pthread_create(&t[started], NULL, removal_worker, &p) != 0)
+			break;
+	removal_worker(&p);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+}
+
+/*
+ * 4. Remove by ID: proxies, then workloads, then networks, each phase's
+ * removals in parallel (bounded) and recorded in order; a group whose
+ * container stayed is blocked for the later phases. 0 or -ENOMEM.
+ */
 static int remove_expired(struct reap_run *run)
 {
 	static const enum mafsbx_reap_kind order[] = { MAFSBX_REAP_PROXY, MAFSBX_REAP_WORKLOAD, MAFSBX_REAP_NETWORK };
-	for (size_t oi = 0; oi < MAFSBX_ARRAY_SIZE(order); oi++) {
+	struct removal *x = calloc(run->inv.n + 1, sizeof(*x));
+	if (!x)
+		return oom(run->err);
+	int ret = 0;
+	for (size_t oi = 0; ret == 0 && oi < MAFSBX_ARRAY_SIZE(order); oi++) {
+		size_t n = 0, acts = 0;
 		for (size_t i = 0; i < run->inv.n; i++) {
 			const struct resource *r = &run->inv.r[i];
 			if (r->kind != order[oi])
@@ -719,11 +772,25 @@ static int remove_expired(struct reap_run *run)
 			struct group *g = find_group(run->groups, run->n_groups, r->sandbox);
 			if (!g || !g->expired || g->skipped)
 				continue;
-			if (remove_one(run, r, g) < 0)
-				return oom(run->err);
+			bool act = !g->blocked && !run->opts->dry_run;
+			x[n++] = (struct removal){ .r = r, .g = g, .act = act };
+			acts += act;
+		}
+		if (acts)
+			remove_all(run->e, x, n);
+		for (size_t i = 0; ret == 0 && i < n; i++) {
+			if (x[i].g->blocked && !x[i].act) {
+				ret = add_item(run->res, x[i].r, MAFSBX_REAP_BLOCKED);
+			} else if (!x[i].act) {
+				ret = add_item(run->res, x[i].r, MAFSBX_REAP_WOULD_REMOVE);
+				count_removed(run->res, x[i].r->kind);
+			} else {
+				ret = record_removal(run, &x[i]);
+			}
 		}
 	}
-	return 0;
+	free(x);
+	return ret < 0 ? oom(run->err) : 0;
 }
 
 int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts, struct mafsbx_reap_result *res,
