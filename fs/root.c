@@ -3,11 +3,14 @@
  *
  * The engine's labels are the record: the root lists every workload that
  * mafsbx_sandbox_list() returns (name prefix + the four identity labels, no
- * proxies), filtered by -o scope. The list is kept as a refcounted snapshot:
- * a readdir of the root always asks the engine; lookups reuse a snapshot
- * younger than the attribute timeout and ask the engine for one name on a
- * miss (negative answers are never cached, so a sandbox made by another
- * host appears at once). acquire/dispose drop the snapshot and tell the
+ * proxies), filtered by -o scope. The list is kept as a refcounted snapshot
+ * (sorted by name, read as a stream: src/listreader.h): a listing of the root
+ * asks the engine once, when it starts (offset 0), and its directory handle
+ * reads every later chunk from that list; lookups reuse a snapshot younger
+ * than the attribute timeout and ask the engine for one name on a miss
+ * (negative answers are never cached, so a sandbox made by another host
+ * appears at once). Below by-scope/SCOPE the engine is asked for that scope
+ * only (a label filter), kept in a few slots beside the full list. acquire/dispose drop the snapshot and tell the
  * kernel (mfs_invalidate_path) that the root, by-scope/ and NAME changed.
  *
  * by-scope/SCOPE/THREAD/AGENT/KIND[@CALL] -> ../../../../NAME uses the label
