@@ -240,7 +240,7 @@ struct mfs_snapshot {
 	long long fetched_ms;
 	struct mafsbx_sandbox_info *a;   /* sorted by name */
 	size_t n;
-	char scope[64];              /* the scope label it was asked for, "" for all */
+	char want[3][64];            /* the scope, thread and agent labels it was asked for ("": any) */
 };
 
 /* Scoped lists kept for by-scope/SCOPE/... lookups (root.c). */
@@ -422,9 +422,10 @@ int mfs_classify(const char *path, struct mfs_node *n);
  */
 struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, struct mafsbx_error *err);
 void mfs_snapshot_put(struct mfs_snapshot *s);
-/* The list of one scope (by-scope/SCOPE), asked of the engine by its label
- * filter: the full list when it is young enough, else a scoped one. */
-struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *scope_label, long long max_age_ms,
+/* The list under by-scope/SCOPE[/THREAD[/AGENT]] (`depth` 1 to 3 of
+ * `comp`), asked of the engine by label filters: the full list or a wider
+ * one when young enough, else a narrow one. */
+struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int depth, long long max_age_ms,
 				    struct mafsbx_error *err);
 /* Drop the cached lists: the next reader asks the engine. */
 void mfs_snapshot_invalidate(struct mfs *fs);

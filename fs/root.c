@@ -9,8 +9,8 @@
  * reads every later chunk from that list; lookups reuse a snapshot younger
  * than the attribute timeout and ask the engine for one name on a miss
  * (negative answers are never cached, so a sandbox made by another host
- * appears at once). Below by-scope/SCOPE the engine is asked for that scope
- * only (a label filter), kept in a few slots beside the full list. acquire/dispose drop the snapshot and tell the
+ * appears at once). Below by-scope/SCOPE[/THREAD[/AGENT]] the engine is asked
+ * for those only (label filters), kept in a few slots beside the full list. acquire/dispose drop the snapshot and tell the
  * kernel (mfs_invalidate_path) that the root, by-scope/ and NAME changed.
  *
  * by-scope/SCOPE/THREAD/AGENT/KIND[@CALL] -> ../../../../NAME uses the label
@@ -87,23 +87,25 @@ static int cmp_info_name(const void *a, const void *b)
 	return strcmp(((const struct mafsbx_sandbox_info *)a)->name, ((const struct mafsbx_sandbox_info *)b)->name);
 }
 
-/* Ask the engine for the list (of one scope label, or of the mount's scope when NULL). */
-static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, const char *scope_label, struct mafsbx_error *err)
+/* Ask the engine for the list (of the labels `want`, or of the mount's scope when NULL). */
+static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, const char (*want)[64], struct mafsbx_error *err)
 {
 	struct mfs_snapshot *s = calloc(1, sizeof(*s));
 	if (!s) {
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		return NULL;
 	}
-	int r = scope_label ? mafsbx_sandbox_list_label(fs->backend, scope_label, &s->a, &s->n, err)
-			    : mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err);
+	int r = want ? mafsbx_sandbox_list_labels(fs->backend, want[0], want[1][0] ? want[1] : NULL,
+						  want[2][0] ? want[2] : NULL, &s->a, &s->n, err)
+		     : mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err);
 	if (r < 0) {
 		free(s);
 		return NULL;
 	}
 	if (s->n > 1)
 		qsort(s->a, s->n, sizeof(*s->a), cmp_info_name);
-	snprintf(s->scope, sizeof(s->scope), "%s", scope_label ? scope_label : "");
+	if (want)
+		memcpy(s->want, want, sizeof(s->want));
 	atomic_init(&s->refs, 1);
 	s->fetched_ms = mafsbx_now_ms();
 	return s;
@@ -137,12 +139,28 @@ struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, stru
 	return s;
 }
 
-struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *scope_label, long long max_age_ms,
+/* Does a list asked for `have` hold every sandbox of `want`? ("" is any.) */
+static bool covers(const char (*have)[64], const char (*want)[64])
+{
+	for (int k = 0; k < 3; k++)
+		if (have[k][0] && strcmp(have[k], want[k]))
+			return false;
+	return true;
+}
+
+struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int depth, long long max_age_ms,
 				    struct mafsbx_error *err)
 {
-	if (fs->scope_label[0] && strcmp(scope_label, fs->scope_label)) {
-		mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "scope '%s' is not this mount's", scope_label);
+	if (fs->scope_label[0] && strcmp(comp[0], fs->scope_label)) {
+		mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "scope '%s' is not this mount's", comp[0]);
 		return NULL;
+	}
+	char want[3][64] = { "", "", "" };
+	bool possible = true;
+	for (int k = 0; k < 3 && k < depth; k++) {
+		/* No label value is longer: nothing to ask for. */
+		possible = possible && strlen(comp[k]) <= MAFSBX_LABEL_VALUE_MAX;
+		snprintf(want[k], sizeof(want[k]), "%s", comp[k]);
 	}
 	long long now = mafsbx_now_ms();
 	pthread_mutex_lock(&fs->lock);
@@ -150,8 +168,7 @@ struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *scope_label, lon
 	if (max_age_ms >= 0 && fs->snap && now - fs->snap->fetched_ms <= max_age_ms)
 		s = fs->snap;
 	for (size_t k = 0; !s && max_age_ms >= 0 && k < MFS_SCOPED_SLOTS; k++)
-		if (fs->scoped[k] && !strcmp(fs->scoped[k]->scope, scope_label) &&
-		    now - fs->scoped[k]->fetched_ms <= max_age_ms)
+		if (fs->scoped[k] && covers(fs->scoped[k]->want, want) && now - fs->scoped[k]->fetched_ms <= max_age_ms)
 			s = fs->scoped[k];
 	if (s) {
 		atomic_fetch_add(&s->refs, 1);
@@ -160,8 +177,7 @@ struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *scope_label, lon
 	}
 	pthread_mutex_unlock(&fs->lock);
 
-	if (strlen(scope_label) > MAFSBX_LABEL_VALUE_MAX) {
-		/* No label value is that long: nothing to ask for. */
+	if (!possible) {
 		s = calloc(1, sizeof(*s));
 		if (!s) {
 			mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -171,14 +187,14 @@ struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *scope_label, lon
 		s->fetched_ms = now;
 		return s;
 	}
-	s = snapshot_fetch(fs, scope_label, err);
+	s = snapshot_fetch(fs, (const char (*)[64])want, err);
 	if (!s)
 		return NULL;
-	/* Keep it in the slot of the same scope, else the oldest. */
+	/* Keep it in the slot of the same labels, else the oldest. */
 	pthread_mutex_lock(&fs->lock);
 	size_t slot = 0;
 	for (size_t k = 0; k < MFS_SCOPED_SLOTS; k++) {
-		if (fs->scoped[k] && !strcmp(fs->scoped[k]->scope, scope_label)) {
+		if (fs->scoped[k] && !memcmp(fs->scoped[k]->want, want, sizeof(want))) {
 			slot = k;
 			break;
 		}
@@ -282,7 +298,8 @@ static struct mfs_snapshot *fetch_all(struct mfs *fs, const void *arg, struct ma
 
 static struct mfs_snapshot *fetch_scope(struct mfs *fs, const void *arg, struct mafsbx_error *err)
 {
-	return mfs_scoped_get(fs, arg, -1, err);
+	const struct mfs_node *n = arg;
+	return mfs_scoped_get(fs, n->comp, n->depth < 3 ? n->depth : 3, -1, err);
 }
 
 static long long lookup_age_ms(const struct mfs *fs)
@@ -415,7 +432,7 @@ static int byscope_snapshot(struct mfs *fs, const struct mfs_node *n, struct mfs
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	*s = n->depth >= 1 ? mfs_scoped_get(fs, n->comp[0], lookup_age_ms(fs), &e)
+	*s = n->depth >= 1 ? mfs_scoped_get(fs, n->comp, n->depth < 3 ? n->depth : 3, lookup_age_ms(fs), &e)
 			   : mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
 	return *s ? 0 : mafsbx_error_errno(&e, -EIO);
 }
@@ -472,7 +489,7 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, struct fuse_fi
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	/* A listing always asks the engine, as the root's does: below a scope, for that scope only. */
-	struct mfs_snapshot *s = n->depth >= 1 ? listing_snapshot(fi, off, fetch_scope, fs, n->comp[0], &e)
+	struct mfs_snapshot *s = n->depth >= 1 ? listing_snapshot(fi, off, fetch_scope, fs, n, &e)
 					       : listing_snapshot(fi, off, fetch_all, fs, NULL, &e);
 	if (!s)
 		return mafsbx_error_errno(&e, r);

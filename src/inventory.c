@@ -204,8 +204,9 @@ static int list_one(json_t *c, void *ctx)
 	return 0;
 }
 
-static int list_by_label(struct mafsbx_backend *b, const char *scope_label, struct mafsbx_sandbox_info **out,
-			 size_t *n, struct mafsbx_error *err)
+/* The sandboxes whose scope, thread and agent labels equal the values given (NULL: any). */
+static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], struct mafsbx_sandbox_info **out,
+			  size_t *n, struct mafsbx_error *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -217,9 +218,11 @@ static int list_by_label(struct mafsbx_backend *b, const char *scope_label, stru
 	int r = filters ? mafsbx_filters_add(filters, "name", "^/" MAFSBX_NAME_PREFIX) : -ENOMEM;
 	for (size_t k = 0; r == 0 && k < 4; k++)
 		r = mafsbx_filters_add(filters, "label", keys[k]);
-	if (scope_label && r == 0) {
-		char f[sizeof(MAFSBX_LABEL_SCOPE) + MAFSBX_LABEL_VALUE_MAX + 2];
-		snprintf(f, sizeof(f), "%s=%s", MAFSBX_LABEL_SCOPE, scope_label);
+	for (size_t k = 0; r == 0 && k < 3; k++) {
+		if (!want[k])
+			continue;
+		char f[sizeof(MAFSBX_LABEL_THREAD) + MAFSBX_LABEL_VALUE_MAX + 2];
+		snprintf(f, sizeof(f), "%s=%s", keys[k], want[k]);
 		r = mafsbx_filters_add(filters, "label", f);
 	}
 	if (r < 0) {
@@ -252,18 +255,25 @@ int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafs
 	char v[MAFSBX_LABEL_VALUE_MAX + 1];
 	if (scope)
 		mafsbx_label_value(scope, v);
-	return list_by_label(b, scope ? v : NULL, out, n, err);
+	const char *const want[3] = { scope ? v : NULL, NULL, NULL };
+	return list_by_labels(b, want, out, n, err);
 }
 
-int mafsbx_sandbox_list_label(struct mafsbx_backend *b, const char *scope_label, struct mafsbx_sandbox_info **out,
-			      size_t *n, struct mafsbx_error *err)
+int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, const char *thread, const char *agent,
+			       struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err)
 {
 	*out = NULL;
 	*n = 0;
-	if (!scope_label || !*scope_label || strlen(scope_label) > MAFSBX_LABEL_VALUE_MAX)
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: a scope label must be 1 to %d bytes",
-					MAFSBX_LABEL_VALUE_MAX);
-	return list_by_label(b, scope_label, out, n, err);
+	const char *const want[3] = { scope, thread, agent };
+	if (!scope)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: no scope label");
+	for (size_t k = 0; k < 3; k++)
+		if (want[k] && (!*want[k] || strlen(want[k]) > MAFSBX_LABEL_VALUE_MAX))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: a label value must be 1 to %d bytes",
+						MAFSBX_LABEL_VALUE_MAX);
+	if (!thread && agent)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: an agent needs its thread");
+	return list_by_labels(b, want, out, n, err);
 }
 
 int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],

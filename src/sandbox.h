@@ -267,11 +267,12 @@ void mafsbx_sandbox_info_free_array(struct mafsbx_sandbox_info *a, size_t n);
 int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafsbx_sandbox_info **out,
 			size_t *n, struct mafsbx_error *err);
 /*
- * The same for one scope given as its label value as stored (by-scope/'s
- * first component): the engine is asked for that scope only.
+ * The same for one scope, and optionally one thread of it and one agent of
+ * that, each given as its label value as stored (by-scope/'s components;
+ * NULL: any): the engine is asked for those only (label filters).
  */
-int mafsbx_sandbox_list_label(struct mafsbx_backend *b, const char *scope_label, struct mafsbx_sandbox_info **out,
-			      size_t *n, struct mafsbx_error *err);
+int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, const char *thread, const char *agent,
+			       struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err);
 /* One sandbox by its name (or ID). Not a sandbox, or absent: EK_NO_CONTAINER (ENOENT). */
 int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
 			  struct mafsbx_error *err);
