@@ -96,7 +96,7 @@ static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, const char (*want)[64
 		return NULL;
 	}
 	int r = want ? mafsbx_sandbox_list_labels(fs->backend, want[0], want[1][0] ? want[1] : NULL,
-						  want[2][0] ? want[2] : NULL, &s->a, &s->n, err)
+						  want[2][0] ? want[2] : NULL, 0, NULL, &s->a, &s->n, err)
 		     : mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err);
 	if (r < 0) {
 		free(s);
@@ -148,6 +148,25 @@ static bool covers(const char (*have)[64], const char (*want)[64])
 	return true;
 }
 
+/* A young list that holds every sandbox of `want` (the full one or a wider scoped one), or NULL. */
+static struct mfs_snapshot *cached_covering(struct mfs *fs, const char (*want)[64], long long max_age_ms)
+{
+	if (max_age_ms < 0)
+		return NULL;
+	long long now = mafsbx_now_ms();
+	pthread_mutex_lock(&fs->lock);
+	struct mfs_snapshot *s = NULL;
+	if (fs->snap && now - fs->snap->fetched_ms <= max_age_ms)
+		s = fs->snap;
+	for (size_t k = 0; !s && k < MFS_SCOPED_SLOTS; k++)
+		if (fs->scoped[k] && covers(fs->scoped[k]->want, want) && now - fs->scoped[k]->fetched_ms <= max_age_ms)
+			s = fs->scoped[k];
+	if (s)
+		atomic_fetch_add(&s->refs, 1);
+	pthread_mutex_unlock(&fs->lock);
+	return s;
+}
+
 struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int depth, long long max_age_ms,
 				    struct mafsbx_error *err)
 {
@@ -163,19 +182,9 @@ struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int
 		snprintf(want[k], sizeof(want[k]), "%s", comp[k]);
 	}
 	long long now = mafsbx_now_ms();
-	pthread_mutex_lock(&fs->lock);
-	struct mfs_snapshot *s = NULL;
-	if (max_age_ms >= 0 && fs->snap && now - fs->snap->fetched_ms <= max_age_ms)
-		s = fs->snap;
-	for (size_t k = 0; !s && max_age_ms >= 0 && k < MFS_SCOPED_SLOTS; k++)
-		if (fs->scoped[k] && covers(fs->scoped[k]->want, want) && now - fs->scoped[k]->fetched_ms <= max_age_ms)
-			s = fs->scoped[k];
-	if (s) {
-		atomic_fetch_add(&s->refs, 1);
-		pthread_mutex_unlock(&fs->lock);
+	struct mfs_snapshot *s = cached_covering(fs, (const char (*)[64])want, max_age_ms);
+	if (s)
 		return s;
-	}
-	pthread_mutex_unlock(&fs->lock);
 
 	if (!possible) {
 		s = calloc(1, sizeof(*s));
@@ -456,9 +465,65 @@ static const struct mafsbx_sandbox_info *byscope_find(const struct mfs_snapshot 
 	return best;
 }
 
+/* How many containers a lookup's probe asks for (proxies match the same filters). */
+#define BYSCOPE_PROBE_LIMIT 16
+
+/*
+ * Does the directory by-scope/SCOPE[/THREAD[/AGENT]] exist? From a young
+ * list when there is one; else the engine is asked for a few containers of
+ * those labels (a lookup of by-scope/SCOPE must not cost that scope's whole
+ * list), and for the whole narrow list only when those few were all hidden
+ * (proxies, unshowable labels). 1 yes, 0 no, or a negative errno.
+ */
+static int byscope_dir_probe(struct mfs *fs, const struct mfs_node *n)
+{
+	if (fs->scope_label[0] && strcmp(n->comp[0], fs->scope_label))
+		return 0;
+	char want[3][64] = { "", "", "" };
+	for (int k = 0; k < 3 && k < n->depth; k++) {
+		if (strlen(n->comp[k]) > MAFSBX_LABEL_VALUE_MAX)
+			return 0;   /* no label value is longer */
+		snprintf(want[k], sizeof(want[k]), "%s", n->comp[k]);
+	}
+	struct mfs_snapshot *s = cached_covering(fs, (const char (*)[64])want, lookup_age_ms(fs));
+	if (s) {
+		int r = byscope_find(s, n, n->depth, false) != NULL;
+		mfs_snapshot_put(s);
+		return r;
+	}
+	struct mfs_snapshot probe;
+	memset(&probe, 0, sizeof(probe));
+	size_t listed = 0;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_sandbox_list_labels(fs->backend, want[0], want[1][0] ? want[1] : NULL, want[2][0] ? want[2] : NULL,
+				       BYSCOPE_PROBE_LIMIT, &listed, &probe.a, &probe.n, &e) < 0)
+		return mafsbx_error_errno(&e, -EIO);
+	int r = byscope_find(&probe, n, n->depth, false) != NULL;
+	mafsbx_sandbox_info_free_array(probe.a, probe.n);
+	if (r || listed < BYSCOPE_PROBE_LIMIT)
+		return r;
+	int fr = byscope_snapshot(fs, n, &s);
+	if (fr < 0)
+		return fr;
+	r = byscope_find(s, n, n->depth, false) != NULL;
+	mfs_snapshot_put(s);
+	return r;
+}
+
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
 {
 	if (n->depth == 0) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return 0;
+	}
+	if (n->type != MFS_N_BYSCOPE_LINK) {
+		int p = byscope_dir_probe(fs, n);
+		if (p < 0)
+			return p;
+		if (!p)
+			return -ENOENT;
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
 		return 0;

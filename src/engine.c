@@ -794,6 +794,12 @@ static int list_sink_fn(const void *data, size_t len, void *ctx)
 int mafsbx_container_list_each(struct mafsbx_engine *e, const json_t *filters, bool all, mafsbx_list_each_fn each,
 			       void *ctx, struct mafsbx_error *err)
 {
+	return mafsbx_container_list_each_limit(e, filters, all, 0, each, ctx, err);
+}
+
+int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
+				     mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err)
+{
 	if (!e || !each || (filters && !json_is_object(filters)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list containers: bad arguments");
 	const char *what = "list containers";
@@ -801,8 +807,11 @@ int mafsbx_container_list_each(struct mafsbx_engine *e, const json_t *filters, b
 	if (filters && json_object_size(filters) && !(f = mafsbx_filters_encode(filters)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: filters cannot be encoded", what);
 	int r;
-	__do_free char *t = target(e, err, &r, "/containers/json%s%s%s%s", all ? "?all=1" : "",
-				   f ? (all ? "&" : "?") : "", f ? "filters=" : "", f ? f : "");
+	char lim[32] = "";
+	if (limit)
+		snprintf(lim, sizeof(lim), "%slimit=%u", all || f ? "&" : "?", limit);
+	__do_free char *t = target(e, err, &r, "/containers/json%s%s%s%s%s", all ? "?all=1" : "",
+				   f ? (all ? "&" : "?") : "", f ? "filters=" : "", f ? f : "", lim);
 	if (!t)
 		return r;
 	struct list_sink ls = { .lr = mafsbx_listreader_new(each, ctx, 0) };

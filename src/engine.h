@@ -88,6 +88,9 @@ int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool a
  */
 int mafsbx_container_list_each(struct mafsbx_engine *e, const json_t *filters, bool all, mafsbx_list_each_fn each,
 			       void *ctx, struct mafsbx_error *err);
+/* The same, the engine giving at most `limit` (0: all) of the matching containers, the newest. */
+int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
+				     mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err);
 /* DELETE /containers/C?force=..&v=1. Missing: EK_NO_CONTAINER (callers decide if that is fine). */
 int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool force,
 			    struct mafsbx_error *err);

@@ -172,12 +172,14 @@ struct list_acc {
 	struct mafsbx_backend *b;
 	struct mafsbx_sandbox_info *a;
 	size_t n, cap;
+	size_t listed;               /* containers the engine gave, sandboxes or not */
 };
 
 /* One listed container: kept (compactly, only what the tree shows) when it is a sandbox. */
 static int list_one(json_t *c, void *ctx)
 {
 	struct list_acc *acc = ctx;
+	acc->listed++;
 	const char *nm = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 	if (nm && *nm == '/')
 		nm++;
@@ -205,8 +207,8 @@ static int list_one(json_t *c, void *ctx)
 }
 
 /* The sandboxes whose scope, thread and agent labels equal the values given (NULL: any). */
-static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], struct mafsbx_sandbox_info **out,
-			  size_t *n, struct mafsbx_error *err)
+static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], unsigned limit, size_t *listed,
+			  struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -230,8 +232,10 @@ static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], s
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
 	struct list_acc acc = { .b = b };
-	r = mafsbx_container_list_each(b->engine, filters, true, list_one, &acc, err);
+	r = mafsbx_container_list_each_limit(b->engine, filters, true, limit, list_one, &acc, err);
 	json_decref(filters);
+	if (listed)
+		*listed = acc.listed;
 	if (r < 0) {
 		mafsbx_sandbox_info_free_array(acc.a, acc.n);
 		return r;
@@ -256,11 +260,12 @@ int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafs
 	if (scope)
 		mafsbx_label_value(scope, v);
 	const char *const want[3] = { scope ? v : NULL, NULL, NULL };
-	return list_by_labels(b, want, out, n, err);
+	return list_by_labels(b, want, 0, NULL, out, n, err);
 }
 
 int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, const char *thread, const char *agent,
-			       struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err)
+			       unsigned limit, size_t *listed, struct mafsbx_sandbox_info **out, size_t *n,
+			       struct mafsbx_error *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -273,7 +278,7 @@ int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, cons
 						MAFSBX_LABEL_VALUE_MAX);
 	if (!thread && agent)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: an agent needs its thread");
-	return list_by_labels(b, want, out, n, err);
+	return list_by_labels(b, want, limit, listed, out, n, err);
 }
 
 int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],

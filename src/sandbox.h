@@ -269,10 +269,14 @@ int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafs
 /*
  * The same for one scope, and optionally one thread of it and one agent of
  * that, each given as its label value as stored (by-scope/'s components;
- * NULL: any): the engine is asked for those only (label filters).
+ * NULL: any): the engine is asked for those only (label filters). With
+ * `limit` the engine gives at most that many matching containers (0: all);
+ * *listed (may be NULL) counts what it gave, sandboxes or not (proxies
+ * match the same filters).
  */
 int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, const char *thread, const char *agent,
-			       struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err);
+			       unsigned limit, size_t *listed, struct mafsbx_sandbox_info **out, size_t *n,
+			       struct mafsbx_error *err);
 /* One sandbox by its name (or ID). Not a sandbox, or absent: EK_NO_CONTAINER (ENOENT). */
 int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
 			  struct mafsbx_error *err);

@@ -145,13 +145,15 @@ static void test_deep_nesting(void **state)
 	size_t depth = 100000;
 	char *t = malloc(2 * depth + 64);
 	assert_non_null(t);
-	size_t k = 0;
-	k += (size_t)sprintf(t, "[{\"a\":");
+	static const char head[] = "[{\"a\":", tail[] = "}]";
+	size_t k = sizeof(head) - 1;
+	memcpy(t, head, k);
 	for (size_t i = 0; i < depth; i++)
 		t[k++] = '[';
 	for (size_t i = 0; i < depth; i++)
 		t[k++] = ']';
-	k += (size_t)sprintf(t + k, "}]");
+	memcpy(t + k, tail, sizeof(tail) - 1);
+	k += sizeof(tail) - 1;
 	struct seen s = { 0 };
 	struct mafsbx_error e;
 	int r = run(t, k, 4096, &s, 0, &e);
@@ -167,10 +169,13 @@ static void test_huge_element(void **state)
 	size_t big = 200000;
 	char *t = malloc(big + 64);
 	assert_non_null(t);
-	size_t k = (size_t)sprintf(t, "[{\"Id\":\"a\"},{\"Id\":\"");
+	static const char head[] = "[{\"Id\":\"a\"},{\"Id\":\"", tail[] = "\"}]";
+	size_t k = sizeof(head) - 1;
+	memcpy(t, head, k);
 	memset(t + k, 'x', big);
 	k += big;
-	k += (size_t)sprintf(t + k, "\"}]");
+	memcpy(t + k, tail, sizeof(tail) - 1);
+	k += sizeof(tail) - 1;
 	struct seen s = { 0 };
 	struct mafsbx_error e;
 	assert_int_equal(run(t, k, 1000, &s, 100000, &e), -EFBIG);
