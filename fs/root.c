@@ -467,6 +467,8 @@ static const struct mafsbx_sandbox_info *byscope_find(const struct mfs_snapshot 
 
 /* How many containers a lookup's probe asks for (proxies match the same filters). */
 #define BYSCOPE_PROBE_LIMIT 16
+/* How old a list may be to say that a by-scope directory exists (as MFS_FILE_TARGET_MS for NAME). */
+#define BYSCOPE_HIT_MS MFS_FILE_TARGET_MS
 
 /*
  * Does the directory by-scope/SCOPE[/THREAD[/AGENT]] exist? From a young
@@ -485,11 +487,21 @@ static int byscope_dir_probe(struct mfs *fs, const struct mfs_node *n)
 			return 0;   /* no label value is longer */
 		snprintf(want[k], sizeof(want[k]), "%s", n->comp[k]);
 	}
-	struct mfs_snapshot *s = cached_covering(fs, (const char (*)[64])want, lookup_age_ms(fs));
+	/*
+	 * A list up to BYSCOPE_HIT_MS old answers yes (labels never change, and
+	 * this mount's own acquire and dispose drop the lists): `ls -l` of a
+	 * listed directory looks up each entry after the listing, which on a
+	 * loaded engine can take longer than attr_timeout. A no needs a list
+	 * younger than attr_timeout.
+	 */
+	long long age = lookup_age_ms(fs);
+	struct mfs_snapshot *s = cached_covering(fs, (const char (*)[64])want, age > BYSCOPE_HIT_MS ? age : BYSCOPE_HIT_MS);
 	if (s) {
 		int r = byscope_find(s, n, n->depth, false) != NULL;
+		bool young = mafsbx_now_ms() - s->fetched_ms <= age;
 		mfs_snapshot_put(s);
-		return r;
+		if (r || young)
+			return r;
 	}
 	struct mfs_snapshot probe;
 	memset(&probe, 0, sizeof(probe));
