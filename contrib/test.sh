@@ -19,6 +19,9 @@
 #      with its own dockerd 26 and libfuse 3.17: the unit suite, the
 #      integration and mount tests that prove that platform, and FUSE
 #      passthrough
+#   6c. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
+#      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
+#      or the daemon's memory, over its bound fails the run)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
 #   7. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
@@ -215,6 +218,21 @@ if [ "$d13_rc" -ne 0 ] || [ -z "$d13_line" ]; then
 	failures+=("debian13: the Debian 13 stage failed (exit $d13_rc)")
 fi
 
+# Scale: 1000 sandboxes on a private dockerd (tests/bench/bench_scale):
+# the root listing, by-scope, mafsbx ls and reap --dry-run against the
+# engine's own list, the daemon's memory, and a real reap of 1000; a ratio
+# over its bound fails the run. ~1 min quiet, ~3 min on a loaded machine.
+scale_log=$(mktemp /tmp/mafsbx-scale-log.XXXXXX)
+if CHECK=1 BUILD=build "$root/tests/bench/bench_scale" 1000 >"$scale_log" 2>&1; then
+	cat "$scale_log"
+	summary+=("$(printf '%-22s %s' "scale:" "1000 sandboxes, every ratio within its bound")")
+else
+	cat "$scale_log"
+	failures+=("scale: tests/bench/bench_scale 1000 went over a bound or failed (log above)")
+fi
+scale_figures=$(grep -E '^(bench_scale: N=|engine list|ls MOUNT|ls -l|mafsbx |daemon after|real reap)' "$scale_log" || true)
+rm -f "$scale_log"
+
 # Every mafsbxfs process of this tree's builds still running (not a zombie).
 daemons_left() {
 	local p exe st
@@ -239,6 +257,10 @@ echo "==== mafsbxfs test summary ===="
 for line in "${summary[@]}"; do
 	echo "  $line"
 done
+# The scale check's figures (tests/bench/bench_scale, run above).
+if [ -n "$scale_figures" ]; then
+	printf '%s\n' "$scale_figures" | sed 's/^/  /'
+fi
 # The fault campaign's soak (tests/fault, run above in the fault suite): its
 # numbers, so that CI shows them without opening the log.
 if [ -f build/meson-logs/mafsbx-all.txt ]; then

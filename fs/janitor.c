@@ -71,20 +71,42 @@ static int recover_pass(struct mfs *fs)
 	return r;
 }
 
-static bool id_listed(json_t *list, const char *id)
+/* The IDs of one listing of every container, kept compactly and sorted. */
+struct id_list {
+	char (*id)[65];
+	size_t n, cap;
+};
+
+static int id_add(json_t *c, void *ctx)
 {
-	size_t i;
-	json_t *c;
-	json_array_foreach(list, i, c) {
-		const char *x = json_string_value(json_object_get(c, "Id"));
-		if (x && strcmp(x, id) == 0)
-			return true;
+	struct id_list *l = ctx;
+	const char *x = json_string_value(json_object_get(c, "Id"));
+	if (!x)
+		return 0;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 256;
+		char (*p)[65] = realloc(l->id, nc * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		l->id = p;
+		l->cap = nc;
 	}
-	return false;
+	snprintf(l->id[l->n++], 65, "%s", x);
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static bool id_listed(const struct id_list *l, const char *id)
+{
+	return l->n && bsearch(id, l->id, l->n, sizeof(*l->id), cmp_id) != NULL;
 }
 
 /* Drop the file lists of sandboxes whose container is gone; how many were dropped. */
-static unsigned collect_extras(struct mfs *fs, json_t *list)
+static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
 {
 	char (*gone)[65] = NULL;
 	size_t n = 0, cap = 0;
@@ -120,32 +142,35 @@ static unsigned collect_extras(struct mfs *fs, json_t *list)
 
 static void gc_pass(struct mfs *fs)
 {
-	json_t *list = NULL;
+	struct id_list list = { 0 };
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	if (mafsbx_container_list(fs->engine, NULL, true, &list, &e) < 0) {
+	/* Streamed: only the IDs are kept, however many containers the engine holds. */
+	if (mafsbx_container_list_each(fs->engine, NULL, true, id_add, &list, &e) < 0) {
 		log_debug("collecting leftovers of removed containers: %s", e.message);
+		free(list.id);
 		return;
 	}
-	size_t n = json_array_size(list);
-	const char **ids = calloc(n ? n : 1, sizeof(*ids));
+	if (list.n > 1)
+		qsort(list.id, list.n, sizeof(*list.id), cmp_id);
+	const char **ids = calloc(list.n ? list.n : 1, sizeof(*ids));
 	if (!ids) {
-		json_decref(list);
+		free(list.id);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		ids[i] = json_string_value(json_object_get(json_array_get(list, i), "Id"));
+	for (size_t i = 0; i < list.n; i++)
+		ids[i] = list.id[i];
 	unsigned locks = 0;
 	mafsbx_error_clear(&e);
-	if (mafsbx_freezer_collect(fs->fz, ids, n, &locks, &e) < 0)
+	if (mafsbx_freezer_collect(fs->fz, ids, list.n, &locks, &e) < 0)
 		log_warn("collecting freeze lock files: %s", e.message);
-	unsigned lists = collect_extras(fs, list);
+	unsigned lists = collect_extras(fs, &list);
 	/* warn level: rare (containers removed behind the mount's back), and what tests look for */
 	if (locks || lists)
 		log_warn("janitor: collected the freeze lock files of %u and the file lists of %u removed containers",
 			 locks, lists);
 	free(ids);
-	json_decref(list);
+	free(list.id);
 }
 
 /* The freezer's failure callback: wake the janitor now. */

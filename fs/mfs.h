@@ -238,9 +238,13 @@ struct mfs_sbx_extra {
 struct mfs_snapshot {
 	atomic_int refs;
 	long long fetched_ms;
-	struct mafsbx_sandbox_info *a;
+	struct mafsbx_sandbox_info *a;   /* sorted by name */
 	size_t n;
+	char want[3][64];            /* the scope, thread and agent labels it was asked for ("": any) */
 };
+
+/* Scoped lists kept for by-scope/SCOPE/... lookups (root.c). */
+#define MFS_SCOPED_SLOTS 4
 
 struct mfs {
 	struct mfs_options opt;
@@ -256,8 +260,9 @@ struct mfs {
 	char scope_label[64];        /* label_value(opt.scope), "" when unscoped */
 	time_t mount_time;           /* the times of the fixed nodes (root, .ctl, by-scope) */
 
-	pthread_mutex_t lock;        /* guards snap, extras */
+	pthread_mutex_t lock;        /* guards snap, scoped, extras */
 	struct mfs_snapshot *snap;
+	struct mfs_snapshot *scoped[MFS_SCOPED_SLOTS];
 	struct mfs_sbx_extra *extras;
 
 	atomic_size_t reply_bytes;   /* reply.c: exec reply bytes being built now */
@@ -417,7 +422,12 @@ int mfs_classify(const char *path, struct mfs_node *n);
  */
 struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, struct mafsbx_error *err);
 void mfs_snapshot_put(struct mfs_snapshot *s);
-/* Drop the cached list: the next reader asks the engine. */
+/* The list under by-scope/SCOPE[/THREAD[/AGENT]] (`depth` 1 to 3 of
+ * `comp`), asked of the engine by label filters: the full list or a wider
+ * one when young enough, else a narrow one. */
+struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int depth, long long max_age_ms,
+				    struct mafsbx_error *err);
+/* Drop the cached lists: the next reader asks the engine. */
 void mfs_snapshot_invalidate(struct mfs *fs);
 /* Find a sandbox in a snapshot. */
 const struct mafsbx_sandbox_info *mfs_snapshot_find(const struct mfs_snapshot *s, const char *name);
@@ -450,9 +460,10 @@ bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
 
 /* One readdir entry of type `type` (S_IFDIR, S_IFREG, S_IFLNK); the filler's answer (1: buffer full). */
 int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type);
-int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler);
+int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void *buf, fuse_fill_dir_t filler);
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
-int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler);
+int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, off_t off, void *buf,
+			fuse_fill_dir_t filler);
 int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, size_t size);
 /* The by-scope link name of a sandbox ("KIND" or "KIND@CALL") into out; false when unshowable. */
 bool mfs_byscope_link_name(const struct mafsbx_sandbox_info *i, char *out, size_t size);
@@ -483,7 +494,7 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 
 /* ---- per-open handles (the registry: mount.c) ---------------------------- */
 
-enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK, MFS_H_DIR, MFS_H_EXEC };
+enum mfs_handle_type { MFS_H_BLOB = 1, MFS_H_CTL, MFS_H_WORK, MFS_H_DIR, MFS_H_EXEC, MFS_H_LIST };
 
 struct mfs_handle {
 	enum mfs_handle_type type;
@@ -493,6 +504,15 @@ struct mfs_handle {
 	uid_t owner;
 	uint64_t pt_ino;                 /* passthrough: the node whose backing id this open holds (0: none) */
 };
+
+/* A listing's directory handle (the root and by-scope/...): the list one
+ * listing reads from its first chunk to its last. */
+struct mfs_listdir {
+	struct mfs_handle h;
+	struct mfs_snapshot *snap;
+};
+int mfs_listdir_open(struct mfs *fs, struct fuse_file_info *fi);
+void mfs_listdir_release(struct mfs_listdir *d);
 
 /* The handle in fi->fh (NULL for none). */
 struct mfs_handle *mfs_handle_of(const struct fuse_file_info *fi);

@@ -557,6 +557,7 @@ static int mfs_op_release(const char *path, struct fuse_file_info *fi)
 		mfs_exec_release((struct mfs_exec_handle *)h);
 		break;
 	case MFS_H_DIR:
+	case MFS_H_LIST:
 		break;   /* releasedir's */
 	}
 	fi->fh = 0;
@@ -571,8 +572,15 @@ static int mfs_op_opendir(const char *path, struct fuse_file_info *fi)
 	int r = mfs_classify(path, &n);
 	if (r < 0)
 		return r;
+	if (n.type == MFS_N_ROOT || n.type == MFS_N_BYSCOPE) {
+		/* A listing's handle keeps the list it started with. */
+		r = mfs_listdir_open(fs, fi);
+		if (r == 0)
+			mfs_handle_register(fs, fi);
+		return r;
+	}
 	if (n.type != MFS_N_WORK && n.type != MFS_N_ROOTFS)
-		return 0;   /* the virtual directories are listed afresh by readdir */
+		return 0;   /* the other virtual directories are listed afresh by readdir */
 	r = mfs_work_opendir(fs, &n, fi);
 	if (r == 0)
 		mfs_handle_register(fs, fi);
@@ -586,6 +594,9 @@ static int mfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 	if (h && h->type == MFS_H_DIR) {
 		mfs_handle_unregister(mfs_get(), h);
 		mfs_work_releasedir((struct mfs_dir *)h);
+	} else if (h && h->type == MFS_H_LIST) {
+		mfs_handle_unregister(mfs_get(), h);
+		mfs_listdir_release((struct mfs_listdir *)h);
 	}
 	fi->fh = 0;
 	return 0;
@@ -628,11 +639,11 @@ static int mfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, o
 		return r;
 	switch (n.type) {
 	case MFS_N_ROOT:
-		return mfs_root_readdir(fs, buf, filler);
+		return mfs_root_readdir(fs, fi, off, buf, filler);
 	case MFS_N_CTL_DIR:
 		return fill_names(buf, filler, ctl_names);
 	case MFS_N_BYSCOPE:
-		return mfs_byscope_readdir(fs, &n, buf, filler);
+		return mfs_byscope_readdir(fs, &n, fi, off, buf, filler);
 	case MFS_N_SBX_DIR:
 		r = sandbox_exists(fs, n.name, NULL);
 		if (r < 0)

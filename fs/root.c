@@ -3,11 +3,14 @@
  *
  * The engine's labels are the record: the root lists every workload that
  * mafsbx_sandbox_list() returns (name prefix + the four identity labels, no
- * proxies), filtered by -o scope. The list is kept as a refcounted snapshot:
- * a readdir of the root always asks the engine; lookups reuse a snapshot
- * younger than the attribute timeout and ask the engine for one name on a
- * miss (negative answers are never cached, so a sandbox made by another
- * host appears at once). acquire/dispose drop the snapshot and tell the
+ * proxies), filtered by -o scope. The list is kept as a refcounted snapshot
+ * (sorted by name, read as a stream: src/listreader.h): a listing of the root
+ * asks the engine once, when it starts (offset 0), and its directory handle
+ * reads every later chunk from that list; lookups reuse a snapshot younger
+ * than the attribute timeout and ask the engine for one name on a miss
+ * (negative answers are never cached, so a sandbox made by another host
+ * appears at once). Below by-scope/SCOPE[/THREAD[/AGENT]] the engine is asked
+ * for those only (label filters), kept in a few slots beside the full list. acquire/dispose drop the snapshot and tell the
  * kernel (mfs_invalidate_path) that the root, by-scope/ and NAME changed.
  *
  * by-scope/SCOPE/THREAD/AGENT/KIND[@CALL] -> ../../../../NAME uses the label
@@ -21,6 +24,7 @@
 #include "mfs.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +48,10 @@ void mfs_list_clear(struct mfs *fs)
 	if (fs->snap)
 		mfs_snapshot_put(fs->snap);
 	fs->snap = NULL;
+	for (size_t k = 0; k < MFS_SCOPED_SLOTS; k++) {
+		mfs_snapshot_put(fs->scoped[k]);
+		fs->scoped[k] = NULL;
+	}
 	while (fs->extras) {
 		struct mfs_sbx_extra *x = fs->extras;
 		fs->extras = x->next;
@@ -65,22 +73,39 @@ void mfs_snapshot_put(struct mfs_snapshot *s)
 	if (!s)
 		return;
 	if (atomic_fetch_sub(&s->refs, 1) == 1) {
+		size_t n = s->n;
 		mafsbx_sandbox_info_free_array(s->a, s->n);
 		free(s);
+		/* A large list's memory goes back to the system, not to the heap's free lists. */
+		if (n >= 1000)
+			malloc_trim(0);
 	}
 }
 
-static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, struct mafsbx_error *err)
+static int cmp_info_name(const void *a, const void *b)
+{
+	return strcmp(((const struct mafsbx_sandbox_info *)a)->name, ((const struct mafsbx_sandbox_info *)b)->name);
+}
+
+/* Ask the engine for the list (of the labels `want`, or of the mount's scope when NULL). */
+static struct mfs_snapshot *snapshot_fetch(struct mfs *fs, const char (*want)[64], struct mafsbx_error *err)
 {
 	struct mfs_snapshot *s = calloc(1, sizeof(*s));
 	if (!s) {
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		return NULL;
 	}
-	if (mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err) < 0) {
+	int r = want ? mafsbx_sandbox_list_labels(fs->backend, want[0], want[1][0] ? want[1] : NULL,
+						  want[2][0] ? want[2] : NULL, 0, NULL, &s->a, &s->n, err)
+		     : mafsbx_sandbox_list(fs->backend, fs->opt.scope, &s->a, &s->n, err);
+	if (r < 0) {
 		free(s);
 		return NULL;
 	}
+	if (s->n > 1)
+		qsort(s->a, s->n, sizeof(*s->a), cmp_info_name);
+	if (want)
+		memcpy(s->want, want, sizeof(s->want));
 	atomic_init(&s->refs, 1);
 	s->fetched_ms = mafsbx_now_ms();
 	return s;
@@ -98,7 +123,7 @@ struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, stru
 	pthread_mutex_unlock(&fs->lock);
 
 	/* Ask outside the lock: a slow engine must not stall every lookup. */
-	s = snapshot_fetch(fs, err);
+	s = snapshot_fetch(fs, NULL, err);
 	if (!s)
 		return NULL;
 	pthread_mutex_lock(&fs->lock);
@@ -114,21 +139,176 @@ struct mfs_snapshot *mfs_snapshot_get(struct mfs *fs, long long max_age_ms, stru
 	return s;
 }
 
-void mfs_snapshot_invalidate(struct mfs *fs)
+/* Does a list asked for `have` hold every sandbox of `want`? ("" is any.) */
+static bool covers(const char (*have)[64], const char (*want)[64])
 {
+	for (int k = 0; k < 3; k++)
+		if (have[k][0] && strcmp(have[k], want[k]))
+			return false;
+	return true;
+}
+
+/* A young list that holds every sandbox of `want` (the full one or a wider scoped one), or NULL. */
+static struct mfs_snapshot *cached_covering(struct mfs *fs, const char (*want)[64], long long max_age_ms)
+{
+	if (max_age_ms < 0)
+		return NULL;
+	long long now = mafsbx_now_ms();
 	pthread_mutex_lock(&fs->lock);
-	struct mfs_snapshot *old = fs->snap;
-	fs->snap = NULL;
+	struct mfs_snapshot *s = NULL;
+	if (fs->snap && now - fs->snap->fetched_ms <= max_age_ms)
+		s = fs->snap;
+	for (size_t k = 0; !s && k < MFS_SCOPED_SLOTS; k++)
+		if (fs->scoped[k] && covers(fs->scoped[k]->want, want) && now - fs->scoped[k]->fetched_ms <= max_age_ms)
+			s = fs->scoped[k];
+	if (s)
+		atomic_fetch_add(&s->refs, 1);
+	pthread_mutex_unlock(&fs->lock);
+	return s;
+}
+
+struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int depth, long long max_age_ms,
+				    struct mafsbx_error *err)
+{
+	if (fs->scope_label[0] && strcmp(comp[0], fs->scope_label)) {
+		mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "scope '%s' is not this mount's", comp[0]);
+		return NULL;
+	}
+	char want[3][64] = { "", "", "" };
+	bool possible = true;
+	for (int k = 0; k < 3 && k < depth; k++) {
+		/* No label value is longer: nothing to ask for. */
+		possible = possible && strlen(comp[k]) <= MAFSBX_LABEL_VALUE_MAX;
+		snprintf(want[k], sizeof(want[k]), "%s", comp[k]);
+	}
+	long long now = mafsbx_now_ms();
+	struct mfs_snapshot *s = cached_covering(fs, (const char (*)[64])want, max_age_ms);
+	if (s)
+		return s;
+
+	if (!possible) {
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+			return NULL;
+		}
+		atomic_init(&s->refs, 1);
+		s->fetched_ms = now;
+		return s;
+	}
+	s = snapshot_fetch(fs, (const char (*)[64])want, err);
+	if (!s)
+		return NULL;
+	/* Keep it in the slot of the same labels, else the oldest. */
+	pthread_mutex_lock(&fs->lock);
+	size_t slot = 0;
+	for (size_t k = 0; k < MFS_SCOPED_SLOTS; k++) {
+		if (fs->scoped[k] && !memcmp(fs->scoped[k]->want, want, sizeof(want))) {
+			slot = k;
+			break;
+		}
+		if (!fs->scoped[k] || (fs->scoped[slot] && fs->scoped[k]->fetched_ms < fs->scoped[slot]->fetched_ms))
+			slot = k;
+	}
+	struct mfs_snapshot *old = NULL;
+	if (!fs->scoped[slot] || fs->scoped[slot]->fetched_ms <= s->fetched_ms) {
+		old = fs->scoped[slot];
+		atomic_fetch_add(&s->refs, 1);
+		fs->scoped[slot] = s;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	mfs_snapshot_put(old);
+	return s;
+}
+
+void mfs_snapshot_invalidate(struct mfs *fs)
+{
+	struct mfs_snapshot *old[MFS_SCOPED_SLOTS + 1];
+	pthread_mutex_lock(&fs->lock);
+	old[0] = fs->snap;
+	fs->snap = NULL;
+	for (size_t k = 0; k < MFS_SCOPED_SLOTS; k++) {
+		old[k + 1] = fs->scoped[k];
+		fs->scoped[k] = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t k = 0; k <= MFS_SCOPED_SLOTS; k++)
+		mfs_snapshot_put(old[k]);
 }
 
 const struct mafsbx_sandbox_info *mfs_snapshot_find(const struct mfs_snapshot *s, const char *name)
 {
-	for (size_t i = 0; s && i < s->n; i++)
-		if (!strcmp(s->a[i].name, name))
-			return &s->a[i];
-	return NULL;
+	if (!s || !s->n)
+		return NULL;
+	struct mafsbx_sandbox_info key;
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	if (strlen(name) >= sizeof(key.name))
+		return NULL;
+	return bsearch(&key, s->a, s->n, sizeof(*s->a), cmp_info_name);
+}
+
+/* ---- listing handles ------------------------------------------------------ */
+
+void mfs_listdir_release(struct mfs_listdir *d)
+{
+	if (!d)
+		return;
+	mfs_snapshot_put(d->snap);
+	free(d);
+}
+
+static void listdir_discard(struct mfs_handle *h)
+{
+	mfs_listdir_release((struct mfs_listdir *)h);
+}
+
+int mfs_listdir_open(struct mfs *fs, struct fuse_file_info *fi)
+{
+	(void)fs;
+	struct mfs_listdir *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->h.type = MFS_H_LIST;
+	d->h.discard = listdir_discard;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+/*
+ * The list a listing reads: a listing starts (offset 0) with a fresh one,
+ * asked of the engine, and reads every later chunk from it (one engine call
+ * per listing, and offsets that stay put). `fetch` gets the fresh list.
+ */
+static struct mfs_snapshot *listing_snapshot(struct fuse_file_info *fi, off_t off,
+					     struct mfs_snapshot *(*fetch)(struct mfs *, const void *,
+									  struct mafsbx_error *),
+					     struct mfs *fs, const void *arg, struct mafsbx_error *err)
+{
+	struct mfs_handle *h = fi ? mfs_handle_of(fi) : NULL;
+	struct mfs_listdir *d = h && h->type == MFS_H_LIST ? (struct mfs_listdir *)h : NULL;
+	if (d && d->snap && off > 0) {
+		atomic_fetch_add(&d->snap->refs, 1);
+		return d->snap;
+	}
+	struct mfs_snapshot *s = fetch(fs, arg, err);
+	if (s && d) {
+		mfs_snapshot_put(d->snap);
+		atomic_fetch_add(&s->refs, 1);
+		d->snap = s;
+	}
+	return s;
+}
+
+static struct mfs_snapshot *fetch_all(struct mfs *fs, const void *arg, struct mafsbx_error *err)
+{
+	(void)arg;
+	return mfs_snapshot_get(fs, -1, err);
+}
+
+static struct mfs_snapshot *fetch_scope(struct mfs *fs, const void *arg, struct mafsbx_error *err)
+{
+	const struct mfs_node *n = arg;
+	return mfs_scoped_get(fs, n->comp, n->depth < 3 ? n->depth : 3, -1, err);
 }
 
 static long long lookup_age_ms(const struct mfs *fs)
@@ -201,11 +381,11 @@ int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t ty
 	return filler(buf, name, &st, 0, 0);
 }
 
-int mfs_root_readdir(struct mfs *fs, void *buf, fuse_fill_dir_t filler)
+int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void *buf, fuse_fill_dir_t filler)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
+	struct mfs_snapshot *s = listing_snapshot(fi, off, fetch_all, fs, NULL, &e);
 	if (!s) {
 		log_warn("listing the sandboxes: %s", e.message);
 		return mafsbx_error_errno(&e, -EIO);
@@ -256,12 +436,13 @@ static bool byscope_match(const struct mafsbx_sandbox_info *i, const struct mfs_
 	return true;
 }
 
-/* The list by-scope/ lookups read: 0 with *s set, or the errno. */
-static int byscope_snapshot(struct mfs *fs, struct mfs_snapshot **s)
+/* The list by-scope/SCOPE/... lookups read (that scope's): 0 with *s set, or the errno. */
+static int byscope_snapshot(struct mfs *fs, const struct mfs_node *n, struct mfs_snapshot **s)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	*s = mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
+	*s = n->depth >= 1 ? mfs_scoped_get(fs, n->comp, n->depth < 3 ? n->depth : 3, lookup_age_ms(fs), &e)
+			   : mfs_snapshot_get(fs, lookup_age_ms(fs), &e);
 	return *s ? 0 : mafsbx_error_errno(&e, -EIO);
 }
 
@@ -284,6 +465,64 @@ static const struct mafsbx_sandbox_info *byscope_find(const struct mfs_snapshot 
 	return best;
 }
 
+/* How many containers a lookup's probe asks for (proxies match the same filters). */
+#define BYSCOPE_PROBE_LIMIT 16
+/* How old a list may be to say that a by-scope directory exists (as MFS_FILE_TARGET_MS for NAME). */
+#define BYSCOPE_HIT_MS MFS_FILE_TARGET_MS
+
+/*
+ * Does the directory by-scope/SCOPE[/THREAD[/AGENT]] exist? From a young
+ * list when there is one; else the engine is asked for a few containers of
+ * those labels (a lookup of by-scope/SCOPE must not cost that scope's whole
+ * list), and for the whole narrow list only when those few were all hidden
+ * (proxies, unshowable labels). 1 yes, 0 no, or a negative errno.
+ */
+static int byscope_dir_probe(struct mfs *fs, const struct mfs_node *n)
+{
+	if (fs->scope_label[0] && strcmp(n->comp[0], fs->scope_label))
+		return 0;
+	char want[3][64] = { "", "", "" };
+	for (int k = 0; k < 3 && k < n->depth; k++) {
+		if (strlen(n->comp[k]) > MAFSBX_LABEL_VALUE_MAX)
+			return 0;   /* no label value is longer */
+		snprintf(want[k], sizeof(want[k]), "%s", n->comp[k]);
+	}
+	/*
+	 * A list up to BYSCOPE_HIT_MS old answers yes (labels never change, and
+	 * this mount's own acquire and dispose drop the lists): `ls -l` of a
+	 * listed directory looks up each entry after the listing, which on a
+	 * loaded engine can take longer than attr_timeout. A no needs a list
+	 * younger than attr_timeout.
+	 */
+	long long age = lookup_age_ms(fs);
+	struct mfs_snapshot *s = cached_covering(fs, (const char (*)[64])want, age > BYSCOPE_HIT_MS ? age : BYSCOPE_HIT_MS);
+	if (s) {
+		int r = byscope_find(s, n, n->depth, false) != NULL;
+		bool young = mafsbx_now_ms() - s->fetched_ms <= age;
+		mfs_snapshot_put(s);
+		if (r || young)
+			return r;
+	}
+	struct mfs_snapshot probe;
+	memset(&probe, 0, sizeof(probe));
+	size_t listed = 0;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_sandbox_list_labels(fs->backend, want[0], want[1][0] ? want[1] : NULL, want[2][0] ? want[2] : NULL,
+				       BYSCOPE_PROBE_LIMIT, &listed, &probe.a, &probe.n, &e) < 0)
+		return mafsbx_error_errno(&e, -EIO);
+	int r = byscope_find(&probe, n, n->depth, false) != NULL;
+	mafsbx_sandbox_info_free_array(probe.a, probe.n);
+	if (r || listed < BYSCOPE_PROBE_LIMIT)
+		return r;
+	int fr = byscope_snapshot(fs, n, &s);
+	if (fr < 0)
+		return fr;
+	r = byscope_find(s, n, n->depth, false) != NULL;
+	mfs_snapshot_put(s);
+	return r;
+}
+
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
 {
 	if (n->depth == 0) {
@@ -291,8 +530,18 @@ int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *s
 		st->st_nlink = 2;
 		return 0;
 	}
+	if (n->type != MFS_N_BYSCOPE_LINK) {
+		int p = byscope_dir_probe(fs, n);
+		if (p < 0)
+			return p;
+		if (!p)
+			return -ENOENT;
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return 0;
+	}
 	struct mfs_snapshot *s;
-	int r = byscope_snapshot(fs, &s);
+	int r = byscope_snapshot(fs, n, &s);
 	if (r < 0)
 		return r;
 	const struct mafsbx_sandbox_info *i = byscope_find(s, n, n->depth, false);
@@ -310,13 +559,15 @@ int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *s
 	return r;
 }
 
-int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler)
+int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, off_t off, void *buf,
+			fuse_fill_dir_t filler)
 {
 	int r = -EIO;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	/* A listing always asks the engine, as the root's does. */
-	struct mfs_snapshot *s = mfs_snapshot_get(fs, -1, &e);
+	/* A listing always asks the engine, as the root's does: below a scope, for that scope only. */
+	struct mfs_snapshot *s = n->depth >= 1 ? listing_snapshot(fi, off, fetch_scope, fs, n, &e)
+					       : listing_snapshot(fi, off, fetch_all, fs, NULL, &e);
 	if (!s)
 		return mafsbx_error_errno(&e, r);
 	mfs_dir_entry(buf, filler, ".", S_IFDIR);
@@ -362,7 +613,7 @@ int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, void *buf, fus
 int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, size_t size)
 {
 	struct mfs_snapshot *s;
-	int r = byscope_snapshot(fs, &s);
+	int r = byscope_snapshot(fs, n, &s);
 	if (r < 0)
 		return r;
 	const struct mafsbx_sandbox_info *best = byscope_find(s, n, 4, true);

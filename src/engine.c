@@ -774,6 +774,74 @@ int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool a
 	return list_call(e, "/containers/json", filters, all, "list containers", out, err);
 }
 
+struct list_sink {
+	struct mafsbx_listreader *lr;
+	struct mafsbx_error err;
+	bool failed;
+};
+
+static int list_sink_fn(const void *data, size_t len, void *ctx)
+{
+	struct list_sink *ls = ctx;
+	int r = mafsbx_listreader_feed(ls->lr, data, len, &ls->err);
+	if (r < 0) {
+		ls->failed = true;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int mafsbx_container_list_each(struct mafsbx_engine *e, const json_t *filters, bool all, mafsbx_list_each_fn each,
+			       void *ctx, struct mafsbx_error *err)
+{
+	return mafsbx_container_list_each_limit(e, filters, all, 0, each, ctx, err);
+}
+
+int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
+				     mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err)
+{
+	if (!e || !each || (filters && !json_is_object(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list containers: bad arguments");
+	const char *what = "list containers";
+	__do_free char *f = NULL;
+	if (filters && json_object_size(filters) && !(f = mafsbx_filters_encode(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: filters cannot be encoded", what);
+	int r;
+	char lim[32] = "";
+	if (limit)
+		snprintf(lim, sizeof(lim), "%slimit=%u", all || f ? "&" : "?", limit);
+	__do_free char *t = target(e, err, &r, "/containers/json%s%s%s%s%s", all ? "?all=1" : "",
+				   f ? (all ? "&" : "?") : "", f ? "filters=" : "", f ? f : "", lim);
+	if (!t)
+		return r;
+	struct list_sink ls = { .lr = mafsbx_listreader_new(each, ctx, 0) };
+	if (!ls.lr)
+		return nomem(err);
+	mafsbx_error_clear(&ls.err);
+	/* The list is streamed: no bound on its total size, only on one element. */
+	struct mafsbx_http_req rq = { .method = "GET", .target = t, .sink = list_sink_fn, .sink_ctx = &ls,
+ };
+	struct mafsbx_http_resp resp = { 0 };
+	r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (ls.failed) {
+		if (err)
+			*err = ls.err;
+		r = ls.err.err ? -ls.err.err : -EIO;
+		mafsbx_error_prefix(err, "%s", what);
+	} else if (r < 0) {
+		mafsbx_error_prefix(err, "%s", what);
+	} else if (resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, NULL);
+	} else {
+		r = mafsbx_listreader_finish(ls.lr, err);
+		if (r < 0)
+			mafsbx_error_prefix(err, "%s", what);
+	}
+	mafsbx_http_resp_free(&resp);
+	mafsbx_listreader_free(ls.lr);
+	return r;
+}
+
 /* ---- events and the engine's clock (the proof that a freeze held) -------- */
 
 static void ns_text(long long ns, char out[32])

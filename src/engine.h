@@ -13,6 +13,8 @@
 #define MAFSBX_ENGINE_H
 
 #include <jansson.h>
+
+#include "listreader.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -79,6 +81,16 @@ int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, jso
 /* GET /containers/json?all=..&filters=..; *out is a new reference to the array. */
 int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool all, json_t **out,
 			  struct mafsbx_error *err);
+/*
+ * The same list, streamed: `each` is called per container object (borrowed,
+ * released after the call) as the answer arrives, so the whole document is
+ * never held (listreader.h). A callback's negative errno stops the list.
+ */
+int mafsbx_container_list_each(struct mafsbx_engine *e, const json_t *filters, bool all, mafsbx_list_each_fn each,
+			       void *ctx, struct mafsbx_error *err);
+/* The same, the engine giving at most `limit` (0: all) of the matching containers, the newest. */
+int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
+				     mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err);
 /* DELETE /containers/C?force=..&v=1. Missing: EK_NO_CONTAINER (callers decide if that is fine). */
 int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool force,
 			    struct mafsbx_error *err);

@@ -47,7 +47,6 @@ void mafsbx_sandbox_info_clear(struct mafsbx_sandbox_info *i)
 		free(i->outputs[k]);
 	free(i->outputs);
 	free(i->network_mode);
-	json_decref(i->labels);
 	memset(i, 0, sizeof(*i));
 }
 
@@ -154,7 +153,6 @@ static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, co
 	i->call = strdup(call ? call : "");
 	i->work_dir = dup_or_null(sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1));
 	i->network_mode = dup_or_null(network_mode ? network_mode : "");
-	i->labels = json_incref(labels);
 	if (!i->image || !i->scope || !i->thread || !i->agent || !i->kind || !i->call || !i->network_mode) {
 		mafsbx_sandbox_info_clear(i);
 		return -ENOMEM;
@@ -170,69 +168,117 @@ static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, co
 	return 0;
 }
 
-int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafsbx_sandbox_info **out, size_t *n,
-			struct mafsbx_error *err)
+struct list_acc {
+	struct mafsbx_backend *b;
+	struct mafsbx_sandbox_info *a;
+	size_t n, cap;
+	size_t listed;               /* containers the engine gave, sandboxes or not */
+};
+
+/* One listed container: kept (compactly, only what the tree shows) when it is a sandbox. */
+static int list_one(json_t *c, void *ctx)
+{
+	struct list_acc *acc = ctx;
+	acc->listed++;
+	const char *nm = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+	if (nm && *nm == '/')
+		nm++;
+	json_t *labels = sbx_labels_of(c);
+	if (!nm || !mafsbx_is_workload_name(nm) || !mafsbx_has_identity_labels(labels) ||
+	    sbx_label(labels, MAFSBX_LABEL_ROLE))
+		return 0;
+	if (acc->n == acc->cap) {
+		size_t cap = acc->cap ? acc->cap * 2 : 64;
+		struct mafsbx_sandbox_info *p = realloc(acc->a, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		acc->a = p;
+		acc->cap = cap;
+	}
+	const char *state = json_string_value(json_object_get(c, "State"));
+	json_t *created = json_object_get(c, "Created");
+	if (fill_info(acc->b, &acc->a[acc->n], nm, json_string_value(json_object_get(c, "Id")), state,
+		      state && strcmp(state, "paused") == 0, json_is_integer(created) ? json_integer_value(created) : 0,
+		      json_string_value(json_object_get(c, "Image")), labels,
+		      json_string_value(json_object_get(json_object_get(c, "HostConfig"), "NetworkMode"))) < 0)
+		return -ENOMEM;
+	acc->n++;
+	return 0;
+}
+
+/* The sandboxes whose scope, thread and agent labels equal the values given (NULL: any). */
+static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], unsigned limit, size_t *listed,
+			  struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err)
 {
 	*out = NULL;
 	*n = 0;
 	if (!b)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: no backend");
-	json_t *filters = mafsbx_filters_new(), *list = NULL;
+	json_t *filters = mafsbx_filters_new();
 	static const char *const keys[] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
 					    MAFSBX_LABEL_KIND };
 	int r = filters ? mafsbx_filters_add(filters, "name", "^/" MAFSBX_NAME_PREFIX) : -ENOMEM;
 	for (size_t k = 0; r == 0 && k < 4; k++)
 		r = mafsbx_filters_add(filters, "label", keys[k]);
-	if (scope && r == 0) {
-		char v[MAFSBX_LABEL_VALUE_MAX + 1], f[128];
-		mafsbx_label_value(scope, v);
-		snprintf(f, sizeof(f), "%s=%s", MAFSBX_LABEL_SCOPE, v);
+	for (size_t k = 0; r == 0 && k < 3; k++) {
+		if (!want[k])
+			continue;
+		char f[sizeof(MAFSBX_LABEL_THREAD) + MAFSBX_LABEL_VALUE_MAX + 2];
+		snprintf(f, sizeof(f), "%s=%s", keys[k], want[k]);
 		r = mafsbx_filters_add(filters, "label", f);
 	}
 	if (r < 0) {
 		json_decref(filters);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	r = mafsbx_container_list(b->engine, filters, true, &list, err);
+	struct list_acc acc = { .b = b };
+	r = mafsbx_container_list_each_limit(b->engine, filters, true, limit, list_one, &acc, err);
 	json_decref(filters);
-	if (r < 0)
+	if (listed)
+		*listed = acc.listed;
+	if (r < 0) {
+		mafsbx_sandbox_info_free_array(acc.a, acc.n);
 		return r;
-	size_t cap = json_array_size(list), k = 0;
-	struct mafsbx_sandbox_info *a = cap ? calloc(cap, sizeof(*a)) : NULL;
-	if (cap && !a) {
-		json_decref(list);
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	size_t idx;
-	json_t *c;
-	json_array_foreach(list, idx, c) {
-		const char *nm = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
-		if (nm && *nm == '/')
-			nm++;
-		json_t *labels = sbx_labels_of(c);
-		if (!nm || !mafsbx_is_workload_name(nm) || !mafsbx_has_identity_labels(labels) ||
-		    sbx_label(labels, MAFSBX_LABEL_ROLE))
-			continue;
-		const char *state = json_string_value(json_object_get(c, "State"));
-		json_t *created = json_object_get(c, "Created");
-		if (fill_info(b, &a[k], nm, json_string_value(json_object_get(c, "Id")), state,
-			      state && strcmp(state, "paused") == 0, json_is_integer(created) ? json_integer_value(created) : 0,
-			      json_string_value(json_object_get(c, "Image")), labels,
-			      json_string_value(json_object_get(json_object_get(c, "HostConfig"), "NetworkMode"))) < 0) {
-			mafsbx_sandbox_info_free_array(a, k);
-			json_decref(list);
-			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		}
-		k++;
+	if (acc.n == 0) {
+		free(acc.a);
+		acc.a = NULL;
+	} else if (acc.n < acc.cap) {
+		struct mafsbx_sandbox_info *p = realloc(acc.a, acc.n * sizeof(*p));
+		if (p)
+			acc.a = p;
 	}
-	json_decref(list);
-	if (k == 0) {
-		free(a);
-		a = NULL;
-	}
-	*out = a;
-	*n = k;
+	*out = acc.a;
+	*n = acc.n;
 	return 0;
+}
+
+int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafsbx_sandbox_info **out, size_t *n,
+			struct mafsbx_error *err)
+{
+	char v[MAFSBX_LABEL_VALUE_MAX + 1];
+	if (scope)
+		mafsbx_label_value(scope, v);
+	const char *const want[3] = { scope ? v : NULL, NULL, NULL };
+	return list_by_labels(b, want, 0, NULL, out, n, err);
+}
+
+int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, const char *thread, const char *agent,
+			       unsigned limit, size_t *listed, struct mafsbx_sandbox_info **out, size_t *n,
+			       struct mafsbx_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	const char *const want[3] = { scope, thread, agent };
+	if (!scope)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: no scope label");
+	for (size_t k = 0; k < 3; k++)
+		if (want[k] && (!*want[k] || strlen(want[k]) > MAFSBX_LABEL_VALUE_MAX))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: a label value must be 1 to %d bytes",
+						MAFSBX_LABEL_VALUE_MAX);
+	if (!thread && agent)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: an agent needs its thread");
+	return list_by_labels(b, want, limit, listed, out, n, err);
 }
 
 int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],

@@ -14,6 +14,8 @@
 #include "reap.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,28 +246,6 @@ static int oom(struct mafsbx_error *err)
 	return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "reap: out of memory");
 }
 
-/* List one half by the filter. 0, or the first failure's negative errno (recorded in `res`, with `err`). */
-static int list_half(struct mafsbx_engine *e, bool network, const char *scope_label, json_t **list,
-		     struct mafsbx_reap_result *res, bool *fatal, struct mafsbx_error *err)
-{
-	int first = 0;
-	struct mafsbx_error lerr;
-	mafsbx_error_clear(&lerr);
-	json_t *filters = mafsbx_reap_filters(scope_label);
-	if (!filters)
-		return oom(err);
-	int r = network ? mafsbx_network_list(e, filters, list, &lerr) : mafsbx_container_list(e, filters, true, list, &lerr);
-	json_decref(filters);
-	if (r < 0 || !json_is_array(*list)) {
-		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "could not list %s, so nothing was deleted: %s",
-				network ? "networks" : "containers", r < 0 ? lerr.message : "the answer is not an array") < 0)
-			r = -ENOMEM;
-		note_first(err, &first, r, r < 0 ? &lerr : NULL, "list: the answer is not an array");
-		*fatal = r < 0 && fatal_transport(&lerr);
-	}
-	return first;
-}
-
 /* The engine listed something that is not an engine ID: an inventory failure. 0, or -ENOMEM (with `err`). */
 static int malformed_id(struct mafsbx_reap_result *res, bool network, const char *id, struct mafsbx_error *err,
 			int *first)
@@ -321,41 +301,162 @@ static int inventory_entry(struct mafsbx_engine *e, bool network, const char *id
 	return 0;
 }
 
+/* One listed ID, kept compactly until it is judged. */
+struct listed {
+	char id[65];
+	bool malformed;          /* not an engine ID: `bad` holds what was listed */
+	char bad[72];
+	bool young;              /* judged from the listing alone: `rs` */
+	struct resource rs;
+};
+
+struct listing {
+	struct listed *l;
+	size_t n, cap;
+	const char *scope_label;
+	struct mafsbx_time cutoff;
+	bool network;
+};
+
+/*
+ * A container the listing already shows to be younger than the cutoff (its
+ * listed Created, whole seconds rounded down, after the cutoff's second):
+ * it cannot expire in this run, so it is not inspected. It is still kept,
+ * with its identity checked from the listing, because its age decides its
+ * group's (a young workload keeps an old proxy). 1 when young and ours.
+ */
+static int young_from_listing(const json_t *ent, const char *scope_label, struct mafsbx_time cutoff,
+			      struct resource *out)
+{
+	const json_t *jc = json_object_get(ent, "Created");
+	if (!json_is_integer(jc) || json_integer_value(jc) <= (json_int_t)cutoff.sec)
+		return 0;
+	const char *name = json_string_value(json_array_get(json_object_get(ent, "Names"), 0));
+	if (!name)
+		return 0;
+	if (name[0] == '/')
+		name++;
+	enum mafsbx_reap_kind kind;
+	if (!mafsbx_reap_parse_name(name, false, &kind, out->sandbox))
+		return 0;
+	const json_t *labels = json_object_get(ent, "Labels");
+	if (!mafsbx_has_identity_labels(labels))
+		return 0;
+	if (scope_label && strcmp(json_string_value(json_object_get(labels, MAFSBX_LABEL_SCOPE)), scope_label) != 0)
+		return 0;
+	const json_t *role = json_object_get(labels, MAFSBX_LABEL_ROLE);
+	if (kind == MAFSBX_REAP_PROXY && !(json_is_string(role) && strcmp(json_string_value(role), "proxy") == 0))
+		return 0;
+	if (kind == MAFSBX_REAP_WORKLOAD && role)
+		return 0;
+	out->kind = kind;
+	out->created = (struct mafsbx_time){ .sec = (int64_t)json_integer_value(jc), .nsec = 0 };
+	snprintf(out->id, sizeof(out->id), "%s", json_string_value(json_object_get(ent, "Id")));
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	return 1;
+}
+
+static int listing_add(json_t *ent, void *ctx)
+{
+	struct listing *ls = ctx;
+	if (ls->n == ls->cap) {
+		size_t cap = ls->cap ? ls->cap * 2 : 64;
+		struct listed *p = realloc(ls->l, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		ls->l = p;
+		ls->cap = cap;
+	}
+	struct listed *x = &ls->l[ls->n];
+	memset(x, 0, sizeof(*x));
+	const char *id = json_string_value(json_object_get(ent, "Id"));
+	if (!mafsbx_is_engine_id(id)) {
+		x->malformed = true;
+		snprintf(x->bad, sizeof(x->bad), "%s", id ? id : "");
+		x->id[0] = '\0';
+	} else {
+		snprintf(x->id, sizeof(x->id), "%s", id);
+		x->young = !ls->network && young_from_listing(ent, ls->scope_label, ls->cutoff, &x->rs) == 1;
+	}
+	ls->n++;
+	return 0;
+}
+
+static int cmp_listed(const void *a, const void *b)
+{
+	return strcmp(((const struct listed *)a)->id, ((const struct listed *)b)->id);
+}
+
+/* List one half by the filter, streamed into `ls`. 0, or the first failure's negative errno (recorded in `res`, with `err`). */
+static int list_half(struct mafsbx_engine *e, struct listing *ls, struct mafsbx_reap_result *res, bool *fatal,
+		     struct mafsbx_error *err)
+{
+	int first = 0;
+	struct mafsbx_error lerr;
+	mafsbx_error_clear(&lerr);
+	json_t *filters = mafsbx_reap_filters(ls->scope_label);
+	if (!filters)
+		return oom(err);
+	int r;
+	if (ls->network) {
+		json_t *list = NULL;
+		r = mafsbx_network_list(e, filters, &list, &lerr);
+		if (r == 0 && !json_is_array(list)) {
+			r = mafsbx_error_set(&lerr, MAFSBX_EK_PROTOCOL, "the answer is not an array");
+		} else if (r == 0) {
+			size_t i;
+			json_t *ent;
+			json_array_foreach(list, i, ent)
+				if ((r = listing_add(ent, ls)) < 0)
+					break;
+			if (r < 0)
+				mafsbx_error_set(&lerr, MAFSBX_EK_NOMEM, "out of memory");
+		}
+		json_decref(list);
+	} else {
+		r = mafsbx_container_list_each(e, filters, true, listing_add, ls, &lerr);
+	}
+	json_decref(filters);
+	if (r < 0) {
+		if (lerr.kind == MAFSBX_EK_NOMEM)
+			return oom(err);
+		if (add_failure(res, MAFSBX_REAP_UNLISTED, NULL, NULL, NULL, "could not list %s, so nothing was deleted: %s",
+				ls->network ? "networks" : "containers", lerr.message) < 0)
+			r = -ENOMEM;
+		note_first(err, &first, r, &lerr, "list failed");
+		*fatal = fatal_transport(&lerr);
+	}
+	return first;
+}
+
 /*
  * One half of the inventory (containers or networks). Failures are recorded
  * in `res`; returns 0, or the first failure's negative errno (with `err`).
  * A dead engine stops the walk at once: every further call would fail the
- * same way, possibly after a timeout each.
+ * same way, possibly after a timeout each. Containers the listing shows
+ * too young to expire are kept from the listing, not inspected.
  */
-static int inventory_half(struct mafsbx_engine *e, bool network, const char *scope_label, struct inventory *inv,
-			  struct mafsbx_reap_result *res, bool *fatal, struct mafsbx_error *err)
+static int inventory_half(struct mafsbx_engine *e, bool network, const char *scope_label, struct mafsbx_time cutoff,
+			  struct inventory *inv, struct mafsbx_reap_result *res, bool *fatal, struct mafsbx_error *err)
 {
-	json_t *list = NULL;
-	char **seen = NULL;
-	size_t n_seen = 0;
-	int first = list_half(e, network, scope_label, &list, res, fatal, err);
+	struct listing ls = { .scope_label = scope_label, .cutoff = cutoff, .network = network };
+	int first = list_half(e, &ls, res, fatal, err);
 	if (first < 0)
 		goto out;
-	seen = calloc(json_array_size(list) + 1, sizeof(*seen));
-	if (!seen) {
-		first = oom(err);
-		goto out;
-	}
-	size_t i;
-	json_t *entry;
-	json_array_foreach(list, i, entry) {
-		const char *id = json_string_value(json_object_get(entry, "Id"));
+	/* Each ID once (in ID order). */
+	if (ls.n > 1)
+		qsort(ls.l, ls.n, sizeof(*ls.l), cmp_listed);
+	for (size_t i = 0; i < ls.n; i++) {
+		const struct listed *x = &ls.l[i];
 		int r;
-		if (!mafsbx_is_engine_id(id)) {
-			r = malformed_id(res, network, id, err, &first);
+		if (x->malformed) {
+			r = malformed_id(res, network, x->bad, err, &first);
+		} else if (i > 0 && !ls.l[i - 1].malformed && strcmp(ls.l[i - 1].id, x->id) == 0) {
+			continue;
+		} else if (x->young) {
+			r = inventory_push(inv, &x->rs) < 0 ? oom(err) : 0;
 		} else {
-			bool dup = false;
-			for (size_t k = 0; k < n_seen && !dup; k++)
-				dup = strcmp(seen[k], id) == 0;
-			if (dup)
-				continue;
-			seen[n_seen++] = (char *)id;
-			r = inventory_entry(e, network, id, scope_label, inv, res, fatal, err, &first);
+			r = inventory_entry(e, network, x->id, scope_label, inv, res, fatal, err, &first);
 		}
 		if (r < 0)
 			first = r;
@@ -363,8 +464,7 @@ static int inventory_half(struct mafsbx_engine *e, bool network, const char *sco
 			break;
 	}
 out:
-	free(seen);
-	json_decref(list);
+	free(ls.l);
 	return first;
 }
 
@@ -390,12 +490,15 @@ static int cmp_resource(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
+static int cmp_group(const void *key, const void *g)
+{
+	return strcmp(key, ((const struct group *)g)->sandbox);
+}
+
+/* Groups are made in the inventory's order (by sandbox): found by bisection. */
 static struct group *find_group(struct group *g, size_t n, const char *sandbox)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(g[i].sandbox, sandbox) == 0)
-			return &g[i];
-	return NULL;
+	return n ? bsearch(sandbox, g, n, sizeof(*g), cmp_group) : NULL;
 }
 
 static int add_item(struct mafsbx_reap_result *res, const struct resource *r, enum mafsbx_reap_outcome o)
@@ -444,10 +547,11 @@ static void stage(const struct reap_run *run, enum mafsbx_reap_stage s)
 static int take_inventory(struct reap_run *run, const char *scope_label)
 {
 	bool fatal = false;
-	int ret = inventory_half(run->e, false, scope_label, &run->inv, run->res, &fatal, run->err);
+	int ret = inventory_half(run->e, false, scope_label, run->res->cutoff, &run->inv, run->res, &fatal, run->err);
 	if (!fatal) {
 		/* Keep reading to report every unreadable resource; the first error stays in err. */
-		int r2 = inventory_half(run->e, true, scope_label, &run->inv, run->res, &fatal, ret < 0 ? NULL : run->err);
+		int r2 = inventory_half(run->e, true, scope_label, run->res->cutoff, &run->inv, run->res, &fatal,
+					ret < 0 ? NULL : run->err);
 		if (ret == 0)
 			ret = r2;
 	}
@@ -487,7 +591,9 @@ static int group_inventory(struct reap_run *run)
 		return oom(run->err);
 	for (size_t i = 0; i < inv->n; i++) {
 		const struct resource *r = &inv->r[i];
-		struct group *g = find_group(run->groups, run->n_groups, r->sandbox);
+		struct group *g = run->n_groups && strcmp(run->groups[run->n_groups - 1].sandbox, r->sandbox) == 0
+					  ? &run->groups[run->n_groups - 1]
+					  : NULL;
 		if (!g) {
 			g = &run->groups[run->n_groups++];
 			snprintf(g->sandbox, sizeof(g->sandbox), "%s", r->sandbox);
@@ -569,45 +675,96 @@ static void count_removed(struct mafsbx_reap_result *res, enum mafsbx_reap_kind 
 		res->networks_removed++;
 }
 
-/* Remove (or, dry, count) one resource of an expired group by its ID. 0 or -ENOMEM. */
-static int remove_one(struct reap_run *run, const struct resource *r, struct group *g)
-{
-	if (g->blocked)
-		return add_item(run->res, r, MAFSBX_REAP_BLOCKED);
-	if (run->opts->dry_run) {
-		int ar = add_item(run->res, r, MAFSBX_REAP_WOULD_REMOVE);
-		count_removed(run->res, r->kind);
-		return ar;
-	}
+/* One removal of a phase: the resource, its group, and the engine's answer. */
+struct removal {
+	const struct resource *r;
+	struct group *g;
+	bool act;                    /* a removal to make (not blocked, not dry) */
+	int dr;
 	struct mafsbx_error derr;
-	mafsbx_error_clear(&derr);
-	int dr = r->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_delete(run->e, r->id, &derr)
-						: mafsbx_container_delete(run->e, r->id, true, &derr);
+};
+
+/* Record one removal's outcome (in the phase's order). 0 or -ENOMEM. */
+static int record_removal(struct reap_run *run, struct removal *x)
+{
+	const struct resource *r = x->r;
 	enum mafsbx_reap_outcome o;
-	if (dr == 0) {
+	if (x->dr == 0) {
 		o = MAFSBX_REAP_REMOVED;
 		count_removed(run->res, r->kind);
 		log_info("reap: removed %s %s (%.12s)", mafsbx_reap_kind_name(r->kind), r->name, r->id);
-	} else if (mafsbx_error_is_gone(&derr, r->id)) {
+	} else if (mafsbx_error_is_gone(&x->derr, r->id)) {
 		o = MAFSBX_REAP_GONE;
 	} else {
 		o = MAFSBX_REAP_FAILED;
 		enum mafsbx_reap_kind k = r->kind;
-		if (add_failure(run->res, code_of(&derr), &k, r->id, r->name, "%s", derr.message) < 0)
+		if (add_failure(run->res, code_of(&x->derr), &k, r->id, r->name, "%s", x->derr.message) < 0)
 			return -ENOMEM;
-		log_info("reap: could not remove %s %s: %s", mafsbx_reap_kind_name(r->kind), r->name, derr.message);
+		log_info("reap: could not remove %s %s: %s", mafsbx_reap_kind_name(r->kind), r->name, x->derr.message);
 	}
 	/* A container left in place (or already replaced) keeps its group's age for a retry. */
 	if (o != MAFSBX_REAP_REMOVED && r->kind != MAFSBX_REAP_NETWORK)
-		g->blocked = true;
+		x->g->blocked = true;
 	return add_item(run->res, r, o);
 }
 
-/* 4. Remove by ID: proxies, then workloads, then networks. 0 or -ENOMEM. */
+struct removal_pool {
+	struct mafsbx_engine *e;
+	struct removal *x;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *removal_worker(void *arg)
+{
+	struct removal_pool *p = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&p->next, 1);
+		if (i >= p->n)
+			return NULL;
+		struct removal *x = &p->x[i];
+		if (!x->act)
+			continue;
+		mafsbx_error_clear(&x->derr);
+		x->dr = x->r->kind == MAFSBX_REAP_NETWORK ? mafsbx_network_delete(p->e, x->r->id, &x->derr)
+							  : mafsbx_container_delete(p->e, x->r->id, true, &x->derr);
+	}
+}
+
+/*
+ * The removals of one phase, at most MAFSBX_REAP_CONCURRENCY at once (a
+ * removal waits on the engine, which does them in parallel; many at once
+ * would only queue there and hold connections). The calling thread is one
+ * of the workers; if no thread can be started it does them all.
+ */
+static void remove_all(struct mafsbx_engine *e, struct removal *x, size_t n)
+{
+	struct removal_pool p = { .e = e, .x = x, .n = n };
+	atomic_init(&p.next, 0);
+	pthread_t t[MAFSBX_REAP_CONCURRENCY - 1];
+	size_t started = 0;
+	for (; started < MAFSBX_REAP_CONCURRENCY - 1 && started + 1 < n; started++)
+		if (pthread_create(&t[started], NULL, removal_worker, &p) != 0)
+			break;
+	removal_worker(&p);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+}
+
+/*
+ * 4. Remove by ID: proxies, then workloads, then networks, each phase's
+ * removals in parallel (bounded) and recorded in order; a group whose
+ * container stayed is blocked for the later phases. 0 or -ENOMEM.
+ */
 static int remove_expired(struct reap_run *run)
 {
 	static const enum mafsbx_reap_kind order[] = { MAFSBX_REAP_PROXY, MAFSBX_REAP_WORKLOAD, MAFSBX_REAP_NETWORK };
-	for (size_t oi = 0; oi < MAFSBX_ARRAY_SIZE(order); oi++) {
+	struct removal *x = calloc(run->inv.n + 1, sizeof(*x));
+	if (!x)
+		return oom(run->err);
+	int ret = 0;
+	for (size_t oi = 0; ret == 0 && oi < MAFSBX_ARRAY_SIZE(order); oi++) {
+		size_t n = 0, acts = 0;
 		for (size_t i = 0; i < run->inv.n; i++) {
 			const struct resource *r = &run->inv.r[i];
 			if (r->kind != order[oi])
@@ -615,11 +772,25 @@ static int remove_expired(struct reap_run *run)
 			struct group *g = find_group(run->groups, run->n_groups, r->sandbox);
 			if (!g || !g->expired || g->skipped)
 				continue;
-			if (remove_one(run, r, g) < 0)
-				return oom(run->err);
+			bool act = !g->blocked && !run->opts->dry_run;
+			x[n++] = (struct removal){ .r = r, .g = g, .act = act };
+			acts += act;
+		}
+		if (acts)
+			remove_all(run->e, x, n);
+		for (size_t i = 0; ret == 0 && i < n; i++) {
+			if (x[i].g->blocked && !x[i].act) {
+				ret = add_item(run->res, x[i].r, MAFSBX_REAP_BLOCKED);
+			} else if (!x[i].act) {
+				ret = add_item(run->res, x[i].r, MAFSBX_REAP_WOULD_REMOVE);
+				count_removed(run->res, x[i].r->kind);
+			} else {
+				ret = record_removal(run, &x[i]);
+			}
 		}
 	}
-	return 0;
+	free(x);
+	return ret < 0 ? oom(run->err) : 0;
 }
 
 int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts, struct mafsbx_reap_result *res,

@@ -40,6 +40,9 @@ enum mafsbx_reap_stage {
 	MAFSBX_REAP_BEFORE_DELETE = 2,     /* revalidated, before the first removal */
 };
 
+/* Removals of one phase (proxies, workloads, networks) made at once, at most. */
+#define MAFSBX_REAP_CONCURRENCY 4
+
 struct mafsbx_reap_options {
 	int64_t older_than_s;              /* > 0, else EK_INVALID before any engine call */
 	const char *scope;                 /* NULL: every scope; else only label_value(scope) */

@@ -251,7 +251,6 @@ struct mafsbx_sandbox_info {
 	char **outputs;              /* mafsbxfs.outputs (JSON array), n_outputs; NULL when none */
 	size_t n_outputs;
 	char *network_mode;          /* HostConfig.NetworkMode: "none" means closed egress */
-	json_t *labels;              /* every label (new reference) */
 	bool identity_known;         /* uid/gid resolved earlier in this process */
 	uid_t uid;
 	gid_t gid;
@@ -267,6 +266,17 @@ void mafsbx_sandbox_info_free_array(struct mafsbx_sandbox_info *a, size_t n);
  */
 int mafsbx_sandbox_list(struct mafsbx_backend *b, const char *scope, struct mafsbx_sandbox_info **out,
 			size_t *n, struct mafsbx_error *err);
+/*
+ * The same for one scope, and optionally one thread of it and one agent of
+ * that, each given as its label value as stored (by-scope/'s components;
+ * NULL: any): the engine is asked for those only (label filters). With
+ * `limit` the engine gives at most that many matching containers (0: all);
+ * *listed (may be NULL) counts what it gave, sandboxes or not (proxies
+ * match the same filters).
+ */
+int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, const char *thread, const char *agent,
+			       unsigned limit, size_t *listed, struct mafsbx_sandbox_info **out, size_t *n,
+			       struct mafsbx_error *err);
 /* One sandbox by its name (or ID). Not a sandbox, or absent: EK_NO_CONTAINER (ENOENT). */
 int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
 			  struct mafsbx_error *err);

@@ -7,6 +7,7 @@
  * identity labels; otherwise the label values are shown as stored (digests
  * for long or unusual values). Needs no mount.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,14 +44,25 @@ static void ls_usage(FILE *out)
 		"Exit status: 0 done, 2 usage, 3 engine unreachable or the listing failed.\n");
 }
 
+/*
+ * One listed workload, compactly: the strings it shows are its own (the
+ * list is read as a stream and each container's object released at once).
+ */
 struct row {
 	char name[MAFSBX_NAME_LEN + 1];
-	const char *id, *kind, *state, *image;
+	char *id, *kind, *state, *image;
 	int64_t created;
-	/* the key: decoded strings (owned) or the stored label values (borrowed) */
-	char *k_owned[4];
-	const char *key[4];      /* scope, thread, agent, call */
+	char *lab[4];            /* the stored scope, thread, agent, call labels (call NULL when absent) */
+	char *key_v1;            /* its own maf-sandbox.key.v1, NULL when absent */
+	char *k_owned[4];        /* the key decoded from a key.v1 */
+	const char *key[4];      /* scope, thread, agent, call: k_owned or lab */
 	bool from_key_v1;
+};
+
+/* A proxy's key.v1 (upstream writes the key there), by its sandbox's name. */
+struct proxy_key {
+	char sandbox[MAFSBX_NAME_LEN + 1];
+	char *kind, *key_v1;
 };
 
 static const char *label(const json_t *labels, const char *k)
@@ -62,24 +74,23 @@ static const char *label(const json_t *labels, const char *k)
  * Upstream's strict recovery (doc/upstream.md §2.3): key.v1 decodes to four strings, each of
  * scope/thread/agent maps to its label through label_value, and the call is
  * asymmetric (an empty call needs no call label, a non-empty one must match).
+ * `stored` holds the scope, thread, agent and call labels (call NULL when absent).
  */
-static bool key_from_v1(const json_t *labels, const char *v1, char *out[4])
+static bool key_from_v1(char *const stored[4], const char *v1, char *out[4])
 {
 	if (!v1 || !v1[0])
 		return false;
 	char *k[4] = { NULL, NULL, NULL, NULL };
 	if (mafsbx_key_attribution_decode(v1, &k[0], &k[1], &k[2], &k[3]) < 0)
 		return false;
-	static const char *const which[3] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT };
 	bool ok = true;
 	char lv[MAFSBX_LABEL_VALUE_MAX + 1];
 	for (size_t i = 0; i < 3 && ok; i++) {
 		mafsbx_label_value(k[i], lv);
-		const char *stored = label(labels, which[i]);
-		ok = stored && strcmp(stored, lv) == 0;
+		ok = stored[i] && strcmp(stored[i], lv) == 0;
 	}
 	if (ok) {
-		const char *call = label(labels, MAFSBX_LABEL_CALL);
+		const char *call = stored[3];
 		if (k[3][0] == '\0') {
 			ok = call == NULL;
 		} else {
@@ -202,48 +213,64 @@ static int parse_format(const char *arg, void *dest)
 	return 0;
 }
 
-/* A workload's proxy's key.v1, when it decodes and agrees (upstream writes the key there). */
-static bool key_from_proxy(json_t *list, const char *name, const json_t *labels, char *out[4])
+static int cmp_proxy(const void *a, const void *b)
 {
-	char proxy[MAFSBX_NAME_LEN + 8];
-	mafsbx_proxy_name(name, proxy);
-	size_t j;
-	json_t *p;
-	json_array_foreach(list, j, p) {
-		const char *pn = json_string_value(json_array_get(json_object_get(p, "Names"), 0));
-		const json_t *pl = json_object_get(p, "Labels");
-		if (!pn || strcmp(pn[0] == '/' ? pn + 1 : pn, proxy) != 0 || !json_is_object(pl))
-			continue;
-		const char *role = label(pl, MAFSBX_LABEL_ROLE);
-		if (!role || strcmp(role, "proxy") != 0 ||
-		    !json_equal(json_object_get(pl, MAFSBX_LABEL_KIND), json_object_get(labels, MAFSBX_LABEL_KIND)))
-			continue;
-		return key_from_v1(labels, label(pl, MAFSBX_LABEL_KEY_V1), out);
-	}
-	return false;
+	return strcmp(((const struct proxy_key *)a)->sandbox, ((const struct proxy_key *)b)->sandbox);
 }
 
 /* The key of a row: decoded from key.v1 (this container's, else its proxy's), else the stored label values. */
-static void row_key(json_t *list, const char *name, const json_t *labels, struct row *rw)
+static void row_key(const struct proxy_key *proxies, size_t n_proxies, struct row *rw)
 {
-	rw->from_key_v1 = key_from_v1(labels, label(labels, MAFSBX_LABEL_KEY_V1), rw->k_owned) ||
-			  key_from_proxy(list, name, labels, rw->k_owned);
-	if (rw->from_key_v1) {
-		for (size_t k = 0; k < 4; k++)
-			rw->key[k] = rw->k_owned[k];
-		return;
+	rw->from_key_v1 = key_from_v1(rw->lab, rw->key_v1, rw->k_owned);
+	if (!rw->from_key_v1 && n_proxies) {
+		struct proxy_key want;
+		snprintf(want.sandbox, sizeof(want.sandbox), "%s", rw->name);
+		const struct proxy_key *p = bsearch(&want, proxies, n_proxies, sizeof(*proxies), cmp_proxy);
+		if (p && rw->kind && p->kind && strcmp(p->kind, rw->kind) == 0)
+			rw->from_key_v1 = key_from_v1(rw->lab, p->key_v1, rw->k_owned);
 	}
-	rw->key[0] = label(labels, MAFSBX_LABEL_SCOPE);
-	rw->key[1] = label(labels, MAFSBX_LABEL_THREAD);
-	rw->key[2] = label(labels, MAFSBX_LABEL_AGENT);
-	rw->key[3] = label(labels, MAFSBX_LABEL_CALL);
+	for (size_t k = 0; k < 4; k++)
+		rw->key[k] = rw->from_key_v1 ? rw->k_owned[k] : rw->lab[k];
 	if (!rw->key[3])
 		rw->key[3] = "";
 }
 
-/* Fill `rw` from one listed container; false (nothing written) when it is not a complete workload of ours. */
-static bool row_from_entry(json_t *list, json_t *ent, struct row *rw)
+static void row_free(struct row *rw)
 {
+	free(rw->id), free(rw->kind), free(rw->state), free(rw->image), free(rw->key_v1);
+	for (size_t k = 0; k < 4; k++)
+		free(rw->lab[k]), free(rw->k_owned[k]);
+}
+
+struct ls_acc {
+	struct row *rows;
+	size_t n, cap;
+	struct proxy_key *proxies;
+	size_t n_proxies, cap_proxies;
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* One listed container: a complete workload of ours becomes a row; a proxy's key.v1 is kept aside. */
+static int ls_one(json_t *ent, void *ctx)
+{
+	struct ls_acc *acc = ctx;
 	const char *name = json_string_value(json_array_get(json_object_get(ent, "Names"), 0));
 	const json_t *labels = json_object_get(ent, "Labels");
 	enum mafsbx_reap_kind kind;
@@ -251,31 +278,75 @@ static bool row_from_entry(json_t *list, json_t *ent, struct row *rw)
 	if (name && name[0] == '/')
 		name++;
 	if (!name || !json_is_object(labels) || !mafsbx_reap_parse_name(name, false, &kind, sandbox) ||
-	    kind != MAFSBX_REAP_WORKLOAD || json_object_get(labels, MAFSBX_LABEL_ROLE) ||
 	    !mafsbx_has_identity_labels(labels))
-		return false;
+		return 0;
+	const char *role = label(labels, MAFSBX_LABEL_ROLE);
+	if (kind == MAFSBX_REAP_PROXY) {
+		const char *v1 = label(labels, MAFSBX_LABEL_KEY_V1);
+		if (!role || strcmp(role, "proxy") != 0 || !v1)
+			return 0;
+		if (grow((void **)&acc->proxies, &acc->cap_proxies, acc->n_proxies, sizeof(*acc->proxies)) < 0)
+			return -ENOMEM;
+		struct proxy_key *p = &acc->proxies[acc->n_proxies];
+		snprintf(p->sandbox, sizeof(p->sandbox), "%s", sandbox);
+		p->kind = dup_or_null(label(labels, MAFSBX_LABEL_KIND));
+		p->key_v1 = strdup(v1);
+		if (!p->kind || !p->key_v1) {
+			free(p->kind), free(p->key_v1);
+			return -ENOMEM;
+		}
+		acc->n_proxies++;
+		return 0;
+	}
+	if (kind != MAFSBX_REAP_WORKLOAD || role)
+		return 0;
+	if (grow((void **)&acc->rows, &acc->cap, acc->n, sizeof(*acc->rows)) < 0)
+		return -ENOMEM;
+	struct row *rw = &acc->rows[acc->n];
+	memset(rw, 0, sizeof(*rw));
 	snprintf(rw->name, sizeof(rw->name), "%s", name);
-	rw->id = json_string_value(json_object_get(ent, "Id"));
-	rw->kind = label(labels, MAFSBX_LABEL_KIND);
-	rw->state = json_string_value(json_object_get(ent, "State"));
-	rw->image = json_string_value(json_object_get(ent, "Image"));
+	const char *id = json_string_value(json_object_get(ent, "Id"));
+	const char *state = json_string_value(json_object_get(ent, "State"));
+	const char *image = json_string_value(json_object_get(ent, "Image"));
+	rw->id = strdup(id ? id : "");
+	rw->state = strdup(state ? state : "unknown");
+	rw->image = strdup(image ? image : "");
+	rw->kind = dup_or_null(label(labels, MAFSBX_LABEL_KIND));
 	rw->created = json_integer_value(json_object_get(ent, "Created"));
-	if (!rw->id)
-		rw->id = "";
-	if (!rw->state)
-		rw->state = "unknown";
-	if (!rw->image)
-		rw->image = "";
-	row_key(list, name, labels, rw);
-	return true;
+	static const char *const which[4] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
+					      MAFSBX_LABEL_CALL };
+	bool ok = rw->id && rw->state && rw->image && rw->kind;
+	for (size_t k = 0; k < 4 && ok; k++) {
+		const char *v = label(labels, which[k]);
+		ok = !v || (rw->lab[k] = strdup(v));
+	}
+	const char *v1 = label(labels, MAFSBX_LABEL_KEY_V1);
+	if (ok && v1)
+		ok = (rw->key_v1 = strdup(v1)) != NULL;
+	if (!ok) {
+		row_free(rw);
+		return -ENOMEM;
+	}
+	acc->n++;
+	return 0;
+}
+
+static void acc_free(struct ls_acc *acc)
+{
+	for (size_t k = 0; k < acc->n; k++)
+		row_free(&acc->rows[k]);
+	for (size_t k = 0; k < acc->n_proxies; k++)
+		free(acc->proxies[k].kind), free(acc->proxies[k].key_v1);
+	free(acc->rows);
+	free(acc->proxies);
+	memset(acc, 0, sizeof(*acc));
 }
 
 /*
  * ONE container list call, filtered as reap's inventory (of `scope` only,
- * when given), into rows, oldest first. An exit code; the rows borrow from
- * *list (free both, even on failure).
+ * when given), read as a stream into rows, oldest first. An exit code.
  */
-static int ls_rows(struct mafsbx_engine *e, const char *scope, json_t **list, struct row **rows, size_t *n)
+static int ls_rows(struct mafsbx_engine *e, const char *scope, struct ls_acc *acc)
 {
 	char lv[MAFSBX_LABEL_VALUE_MAX + 1];
 	if (scope)
@@ -287,24 +358,18 @@ static int ls_rows(struct mafsbx_engine *e, const char *scope, json_t **list, st
 	}
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
-	int r = mafsbx_container_list(e, filters, true, list, &err);
+	int r = mafsbx_container_list_each(e, filters, true, ls_one, acc, &err);
 	json_decref(filters);
-	if (r < 0 || !json_is_array(*list)) {
-		cli_error("ls: could not list containers: %s", err.message[0] ? err.message : "the answer is not an array");
-		return MAFSBX_EXIT_ENGINE;
+	if (r < 0) {
+		cli_error("ls: could not list containers: %s", err.message);
+		return err.kind == MAFSBX_EK_NOMEM ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_ENGINE;
 	}
-	*rows = calloc(json_array_size(*list) + 1, sizeof(**rows));
-	if (!*rows) {
-		cli_error("ls: out of memory");
-		return MAFSBX_EXIT_FAILURE;
-	}
-	size_t i;
-	json_t *ent;
-	json_array_foreach(*list, i, ent)
-		if (row_from_entry(*list, ent, &(*rows)[*n]))
-			(*n)++;
-	if (*n)
-		qsort(*rows, *n, sizeof(**rows), cmp_row);
+	if (acc->n_proxies > 1)
+		qsort(acc->proxies, acc->n_proxies, sizeof(*acc->proxies), cmp_proxy);
+	for (size_t k = 0; k < acc->n; k++)
+		row_key(acc->proxies, acc->n_proxies, &acc->rows[k]);
+	if (acc->n > 1)
+		qsort(acc->rows, acc->n, sizeof(*acc->rows), cmp_row);
 	return MAFSBX_EXIT_OK;
 }
 
@@ -337,10 +402,10 @@ int cmd_ls(int argc, char **argv)
 	struct mafsbx_engine *e = cli_open_engine(ea.host, ea.context, &code);
 	if (!e)
 		return code;
-	json_t *list = NULL;
-	struct row *rows = NULL;
-	size_t n = 0;
-	code = ls_rows(e, scope, &list, &rows, &n);
+	struct ls_acc acc = { 0 };
+	code = ls_rows(e, scope, &acc);
+	const struct row *rows = acc.rows;
+	size_t n = acc.n;
 	if (code == MAFSBX_EXIT_OK) {
 		int64_t now = (int64_t)time(NULL);
 		if (format == LS_TABLE) {
@@ -353,11 +418,7 @@ int cmd_ls(int argc, char **argv)
 		}
 		fflush(stdout);
 	}
-	for (size_t k = 0; rows && k < n; k++)
-		for (size_t m = 0; m < 4; m++)
-			free(rows[k].k_owned[m]);
-	free(rows);
-	json_decref(list);
+	acc_free(&acc);
 	mafsbx_engine_close(e);
 	return code;
 }

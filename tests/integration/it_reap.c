@@ -30,6 +30,7 @@
 #include "engine.h"
 #include "harness.h"
 #include "names.h"
+#include "http.h"
 #include "reap.h"
 
 /* ---- building sandboxes ------------------------------------------------- */
@@ -308,6 +309,47 @@ static void test_cutoff_and_anchor(void **state)
 	assert_gone(&b.w, false);
 	assert_gone(&d.p, false);
 	assert_gone(&d.n, true);
+}
+
+/*
+ * A container the listing shows younger than the cutoff is not inspected:
+ * a dry run over young sandboxes costs the two lists; over old ones, each
+ * is inspected and revalidated as before. The engine calls are counted.
+ */
+static void test_young_not_inspected(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	unique_scope("reapyoung", scope);
+	struct sbx s[3];
+	sbx_init(&s[0], scope, "y0");
+	sbx_init(&s[1], scope, "y1");
+	sbx_init(&s[2], scope, "y2");
+	for (int i = 0; i < 3; i++)
+		make_workload(&s[i]);
+	struct mafsbx_time now = plus(s[0].w.created, 86400);
+	struct mafsbx_reap_result res;
+	struct mafsbx_error err;
+	/* Warm: the API version is negotiated once per engine handle. */
+	harness_check(reap_at(harness_engine(), scope, 86400 + 3600, now, true, &res, &err), &err, "warm reap");
+	mafsbx_reap_result_free(&res);
+
+	unsigned long before = mafsbx_http_request_count();
+	harness_check(reap_at(harness_engine(), scope, 86400 + 3600, now, true, &res, &err), &err, "young reap");
+	unsigned long calls = mafsbx_http_request_count() - before;
+	assert_int_equal(res.inventoried, 3);
+	expect_counts(&res, 0, 0, 0);
+	mafsbx_reap_result_free(&res);
+	assert_int_equal(calls, 2);   /* the container list and the network list */
+
+	before = mafsbx_http_request_count();
+	harness_check(reap_at(harness_engine(), scope, 86400 - 3600, now, true, &res, &err), &err, "old reap");
+	calls = mafsbx_http_request_count() - before;
+	expect_counts(&res, 3, 0, 0);
+	mafsbx_reap_result_free(&res);
+	assert_int_equal(calls, 2 + 3 + 3);   /* the lists, an inspect and a revalidation each */
+	for (int i = 0; i < 3; i++)
+		assert_exists(&s[i].w, false);
 }
 
 /* --scope narrows: the other scope's expired sandbox is not touched. A scope is matched by its label value. */
@@ -891,6 +933,7 @@ int main(void)
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test(test_unreachable_engine),
 		cmocka_unit_test(test_network_removal_failure),
+		cmocka_unit_test(test_young_not_inspected),
 		cmocka_unit_test(test_replaced_after_inventory),
 		cmocka_unit_test(test_foreign_left_alone),
 		cmocka_unit_test(test_cli_usage),
