@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "egress.h"
 #include "files.h"
 #include "guestpath.h"
@@ -372,7 +373,7 @@ static bool warm_base_present(struct mafsbx_backend *b, json_t *insp, const char
 	if (n <= 0)
 		goto out;
 	text[n] = '\0';
-	if (!strstr(text, id))
+	if (!mafsbx_cgroup_names_container(text, id))
 		goto out;
 	if (strcmp(nb, "/") == 0) {
 		ok = true;

@@ -8,6 +8,7 @@
  * container's init of the same start, not a restart that raced us).
  */
 #include "pin.h"
+#include "cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -126,22 +127,6 @@ int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max,
 		(*n)++;
 	}
 	return 0;
-}
-
-bool mafsbx_cgroup_names_container(const char *text, const char *id)
-{
-	size_t il = strlen(id);
-	if (il != 64)
-		return false;
-	for (const char *p = strstr(text, id); p; p = strstr(p + 1, id)) {
-		char before = p == text ? '\0' : p[-1];
-		char after = p[il];
-		bool b_ok = before == '/' || before == '-';
-		bool a_ok = after == '\0' || after == '\n' || after == '/' || !strncmp(p + il, ".scope", 6);
-		if (b_ok && a_ok)
-			return true;
-	}
-	return false;
 }
 
 static int map_id(const struct mafsbx_id_map *m, size_t n, uint32_t id, bool to_host, uint32_t *out)

@@ -89,8 +89,5 @@ int mafsbx_proc_fd_path(int opath_fd, int *dirfd, char *name, size_t size);
 
 /* Parse one /proc/PID/{uid,gid}_map text. 0 or -EINVAL. Pure; unit-tested. */
 int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max, size_t *n);
-/* True when the text of /proc/PID/cgroup names the 64-hex container ID as a
- * path component ("/docker/ID", "docker-ID.scope"). Pure; unit-tested. */
-bool mafsbx_cgroup_names_container(const char *cgroup_text, const char *id);
 
 #endif
