@@ -591,6 +591,15 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	log_info("sandbox %s %s", name, mafsbx_acquire_state_name(a.state));
 	r = 0;
 out:
+	/* a container this call made is not left behind by a failure after its creation (a probe, the
+	 * work dir, the egress proof): the caller sees an error, so nobody would serve or dispose it */
+	if (r < 0 && a.state == MAFSBX_ACQ_CREATED && a.id[0]) {
+		remove_quietly(b, a.id);
+		if (allowlist)
+			sbx_egress_teardown(b, name, NULL);
+		mafsbx_error_prefix(err, "the new container %s was removed", name);
+		log_info("sandbox %s: the acquire failed after creating it; removed", name);
+	}
 	json_decref(a.insp);
 	return r;
 }
