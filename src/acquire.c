@@ -17,8 +17,9 @@
  * host: the work directory, prepared on every acquire (doc/upstream.md §4.8), is
  * checked from the container's root without a freeze (warm_base_present);
  * on a remote engine by one HEAD per component, still without a freeze
- * (warm_base_heads). Only a base that is missing or wrong takes the frozen
- * path, which makes it or refuses.
+ * (warm_base_heads). A base that is missing or wrong is made (or refused)
+ * by the local plane beneath the pinned root with no freeze, where it serves
+ * the container (mafsbx_backend_set_base_preparer), else by the frozen path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -507,12 +508,16 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	    (warm_base_present(b, a->insp, a->id, spec->work_dir) || warm_base_heads(b, a->id, spec->work_dir))) {
 		log_debug("sandbox %s: work dir %s present (warm check)", name, spec->work_dir);
 	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
-		if (!b->fz)
+		unsigned made = 0;
+		/* the local plane makes it beneath the pinned root, with no freeze; else the frozen engine path */
+		r = b->prepare_base ? b->prepare_base(b->prepare_base_ctx, a->id, name, spec->work_dir, uid, gid, &made, err)
+				    : 0;
+		if (r == 0 && !b->fz)
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir",
 						name);
-		unsigned made = 0;
-		r = mafsbx_files_prepare_base(b->fz, a->id, spec->work_dir, uid, gid,
-					      mafsbx_now_ms() + b->cfg.command_timeout_ms, &made, err);
+		if (r == 0)
+			r = mafsbx_files_prepare_base(b->fz, a->id, spec->work_dir, uid, gid,
+						      mafsbx_now_ms() + b->cfg.command_timeout_ms, &made, err);
 		if (r < 0) {
 			mafsbx_error_prefix(err, "acquire %s: work dir %s", name, spec->work_dir);
 			return r;

@@ -76,6 +76,12 @@ struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx
 	return b;
 }
 
+void mafsbx_backend_set_base_preparer(struct mafsbx_backend *b, mafsbx_base_preparer_fn fn, void *ctx)
+{
+	b->prepare_base = fn;
+	b->prepare_base_ctx = fn ? ctx : NULL;
+}
+
 void mafsbx_backend_free(struct mafsbx_backend *b)
 {
 	if (!b)
