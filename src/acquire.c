@@ -643,6 +643,26 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 						     MAFSBX_DEFAULT_PROXY_IMAGE);
 		allowlist = spec->n_egress_allow > 0;
 	}
+	if (allowlist) {
+		/* Podman 4 reads a container's own network back as NetworkMode "bridge", so the isolation the
+		 * allowlist rests on cannot be read back and proven (doc/engines.md) */
+		bool known, podman;
+		struct mafsbx_error e;
+		pthread_mutex_lock(&b->mu);
+		known = b->os_known, podman = b->podman;
+		pthread_mutex_unlock(&b->mu);
+		bool lx;
+		if (!known && sbx_read_os(b, &lx, &e) == 0) {
+			pthread_mutex_lock(&b->mu);
+			podman = b->podman;
+			pthread_mutex_unlock(&b->mu);
+		}
+		if (podman)
+			return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
+						     "egress 'allowlist' is not served on Podman: it reports a container's "
+						     "own network as NetworkMode 'bridge', so the isolation cannot be "
+						     "proven; this mount serves only 'closed' there");
+	}
 	if (spec->requires_os_family == MAFSBX_OS_WINDOWS)
 		return os_refusal(err, "%s", "the docker backend declares no windows OS family");
 	if (spec->requires_os_family == MAFSBX_OS_POSIX) {

@@ -318,6 +318,7 @@ int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err)
 	pthread_mutex_lock(&b->mu);
 	b->os_known = true;
 	b->os_linux = is_linux;
+	b->podman = v.podman;
 	snprintf(b->os, sizeof(b->os), "%s", v.os);
 	pthread_mutex_unlock(&b->mu);
 	if (!is_linux)

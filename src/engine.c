@@ -662,6 +662,13 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 	copy_field(v->os, sizeof(v->os), j, "Os");
 	copy_field(v->arch, sizeof(v->arch), j, "Arch");
 	copy_field(v->kernel, sizeof(v->kernel), j, "KernelVersion");
+	size_t ci;
+	json_t *comp;
+	json_array_foreach(json_object_get(j, "Components"), ci, comp) {
+		const char *cn = json_string_value(json_object_get(comp, "Name"));
+		if (cn && strcmp(cn, "Podman Engine") == 0)
+			v->podman = true;
+	}
 	json_decref(j);
 	if (!v->api_version[0])
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "engine version: no ApiVersion in the answer");

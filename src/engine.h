@@ -47,6 +47,7 @@ struct mafsbx_engine_version {
 	char os[32];             /* "linux" */
 	char arch[32];
 	char kernel[128];
+	bool podman;             /* Podman's Docker-compatible API (a "Podman Engine" component) */
 };
 int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version *v, struct mafsbx_error *err);
 

@@ -1096,7 +1096,7 @@ static int check_declared(struct mafsbx_engine *e, const char *container, char i
 					  "fingerprint refused: sandbox %s is privileged (it can reach the host's "
 					  "devices and mounts, which no snapshot of the sandbox covers)",
 					  container);
-	else if (pidmode && *pidmode)
+	else if (mafsbx_pidmode_shared(pidmode))
 		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
 					  "fingerprint refused: sandbox %s shares a PID namespace (HostConfig.PidMode "
 					  "is set), so its processes cannot be told from others'",

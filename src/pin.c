@@ -129,6 +129,11 @@ int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max,
 	return 0;
 }
 
+bool mafsbx_pidmode_shared(const char *pidmode)
+{
+	return pidmode && *pidmode && strcmp(pidmode, "private") != 0;
+}
+
 static int map_id(const struct mafsbx_id_map *m, size_t n, uint32_t id, bool to_host, uint32_t *out)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -242,7 +247,7 @@ static int inspect_facts(struct mafsbx_engine *e, const char *container, struct 
 	f->pid = json_integer_value(json_object_get(state, "Pid"));
 	snprintf(f->started_at, sizeof(f->started_at), "%s", started ? started : "");
 	f->privileged = json_is_true(json_object_get(host, "Privileged"));
-	f->host_pid = pidmode && *pidmode;
+	f->host_pid = mafsbx_pidmode_shared(pidmode);
 	json_decref(insp);
 	return 0;
 }

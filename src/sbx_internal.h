@@ -59,6 +59,7 @@ struct mafsbx_backend {
 	bool os_known;                      /* a /version answer was read */
 	bool os_linux;
 	char os[32];
+	bool podman;                        /* the engine is Podman (its /version), read with the OS */
 	mafsbx_base_preparer_fn prepare_base;   /* set once before any acquire (sandbox.h) */
 	void *prepare_base_ctx;
 };

@@ -335,8 +335,7 @@ if ! docker image inspect "$U_IMAGE" >/dev/null 2>&1; then
 	cid=$(docker run -d --network none -u 0 "$IMAGE" sh -c "mkdir -p $GW/rootdir && echo r > $GW/rootdir/rootfile &&
 		chmod 755 $GW/rootdir && chown 1000:1000 $GW") || fail "docker run (image setup)"
 	docker wait "$cid" >/dev/null
-	docker commit --change 'USER 1000:1000' --change 'CMD ["/bin/sleep", "infinity"]' "$cid" "$U_IMAGE" >/dev/null ||
-		fail "docker commit"
+	commit_image "$cid" "$U_IMAGE" 'USER 1000:1000' 'CMD ["/bin/sleep", "infinity"]' || fail "docker commit"
 	docker rm "$cid" >/dev/null
 fi
 IMAGE=$U_IMAGE acquire "$M" t a uid1000

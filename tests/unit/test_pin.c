@@ -46,10 +46,22 @@ static void test_id_map(void **state)
 	assert_int_equal(n, 0);
 }
 
+static void test_pidmode(void **state)
+{
+	(void)state;
+	assert_false(mafsbx_pidmode_shared(NULL));
+	assert_false(mafsbx_pidmode_shared(""));
+	assert_false(mafsbx_pidmode_shared("private"));   /* Podman's own namespace */
+	assert_true(mafsbx_pidmode_shared("host"));
+	assert_true(mafsbx_pidmode_shared("container:abc"));
+	assert_true(mafsbx_pidmode_shared("privatex"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_id_map),
+		cmocka_unit_test(test_pidmode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
