@@ -132,6 +132,15 @@ out:
 }
 
 /* The hardening of a container we created, as the engine recorded it. "" when all took. */
+/* False when the engine said it cannot apply a pids limit (no cgroups): acquire then warns instead. */
+static bool sbx_pids_limit_applies(struct mafsbx_backend *b)
+{
+	pthread_mutex_lock(&b->mu);
+	bool no = b->cg_known && !b->cg.pids_limit;
+	pthread_mutex_unlock(&b->mu);
+	return !no;
+}
+
 static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *egress_name, char *why, size_t whysz)
 {
 	json_t *hc = json_object_get(insp, "HostConfig");
@@ -154,7 +163,7 @@ static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *
 		snprintf(why, whysz, "the DNS server is not %s", MAFSBX_EGRESS_DNS_SINK);
 	else if (!array_has(json_object_get(hc, "SecurityOpt"), "no-new-privileges", true))
 		snprintf(why, whysz, "SecurityOpt lacks no-new-privileges");
-	else if (b->cfg.pids_limit > 0 &&
+	else if (b->cfg.pids_limit > 0 && sbx_pids_limit_applies(b) &&
 		 json_integer_value(json_object_get(hc, "PidsLimit")) != (json_int_t)b->cfg.pids_limit)
 		snprintf(why, whysz, "PidsLimit is not %ld", b->cfg.pids_limit);
 	else if (b->cfg.cap_drop_all && !array_has(json_object_get(hc, "CapDrop"), "ALL", false))
@@ -533,6 +542,10 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	res->gid = gid;
 	res->identity_resolved = resolved;
 	snprintf(res->identity_why, sizeof(res->identity_why), "%s", resolved ? "" : why);
+	if (b->cfg.pids_limit > 0 && !sbx_pids_limit_applies(b))
+		snprintf(res->warning, sizeof(res->warning),
+			 "the engine ignores the pids limit of %ld (it has no cgroups for containers): this sandbox "
+			 "runs without one", b->cfg.pids_limit);
 	return 0;
 }
 

@@ -315,7 +315,17 @@ int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err)
 	if (r < 0)
 		return r;
 	bool is_linux = strcasecmp(v.os, "linux") == 0;
+	struct mafsbx_engine_cgroups cg;
+	struct mafsbx_error ce;
+	bool cg_ok = mafsbx_engine_cgroups(b->engine, &cg, &ce) == 0;
+	if (cg_ok && !cg.pids_limit)
+		log_warn("the engine ignores --pids-limit (cgroup driver '%s'): sandboxes run without a pids limit",
+			 cg.driver);
 	pthread_mutex_lock(&b->mu);
+	if (cg_ok) {
+		b->cg_known = true;
+		b->cg = cg;
+	}
 	b->os_known = true;
 	b->os_linux = is_linux;
 	b->podman = v.podman;

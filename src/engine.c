@@ -849,6 +849,24 @@ out:
 	return r;
 }
 
+int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups *c, struct mafsbx_error *err)
+{
+	if (!e || !c)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine cgroups: bad arguments");
+	json_t *j = NULL;
+	int r = get_json(e, "/info", e->to.request_ms, "read the engine's cgroups", &j, err);
+	if (r < 0)
+		return r;
+	memset(c, 0, sizeof(*c));
+	copy_field(c->driver, sizeof(c->driver), j, "CgroupDriver");
+	copy_field(c->version, sizeof(c->version), j, "CgroupVersion");
+	json_t *pl = json_object_get(j, "PidsLimit");
+	c->pids_limit = json_is_true(pl) || (!pl && strcmp(c->driver, "none") != 0);
+	c->can_pause = strcmp(c->driver, "none") != 0;
+	json_decref(j);
+	return 0;
+}
+
 int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err)
 {
 	if (!e || !ns)

@@ -101,6 +101,7 @@ struct mafsbx_acquire_result {
 	char identity_why[256];
 	uid_t uid;
 	gid_t gid;
+	char warning[256];           /* a hardening the engine does not apply (no cgroups: the pids limit), or "" */
 };
 
 /*
