@@ -1122,7 +1122,9 @@ static long call_timeout(const struct mafsbx_engine *e, long long deadline)
  */
 static bool launch_failure(const struct mafsbx_exec_result *res, bool never_started)
 {
-	return never_started && res->exit_code == 126;
+	/* Docker answers every launch failure 126; Podman 127 (a missing cwd included, which its message
+	 * names): exec.c decides between the two from the runtime's message */
+	return never_started && (res->exit_code == 126 || res->exit_code == 127);
 }
 
 /* The exec's configuration (Cmd, Env, User, WorkingDir, attached streams), or NULL with *r set. */
