@@ -59,6 +59,8 @@ packages=(
 	# the Debian package (suite packaging: dpkg-buildpackage, lintian, and a
 	# Debian 12 root filesystem made with debootstrap to install it on)
 	dpkg-dev debhelper dh-python python3 lintian debootstrap
+	# the Podman stage (tests/platform/podman.sh: a rootful service on its own socket)
+	podman
 )
 # Debian 13 split the docker client out of docker.io; without docker-cli the
 # mount tests that drive the docker CLI fail with "the docker CLI is missing".

@@ -78,6 +78,8 @@ static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, con
 		json_object_set_new(o, "gid", json_null());
 		json_object_set_new(o, "identity", mfs_json_text(res.identity_why));
 	}
+	if (res.warning[0])
+		json_object_set_new(o, "warnings", json_pack("[s]", res.warning));
 	*reply = o;
 out:
 	mafsbx_acquire_spec_free(spec);

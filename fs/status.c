@@ -26,6 +26,10 @@
 #include "names.h"
 #include "sandbox.h"
 
+#define FREEZE_IMPOSSIBLE                                                                                  \
+	"the engine cannot pause containers (cgroup driver 'none': a rootless engine on cgroup v1), so the "       \
+	"engine plane refuses file calls (EOPNOTSUPP); the local plane needs no freeze"
+
 static int dump_text(json_t *obj, char **text, size_t *len, struct mafsbx_error *err)
 {
 	*text = mfs_json_dump_line(obj, JSON_INDENT(2), len);
@@ -132,6 +136,18 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 		json_object_set_new(o, "plane", json_string(k == MAFSBX_PK_LOCAL ? "local" : "engine"));
 		if (k == MAFSBX_PK_ENGINE)
 			json_object_set_new(o, "plane_reason", json_string(why));
+		struct mafsbx_engine_cgroups cg;
+		struct mafsbx_error ce;
+		bool cg_ok = mafsbx_engine_cgroups(fs->engine, &cg, &ce) == 0;
+		if (cg_ok && !cg.can_pause) {
+			/* the engine plane's file calls are refused; the local plane needs no freeze */
+			json_object_set_new(o, "freeze", json_false());
+			json_object_set_new(o, "freeze_why", json_string(FREEZE_IMPOSSIBLE));
+		}
+		if (cg_ok && !cg.pids_limit)
+			json_object_set_new(o, "warnings", json_pack("[s]", "the engine ignores the pids limit (no cgroups "
+									     "for containers): this sandbox runs "
+									     "without one"));
 	}
 	r = dump_text(o, text, len, err);
 out:
@@ -209,6 +225,17 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	json_object_set_new(o, "kernel", mfs_json_text(v.kernel));
 	/* whether local-plane reads go to the kernel (FUSE passthrough), and why not */
 	json_object_set_new(o, "passthrough", mfs_passthrough_json(fs));
+	json_object_set_new(o, "product", json_string(v.podman ? "podman" : "docker"));
+	struct mafsbx_engine_cgroups cg;
+	struct mafsbx_error ce;
+	if (mafsbx_engine_cgroups(fs->engine, &cg, &ce) == 0) {
+		json_object_set_new(o, "cgroup_driver", mfs_json_text(cg.driver));
+		json_object_set_new(o, "cgroup_version", mfs_json_text(cg.version));
+		json_object_set_new(o, "freeze", json_boolean(cg.can_pause));
+		if (!cg.can_pause)
+			json_object_set_new(o, "freeze_why", json_string(FREEZE_IMPOSSIBLE));
+		json_object_set_new(o, "pids_limit", json_boolean(cg.pids_limit));
+	}
 	r = dump_text(o, text, len, err);
 	json_decref(o);
 	return r;

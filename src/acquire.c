@@ -17,8 +17,9 @@
  * host: the work directory, prepared on every acquire (doc/upstream.md §4.8), is
  * checked from the container's root without a freeze (warm_base_present);
  * on a remote engine by one HEAD per component, still without a freeze
- * (warm_base_heads). Only a base that is missing or wrong takes the frozen
- * path, which makes it or refuses.
+ * (warm_base_heads). A base that is missing or wrong is made (or refused)
+ * by the local plane beneath the pinned root with no freeze, where it serves
+ * the container (mafsbx_backend_set_base_preparer), else by the frozen path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "egress.h"
 #include "files.h"
 #include "guestpath.h"
@@ -132,6 +134,15 @@ out:
 }
 
 /* The hardening of a container we created, as the engine recorded it. "" when all took. */
+/* False when the engine said it cannot apply a pids limit (no cgroups): acquire then warns instead. */
+static bool sbx_pids_limit_applies(struct mafsbx_backend *b)
+{
+	pthread_mutex_lock(&b->mu);
+	bool no = b->cg_known && !b->cg.pids_limit;
+	pthread_mutex_unlock(&b->mu);
+	return !no;
+}
+
 static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *egress_name, char *why, size_t whysz)
 {
 	json_t *hc = json_object_get(insp, "HostConfig");
@@ -154,7 +165,7 @@ static void check_hardening(struct mafsbx_backend *b, json_t *insp, const char *
 		snprintf(why, whysz, "the DNS server is not %s", MAFSBX_EGRESS_DNS_SINK);
 	else if (!array_has(json_object_get(hc, "SecurityOpt"), "no-new-privileges", true))
 		snprintf(why, whysz, "SecurityOpt lacks no-new-privileges");
-	else if (b->cfg.pids_limit > 0 &&
+	else if (b->cfg.pids_limit > 0 && sbx_pids_limit_applies(b) &&
 		 json_integer_value(json_object_get(hc, "PidsLimit")) != (json_int_t)b->cfg.pids_limit)
 		snprintf(why, whysz, "PidsLimit is not %ld", b->cfg.pids_limit);
 	else if (b->cfg.cap_drop_all && !array_has(json_object_get(hc, "CapDrop"), "ALL", false))
@@ -376,7 +387,7 @@ static bool warm_base_present(struct mafsbx_backend *b, json_t *insp, const char
 	if (n <= 0)
 		goto out;
 	text[n] = '\0';
-	if (!strstr(text, id))
+	if (!mafsbx_cgroup_names_container(text, id))
 		goto out;
 	if (strcmp(nb, "/") == 0) {
 		ok = true;
@@ -510,12 +521,16 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	    (warm_base_present(b, a->insp, a->id, spec->work_dir) || warm_base_heads(b, a->id, spec->work_dir))) {
 		log_debug("sandbox %s: work dir %s present (warm check)", name, spec->work_dir);
 	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
-		if (!b->fz)
+		unsigned made = 0;
+		/* the local plane makes it beneath the pinned root, with no freeze; else the frozen engine path */
+		r = b->prepare_base ? b->prepare_base(b->prepare_base_ctx, a->id, name, spec->work_dir, uid, gid, &made, err)
+				    : 0;
+		if (r == 0 && !b->fz)
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir",
 						name);
-		unsigned made = 0;
-		r = mafsbx_files_prepare_base(b->fz, a->id, spec->work_dir, uid, gid,
-					      mafsbx_now_ms() + b->cfg.command_timeout_ms, &made, err);
+		if (r == 0)
+			r = mafsbx_files_prepare_base(b->fz, a->id, spec->work_dir, uid, gid,
+						      mafsbx_now_ms() + b->cfg.command_timeout_ms, &made, err);
 		if (r < 0) {
 			mafsbx_error_prefix(err, "acquire %s: work dir %s", name, spec->work_dir);
 			return r;
@@ -531,6 +546,10 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	res->gid = gid;
 	res->identity_resolved = resolved;
 	snprintf(res->identity_why, sizeof(res->identity_why), "%s", resolved ? "" : why);
+	if (b->cfg.pids_limit > 0 && !sbx_pids_limit_applies(b))
+		snprintf(res->warning, sizeof(res->warning),
+			 "the engine ignores the pids limit of %ld (it has no cgroups for containers): this sandbox "
+			 "runs without one", b->cfg.pids_limit);
 	return 0;
 }
 
@@ -594,6 +613,15 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	log_info("sandbox %s %s", name, mafsbx_acquire_state_name(a.state));
 	r = 0;
 out:
+	/* a container this call made is not left behind by a failure after its creation (a probe, the
+	 * work dir, the egress proof): the caller sees an error, so nobody would serve or dispose it */
+	if (r < 0 && a.state == MAFSBX_ACQ_CREATED && a.id[0]) {
+		remove_quietly(b, a.id);
+		if (allowlist)
+			sbx_egress_teardown(b, name, NULL);
+		mafsbx_error_prefix(err, "the new container %s was removed", name);
+		log_info("sandbox %s: the acquire failed after creating it; removed", name);
+	}
 	json_decref(a.insp);
 	return r;
 }
@@ -631,6 +659,26 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 						     "--egress-proxy`); this mount serves only 'closed'",
 						     MAFSBX_DEFAULT_PROXY_IMAGE);
 		allowlist = spec->n_egress_allow > 0;
+	}
+	if (allowlist) {
+		/* Podman 4 reads a container's own network back as NetworkMode "bridge", so the isolation the
+		 * allowlist rests on cannot be read back and proven (doc/engines.md) */
+		bool known, podman;
+		struct mafsbx_error e;
+		pthread_mutex_lock(&b->mu);
+		known = b->os_known, podman = b->podman;
+		pthread_mutex_unlock(&b->mu);
+		bool lx;
+		if (!known && sbx_read_os(b, &lx, &e) == 0) {
+			pthread_mutex_lock(&b->mu);
+			podman = b->podman;
+			pthread_mutex_unlock(&b->mu);
+		}
+		if (podman)
+			return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
+						     "egress 'allowlist' is not served on Podman: it reports a container's "
+						     "own network as NetworkMode 'bridge', so the isolation cannot be "
+						     "proven; this mount serves only 'closed' there");
 	}
 	if (spec->requires_os_family == MAFSBX_OS_WINDOWS)
 		return os_refusal(err, "%s", "the docker backend declares no windows OS family");

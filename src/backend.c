@@ -76,6 +76,12 @@ struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx
 	return b;
 }
 
+void mafsbx_backend_set_base_preparer(struct mafsbx_backend *b, mafsbx_base_preparer_fn fn, void *ctx)
+{
+	b->prepare_base = fn;
+	b->prepare_base_ctx = fn ? ctx : NULL;
+}
+
 void mafsbx_backend_free(struct mafsbx_backend *b)
 {
 	if (!b)
@@ -309,9 +315,20 @@ int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err)
 	if (r < 0)
 		return r;
 	bool is_linux = strcasecmp(v.os, "linux") == 0;
+	struct mafsbx_engine_cgroups cg;
+	struct mafsbx_error ce;
+	bool cg_ok = mafsbx_engine_cgroups(b->engine, &cg, &ce) == 0;
+	if (cg_ok && !cg.pids_limit)
+		log_warn("the engine ignores --pids-limit (cgroup driver '%s'): sandboxes run without a pids limit",
+			 cg.driver);
 	pthread_mutex_lock(&b->mu);
+	if (cg_ok) {
+		b->cg_known = true;
+		b->cg = cg;
+	}
 	b->os_known = true;
 	b->os_linux = is_linux;
+	b->podman = v.podman;
 	snprintf(b->os, sizeof(b->os), "%s", v.os);
 	pthread_mutex_unlock(&b->mu);
 	if (!is_linux)

@@ -273,7 +273,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	for (size_t i = 0; r == 0 && i < n_labels; i++)
 		r = mafsbx_filters_add(filters, "label", labels[i]);
 	if (r == 0)
-		r = mafsbx_filters_add(filters, "name", "^/" MAFSBX_NAME_PREFIX);
+		r = mafsbx_filters_add(filters, "name", "^/?" MAFSBX_NAME_PREFIX);
 	if (r == 0)
 		r = mafsbx_container_list(b->engine, filters, true, &list, &e);
 	else

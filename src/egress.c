@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "egress.h"
 #include "log.h"
 #include "sbx_internal.h"
@@ -660,7 +661,7 @@ static int pidfd_dir(long long pid, const char *id)
 		n = read(c, buf, sizeof(buf) - 1);
 		close(c);
 	}
-	if (n <= 0 || (buf[n] = '\0', !strstr(buf, id))) {
+	if (n <= 0 || (buf[n] = '\0', !mafsbx_cgroup_names_container(buf, id))) {
 		close(d);
 		return -1;
 	}

@@ -662,6 +662,13 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 	copy_field(v->os, sizeof(v->os), j, "Os");
 	copy_field(v->arch, sizeof(v->arch), j, "Arch");
 	copy_field(v->kernel, sizeof(v->kernel), j, "KernelVersion");
+	size_t ci;
+	json_t *comp;
+	json_array_foreach(json_object_get(j, "Components"), ci, comp) {
+		const char *cn = json_string_value(json_object_get(comp, "Name"));
+		if (cn && strcmp(cn, "Podman Engine") == 0)
+			v->podman = true;
+	}
 	json_decref(j);
 	if (!v->api_version[0])
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "engine version: no ApiVersion in the answer");
@@ -908,6 +915,24 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 out:
 	mafsbx_http_resp_free(&resp);
 	return r;
+}
+
+int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups *c, struct mafsbx_error *err)
+{
+	if (!e || !c)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine cgroups: bad arguments");
+	json_t *j = NULL;
+	int r = get_json(e, "/info", e->to.request_ms, "read the engine's cgroups", &j, err);
+	if (r < 0)
+		return r;
+	memset(c, 0, sizeof(*c));
+	copy_field(c->driver, sizeof(c->driver), j, "CgroupDriver");
+	copy_field(c->version, sizeof(c->version), j, "CgroupVersion");
+	json_t *pl = json_object_get(j, "PidsLimit");
+	c->pids_limit = json_is_true(pl) || (!pl && strcmp(c->driver, "none") != 0);
+	c->can_pause = strcmp(c->driver, "none") != 0;
+	json_decref(j);
+	return 0;
 }
 
 int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err)
@@ -1165,7 +1190,9 @@ static long call_timeout(const struct mafsbx_engine *e, long long deadline)
  */
 static bool launch_failure(const struct mafsbx_exec_result *res, bool never_started)
 {
-	return never_started && res->exit_code == 126;
+	/* Docker answers every launch failure 126; Podman 127 (a missing cwd included, which its message
+	 * names): exec.c decides between the two from the runtime's message */
+	return never_started && (res->exit_code == 126 || res->exit_code == 127);
 }
 
 /* The exec's configuration (Cmd, Env, User, WorkingDir, attached streams), or NULL with *r set. */

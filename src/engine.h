@@ -49,8 +49,19 @@ struct mafsbx_engine_version {
 	char os[32];             /* "linux" */
 	char arch[32];
 	char kernel[128];
+	bool podman;             /* Podman's Docker-compatible API (a "Podman Engine" component) */
 };
 int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version *v, struct mafsbx_error *err);
+
+/* What /info says of the engine's cgroups: a driver of "none" (a rootless engine on cgroup v1) can
+ * neither pause (no freeze) nor apply --pids-limit. */
+struct mafsbx_engine_cgroups {
+	char driver[32];         /* CgroupDriver: "cgroupfs", "systemd", "none" */
+	char version[8];         /* CgroupVersion: "1", "2" */
+	bool pids_limit;         /* PidsLimit: the engine applies a pids limit */
+	bool can_pause;          /* driver is not "none" */
+};
+int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups *c, struct mafsbx_error *err);
 
 /* ---- containers --------------------------------------------------------- */
 

@@ -331,6 +331,12 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 	default:
 		break;
 	}
+	/* Podman 4's Docker-compatible API (doc/engines.md): its own wordings */
+	if (status == 404 && kind == MAFSBX_EK_NO_OBJECT && strcasecmp(message, "no such file or directory") == 0)
+		kind = MAFSBX_EK_NO_PATH;   /* the archive API's missing path: the bare errno text, no path named */
+	/* a rootless engine with no cgroups (cgroup v1, driver "none") cannot pause: no freeze is possible */
+	if (status >= 500 && strcasestr(message, "cgroups not configured"))
+		kind = MAFSBX_EK_UNSUPPORTED;
 	json_decref(j);
 	int r;
 	if (message[0])

@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "engine.h"
 #include "execkill.h"
 #include "names.h"

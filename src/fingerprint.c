@@ -47,6 +47,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "cgroup.h"
 #include "pin.h"
 #include "names.h"
 #include "utf8.h"
@@ -982,46 +983,24 @@ static int read_processes(struct walk *w, int piddir)
 	int r = read_at(piddir, "cgroup", 16384, &cg, NULL, NULL);
 	if (r < 0)
 		return sys_fail(w, -r, "read the cgroup of", "the sandbox's init");
-	const char *base = NULL, *rel = NULL;
-	size_t rl = 0;
-	for (char *line = cg; line && *line;) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (c1 && c2) {
-			size_t cl = (size_t)(c2 - c1 - 1);
-			bool pids = false;
-			/* the controller list may be "pids" or a comma list containing it */
-			for (const char *s = c1 + 1; s < c2;) {
-				const char *cm = memchr(s, ',', (size_t)(c2 - s));
-				size_t n = cm ? (size_t)(cm - s) : (size_t)(c2 - s);
-				if (n == 4 && !strncmp(s, "pids", 4))
-					pids = true;
-				s += n + 1;
-			}
-			if (pids) {
-				base = "/sys/fs/cgroup/pids", rel = c2 + 1;
-				break;
-			}
-			if (cl == 0 && c1 == line + 1 && line[0] == '0' && !base)
-				base = "/sys/fs/cgroup", rel = c2 + 1;
-		}
-		line = nl ? nl + 1 : NULL;
-	}
-	if (!base || !rel || rel[0] != '/' || strstr(rel, "/..") || strstr(rel, "//")) {
-		free(cg);
+	bool v1_pids = false;
+	char *rel = NULL;
+	r = mafsbx_cgroup_procs_path(cg, &v1_pids, &rel);
+	free(cg);
+	if (r == -ENOMEM)
+		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
+	if (r < 0)
 		return mafsbx_error_set_full(w->err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					     "fingerprint: the sandbox's cgroup cannot be found (no pids or unified "
-					     "hierarchy in its /proc/PID/cgroup)");
-	}
-	rl = strlen(rel);
+					     "fingerprint: the sandbox's cgroup cannot be found (%s)",
+					     r == -ENOENT ? "no pids or unified hierarchy in its /proc/PID/cgroup"
+							  : "its /proc/PID/cgroup is malformed");
+	const char *base = v1_pids ? "/sys/fs/cgroup/pids" : "/sys/fs/cgroup";
 	char *path = NULL;
-	if (asprintf(&path, "%s%.*s/cgroup.procs", base, (int)rl, rel) < 0) {
-		free(cg);
+	if (asprintf(&path, "%s%s/cgroup.procs", base, strcmp(rel, "/") ? rel : "") < 0) {
+		free(rel);
 		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	free(cg);
+	free(rel);
 	/* the controller's mount must be a cgroup filesystem, not whatever sits at that path */
 	int bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct statfs sf;
@@ -1098,7 +1077,7 @@ static int check_declared(struct mafsbx_engine *e, const char *container, char i
 					  "fingerprint refused: sandbox %s is privileged (it can reach the host's "
 					  "devices and mounts, which no snapshot of the sandbox covers)",
 					  container);
-	else if (pidmode && *pidmode)
+	else if (mafsbx_pidmode_shared(pidmode))
 		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
 					  "fingerprint refused: sandbox %s shares a PID namespace (HostConfig.PidMode "
 					  "is set), so its processes cannot be told from others'",

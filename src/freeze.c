@@ -300,7 +300,8 @@ static enum pause_result pause_once(struct mafsbx_freezer *f, struct fentry *e, 
 		}
 		if (pe->http_status == 409 && strstr(pe->message, "already paused"))
 			return ALREADY_PAUSED;
-		if (pe->http_status >= 400 && pe->http_status < 500)
+		/* 4xx, or an engine that can never pause (no cgroups: error.c): nothing was frozen */
+		if ((pe->http_status >= 400 && pe->http_status < 500) || pe->kind == MAFSBX_EK_UNSUPPORTED)
 			return PAUSE_REFUSED;
 		if (i == MAFSBX_ARRAY_SIZE(backoff_ms) || mafsbx_now_ms() + backoff_ms[i] > deadline_ms)
 			return PAUSE_UNCERTAIN;
@@ -469,7 +470,13 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 			write_marker(gate, NULL);
 			if (err)
 				*err = pe;
-			mafsbx_error_prefix(err, "could not freeze %s for a file call", container);
+			if (pe.kind == MAFSBX_EK_UNSUPPORTED)
+				mafsbx_error_prefix(err, "the engine cannot freeze %s (it has no cgroups for it: a rootless "
+						    "engine on cgroup v1 has the cgroup driver 'none'), and the engine "
+						    "plane's file calls rest on a freeze, so they are refused (the local "
+						    "plane needs none)", container);
+			else
+				mafsbx_error_prefix(err, "could not freeze %s for a file call", container);
 			return -(pe.err ? pe.err : EIO);
 		case PAUSE_UNCERTAIN:
 			log_info("freeze: %.12s: the pause got no clear answer (%s); unpausing", container, pe.message);

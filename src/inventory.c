@@ -18,8 +18,9 @@
 
 json_t *sbx_labels_of(json_t *obj)
 {
+	/* an inspect has Config.Labels, a list entry Labels (Podman's also carries "Config": null) */
 	json_t *cfg = json_object_get(obj, "Config");
-	json_t *l = cfg ? json_object_get(cfg, "Labels") : json_object_get(obj, "Labels");
+	json_t *l = json_is_object(cfg) ? json_object_get(cfg, "Labels") : json_object_get(obj, "Labels");
 	return json_is_object(l) ? l : NULL;
 }
 
@@ -217,7 +218,7 @@ static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], u
 	json_t *filters = mafsbx_filters_new();
 	static const char *const keys[] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
 					    MAFSBX_LABEL_KIND };
-	int r = filters ? mafsbx_filters_add(filters, "name", "^/" MAFSBX_NAME_PREFIX) : -ENOMEM;
+	int r = filters ? mafsbx_filters_add(filters, "name", "^/?" MAFSBX_NAME_PREFIX) : -ENOMEM;
 	for (size_t k = 0; r == 0 && k < 4; k++)
 		r = mafsbx_filters_add(filters, "label", keys[k]);
 	for (size_t k = 0; r == 0 && k < 3; k++) {

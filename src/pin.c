@@ -8,6 +8,7 @@
  * container's init of the same start, not a restart that raced us).
  */
 #include "pin.h"
+#include "cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,20 +129,9 @@ int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max,
 	return 0;
 }
 
-bool mafsbx_cgroup_names_container(const char *text, const char *id)
+bool mafsbx_pidmode_shared(const char *pidmode)
 {
-	size_t il = strlen(id);
-	if (il != 64)
-		return false;
-	for (const char *p = strstr(text, id); p; p = strstr(p + 1, id)) {
-		char before = p == text ? '\0' : p[-1];
-		char after = p[il];
-		bool b_ok = before == '/' || before == '-';
-		bool a_ok = after == '\0' || after == '\n' || after == '/' || !strncmp(p + il, ".scope", 6);
-		if (b_ok && a_ok)
-			return true;
-	}
-	return false;
+	return pidmode && *pidmode && strcmp(pidmode, "private") != 0;
 }
 
 static int map_id(const struct mafsbx_id_map *m, size_t n, uint32_t id, bool to_host, uint32_t *out)
@@ -257,7 +247,7 @@ static int inspect_facts(struct mafsbx_engine *e, const char *container, struct 
 	f->pid = json_integer_value(json_object_get(state, "Pid"));
 	snprintf(f->started_at, sizeof(f->started_at), "%s", started ? started : "");
 	f->privileged = json_is_true(json_object_get(host, "Privileged"));
-	f->host_pid = pidmode && *pidmode;
+	f->host_pid = mafsbx_pidmode_shared(pidmode);
 	json_decref(insp);
 	return 0;
 }

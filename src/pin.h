@@ -87,10 +87,10 @@ int mafsbx_reopen(int opath_fd, int flags);
 /* Run fn(dirfd, name) on the magic link of an O_PATH handle (chmod, utimensat). */
 int mafsbx_proc_fd_path(int opath_fd, int *dirfd, char *name, size_t size);
 
+/* True when HostConfig.PidMode shares another PID namespace ("host", "container:ID"); "" (Docker's
+ * own namespace) and "private" (Podman's word for it) do not. Pure. */
+bool mafsbx_pidmode_shared(const char *pidmode);
 /* Parse one /proc/PID/{uid,gid}_map text. 0 or -EINVAL. Pure; unit-tested. */
 int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max, size_t *n);
-/* True when the text of /proc/PID/cgroup names the 64-hex container ID as a
- * path component ("/docker/ID", "docker-ID.scope"). Pure; unit-tested. */
-bool mafsbx_cgroup_names_container(const char *cgroup_text, const char *id);
 
 #endif

@@ -53,6 +53,28 @@ int mafsbx_plane_mode_parse(const char *text, enum mafsbx_plane_mode *out)
 	return 0;
 }
 
+static int entry_get(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, struct plane_entry **out,
+		     struct mafsbx_error *err);
+static void entry_put(struct mafsbx_planes *ps, struct plane_entry *pe);
+
+/* The backend's work-dir preparer (sandbox.h): beneath the pinned root when the local plane serves the
+ * container, no freeze; 0 for the engine plane's containers. */
+static int planes_prepare_base(void *ctx, const char *id, const char *name, const char *base, uid_t uid, gid_t gid,
+			       unsigned *made, struct mafsbx_error *err)
+{
+	struct mafsbx_planes *ps = ctx;
+	struct mafsbx_plane_target t = { .id = id, .name = name, .work_dir = base };
+	struct plane_entry *pe = NULL;
+	int r = entry_get(ps, &t, &pe, err);
+	if (r < 0)
+		return r;
+	if (!pe)
+		return 0;
+	r = local_prepare_base(pe->pin, base, uid, gid, made, err);
+	entry_put(ps, pe);
+	return r < 0 ? r : 1;
+}
+
 struct mafsbx_planes *mafsbx_planes_new(struct mafsbx_engine *e, struct mafsbx_freezer *fz,
 					struct mafsbx_backend *b, const struct mafsbx_plane_config *cfg,
 					struct mafsbx_error *err)
@@ -77,6 +99,8 @@ struct mafsbx_planes *mafsbx_planes_new(struct mafsbx_engine *e, struct mafsbx_f
 	}
 	pthread_mutex_init(&ps->mu, NULL);
 	atomic_init(&ps->spool_used, 0);
+	if (b)
+		mafsbx_backend_set_base_preparer(b, planes_prepare_base, ps);
 	return ps;
 }
 
@@ -90,6 +114,8 @@ void mafsbx_planes_free(struct mafsbx_planes *ps)
 {
 	if (!ps)
 		return;
+	if (ps->backend)
+		mafsbx_backend_set_base_preparer(ps->backend, NULL, NULL);
 	mafsbx_bursts_free(ps->bursts); /* before the freezer goes: it leaves parked freezes */
 	struct plane_entry *pe = ps->entries;
 	while (pe) {

@@ -118,6 +118,10 @@ int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 		     const struct mafsbx_plane_target *t, const char *rel, mode_t mode, struct mafsbx_error *err);
 int local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
 void local_close(struct mafsbx_plane_file *f);
+/* Make the missing directories of the absolute `base` beneath the pinned root (ancestors the guest's
+ * root's, the base uid:gid's, 0755), no link followed, no other mount entered. 0 or an error. */
+int local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid, gid_t gid, unsigned *made,
+		       struct mafsbx_error *err);
 int local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		const char *rel, mode_t mode, struct mafsbx_error *err);
 int local_remove(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,

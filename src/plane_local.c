@@ -29,6 +29,7 @@
 #include <dirent.h>
 
 #include "buf.h"
+#include "guestpath.h"
 #include "log.h"
 
 #define LP_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -579,6 +580,71 @@ void local_close(struct mafsbx_plane_file *f)
 	done_:                                                                       \
 		r = r_;                                                              \
 	} while (0)
+
+int local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid, gid_t gid, unsigned *made,
+		       struct mafsbx_error *err)
+{
+	*made = 0;
+	char *nb = mafsbx_gp_normalise(base, err);
+	if (!nb)
+		return err ? -err->err : -EINVAL;
+	uid_t hu[2];
+	gid_t hg[2];
+	int r = 0;
+	if (mafsbx_pin_host_uid(pin, 0, &hu[0]) < 0 || mafsbx_pin_host_gid(pin, 0, &hg[0]) < 0 ||
+	    mafsbx_pin_host_uid(pin, uid, &hu[1]) < 0 || mafsbx_pin_host_gid(pin, gid, &hg[1]) < 0) {
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "working directory %s: its owner %u:%u (or root) is outside the container's "
+					  "id maps", nb, (unsigned)uid, (unsigned)gid);
+		free(nb);
+		return r;
+	}
+	int dir = openat2_raw(pin->root, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (dir < 0) {
+		r = lp_err(err, -dir, "prepare the working directory", nb);
+		free(nb);
+		return r;
+	}
+	for (char *c = nb + 1; r == 0 && *c;) {
+		char *slash = strchr(c, '/');
+		if (slash)
+			*slash = '\0';
+		bool is_base = !slash;
+		int fd = openat2_raw(dir, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		if (fd == -ENOENT) {
+			/* made here, then opened beneath the same handle: a guest swapping it meanwhile is seen */
+			bool mine = mkdirat(dir, c, 0700) == 0;
+			if (!mine && errno != EEXIST) {
+				fd = -errno;
+			} else {
+				/* one the guest made meanwhile is taken as it is */
+				fd = openat2_raw(dir, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+				if (fd >= 0 && mine &&
+				    (fchown(fd, hu[is_base], hg[is_base]) < 0 || fchmod(fd, 0755) < 0)) {
+					int e = errno;
+					close(fd);
+					fd = -e;
+				} else if (fd >= 0 && mine) {
+					(*made)++;
+				}
+			}
+		}
+		if (fd < 0) {
+			if (slash)
+				*slash = '/';
+			r = lp_err(err, -fd, "prepare the working directory", nb);
+			break;
+		}
+		close(dir);
+		dir = fd;
+		if (slash)
+			*slash = '/';
+		c = slash ? slash + 1 : c + strlen(c);
+	}
+	close(dir);
+	free(nb);
+	return r;
+}
 
 int local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		const char *rel, mode_t mode, struct mafsbx_error *err)

@@ -8,6 +8,8 @@
 #define MAFSBX_SBX_INTERNAL_H
 
 #include <pthread.h>
+
+#include "engine.h"
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -59,6 +61,11 @@ struct mafsbx_backend {
 	bool os_known;                      /* a /version answer was read */
 	bool os_linux;
 	char os[32];
+	bool podman;                        /* the engine is Podman (its /version), read with the OS */
+	bool cg_known;                      /* /info's cgroup facts were read (with the OS) */
+	struct mafsbx_engine_cgroups cg;
+	mafsbx_base_preparer_fn prepare_base;   /* set once before any acquire (sandbox.h) */
+	void *prepare_base_ctx;
 };
 
 /* ---- backend.c ---------------------------------------------------------- */

@@ -5,7 +5,8 @@
  * conflict, two threads (and two backends) asking for one key at once,
  * the hardening visible in inspect, capability probes refusing an image
  * without `sh`/`rm`, the user forms of Config.User, and the work dir
- * present / missing / a symlink / a file / with another label.
+ * present / missing / a symlink / a file / with another label; a failure
+ * after the container was made removes it.
  */
 #include <pthread.h>
 
@@ -351,11 +352,11 @@ static void test_image_without_sh_or_rm(void **state)
 	snprintf(extra, sizeof(extra), "\"image\":\"%s\",\"capabilities\":[\"host_tools\"]", ref);
 	assert_int_equal(sbxt_acquire_fails(scope, "a", "k", extra, &e), -EOPNOTSUPP);
 	assert_non_null(strstr(e.message, "host-tools"));
-	/* a runtime-only spec needs none of them */
+	/* a runtime-only spec needs none of them; the refused acquires left no container behind */
 	struct mafsbx_acquire_result r;
 	snprintf(extra, sizeof(extra), "\"image\":\"%s\",\"capabilities\":[]", ref);
 	sbxt_acquire_ok(scope, "a", "k", extra, &r);
-	assert_int_equal(r.state, MAFSBX_ACQ_REUSED);
+	assert_int_equal(r.state, MAFSBX_ACQ_CREATED);
 	assert_int_equal(sbxt_dispose_scope(scope), 1);
 }
 
@@ -555,6 +556,31 @@ static void test_work_dir_cases(void **state)
 	assert_int_equal(sbxt_dispose_scope(scope), 8);
 }
 
+/* A failure after the container was created (here the work dir, under a file) removes it. */
+static void test_failed_acquire_leaves_nothing(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_error e;
+	struct mafsbx_key k = { scope, SBXT_THREAD, "a", "" };
+	char name[MAFSBX_NAME_LEN + 1];
+	mafsbx_container_name(&k, "nowd", "", name);
+	assert_int_equal(sbxt_acquire_fails(scope, "a", "nowd", "\"work_dir\":\"/etc/passwd/w\"", &e), -ENOTDIR);
+	assert_non_null(strstr(e.message, "was removed"));
+	assert_false(sbxt_exists(name));
+	/* the same for a failed capability probe (an image without rm) */
+	static const char *const applets[] = { "sleep", NULL };
+	static const char *const changes[] = { "CMD [\"/bin/sleep\", \"infinity\"]", NULL };
+	char ref[HARNESS_NAME_MAX + 16], extra[300];
+	sbxt_tiny_image("sbx-norm", applets, NULL, 0, changes, ref);
+	snprintf(extra, sizeof(extra), "\"image\":\"%s\",\"capabilities\":[\"files_delete\"]", ref);
+	mafsbx_container_name(&k, "norm", "", name);
+	assert_int_equal(sbxt_acquire_fails(scope, "a", "norm", extra, &e), -EOPNOTSUPP);
+	assert_false(sbxt_exists(name));
+	assert_int_equal(sbxt_dispose_scope(scope), 0);
+}
+
 static void test_refusals_before_any_engine_call(void **state)
 {
 	(void)state;
@@ -606,6 +632,7 @@ int main(void)
 		cmocka_unit_test(test_user_forms),
 		cmocka_unit_test(test_unresolvable_user),
 		cmocka_unit_test(test_work_dir_cases),
+		cmocka_unit_test(test_failed_acquire_leaves_nothing),
 		cmocka_unit_test(test_refusals_before_any_engine_call),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,7 +11,9 @@
 #   growing file read again sees the new size inside the attribute cache;
 #   a read during a running exec does not wait (local); the guest flipping
 #   a directory and a link while the host reads, lists, writes and removes
-#   through it: nothing outside is read or written.
+#   through it: nothing outside is read or written; on the local plane an
+#   acquire that makes its work dir and the file calls after it take no
+#   freeze (no pause event).
 . "$(dirname "$0")/lib.sh"
 require_env
 command -v docker >/dev/null || skip_or_fail "the docker CLI is missing (used to play the guest as root)"
@@ -333,8 +335,7 @@ if ! docker image inspect "$U_IMAGE" >/dev/null 2>&1; then
 	cid=$(docker run -d --network none -u 0 "$IMAGE" sh -c "mkdir -p $GW/rootdir && echo r > $GW/rootdir/rootfile &&
 		chmod 755 $GW/rootdir && chown 1000:1000 $GW") || fail "docker run (image setup)"
 	docker wait "$cid" >/dev/null
-	docker commit --change 'USER 1000:1000' --change 'CMD ["/bin/sleep", "infinity"]' "$cid" "$U_IMAGE" >/dev/null ||
-		fail "docker commit"
+	commit_image "$cid" "$U_IMAGE" 'USER 1000:1000' 'CMD ["/bin/sleep", "infinity"]' || fail "docker commit"
 	docker rm "$cid" >/dev/null
 fi
 IMAGE=$U_IMAGE acquire "$M" t a uid1000
@@ -385,6 +386,26 @@ if [ "$PLANE" = local ]; then
 	mv "$W/big/a" "$W/big/c" || fail "mv of a directory"
 	rm -r "$W/big" || fail "rm -r of the tree"
 	gsh "$N" "test ! -e $GW/big" || fail "rm -r left something"
+fi
+
+# ---- the local plane takes no freeze: an acquire that makes its work dir, and file calls ----
+# The engine's pause events of the new sandbox, from before its acquire: none.
+if [ "$PLANE" = local ]; then
+	since=$(date +%s.%N)
+	acquire "$M" t a nofreeze ', "work_dir": "/srv/nf/work"'
+	NF=$SBX
+	expect_eq "$(dexec "$NF" stat -c '%u:%g %a' /srv/nf /srv/nf/work)" "0:0 755
+0:0 755" "work dir made beneath the pinned root"
+	echo one >"$M/$NF/work/a.txt" || fail "write without a freeze"
+	expect_eq "$(cat "$M/$NF/work/a.txt")" one "read without a freeze"
+	mkdir "$M/$NF/work/d" && mv "$M/$NF/work/a.txt" "$M/$NF/work/d/b.txt" && rm "$M/$NF/work/d/b.txt" &&
+		rmdir "$M/$NF/work/d" || fail "mkdir, rename, remove without a freeze"
+	acquire "$M" t a nofreeze ', "work_dir": "/srv/nf/work"'
+	until=$(date -d '+1 sec' +%s.%N)
+	sleep 1.2
+	pauses=$(docker events --since "$since" --until "$until" --filter "container=$NF" --filter event=pause \
+		--format '{{.Status}}' | wc -l)
+	expect_eq "$pauses" 0 "pause events of a local-plane sandbox over its acquire and file calls"
 fi
 
 # ---- the race: the guest flips a directory and links to /etc and a host-looking path ------

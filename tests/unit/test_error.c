@@ -49,6 +49,11 @@ static const struct row rows[] = {
 	{ 500, "{\"message\":\"lstat /w/loop1/x: too many levels of symbolic links\"}", "/w/loop1/x", MAFSBX_EK_CONFINEMENT, ELOOP },
 	{ 500, "{\"message\":\"Container abc is not paused\"}", NULL, MAFSBX_EK_ENGINE, EIO },
 	{ 400, "{\"message\":\"bad parameter: pathcannot be empty\"}", NULL, MAFSBX_EK_INVALID, EINVAL },
+	/* Podman 4.3: a missing path of the archive API is the bare errno text */
+	{ 404, "{\"cause\":\"no such file or directory\",\"message\":\"no such file or directory\",\"response\":404}", "/w/missing", MAFSBX_EK_NO_PATH, ENOENT },
+	{ 404, "{\"message\":\"no such file or directory: /etc/x\"}", "/w/missing", MAFSBX_EK_NO_OBJECT, ENOENT },
+	/* a rootless engine on cgroup v1 (cgroup driver none) cannot pause */
+	{ 500, "{\"message\":\"Cannot pause container abc: cgroups not configured for container\"}", NULL, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP },
 	{ 502, "not json at all", NULL, MAFSBX_EK_ENGINE, EIO },
 	{ 503, NULL, NULL, MAFSBX_EK_ENGINE, EIO },
 };
