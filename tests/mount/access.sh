@@ -97,13 +97,13 @@ umount_fs "$M" "$DAEMON_PID"
 # A file call on the engine plane waits for its freeze while an exec of the
 # sandbox runs, on a FUSE worker thread. Another user may have at most
 # -o max_calls_per_user of them waiting (EBUSY past it, logged once naming
-# the uid): 6 lookups in 6 directories behind a 6 s detached exec, with a
+# the uid): 6 lookups in 6 directories behind a 10 s detached exec, with a
 # bound of 2, are 2 that wait for the exec and 4 refused at once. Before the
 # bound all 6 waited (and enough of them held every worker thread).
 PLANE=engine mount_fs "$M" -o allow_other,max_calls_per_user=2,attr_timeout=60
 PLANE=local
 for i in 1 2 3 4 5 6; do mkdir -p "$W/calls$i" || fail "mkdir calls$i"; done
-ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, \"command\": \"sleep 6\"}"
+ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, \"command\": \"sleep 10\"}"
 [ "$CTL_STATUS" = OK ] || fail "detached exec: $CTL_STATUS $CTL_REPLY"
 out=$(as_other "python3 - '$W'" <<'PY'
 import errno, os, sys, threading, time
@@ -122,7 +122,7 @@ for t in ts:
 for t in ts:
     t.join()
 for what, secs in sorted(res):
-    print(what, "slow" if secs > 1.5 else "fast")
+    print(what, "slow" if secs > 2 else "fast")
 PY
 ) || fail "the other user's lookups: $out"
 log "another user's lookups behind an exec: $(echo $out)"
