@@ -18,8 +18,9 @@
  *    wait their turn);
  *  - cache invalidation by node (mfs_invalidate_path).
  *
- * The caller's PID for the path operations (a writer killed mid-stream must
- * not replace a file, work.c) is kept per thread for the request at hand.
+ * The caller's PID and uid for the path operations (a writer killed
+ * mid-stream must not replace a file; another user's engine-plane calls are
+ * bounded, work.c) are kept per thread for the request at hand.
  */
 #include "mfs.h"
 
@@ -43,16 +44,26 @@
 #define TRANSACTION_GRACE_MS 10000
 
 static __thread pid_t caller_pid;
+static __thread uid_t caller_uid;
+static __thread bool caller_known;
 
 pid_t mfs_caller_pid(void)
 {
 	return caller_pid;
 }
 
+bool mfs_caller_uid(uid_t *uid)
+{
+	*uid = caller_uid;
+	return caller_known;
+}
+
 static struct mfs *begin(fuse_req_t req)
 {
 	const struct fuse_ctx *cx = fuse_req_ctx(req);
 	caller_pid = cx ? cx->pid : 0;
+	caller_uid = cx ? cx->uid : 0;
+	caller_known = cx != NULL;
 	return fuse_req_userdata(req);
 }
 

@@ -13,6 +13,11 @@
  * status: the parent waits until the daemon is mounted and serving, or has
  * failed. Logging goes to syslog from then on.
  *
+ * The end is bounded: from the moment the session ends (an unmount, a
+ * signal) every engine call, in flight or new, ends within
+ * MFS_TEARDOWN_MS (engine.h, mafsbx_engine_end_by), so a stalled engine
+ * cannot hold a FUSE worker, an exec stream or the teardown for longer.
+ *
  * Exit status: 0 after a clean unmount, 1 when the engine or the mount
  * failed, 2 for a usage error.
  */
@@ -20,6 +25,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,74 @@
 #include "sandbox.h"
 
 #define PROG "mafsbxfs"
+/* How long engine calls may go on once the session ended. */
+#define MFS_TEARDOWN_MS 10000
+
+/*
+ * The end watch: a thread that notices the session's end (libfuse's loop
+ * only returns once every worker finished its request, and a worker may be
+ * waiting on a stalled engine) and sets the engine's end deadline.
+ */
+struct end_watch {
+	struct fuse_session *se;
+	struct mafsbx_engine *engine;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	bool started;
+	pthread_t thread;
+};
+
+static void end_engine_calls(struct mafsbx_engine *engine)
+{
+	mafsbx_engine_end_by(engine, mafsbx_now_ms() + MFS_TEARDOWN_MS);
+}
+
+static void *end_watch_main(void *arg)
+{
+	struct end_watch *w = arg;
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop && !fuse_session_exited(w->se)) {
+		struct timespec until = mafsbx_monotonic_after_ms(200);
+		pthread_cond_timedwait(&w->cv, &w->mu, &until);
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (fuse_session_exited(w->se)) {
+		log_info("the session ended: engine calls end within %d s", MFS_TEARDOWN_MS / 1000);
+		end_engine_calls(w->engine);
+	}
+	return NULL;
+}
+
+static void end_watch_start(struct end_watch *w, struct fuse_session *se, struct mafsbx_engine *engine)
+{
+	w->se = se;
+	w->engine = engine;
+	w->stop = false;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	w->started = pthread_create(&w->thread, NULL, end_watch_main, w) == 0;
+	if (!w->started)
+		log_warn("cannot start the end watch; a stalled engine may delay the end of the mount");
+}
+
+static void end_watch_stop(struct end_watch *w)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	w->started = false;
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+}
 
 static int usage_error(const char *msg)
 {
@@ -271,7 +345,13 @@ int main(int argc, char *argv[])
 	if (mfs_daemon_notify("READY=1", &err) < 0)
 		log_warn("%s", err.message);
 	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
+	struct end_watch ew;
+	end_watch_start(&ew, se, fs.engine);
 	ret = run_loop(se, &copts);
+	/* The loop ended without the watch seeing it (it had not yet looked):
+	 * the deadline starts now. An earlier one stays. */
+	end_engine_calls(fs.engine);
+	end_watch_stop(&ew);
 	/* The unmount and the release of freezes may take a while: systemd
 	 * should not take it for a hang of a running service. */
 	mafsbx_error_clear(&err);

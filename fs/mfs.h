@@ -83,6 +83,9 @@ struct mafsbx_sandbox_info;
 #define MFS_OPEN_PER_USER_MIN 64u
 #define MFS_OPEN_PER_USER_MAX 16384u
 #define MFS_OPEN_PER_USER_CEILING 1048576
+/* Engine-plane file calls one user other than the daemon's may have waiting
+ * at once (-o max_calls_per_user): by default a quarter of max_threads. */
+#define MFS_CALLS_PER_USER_CEILING 65536
 #define MFS_CTL_MAX_REQUEST (1024 * 1024)
 
 struct mfs_options {
@@ -95,6 +98,7 @@ struct mfs_options {
 	double entry_timeout;        /* seconds: -o entry_timeout, else attr_timeout */
 	unsigned max_requests;       /* .ctl transactions running at once (txn.c) */
 	unsigned max_open_per_user;  /* open files per user but the daemon's; 0: from RLIMIT_NOFILE at start */
+	unsigned max_calls_per_user; /* engine-plane file calls per user but the daemon's; 0: max_threads / 4 */
 	uint64_t max_read;
 	uint64_t max_write;
 	long exec_timeout;           /* seconds */
@@ -203,6 +207,8 @@ void mfs_lowlevel_free(struct mfs *fs);
 void mfs_invalidate_path(struct mfs *fs, const char *path);
 /* The PID of the process whose request this thread serves (0: none known). */
 pid_t mfs_caller_pid(void);
+/* Its uid, and whether one is known (false: no FUSE request on this thread). */
+bool mfs_caller_uid(uid_t *uid);
 
 /* ---- the mount state ---------------------------------------------------- */
 
@@ -246,6 +252,14 @@ struct mfs_snapshot {
 /* Scoped lists kept for by-scope/SCOPE/... lookups (root.c). */
 #define MFS_SCOPED_SLOTS 4
 
+/* A count per user with its bound (mount.c): open files, engine-plane calls. */
+struct mfs_user_count;
+struct mfs_user_table {
+	struct mfs_user_count *users;
+	size_t n, cap;
+	unsigned bound;              /* the bound in force (mfs_open_bound_init) */
+};
+
 struct mfs {
 	struct mfs_options opt;
 	struct mafsbx_endpoint ep;
@@ -285,9 +299,8 @@ struct mfs {
 
 	pthread_mutex_t handles_lock; /* open handles (ops.c) and the counts below */
 	struct mfs_handle *handles;
-	struct mfs_user_opens *user_opens; /* open handles per user (not the daemon's own) */
-	size_t n_user_opens, cap_user_opens;
-	unsigned open_per_user;      /* the bound in force (mfs_open_bound_init) */
+	struct mfs_user_table user_opens; /* open handles per user (not the daemon's own) */
+	struct mfs_user_table user_calls; /* engine-plane file calls in flight per user (work.c) */
 
 	struct mfs_passthrough *passthrough; /* passthrough.c; NULL before the mount's init */
 	atomic_ulong passthrough_opens;     /* opens whose reads the kernel serves */
@@ -522,7 +535,7 @@ void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h);
 /*
  * The per-user bound on open files, for mounts other users reach
  * (allow_other): each uid but the daemon's own may hold at most
- * fs->open_per_user handles, so that no user can take every descriptor of
+ * fs->user_opens.bound handles, so that no user can take every descriptor of
  * the daemon (or the memory behind the engine plane's spools) from the
  * others. mfs_open_charge counts one open for `uid` before the open does its
  * work: 0, or -EMFILE (logged once per user as it reaches the bound). The
@@ -533,6 +546,16 @@ void mfs_open_bound_init(struct mfs *fs);
 int mfs_open_charge(struct mfs *fs, uid_t uid);
 void mfs_open_uncharge(struct mfs *fs, uid_t uid);
 void mfs_open_charged(struct mfs *fs, const struct fuse_file_info *fi, uid_t uid);
+/*
+ * The per-user bound on engine-plane file calls in flight: each such call
+ * may wait for a freeze (behind an exec, up to the freezer's wait) on a FUSE
+ * worker thread, so another user's stats could hold every worker. Each uid
+ * but the daemon's own may have at most fs->user_calls.bound of them at
+ * once: mfs_call_charge counts one (0), or refuses (-EBUSY, logged once per
+ * user as it reaches the bound); mfs_call_uncharge returns it.
+ */
+int mfs_call_charge(struct mfs *fs, uid_t uid);
+void mfs_call_uncharge(struct mfs *fs, uid_t uid);
 
 /* Call fn on each open handle (under the registry's lock, so fn must not
  * open or close one) until it returns nonzero; returns that value, or 0. */

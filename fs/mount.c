@@ -23,6 +23,8 @@
 
 static struct mfs *current;
 
+static void user_table_free(struct mfs_user_table *t);
+
 struct mfs *mfs_get(void)
 {
 	return current;
@@ -57,9 +59,8 @@ void mfs_fini(struct mfs *fs)
 	mfs_execs_fini(fs);   /* before the handles: a `wait` reader is answered first */
 	mfs_handles_discard_all(fs);
 	mfs_passthrough_fini(fs);
-	free(fs->user_opens);
-	fs->user_opens = NULL;
-	fs->n_user_opens = fs->cap_user_opens = 0;
+	user_table_free(&fs->user_opens);
+	user_table_free(&fs->user_calls);
 	pthread_mutex_destroy(&fs->handles_lock);
 	mfs_list_clear(fs);
 	pthread_mutex_destroy(&fs->lock);
@@ -105,9 +106,9 @@ void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h)
 	}
 }
 
-/* ---- open files per user ---------------------------------------------------- */
+/* ---- per-user counts: open files, engine-plane calls -------------------------- */
 
-struct mfs_user_opens {
+struct mfs_user_count {
 	uid_t uid;
 	unsigned n;
 	bool warned;   /* the refusal was logged since the user was last under the bound */
@@ -115,75 +116,126 @@ struct mfs_user_opens {
 
 void mfs_open_bound_init(struct mfs *fs)
 {
-	fs->user_opens = NULL;
-	fs->n_user_opens = fs->cap_user_opens = 0;
+	fs->user_opens = (struct mfs_user_table){ 0 };
+	fs->user_calls = (struct mfs_user_table){ 0 };
+	if (fs->opt.max_calls_per_user) {
+		fs->user_calls.bound = fs->opt.max_calls_per_user;
+	} else {
+		unsigned threads = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
+		fs->user_calls.bound = threads / 4 ? threads / 4 : 1;
+	}
 	if (fs->opt.max_open_per_user) {
-		fs->open_per_user = fs->opt.max_open_per_user;
+		fs->user_opens.bound = fs->opt.max_open_per_user;
 		return;
 	}
 	struct rlimit rl;
 	rlim_t quarter = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 4
 											    : MFS_OPEN_PER_USER_MAX;
-	fs->open_per_user = quarter < MFS_OPEN_PER_USER_MIN   ? MFS_OPEN_PER_USER_MIN
-			    : quarter > MFS_OPEN_PER_USER_MAX ? MFS_OPEN_PER_USER_MAX
-							      : (unsigned)quarter;
+	fs->user_opens.bound = quarter < MFS_OPEN_PER_USER_MIN   ? MFS_OPEN_PER_USER_MIN
+			       : quarter > MFS_OPEN_PER_USER_MAX ? MFS_OPEN_PER_USER_MAX
+								 : (unsigned)quarter;
+}
+
+static void user_table_free(struct mfs_user_table *t)
+{
+	free(t->users);
+	t->users = NULL;
+	t->n = t->cap = 0;
 }
 
 /* handles_lock held: the entry of `uid`, or NULL. */
-static struct mfs_user_opens *user_entry(struct mfs *fs, uid_t uid)
+static struct mfs_user_count *user_entry(struct mfs_user_table *t, uid_t uid)
 {
-	for (size_t i = 0; i < fs->n_user_opens; i++)
-		if (fs->user_opens[i].uid == uid)
-			return &fs->user_opens[i];
+	for (size_t i = 0; i < t->n; i++)
+		if (t->users[i].uid == uid)
+			return &t->users[i];
 	return NULL;
 }
 
-int mfs_open_charge(struct mfs *fs, uid_t uid)
+/* Count one for `uid` in `t`: 0, -ENOMEM, or 1 when the user is at the
+ * bound (*first: this refusal is the first since it was last under it). */
+static int user_charge(struct mfs *fs, struct mfs_user_table *t, uid_t uid, bool *first)
 {
-	if (uid == getuid())
-		return 0;   /* the daemon's own user: bounded by the process's limit alone */
 	pthread_mutex_lock(&fs->handles_lock);
-	struct mfs_user_opens *u = user_entry(fs, uid);
+	struct mfs_user_count *u = user_entry(t, uid);
 	if (!u) {
-		if (fs->n_user_opens == fs->cap_user_opens) {
-			size_t nc = fs->cap_user_opens ? fs->cap_user_opens * 2 : 8;
-			struct mfs_user_opens *a = realloc(fs->user_opens, nc * sizeof(*a));
+		if (t->n == t->cap) {
+			size_t nc = t->cap ? t->cap * 2 : 8;
+			struct mfs_user_count *a = realloc(t->users, nc * sizeof(*a));
 			if (!a) {
 				pthread_mutex_unlock(&fs->handles_lock);
 				return -ENOMEM;
 			}
-			fs->user_opens = a;
-			fs->cap_user_opens = nc;
+			t->users = a;
+			t->cap = nc;
 		}
-		u = &fs->user_opens[fs->n_user_opens++];
-		*u = (struct mfs_user_opens){ .uid = uid };
+		u = &t->users[t->n++];
+		*u = (struct mfs_user_count){ .uid = uid };
 	}
-	if (u->n >= fs->open_per_user) {
-		bool first = !u->warned;
+	if (u->n >= t->bound) {
+		*first = !u->warned;
 		u->warned = true;
 		pthread_mutex_unlock(&fs->handles_lock);
-		if (first)
-			log_warn("uid %u holds %u open files on this mount, the most one user may (-o max_open_per_user=%u): "
-				 "its further opens fail with EMFILE until it closes some",
-				 (unsigned)uid, fs->open_per_user, fs->open_per_user);
-		return -EMFILE;
+		return 1;
 	}
 	u->n++;
 	pthread_mutex_unlock(&fs->handles_lock);
 	return 0;
 }
 
+static void user_uncharge(struct mfs *fs, struct mfs_user_table *t, uid_t uid)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	struct mfs_user_count *u = user_entry(t, uid);
+	if (u && u->n > 0 && --u->n == 0)
+		*u = t->users[--t->n];   /* no entry kept for a user with nothing counted */
+	else if (u && u->n < t->bound)
+		u->warned = false;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+int mfs_open_charge(struct mfs *fs, uid_t uid)
+{
+	if (uid == getuid())
+		return 0;   /* the daemon's own user: bounded by the process's limit alone */
+	bool first = false;
+	int r = user_charge(fs, &fs->user_opens, uid, &first);
+	if (r <= 0)
+		return r;
+	if (first)
+		log_warn("uid %u holds %u open files on this mount, the most one user may (-o max_open_per_user=%u): "
+			 "its further opens fail with EMFILE until it closes some",
+			 (unsigned)uid, fs->user_opens.bound, fs->user_opens.bound);
+	return -EMFILE;
+}
+
 void mfs_open_uncharge(struct mfs *fs, uid_t uid)
 {
 	if (uid == getuid())
 		return;
-	pthread_mutex_lock(&fs->handles_lock);
-	struct mfs_user_opens *u = user_entry(fs, uid);
-	if (u && u->n > 0 && --u->n == 0)
-		*u = fs->user_opens[--fs->n_user_opens];   /* no entry kept for a user with nothing open */
-	else if (u && u->n < fs->open_per_user)
-		u->warned = false;
-	pthread_mutex_unlock(&fs->handles_lock);
+	user_uncharge(fs, &fs->user_opens, uid);
+}
+
+int mfs_call_charge(struct mfs *fs, uid_t uid)
+{
+	if (uid == getuid())
+		return 0;   /* the daemon's own user: bounded by the worker threads alone */
+	bool first = false;
+	int r = user_charge(fs, &fs->user_calls, uid, &first);
+	if (r <= 0)
+		return r;
+	if (first)
+		log_warn("uid %u has %u engine-plane file calls waiting on this mount, the most one user may "
+			 "(-o max_calls_per_user=%u): its further calls fail with EBUSY until some end",
+			 (unsigned)uid, fs->user_calls.bound, fs->user_calls.bound);
+	return -EBUSY;
+}
+
+void mfs_call_uncharge(struct mfs *fs, uid_t uid)
+{
+	if (uid == getuid())
+		return;
+	user_uncharge(fs, &fs->user_calls, uid);
 }
 
 void mfs_open_charged(struct mfs *fs, const struct fuse_file_info *fi, uid_t uid)

@@ -36,7 +36,8 @@ struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
-	char *plane, *uid, *gid, *umask, *burst_ms, *entry_timeout, *max_requests, *max_open_per_user;
+	char *plane, *uid, *gid, *umask, *burst_ms, *entry_timeout, *max_requests, *max_open_per_user,
+		*max_calls_per_user;
 	char *pull_timeout, *loglevel;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
@@ -67,6 +68,7 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("entry_timeout=%s", entry_timeout),
 	RAW("max_requests=%s", max_requests),
 	RAW("max_open_per_user=%s", max_open_per_user),
+	RAW("max_calls_per_user=%s", max_calls_per_user),
 	RAW("max_read=%s", max_read),
 	RAW("max_write=%s", max_write),
 	RAW("exec_timeout=%s", exec_timeout),
@@ -191,7 +193,7 @@ static void raw_free(struct raw_opts *r)
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
 			 &r->nonopt[0], &r->nonopt[1], &r->extra,
 			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user, &r->pull_timeout,
-			 &r->loglevel };
+			 &r->loglevel, &r->max_calls_per_user };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -303,6 +305,14 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 						"-o max_open_per_user=%s: expected a whole number from 1 to %d",
 						r->max_open_per_user, MFS_OPEN_PER_USER_CEILING);
 		o->max_open_per_user = (unsigned)v;
+	}
+	if (r->max_calls_per_user) {
+		long v;
+		if (parse_long(r->max_calls_per_user, 1, MFS_CALLS_PER_USER_CEILING, &v) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o max_calls_per_user=%s: expected a whole number from 1 to %d",
+						r->max_calls_per_user, MFS_CALLS_PER_USER_CEILING);
+		o->max_calls_per_user = (unsigned)v;
 	}
 	if (r->max_read && (mfs_parse_bytes(r->max_read, &o->max_read) < 0 || o->max_read == 0 ||
 			    o->max_read > (1ull << 40)))
@@ -530,6 +540,10 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o max_open_per_user=N files one user other than the daemon's may hold\n"
 		"                           open (EMFILE past it; default: a quarter of the\n"
 		"                           daemon's open-file limit, 64 to 16384)\n"
+		"    -o max_calls_per_user=N\n"
+		"                           engine plane: file calls one user other than the\n"
+		"                           daemon's may have waiting at once (EBUSY past it;\n"
+		"                           default: a quarter of max_threads)\n"
 		"    -o loglevel=LEVEL      error, warning (default), info (one line for each\n"
 		"                           transaction and each freeze and pin decision) or\n"
 		"                           debug; to stderr with -f, else to syslog\n"

@@ -70,8 +70,19 @@ static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_
 	return true;
 }
 
+/*
+ * Another user's calls on the engine plane are bounded (mfs_call_charge):
+ * each may wait for a freeze behind an exec of the sandbox, holding a FUSE
+ * worker thread. target_of() counts the call and target_put() returns it;
+ * the two are paired on one thread, so the charge is kept per thread.
+ */
+static __thread bool call_charged;
+static __thread uid_t call_uid;
+
 /* The plane target of a sandbox. Returns the snapshot holding `info` (the
- * caller puts it) or NULL with the errno in *errp. `fresh`: ask the engine. */
+ * caller puts it with target_put) or NULL with the errno in *errp (EBUSY:
+ * the caller, another user, has its most engine-plane calls waiting).
+ * `fresh`: ask the engine. */
 static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **info,
 				      struct mafsbx_plane_target *t, int *errp, bool fresh)
 {
@@ -88,7 +99,30 @@ static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const st
 	t->id = (*info)->id;
 	t->name = (*info)->name;
 	t->work_dir = (*info)->work_dir ? (*info)->work_dir : MAFSBX_DEFAULT_WORK_DIR;
+	call_charged = false;
+	uid_t uid;
+	if (mfs_caller_uid(&uid) && uid != getuid() &&
+	    mafsbx_plane_which(fs->planes, t, NULL, 0) == MAFSBX_PK_ENGINE) {
+		int r = mfs_call_charge(fs, uid);
+		if (r < 0) {
+			mfs_snapshot_put(s);
+			*errp = r;
+			return NULL;
+		}
+		call_charged = true;
+		call_uid = uid;
+	}
 	return s;
+}
+
+/* The end of a call that target_of() began. */
+static void target_put(struct mfs *fs, struct mfs_snapshot *s)
+{
+	mfs_snapshot_put(s);
+	if (call_charged) {
+		call_charged = false;
+		mfs_call_uncharge(fs, call_uid);
+	}
 }
 
 static enum mafsbx_plane_base base_of(const struct mfs_node *n)
@@ -173,7 +207,7 @@ int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, 
 		r = mafsbx_plane_stat(fs->planes, &t, base_of(n), n->rel, &p, &e);
 		if (r == 0 && !*n->rel && n->type == MFS_N_WORK && !p.mtime.tv_sec)
 			p.mtime = p.ctime = p.atime = (struct timespec){ (time_t)info->created, 0 };
-		mfs_snapshot_put(s);
+		target_put(fs, s);
 		if (!retry_stale(fs, attempt, r, &e))
 			break;
 	}
@@ -259,7 +293,7 @@ int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 			r = mafsbx_plane_opendir(fs->planes, &t, base_of(n), n->rel, (const char *const *)kids, nk,
 						 &d->d, &e);
 		mfs_strv_free(kids);
-		mfs_snapshot_put(s);
+		target_put(fs, s);
 		if (!retry_stale(fs, attempt, r, &e))
 			break;
 	}
@@ -348,7 +382,7 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 				fl |= MAFSBX_PW_READ;
 			r = mafsbx_plane_open_write(fs->planes, &t, n->rel, fl, mode, fs->opt.max_write, &w->f, &e);
 		}
-		mfs_snapshot_put(s);
+		target_put(fs, s);
 		if (!retry_stale(fs, attempt, r, &e))
 			break;
 	}
@@ -506,7 +540,7 @@ void mfs_work_discard(struct mfs_work *w)
 			r = (call);                                                    \
 			if (r == 0)                                                    \
 				snprintf(id, sizeof(id), "%s", info->id);              \
-			mfs_snapshot_put(s);                                           \
+			target_put((fs), s);                                           \
 			if (!retry_stale((fs), attempt, r, &e))                        \
 				break;                                                 \
 		}                                                                      \
@@ -577,7 +611,7 @@ int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct time
 			return r;
 		mafsbx_error_clear(&e);
 		mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e);
-		mfs_snapshot_put(s);
+		target_put(fs, s);
 		return 0;
 	}
 	WITH_TARGET(fs, n, "utimens", mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e));

@@ -345,6 +345,12 @@ struct mafsbx_engine *mafsbx_engine_open(const struct mafsbx_endpoint *ep, const
 	return e;
 }
 
+void mafsbx_engine_end_by(struct mafsbx_engine *e, long long deadline_ms)
+{
+	if (e)
+		mafsbx_http_end_by(e->http, deadline_ms);
+}
+
 void mafsbx_engine_close(struct mafsbx_engine *e)
 {
 	if (!e)
@@ -491,6 +497,7 @@ struct call {
 	long ok[4];
 	json_t **out;
 	long *status_out;
+	bool past_end;           /* may run past the end deadline (an unpause: mafsbx_http_end_by) */
 };
 
 static int do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
@@ -498,7 +505,7 @@ static int do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_
 	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
 		.method = c->method, .target = c->target, .content_type = c->ctype,
-		.body = c->body, .body_len = c->body_len, .timeout_ms = c->timeout_ms,
+		.body = c->body, .body_len = c->body_len, .timeout_ms = c->timeout_ms, .past_end = c->past_end,
 	};
 	int r = mafsbx_http_request(e->http, &rq, &resp, err);
 	if (r < 0) {
@@ -743,7 +750,10 @@ int mafsbx_container_unpause(struct mafsbx_engine *e, const char *container, str
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "unpause: no engine");
-	return container_post(e, container, "unpause", 204, 0, err);
+	/* past the end deadline too: a mount that ends leaves no guest frozen */
+	struct obj_call o = { .verb = "unpause container", .ref = container, .head = "/containers/", .tail = "/unpause",
+			      .c = { .method = "POST", .ok = { 204, 0 }, .past_end = true } };
+	return obj_call(e, &o, err);
 }
 
 int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, json_t **out, struct mafsbx_error *err)

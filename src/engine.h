@@ -37,6 +37,10 @@ struct mafsbx_engine *mafsbx_engine_open(const struct mafsbx_endpoint *ep,
 					 const struct mafsbx_engine_timeouts *timeouts,
 					 struct mafsbx_error *err);
 void mafsbx_engine_close(struct mafsbx_engine *e);
+/* Every engine call ends by `deadline_ms` (mafsbx_now_ms() time), in flight
+ * or new: see mafsbx_http_end_by. For a teardown that must not hang on a
+ * stalled engine. */
+void mafsbx_engine_end_by(struct mafsbx_engine *e, long long deadline_ms);
 const struct mafsbx_endpoint *mafsbx_engine_endpoint(const struct mafsbx_engine *e);
 
 /* GET /_ping; negotiates the API version (at most 1.41-era paths are used). 0 or -errno. */

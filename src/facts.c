@@ -70,6 +70,10 @@ static int stream_ended_early(struct mafsbx_backend *b, struct mafsbx_exec_resul
 			/* the exec (or its container) is gone: no process left to exit */
 			return r;
 		}
+		if (ie.err == ESHUTDOWN) {
+			/* the engine client is closing (the mount ends): nothing more will be learned */
+			return r;
+		}
 		long long now = mafsbx_now_ms();
 		if (now >= deadline) {
 			res->timed_out = true;

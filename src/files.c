@@ -347,9 +347,30 @@ static int leaf_refusal(const char *path, enum mafsbx_fkind kind, struct mafsbx_
 	}
 }
 
+/* A header-only read's sink: the tar reader's, cut once the entry's header is parsed. */
+struct header_cut {
+	struct mafsbx_tar_reader *rd;
+	bool cut;
+};
+
+static int header_cut_sink(const void *data, size_t len, void *ctx)
+{
+	struct header_cut *hc = ctx;
+	int r = mafsbx_tar_reader_sink(data, len, hc->rd);
+	if (r < 0)
+		return r;
+	if (mafsbx_tar_reader_entry(hc->rd)) {
+		hc->cut = true;
+		return -ECANCELED;   /* the body is not wanted: the connection is closed */
+	}
+	return 0;
+}
+
+/* header_only: no body is taken (out_fd -1, out_buf NULL); the GET is cut
+ * after the tar header, which fills *info. */
 static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *resolved,
 			 uint64_t max_bytes, int out_fd, struct mafsbx_buf *out_buf, long long deadline_ms,
-			 struct mafsbx_read_info *info, struct mafsbx_error *err)
+			 bool header_only, struct mafsbx_read_info *info, struct mafsbx_error *err)
 {
 	struct mafsbx_gp_chain chain;
 	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
@@ -379,7 +400,8 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 				     (long long)a->st.size, (unsigned long long)max_bytes);
 		goto out;
 	}
-	if (t->reserve && (r = t->reserve(t->reserve_ctx, a->st.size > 0 ? (uint64_t)a->st.size : 0, err)) < 0)
+	if (!header_only && t->reserve &&
+	    (r = t->reserve(t->reserve_ctx, a->st.size > 0 ? (uint64_t)a->st.size : 0, err)) < 0)
 		goto out;
 	struct mafsbx_tar_reader_opts ro = { .max_body = max_bytes, .file_only = true, .out_fd = out_fd,
 					     .out_buf = out_fd >= 0 ? NULL : out_buf };
@@ -392,8 +414,10 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 		goto out;
 	struct mafsbx_error ge;
 	mafsbx_error_clear(&ge);
-	int gr = mafsbx_archive_get(k.eng, t->container, resolved, max_bytes ? max_bytes + GET_SLACK : 0,
-				    mafsbx_tar_reader_sink, rd, NULL, &ge);
+	struct header_cut hc = { .rd = rd };
+	int gr = header_only ? mafsbx_archive_get(k.eng, t->container, resolved, 0, header_cut_sink, &hc, NULL, &ge)
+			     : mafsbx_archive_get(k.eng, t->container, resolved, max_bytes ? max_bytes + GET_SLACK : 0,
+						  mafsbx_tar_reader_sink, rd, NULL, &ge);
 	const struct mafsbx_error *re = mafsbx_tar_reader_error(rd);
 	if (re) {
 		r = copy_err(err, re);
@@ -402,15 +426,29 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 					 resolved);
 		goto out;
 	}
-	if (gr < 0) {
+	if (gr < 0 && !(header_only && hc.cut)) {
 		r = copy_err(err, &ge);
 		if (ge.kind == MAFSBX_EK_NO_PATH)
 			mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist", resolved);
 		goto out;
 	}
-	r = mafsbx_tar_reader_finish(rd, &entry, err);
-	if (r < 0)
-		goto out;
+	if (header_only) {
+		const struct mafsbx_tar_entry *he = mafsbx_tar_reader_entry(rd);
+		if (!hc.cut || !he) {
+			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%.300s: the archive ended before its tar header",
+					     resolved);
+			goto out;
+		}
+		entry.size = he->size;
+		entry.mode = he->mode;
+		entry.uid = he->uid;
+		entry.gid = he->gid;
+		entry.mtime = he->mtime;
+	} else {
+		r = mafsbx_tar_reader_finish(rd, &entry, err);
+		if (r < 0)
+			goto out;
+	}
 	/* the bytes count only if the freeze provably held throughout (src/freeze.h) */
 	if ((r = mafsbx_freeze_verify(k.fr, err)) < 0)
 		goto out;
@@ -440,7 +478,17 @@ int mafsbx_files_read(struct mafsbx_freezer *fz, const struct mafsbx_files_targe
 	__do_free char *resolved = mafsbx_gp_resolve(t->work_dir, path, err);
 	if (!resolved)
 		return err ? -err->err : -EINVAL;
-	return read_resolved(fz, t, resolved, max_bytes, out_fd, out_buf, deadline_ms, info, err);
+	return read_resolved(fz, t, resolved, max_bytes, out_fd, out_buf, deadline_ms, false, info, err);
+}
+
+int mafsbx_files_read_header(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+			     long long deadline_ms, struct mafsbx_read_info *info, struct mafsbx_error *err)
+{
+	deadline_ms = deadline_of(deadline_ms);
+	__do_free char *resolved = mafsbx_gp_resolve(t->work_dir, path, err);
+	if (!resolved)
+		return err ? -err->err : -EINVAL;
+	return read_resolved(fz, t, resolved, 0, -1, NULL, deadline_ms, true, info, err);
 }
 
 int mafsbx_files_read_abs(struct mafsbx_freezer *fz, const char *container, const char *abs_path,

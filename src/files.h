@@ -119,6 +119,15 @@ int mafsbx_files_read(struct mafsbx_freezer *fz, const struct mafsbx_files_targe
 		      struct mafsbx_read_info *info, struct mafsbx_error *err);
 
 /*
+ * The owner, group, mode, size and mtime of a regular file as its tar header
+ * gives them (a HEAD gives no owner): the same checks and freeze as
+ * mafsbx_files_read(), and ONE archive GET cut right after the header (no
+ * body is taken, t->reserve is not called). Same errors.
+ */
+int mafsbx_files_read_header(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+			     long long deadline_ms, struct mafsbx_read_info *info, struct mafsbx_error *err);
+
+/*
  * Read a small file by absolute guest path (/etc/passwd, /etc/group) with the
  * chain checked from `/`: the same rules as mafsbx_files_read().
  */

@@ -172,6 +172,9 @@ struct mafsbx_http {
 	/* TLS: the server refused a resumed session once; no session is offered to it again
 	 * (tls_resume_refused). Never goes back: the server's set-up does not change. */
 	_Atomic bool tls_no_resume;
+	/* The end of the client's use (mafsbx_http_end_by): 0, or the
+	 * mafsbx_now_ms() past which every request and stream is cut. */
+	_Atomic long long end_ms;
 };
 
 void mafsbx_http_resp_free(struct mafsbx_http_resp *r)
@@ -180,6 +183,36 @@ void mafsbx_http_resp_free(struct mafsbx_http_resp *r)
 		return;
 	mafsbx_buf_free(&r->body);
 	mafsbx_buf_free(&r->header);
+}
+
+/* ---- the end of the client's use ------------------------------------------ */
+
+void mafsbx_http_end_by(struct mafsbx_http *h, long long deadline_ms)
+{
+	if (!h)
+		return;
+	long long cur = atomic_load(&h->end_ms);
+	while ((cur == 0 || deadline_ms < cur) && !atomic_compare_exchange_weak(&h->end_ms, &cur, deadline_ms))
+		;
+}
+
+/* The end deadline has passed: cut what runs, refuse what starts. A
+ * request marked past_end (an unpause) has MAFSBX_HTTP_PAST_END_MS more. */
+static bool ended_for(struct mafsbx_http *h, bool past_end)
+{
+	long long end = atomic_load(&h->end_ms);
+	return end && mafsbx_now_ms() >= end + (past_end ? MAFSBX_HTTP_PAST_END_MS : 0);
+}
+
+static bool ended(struct mafsbx_http *h)
+{
+	return ended_for(h, false);
+}
+
+static int ended_error(const char *method, const char *target, struct mafsbx_error *err)
+{
+	return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ESHUTDOWN, NULL,
+				     "%s %.200s: the engine client is closing (its end deadline passed)", method, target);
 }
 
 /* ---- stall watchdog ------------------------------------------------------ */
@@ -1171,6 +1204,7 @@ struct xfer {
 	bool nomem;
 	bool probe_aborted;
 	bool watching;
+	bool ended;              /* cut by the end deadline (mafsbx_http_end_by) */
 	struct watch w;
 };
 
@@ -1267,6 +1301,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
 {
 	struct xfer *x = ud;
+	/* libcurl calls this at least once a second, even while nothing moves */
+	if (ended_for(x->h, x->rq->past_end)) {
+		x->ended = true;
+		return 1;
+	}
 	if (!x->watching)
 		return 0;
 	pthread_mutex_lock(&x->h->wd_mu);
@@ -1399,10 +1438,11 @@ static CURLcode request_options(struct mafsbx_http *h, CURL *c, const struct maf
 	if (rq->stall_s > 0) {
 		SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
 		SET(CURLOPT_LOW_SPEED_TIME, rq->stall_s);
-		SET(CURLOPT_NOPROGRESS, 0L);
-		SET(CURLOPT_XFERINFOFUNCTION, on_progress);
-		SET(CURLOPT_XFERINFODATA, x);
 	}
+	/* every transfer: the stall watch's cut and the end deadline */
+	SET(CURLOPT_NOPROGRESS, 0L);
+	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+	SET(CURLOPT_XFERINFODATA, x);
 #undef SET
 	return rc;
 }
@@ -1411,6 +1451,8 @@ static CURLcode request_options(struct mafsbx_http *h, CURL *c, const struct maf
 static int request_outcome(struct xfer *x, CURLcode rc, bool fired, const char *errbuf, struct mafsbx_error *err)
 {
 	const struct mafsbx_http_req *rq = x->rq;
+	if (x->ended && rc != CURLE_OK)
+		return ended_error(rq->method, rq->target, err);
 	if (fired && rc != CURLE_OK)
 		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT,
 					"%s %.200s: stream stalled for %ld s (no byte moved); connection closed",
@@ -1445,6 +1487,8 @@ int mafsbx_http_request(struct mafsbx_http *h, const struct mafsbx_http_req *rq,
 	resp->body_bytes = 0;
 	mafsbx_buf_reset(&resp->body);
 	mafsbx_buf_reset(&resp->header);
+	if (ended_for(h, rq->past_end))
+		return ended_error(rq->method, rq->target, err);
 
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct mafsbx_buf url = MAFSBX_BUF_INIT;
@@ -1497,16 +1541,26 @@ out:
 
 /* ---- hijacked exec stream ------------------------------------------------ */
 
-static int wait_fd(curl_socket_t fd, short events, long long deadline_ms)
+/* The poll timeout of a stream's wait: at most 1 s, so that the end
+ * deadline is seen; -ETIMEDOUT past `deadline_ms`, -ESHUTDOWN past the end. */
+static int stream_poll_ms(struct mafsbx_http *h, long long deadline_ms)
+{
+	if (ended(h))
+		return -ESHUTDOWN;
+	if (!deadline_ms)
+		return 1000;
+	long long left = deadline_ms - mafsbx_now_ms();
+	if (left <= 0)
+		return -ETIMEDOUT;
+	return left > 1000 ? 1000 : (int)left;
+}
+
+static int wait_fd(struct mafsbx_http *h, curl_socket_t fd, short events, long long deadline_ms)
 {
 	for (;;) {
-		int to = -1;
-		if (deadline_ms) {
-			long long left = deadline_ms - mafsbx_now_ms();
-			if (left <= 0)
-				return -ETIMEDOUT;
-			to = left > 60000 ? 60000 : (int)left;
-		}
+		int to = stream_poll_ms(h, deadline_ms);
+		if (to < 0)
+			return to;
 		struct pollfd pfd = { .fd = fd, .events = events };
 		int n = poll(&pfd, 1, to);
 		if (n > 0)
@@ -1516,14 +1570,15 @@ static int wait_fd(curl_socket_t fd, short events, long long deadline_ms)
 	}
 }
 
-static int send_all(CURL *c, curl_socket_t fd, const void *p, size_t len, long long deadline_ms)
+static int send_all(struct mafsbx_http *h, CURL *c, curl_socket_t fd, const void *p, size_t len,
+		    long long deadline_ms)
 {
 	const char *q = p;
 	while (len) {
 		size_t sent = 0;
 		CURLcode rc = curl_easy_send(c, q, len, &sent);
 		if (rc == CURLE_AGAIN) {
-			int w = wait_fd(fd, POLLOUT, deadline_ms);
+			int w = wait_fd(h, fd, POLLOUT, deadline_ms);
 			if (w < 0)
 				return w;
 			continue;
@@ -1608,7 +1663,9 @@ static int hijack_send(struct hijack *hj, struct mafsbx_error *err)
 			      rq->content_type ? rq->content_type : "application/json", rq->body ? rq->body_len : 0) < 0 ||
 	    (rq->body && mafsbx_buf_append(&hj->head, rq->body, rq->body_len) < 0))
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	int s = send_all(hj->c, hj->fd, hj->head.data, hj->head.len, hj->head_deadline);
+	int s = send_all(hj->h, hj->c, hj->fd, hj->head.data, hj->head.len, hj->head_deadline);
+	if (s == -ESHUTDOWN)
+		return ended_error(rq->method, rq->target, err);
 	if (s == -ETIMEDOUT)
 		return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out sending the request", rq->method,
 					rq->target);
@@ -1631,7 +1688,9 @@ static int hijack_read_head(struct hijack *hj, size_t *hlen, struct mafsbx_error
 	while (!eoh) {
 		ssize_t n = recv_some(hj->c, hj->buf, sizeof(hj->buf));
 		if (n == -EAGAIN) {
-			int w = wait_fd(hj->fd, POLLIN, hj->head_deadline);
+			int w = wait_fd(hj->h, hj->fd, POLLIN, hj->head_deadline);
+			if (w == -ESHUTDOWN)
+				return ended_error(method, target, err);
 			if (w == -ETIMEDOUT)
 				return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: timed out waiting for the answer",
 							method, target);
@@ -1677,7 +1736,7 @@ static int hijack_error_body(struct hijack *hj, size_t hlen, struct mafsbx_error
 	while (resp->body.len < want) {
 		ssize_t n = recv_some(hj->c, hj->buf, sizeof(hj->buf));
 		if (n == -EAGAIN) {
-			if (wait_fd(hj->fd, POLLIN, hj->head_deadline) < 0)
+			if (wait_fd(hj->h, hj->fd, POLLIN, hj->head_deadline) < 0)
 				break;
 			continue;
 		}
@@ -1757,13 +1816,9 @@ static int hijack_wait(struct hijack *hj, struct hijack_in *in)
 		{ .fd = want_in ? rq->in_fd : -1, .events = POLLIN },
 	};
 	for (;;) {
-		int to = -1;
-		if (rq->deadline_ms) {
-			long long left = rq->deadline_ms - mafsbx_now_ms();
-			if (left <= 0)
-				return -ETIMEDOUT;
-			to = left > 60000 ? 60000 : (int)left;
-		}
+		int to = stream_poll_ms(hj->h, rq->deadline_ms);
+		if (to < 0)
+			return to;
 		int n = poll(pfd, 2, to);
 		if (n < 0 && errno != EINTR)
 			return -errno;
@@ -1809,6 +1864,8 @@ static int hijack_stream(struct hijack *hj, size_t hlen, struct mafsbx_error *er
 		if (n == 0 || n == -ECONNRESET)
 			return 0;
 		int w = hijack_wait(hj, &in);
+		if (w == -ESHUTDOWN)
+			return ended_error(rq->method, rq->target, err);
 		if (w == -ETIMEDOUT)
 			return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "%s %.200s: stream timed out; closed", rq->method,
 						rq->target);
@@ -1826,6 +1883,8 @@ int mafsbx_http_hijack(struct mafsbx_http *h, const struct mafsbx_http_hijack_re
 	resp->body_bytes = 0;
 	mafsbx_buf_reset(&resp->body);
 	mafsbx_buf_reset(&resp->header);
+	if (ended(h))
+		return ended_error(rq->method, rq->target, err);
 
 	request_count++;
 	struct hijack *hj = calloc(1, sizeof(*hj));

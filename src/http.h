@@ -49,7 +49,11 @@ struct mafsbx_http_req {
 	uint64_t max_body;
 	const char *want_header;     /* capture this response header's value into resp->header */
 	bool abort_on_success_body;  /* error-probe requests: drop the connection at a 2xx body */
+	bool past_end;               /* may run MAFSBX_HTTP_PAST_END_MS past the end deadline (an unpause) */
 };
+
+/* How long a past_end request may run after the end deadline (mafsbx_http_end_by). */
+#define MAFSBX_HTTP_PAST_END_MS 5000
 
 struct mafsbx_http_resp {
 	long status;
@@ -69,6 +73,16 @@ void mafsbx_http_resp_free(struct mafsbx_http_resp *r);
 struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long connect_ms, long default_timeout_ms,
 				     struct mafsbx_error *err);
 void mafsbx_http_close(struct mafsbx_http *h);
+/*
+ * The end of the client's use, for a bounded teardown: past `deadline_ms`
+ * (mafsbx_now_ms() time) every transfer in flight is cut (a curl transfer
+ * within about a second, an exec stream within one: its waits wake at least
+ * every second) and every new request fails at once with ESHUTDOWN; a
+ * request marked past_end (an unpause: no guest is left frozen because the
+ * mount ended) has MAFSBX_HTTP_PAST_END_MS more. An earlier deadline
+ * replaces a later one, never the reverse.
+ */
+void mafsbx_http_end_by(struct mafsbx_http *h, long long deadline_ms);
 
 /*
  * One request. Returns 0 when an HTTP answer arrived (any status: the caller

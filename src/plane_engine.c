@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "burst.h"
@@ -310,9 +311,13 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 		f->keep_owner = true;
 		f->owner_uid = ri.uid;
 		f->owner_gid = ri.gid;
-		return account_fill(f, &ri, err);
+		r = account_fill(f, &ri, err);
+		f->mode &= ~(mode_t)(S_ISUID | S_ISGID); /* as a write(2) by the guest would */
+		return r;
 	}
-	/* Truncated: keep the mode of what is there; the content goes. */
+	/* Truncated: keep the owner, group and mode of what is there (never
+	 * set-id bits: new content is not what was made set-id); the content
+	 * goes. The owner comes from the tar header, a HEAD gives none. */
 	struct mafsbx_pstat st;
 	r = engine_stat(f->ps, t, MAFSBX_BASE_WORK, rel, &st, err);
 	f->dirty = true;
@@ -323,7 +328,21 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 	if (r < 0)
 		return r;
 	if (st.type == MAFSBX_PT_FILE) {
-		f->mode = st.mode;
+		struct mafsbx_files_target ft;
+		struct mafsbx_read_info ri;
+		files_target(f->ps, t, MAFSBX_BASE_WORK, &ft);
+		memset(&ri, 0, sizeof(ri));
+		r = mafsbx_files_read_header(f->ps->fz, &ft, rel, 0, &ri, err);
+		if (r < 0 && err && err->kind == MAFSBX_EK_NO_PATH && (f->flags & MAFSBX_PW_CREATE)) {
+			f->mode = mode & 07777; /* removed since the stat: a new file */
+			return 0;
+		}
+		if (r < 0)
+			return r;
+		f->mode = ri.mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+		f->keep_owner = true;
+		f->owner_uid = ri.uid;
+		f->owner_gid = ri.gid;
 		return 0;
 	}
 	if (st.type == MAFSBX_PT_DIR)

@@ -431,7 +431,8 @@ static int write_replace_open(struct mafsbx_plane_file *f, int target, const str
 		}
 	} else {
 		f->fd = fd;
-		if (fchmod(fd, st->st_mode & 07777) < 0)
+		/* the old mode, but never set-id bits: the new content was not made set-id */
+		if (fchmod(fd, st->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0)
 			log_debug("write %s: chmod of the temporary: %s", rel, strerror(errno));
 		f->dirty = (f->flags & MAFSBX_PW_TRUNC) != 0;
 	}

@@ -8,8 +8,10 @@
 # never arrived); answers stalled past the
 # stream stall cut-off (GET) and past an exec's timeout; an engine restart
 # (every connection cut and the socket gone for 4 s, then back) in the
-# middle of a read; new connections refused. dockerd itself is never
-# restarted: it is shared, so the relay plays the restarted engine.
+# middle of a read; new connections refused; the end of a background mount
+# (SIGTERM) while a file call waits on a stalled answer and an exec streams.
+# dockerd itself is never restarted: it is shared, so the relay plays the
+# restarted engine.
 #
 # After each one: the faulted call either failed with an errno of the
 # table (EIO, ENOTCONN, ETIMEDOUT, EBUSY) or succeeded with exactly the
@@ -18,8 +20,8 @@
 # its old or its new content, whole); the mount answers; the next read,
 # write and exec work.
 #
-# FAULT_ONLY="GROUP..." runs some groups: get put pause exec restart (the
-# default). FAULT_SLOW=1 adds the answers delayed past the 60 s request
+# FAULT_ONLY="GROUP..." runs some groups: get put pause exec restart
+# teardown (the default). FAULT_SLOW=1 adds the answers delayed past the 60 s request
 # timeout (a pause and an unpause answer; group pause) and a PUT body
 # stalled for 25 s (group put), over a minute each.
 . "$(dirname "$0")/lib.sh"
@@ -305,7 +307,44 @@ scenarios_restart() {
 	after "new connections refused"
 }
 
-for g in ${FAULT_ONLY:-get put pause exec restart}; do
+# --- the end of a mount with a stalled engine -------------------------------------
+# A background mount (as users make it) gets SIGTERM while a lookup waits on
+# a stalled archive HEAD (a plain request: only the 60 s request timeout
+# would end it) in one sandbox and an exec's stream is open in another.
+# From the session's end every engine call ends within 10 s (an unpause 5 s
+# more), so the daemon exits within 20 s and leaves nothing paused. Before,
+# it waited for the stalled answer's timeout, then for the exec: over 30 s.
+scenarios_teardown() {
+	local M2=$T/mnt2 pid2 x y t0 ms
+	MOUNT_MODE=background mount_relayed "$M2"
+	pid2=$DAEMON_PID
+	acquire "$M2" t a end-read
+	x=$SBX
+	acquire "$M2" t a end-exec
+	y=$SBX
+	("$MFS_TOOL" ctl "$M2/.ctl/exec" "{\"sandbox\": \"$y\", \"command\": \"sleep 100\"}" >/dev/null 2>&1) &
+	local ex=$!
+	sleep 2 # the exec's stream is open
+	rule stall HEAD "$ARCH" resp=0 ms=120000
+	(timeout 150 stat "$M2/$x/work/absent.txt" >/dev/null 2>&1) &
+	local rd=$!
+	"$FAULT_RELAY" wait "$RELAY_CTL" "$RULE" 30 || problem "teardown: the lookup never reached the HEAD"
+	t0=$(date +%s%N)
+	kill -TERM "$pid2"
+	if wait_exit "$pid2" 90; then
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		log "teardown: the daemon exited $ms ms after SIGTERM with a stalled engine (load $(cut -d' ' -f1 /proc/loadavg))"
+		[ "$ms" -le 20000 ] || problem "teardown: the daemon took $ms ms to exit after SIGTERM (want at most 20 s)"
+	else
+		problem "teardown: the daemon had not exited 90 s after SIGTERM"
+	fi
+	rctl clear >/dev/null
+	wait "$rd" "$ex" 2>/dev/null
+	is_mounted "$M2" && problem "teardown: $M2 is still mounted after the daemon's exit"
+	wait_unpaused 15 || problem "teardown: a container of this run is still paused after the end"
+}
+
+for g in ${FAULT_ONLY:-get put pause exec restart teardown}; do
 	log "=== scenarios: $g"
 	"scenarios_$g"
 done

@@ -5,6 +5,8 @@
 #   request, cannot write into a sandbox, and sees sandbox files with the
 #   mount's -o uid/gid/umask, never the guest's owner;
 #   another user holds at most -o max_open_per_user open files (EMFILE);
+#   on the engine plane another user has at most -o max_calls_per_user file
+#   calls waiting at once (EBUSY past it), e.g. behind a long exec;
 #   the engine plane's open spools share one budget: past it an open fails
 #   with ENOMEM before anything is fetched (no freeze of the guest), and
 #   once files are closed opens work again; the local plane's
@@ -89,6 +91,47 @@ PY
 expect_eq "$out" 60 "the mounting user holds 60 opens"
 daemon_log_has "$T/daemon.$(basename "$M").log" "uid $(id -u "$OTHER") holds 40 open files on this mount" ||
 	fail "the refusal is not logged naming the user"
+umount_fs "$M" "$DAEMON_PID"
+
+# ---- engine-plane calls per user ----------------------------------------------------
+# A file call on the engine plane waits for its freeze while an exec of the
+# sandbox runs, on a FUSE worker thread. Another user may have at most
+# -o max_calls_per_user of them waiting (EBUSY past it, logged once naming
+# the uid): 6 lookups in 6 directories behind a 10 s detached exec, with a
+# bound of 2, are 2 that wait for the exec and 4 refused at once. Before the
+# bound all 6 waited (and enough of them held every worker thread).
+PLANE=engine mount_fs "$M" -o allow_other,max_calls_per_user=2,attr_timeout=60
+PLANE=local
+for i in 1 2 3 4 5 6; do mkdir -p "$W/calls$i" || fail "mkdir calls$i"; done
+ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, \"command\": \"sleep 10\"}"
+[ "$CTL_STATUS" = OK ] || fail "detached exec: $CTL_STATUS $CTL_REPLY"
+out=$(as_other "python3 - '$W'" <<'PY'
+import errno, os, sys, threading, time
+res = []
+def look(i):
+    t0 = time.monotonic()
+    try:
+        os.stat(os.path.join(sys.argv[1], "calls%d" % i, "absent"))
+        what = "found"
+    except OSError as e:
+        what = errno.errorcode.get(e.errno, str(e.errno))
+    res.append((what, time.monotonic() - t0))
+ts = [threading.Thread(target=look, args=(i,)) for i in range(1, 7)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+for what, secs in sorted(res):
+    print(what, "slow" if secs > 2 else "fast")
+PY
+) || fail "the other user's lookups: $out"
+log "another user's lookups behind an exec: $(echo $out)"
+expect_eq "$(echo "$out" | grep -c '^EBUSY fast$')" 4 "4 of another user's 6 waiting calls are refused at once"
+expect_eq "$(echo "$out" | grep -c '^ENOENT slow$')" 2 "2 of them (the bound) wait for the exec and get their answer"
+daemon_log_has "$T/daemon.$(basename "$M").log" "uid $(id -u "$OTHER") has 2 engine-plane file calls waiting" ||
+	fail "the refusal is not logged naming the user"
+# the mounting user is not counted: once the other user's calls are done, it still looks up
+expect_errno "the mounting user's lookup" ENOENT stat "$W/calls1/absent2"
 umount_fs "$M" "$DAEMON_PID"
 
 # ---- the spool budget -------------------------------------------------------------

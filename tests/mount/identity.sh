@@ -11,6 +11,10 @@
 #      guest still cannot read it afterwards.
 #   3. (local plane) the temporary of a failed replace is removed as the
 #      guest: a root-owned file left at its name in a sticky dir stays.
+#   4. a truncating write (O_TRUNC, or a create over an existing file) keeps
+#      the file's owner, group and mode too, and drops its set-id bits: a
+#      root-owned 0602 file stays root's and unreadable to the guest, a
+#      root-owned set-id file the guest may write is no longer set-id.
 # Runs on both planes (MAFSBX_TEST_PLANE).
 . "$(dirname "$0")/lib.sh"
 require_env
@@ -111,6 +115,30 @@ if [ "$PLANE" = local ]; then
 		"root's file at the temporary's name after the failed replace (removed at root's authority?)"
 	expect_eq "$(dexec 0 "$K" cat "$GW/st/f")" old "the target after the failed replace"
 fi
+
+# ---- 4. a truncating write keeps owner, group and mode, and drops set-id bits ----------------
+# The image has, in the guest's work dir, `tw` root's 0602, `su` root's 6757
+# (the guest may write it) and `gsu` the guest's 6755.
+T_IMAGE=mafsbx/busybox-trunc:test2
+build_image "$T_IMAGE" sandbox "mkdir -p $GW && chown 1000:1000 $GW && cd $GW &&
+	echo TOPSECRET > tw && chown 0:0 tw && chmod 602 tw &&
+	echo '#!/bin/sh' > su && chown 0:0 su && chmod 6757 su &&
+	echo '#!/bin/sh' > gsu && chown 1000:1000 gsu && chmod 6755 gsu"
+IMAGE=$T_IMAGE acquire "$M" t a trunc
+N=$SBX
+W=$M/$N/work
+echo replaced >"$W/tw" || fail "the truncating write (the guest may write the file)"
+expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/tw")" 0:0:602 "owner, group and mode after a truncating write"
+dexec sandbox "$N" cat "$GW/tw" 2>/dev/null && fail "a truncating write handed the guest a file it could not read"
+expect_eq "$(dexec 0 "$N" cat "$GW/tw")" replaced "the truncated file's content"
+# a create over the existing file (O_CREAT|O_TRUNC, as open(2) with a mode)
+python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"echo guest\n")
+os.close(fd)' "$W/su" || fail "the create over root's set-id file"
+expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/su")" 0:0:757 "root's set-id file rewritten: root's, no set-id bits"
+echo 'echo mine' >"$W/gsu" || fail "the truncating write of the guest's set-id file"
+expect_eq "$(dexec 0 "$N" stat -c %u:%g:%a "$GW/gsu")" 1000:1000:755 "the guest's set-id file rewritten: no set-id bits"
 
 no_paused
 log "ok ($PLANE plane)"

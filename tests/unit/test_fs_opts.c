@@ -116,6 +116,11 @@ static void test_options_all(void **state)
 	assert_int_equal(o.burst_ms, -1); /* none */
 	mfs_options_free(&o);
 	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "-o", "max_calls_per_user=3", "/mnt", NULL), 0);
+	assert_int_equal(o.max_calls_per_user, 3);
+	assert_false(has_arg(&args, "max_calls_per_user"));
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
 	assert_int_equal(parse(&o, &args, &e, "-o", "burst_ms=200", "/mnt", NULL), 0);
 	assert_int_equal(o.burst_ms, 200);
 	assert_false(has_arg(&args, "burst_ms"));
@@ -163,6 +168,9 @@ static void test_options_bad(void **state)
 		{ "burst_ms=-1", "burst_ms" },
 		{ "burst_ms=201", "burst_ms" },
 		{ "burst_ms=5ms", "burst_ms" },
+		{ "max_calls_per_user=0", "max_calls_per_user" },
+		{ "max_calls_per_user=65537", "max_calls_per_user" },
+		{ "max_calls_per_user=2x", "max_calls_per_user" },
 		{ "pull_timeout=0", "pull_timeout" },
 		{ "pull_timeout=604801", "pull_timeout" },
 		{ "pull_timeout=1m", "pull_timeout" },
