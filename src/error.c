@@ -174,6 +174,7 @@ const char *mafsbx_errno_name(int err)
 	case EAGAIN: return "EAGAIN";
 	case EINTR: return "EINTR";
 	case ENODATA: return "ENODATA";
+	case ESHUTDOWN: return "ESHUTDOWN";
 	default: return "EUNKNOWN";
 	}
 }

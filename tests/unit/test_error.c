@@ -114,6 +114,8 @@ static void test_set_and_prefix(void **state)
 	assert_int_equal(mafsbx_error_set(NULL, MAFSBX_EK_TIMEOUT, "x"), -ETIMEDOUT);
 	assert_int_equal(mafsbx_error_set_full(&e, MAFSBX_EK_SYSTEM, ENOSPC, NULL, "disk"), -ENOSPC);
 	assert_string_equal(mafsbx_errno_name(ENOTCONN), "ENOTCONN");
+	/* a reply cut by the end of the mount names its errno */
+	assert_string_equal(mafsbx_errno_name(ESHUTDOWN), "ESHUTDOWN");
 }
 
 int main(void)
