@@ -3,11 +3,10 @@
  * per open file in the style of Plan 9's factotum rpc file.
  *
  * A handle collects request bytes until they form ONE JSON object, so the
- * kernel may split the request into any number of writes. An incremental
- * JSON syntax checker (a pushdown automaton over the bytes, as strict as
- * jansson's parser about grammar, strings, escapes and UTF-8) sees every
- * byte once: a byte that cannot begin or continue a JSON object fails its
- * write at once with EINVAL, and a write that ends with a newline ends the
+ * kernel may split the request into any number of writes. The incremental
+ * JSON syntax checker of src/jsonscan.c sees every byte once: a byte that
+ * cannot begin or continue a JSON object fails its write at once with
+ * EINVAL, and a write that ends with a newline ends the
  * request (JSON Lines framing), so `echo '{not json' > .ctl/acquire` fails
  * in the shell instead of waiting for a close() whose error the shell
  * ignores. The write that completes the object runs it and returns the full
@@ -26,47 +25,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "utf8.h"
-
-#define FALLTHROUGH __attribute__((fallthrough))
-
-/* Nesting deeper than jansson's parser accepts (JSON_PARSER_MAX_DEPTH). */
-#define CTL_MAX_DEPTH 2048
-
-/* Where the syntax checker stands: what the next byte may be. */
-enum scan_state {
-	SC_START,           /* before the object: whitespace or '{' */
-	SC_KEY_OR_END,      /* after '{': '"' or '}' */
-	SC_KEY,             /* after ',' in an object: '"' */
-	SC_COLON,           /* after a key: ':' */
-	SC_VALUE,           /* after ':' or ',' in an array: a value */
-	SC_VALUE_OR_END,    /* after '[': a value or ']' */
-	SC_AFTER_VALUE,     /* ',' or the closing bracket of the container */
-	SC_STRING,          /* inside a string (key or value) */
-	SC_NUMBER,          /* inside a number */
-	SC_LITERAL,         /* inside true / false / null */
-	SC_DONE,            /* the object closed */
-};
-
-/* Inside a number: the part being read (the JSON number grammar). */
-enum num_state { NUM_MINUS, NUM_ZERO, NUM_INT, NUM_DOT, NUM_FRAC, NUM_E, NUM_ESIGN, NUM_EXP };
-
-struct json_scan {
-	enum scan_state st;
-	int depth;
-	unsigned char is_array[CTL_MAX_DEPTH / 8];  /* one bit per open container */
-	/* strings */
-	bool key;               /* the string is an object key */
-	bool escape;            /* after a backslash */
-	int hex_left;           /* \u digits still to come */
-	unsigned hex;           /* the \u code unit being read */
-	bool want_low;          /* a high surrogate needs a "\uDC00".."\uDFFF" next */
-	int utf8_left;          /* continuation bytes still to come */
-	unsigned char utf8_lo, utf8_hi;  /* the range of the next continuation byte */
-	/* numbers and literals */
-	enum num_state num;
-	const char *lit;        /* the rest of "true", "false" or "null" */
-};
+#include "jsonscan.h"
 
 struct mfs_ctl {
 	struct mfs_handle h;         /* must stay first: ops.c dispatches on it */
@@ -75,7 +34,7 @@ struct mfs_ctl {
 	/* the request being collected */
 	struct mafsbx_buf req;
 	bool started;                /* the opening '{' was seen */
-	struct json_scan scan;
+	struct mafsbx_jsonscan scan;
 	bool oversized;              /* over the cap: refuse until truncated or closed */
 	/* the last reply */
 	char *reply;
@@ -125,7 +84,7 @@ static void request_reset(struct mfs_ctl *c)
 {
 	mafsbx_buf_free(&c->req);
 	c->started = false;
-	memset(&c->scan, 0, sizeof(c->scan));
+	mafsbx_jsonscan_reset(&c->scan);
 }
 
 /* Replace the reply. Takes ownership of `text`. */
@@ -212,342 +171,6 @@ static int run(struct mfs *fs, struct mfs_ctl *c)
 	return 0;
 }
 
-static bool is_ws(unsigned char ch)
-{
-	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
-/* ---- the syntax checker ----------------------------------------------------- */
-
-enum scan_result { SCAN_MORE, SCAN_DONE, SCAN_BAD };
-
-static void set_container(struct json_scan *s, bool array)
-{
-	unsigned d = (unsigned)s->depth - 1;
-	if (array)
-		s->is_array[d / 8] |= (unsigned char)(1u << (d % 8));
-	else
-		s->is_array[d / 8] &= (unsigned char)~(1u << (d % 8));
-}
-
-static bool in_array(const struct json_scan *s)
-{
-	unsigned d = (unsigned)s->depth - 1;
-	return s->is_array[d / 8] & (1u << (d % 8));
-}
-
-/* After a value ends: back in the container it belongs to. */
-static void value_done(struct json_scan *s)
-{
-	s->st = SC_AFTER_VALUE;
-}
-
-/* Open an object or an array. */
-static enum scan_result open_container(struct json_scan *s, bool array, const char **why)
-{
-	if (s->depth >= CTL_MAX_DEPTH) {
-		*why = "nested deeper than 2048 levels";
-		return SCAN_BAD;
-	}
-	s->depth++;
-	set_container(s, array);
-	s->st = array ? SC_VALUE_OR_END : SC_KEY_OR_END;
-	return SCAN_MORE;
-}
-
-/* Close the innermost container with `ch` ('}' or ']'). */
-static enum scan_result close_container(struct json_scan *s, unsigned char ch, const char **why)
-{
-	if ((ch == ']') != in_array(s)) {
-		*why = ch == ']' ? "']' closes an object" : "'}' closes an array";
-		return SCAN_BAD;
-	}
-	if (--s->depth == 0) {
-		s->st = SC_DONE;
-		return SCAN_DONE;
-	}
-	value_done(s);
-	return SCAN_MORE;
-}
-
-/* The first byte of a value. */
-static enum scan_result value_start(struct json_scan *s, unsigned char ch, const char **why)
-{
-	switch (ch) {
-	case '{':
-		return open_container(s, false, why);
-	case '[':
-		return open_container(s, true, why);
-	case '"':
-		s->st = SC_STRING;
-		s->key = false;
-		return SCAN_MORE;
-	case 't': case 'f': case 'n':   /* the rest of true, false, null */
-		s->lit = ch == 't' ? "rue" : ch == 'f' ? "alse" : "ull";
-		s->st = SC_LITERAL;
-		return SCAN_MORE;
-	case '-':
-		s->num = NUM_MINUS;
-		s->st = SC_NUMBER;
-		return SCAN_MORE;
-	default:
-		if (ch >= '0' && ch <= '9') {
-			s->num = ch == '0' ? NUM_ZERO : NUM_INT;
-			s->st = SC_NUMBER;
-			return SCAN_MORE;
-		}
-		*why = "expected a value";
-		return SCAN_BAD;
-	}
-}
-
-static enum scan_result after_value(struct json_scan *s, unsigned char ch, const char **why)
-{
-	if (is_ws(ch))
-		return SCAN_MORE;
-	if (ch == ',') {
-		s->st = in_array(s) ? SC_VALUE : SC_KEY;
-		return SCAN_MORE;
-	}
-	if (ch == '}' || ch == ']')
-		return close_container(s, ch, why);
-	*why = in_array(s) ? "expected ',' or ']'" : "expected ',' or '}'";
-	return SCAN_BAD;
-}
-
-static int hex_value(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* One byte inside a string (after its opening quote). */
-/* One hex digit of a \u escape; at the fourth, the code unit is checked. */
-static enum scan_result string_hex_byte(struct json_scan *s, unsigned char ch, const char **why)
-{
-	int v = hex_value(ch);
-	if (v < 0) {
-		*why = "expected a hex digit in a \\u escape";
-		return SCAN_BAD;
-	}
-	s->hex = s->hex << 4 | (unsigned)v;
-	if (--s->hex_left)
-		return SCAN_MORE;
-	unsigned u = s->hex;
-	if (s->want_low) {
-		s->want_low = false;
-		if (u < 0xDC00 || u > 0xDFFF) {
-			*why = "a high surrogate \\u escape not followed by a low one";
-			return SCAN_BAD;
-		}
-	} else if (u >= 0xD800 && u <= 0xDBFF) {
-		s->want_low = true;
-	} else if (u >= 0xDC00 && u <= 0xDFFF) {
-		*why = "a lone low surrogate \\u escape";
-		return SCAN_BAD;
-	} else if (u == 0) {
-		*why = "\\u0000 in a string";
-		return SCAN_BAD;
-	}
-	return SCAN_MORE;
-}
-
-/* The byte after a backslash. */
-static enum scan_result string_escape_byte(struct json_scan *s, unsigned char ch, const char **why)
-{
-	s->escape = false;
-	if (s->want_low && ch != 'u') {
-		*why = "a high surrogate \\u escape not followed by a low one";
-		return SCAN_BAD;
-	}
-	switch (ch) {
-	case 'u':
-		s->hex_left = 4;
-		s->hex = 0;
-		return SCAN_MORE;
-	case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-		return SCAN_MORE;
-	default:
-		*why = "an invalid escape in a string";
-		return SCAN_BAD;
-	}
-}
-
-/* A UTF-8 lead byte: no overlong forms, surrogates, or beyond U+10FFFF. */
-static enum scan_result string_utf8_lead(struct json_scan *s, unsigned char ch, const char **why)
-{
-	size_t need;
-	if (!mafsbx_utf8_lead(ch, &need, &s->utf8_lo, &s->utf8_hi)) {
-		*why = "invalid UTF-8 in a string";
-		return SCAN_BAD;
-	}
-	s->utf8_left = (int)need - 1;
-	return SCAN_MORE;
-}
-
-static enum scan_result string_byte(struct json_scan *s, unsigned char ch, const char **why)
-{
-	if (s->utf8_left) {
-		if (ch < s->utf8_lo || ch > s->utf8_hi) {
-			*why = "invalid UTF-8 in a string";
-			return SCAN_BAD;
-		}
-		s->utf8_lo = 0x80;
-		s->utf8_hi = 0xBF;
-		s->utf8_left--;
-		return SCAN_MORE;
-	}
-	if (s->hex_left)
-		return string_hex_byte(s, ch, why);
-	if (s->escape)
-		return string_escape_byte(s, ch, why);
-	if (s->want_low && ch != '\\') {
-		*why = "a high surrogate \\u escape not followed by a low one";
-		return SCAN_BAD;
-	}
-	if (ch == '\\') {
-		s->escape = true;
-		return SCAN_MORE;
-	}
-	if (ch == '"') {
-		if (s->key)
-			s->st = SC_COLON;
-		else
-			value_done(s);
-		return SCAN_MORE;
-	}
-	if (ch < 0x20) {
-		*why = "a control character in a string (escape it)";
-		return SCAN_BAD;
-	}
-	return ch < 0x80 ? SCAN_MORE : string_utf8_lead(s, ch, why);
-}
-
-/* One byte inside a number. A byte that ends it is handed on (*again). */
-/* Where each byte class takes a number (-1: it cannot continue it). */
-static const struct num_rule {
-	signed char digit, dot, exp, sign;
-	const char *why;   /* a byte that cannot continue the number is this error; NULL: the number ends */
-} num_rules[] = {
-	[NUM_MINUS] = { NUM_INT, -1, -1, -1, "expected a digit after '-'" },
-	[NUM_ZERO] = { -1, NUM_DOT, NUM_E, -1, NULL },       /* a digit here: a leading zero */
-	[NUM_INT] = { NUM_INT, NUM_DOT, NUM_E, -1, NULL },
-	[NUM_DOT] = { NUM_FRAC, -1, -1, -1, "expected a digit after '.'" },
-	[NUM_FRAC] = { NUM_FRAC, -1, NUM_E, -1, NULL },
-	[NUM_E] = { NUM_EXP, -1, -1, NUM_ESIGN, "expected a digit in an exponent" },
-	[NUM_ESIGN] = { NUM_EXP, -1, -1, -1, "expected a digit in an exponent" },
-	[NUM_EXP] = { NUM_EXP, -1, -1, -1, NULL },
-};
-
-static enum scan_result number_byte(struct json_scan *s, unsigned char ch, bool *again, const char **why)
-{
-	bool digit = ch >= '0' && ch <= '9';
-	const struct num_rule *rule = &num_rules[s->num];
-	if (digit && s->num == NUM_ZERO) {
-		*why = "a number with a leading zero";
-		return SCAN_BAD;
-	}
-	int next = digit ? rule->digit
-		 : ch == '.' ? rule->dot
-		 : ch == 'e' || ch == 'E' ? rule->exp
-		 : ch == '+' || ch == '-' ? rule->sign : -1;
-	if (next >= 0) {
-		s->num = s->num == NUM_MINUS && ch == '0' ? NUM_ZERO : (enum num_state)next;
-		return SCAN_MORE;
-	}
-	if (rule->why) {
-		*why = rule->why;
-		return SCAN_BAD;
-	}
-	/* The number ended; this byte belongs to what follows it. */
-	value_done(s);
-	*again = true;
-	return SCAN_MORE;
-}
-
-/*
- * Feed one byte. SCAN_DONE when it closes the top-level object; SCAN_BAD
- * (with *why) when no JSON object starts with the bytes seen so far.
- */
-static enum scan_result scan_byte(struct json_scan *s, unsigned char ch, const char **why)
-{
-	for (;;) {
-		bool again = false;
-		enum scan_result r;
-		switch (s->st) {
-		case SC_START:
-			if (is_ws(ch))
-				return SCAN_MORE;
-			if (ch != '{') {
-				*why = "expected one JSON object starting with '{'";
-				return SCAN_BAD;
-			}
-			return open_container(s, false, why);
-		case SC_KEY_OR_END:
-			if (ch == '}')
-				return close_container(s, ch, why);
-			FALLTHROUGH;
-		case SC_KEY:
-			if (is_ws(ch))
-				return SCAN_MORE;
-			if (ch != '"') {
-				*why = s->st == SC_KEY ? "expected '\"' starting a member name"
-						       : "expected '\"' starting a member name, or '}'";
-				return SCAN_BAD;
-			}
-			s->st = SC_STRING;
-			s->key = true;
-			return SCAN_MORE;
-		case SC_COLON:
-			if (is_ws(ch))
-				return SCAN_MORE;
-			if (ch != ':') {
-				*why = "expected ':' after a member name";
-				return SCAN_BAD;
-			}
-			s->st = SC_VALUE;
-			return SCAN_MORE;
-		case SC_VALUE_OR_END:
-			if (ch == ']')
-				return close_container(s, ch, why);
-			FALLTHROUGH;
-		case SC_VALUE:
-			if (is_ws(ch))
-				return SCAN_MORE;
-			return value_start(s, ch, why);
-		case SC_AFTER_VALUE:
-			return after_value(s, ch, why);
-		case SC_STRING:
-			return string_byte(s, ch, why);
-		case SC_NUMBER:
-			r = number_byte(s, ch, &again, why);
-			if (!again)
-				return r;
-			continue;
-		case SC_LITERAL:
-			if (ch != (unsigned char)*s->lit) {
-				*why = "expected true, false or null";
-				return SCAN_BAD;
-			}
-			if (!*++s->lit)
-				value_done(s);
-			return SCAN_MORE;
-		case SC_DONE:
-			if (is_ws(ch))
-				return SCAN_DONE;
-			*why = "data after the JSON object (one request per write sequence)";
-			return SCAN_BAD;
-		}
-		*why = "internal scanner state";
-		return SCAN_BAD;
-	}
-}
-
 static int refuse_byte(struct mfs_ctl *c, unsigned char ch, size_t at, const char *why)
 {
 	char shown[8];
@@ -580,20 +203,20 @@ int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *r
 	bool complete = false;
 	for (; i < size; i++) {
 		unsigned char ch = (unsigned char)data[i];
-		if (!c->started && is_ws(ch)) {
+		if (!c->started && mafsbx_json_is_ws(ch)) {
 			begin = i + 1;
 			continue;
 		}
 		const char *why = NULL;
-		enum scan_result sr = scan_byte(&c->scan, ch, &why);
-		if (sr == SCAN_BAD) {
+		enum mafsbx_scan_result sr = mafsbx_jsonscan_byte(&c->scan, ch, &why);
+		if (sr == MAFSBX_SCAN_BAD) {
 			size_t at = c->req.len + (i - begin);
 			request_reset(c);
 			ret = refuse_byte(c, ch, at, why);
 			goto out;
 		}
 		c->started = true;
-		if (sr == SCAN_DONE) {
+		if (sr == MAFSBX_SCAN_DONE) {
 			complete = true;
 			i++;
 			break;
@@ -630,7 +253,7 @@ int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *r
 	/* Only whitespace may follow the object in the same write. */
 	for (size_t j = i; j < size; j++) {
 		const char *why = NULL;
-		if (scan_byte(&c->scan, (unsigned char)data[j], &why) == SCAN_BAD) {
+		if (mafsbx_jsonscan_byte(&c->scan, (unsigned char)data[j], &why) == MAFSBX_SCAN_BAD) {
 			size_t at = c->req.len + (j - i);
 			request_reset(c);
 			ret = refuse_byte(c, (unsigned char)data[j], at, why);
