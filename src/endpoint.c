@@ -35,7 +35,7 @@
  *  - ssh://[user@]host[:port] as the CLI's connhelper/ssh parses it: no
  *    password, no path; no port means ssh's own default. TLS settings do not
  *    apply to it. A user or host starting with '-' is refused (it would read
- *    as an ssh option; http.c also passes them after -l and "--").
+ *     as an ssh option; httpssh.c also passes them after -l and "--").
  */
 #include "endpoint.h"
 
