@@ -1,5 +1,5 @@
 /*
- * files.c: the file plane (files.h). Owns the order of things in every file
+ * files.c: the engine plane's frozen file calls (files.h). Owns the order of things in every file
  * call: text checks (no engine call) -> freeze -> HEAD every component of the
  * ancestor chain top-down without following links -> the one leaf HEAD, GET
  * or PUT -> unfreeze. The freeze is left only after the transfer has ended,

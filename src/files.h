@@ -1,5 +1,6 @@
 /*
- * files.h: the file plane. Frozen stat, read and write of guest files with
+ * files.h: the engine plane's frozen file calls (plane.h has the one
+ * interface of both planes). Stat, read and write of guest files with
  * the ancestor check (doc/upstream.md §5, mafsbxfs(1) READING AND WRITING FILES).
  *
  * Every call that touches the engine runs under ONE freeze (freeze.h): the

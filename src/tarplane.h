@@ -1,5 +1,6 @@
 /*
- * tarplane.h: the tar half of the file plane, with libarchive.
+ * tarplane.h: the tar codec of the engine plane's file calls (files.h), with
+ * libarchive.
  *
  * Owns (1) building the small tars sent with the archive PUT (directory,
  * file and symlink entries with explicit numeric uid:gid, mode and mtime;
