@@ -179,11 +179,7 @@ static void *exec_main(void *arg)
 void mfs_execs_init(struct mfs *fs)
 {
 	pthread_mutex_init(&fs->execs_lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fs->execs_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	mafsbx_cond_init_monotonic(&fs->execs_cv);
 	fs->execs = NULL;
 	fs->execs_running = 0;
 	fs->execs_stop = false;

@@ -250,11 +250,7 @@ static void *janitor_main(void *arg)
 int mfs_janitor_start(struct mfs *fs)
 {
 	pthread_mutex_init(&fs->janitor_lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fs->janitor_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	mafsbx_cond_init_monotonic(&fs->janitor_cv);
 	atomic_store(&fs->janitor_stop, false);
 	fs->janitor_wake = false;
 	mafsbx_freezer_on_unpause_failure(fs->fz, on_unpause_failure, fs);

@@ -86,11 +86,7 @@ static void end_watch_start(struct end_watch *w, struct fuse_session *se, struct
 	w->engine = engine;
 	w->stop = false;
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	mafsbx_cond_init_monotonic(&w->cv);
 	w->started = pthread_create(&w->thread, NULL, end_watch_main, w) == 0;
 	if (!w->started)
 		log_warn("cannot start the end watch; a stalled engine may delay the end of the mount");

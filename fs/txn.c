@@ -36,12 +36,8 @@ int mfs_txns_init(struct mfs_txns *p, unsigned max, size_t max_queued)
 	if (!p->tids)
 		return -ENOMEM;
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->work, &ca);
-	pthread_cond_init(&p->quiet, &ca);
-	pthread_condattr_destroy(&ca);
+	mafsbx_cond_init_monotonic(&p->work);
+	mafsbx_cond_init_monotonic(&p->quiet);
 	p->ready = true;
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "buf.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -180,14 +181,7 @@ int sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, stru
 	/* timedlock takes the wall clock (clocklock would take the monotonic one,
 	 * but ThreadSanitizer does not see it); a jump of the clock only moves a
 	 * two-minute bound */
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += wait_ms / 1000;
-	until.tv_nsec += (wait_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = mafsbx_clock_after_ms(CLOCK_REALTIME, wait_ms);
 	if (pthread_mutex_timedlock(&l->mu, &until) != 0) {
 		/* the holder is still at it (an image pull, a slow engine): no unbounded queue */
 		pthread_mutex_lock(&b->mu);

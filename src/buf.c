@@ -98,8 +98,22 @@ long long mafsbx_now_ms(void)
 
 struct timespec mafsbx_monotonic_after_ms(long long ms)
 {
+	return mafsbx_clock_after_ms(CLOCK_MONOTONIC, ms);
+}
+
+void mafsbx_cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+struct timespec mafsbx_clock_after_ms(clockid_t clock, long long ms)
+{
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	if (ms > 0) {
 		ts.tv_sec += ms / 1000;
 		ts.tv_nsec += (ms % 1000) * 1000000L;

@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
@@ -46,5 +47,10 @@ static inline void mafsbx_closep(int *fd) { if (*fd >= 0) close(*fd); }
 long long mafsbx_now_ms(void);
 /* CLOCK_MONOTONIC `ms` from now (<= 0: now), for pthread_cond_timedwait on a CLOCK_MONOTONIC condvar. */
 struct timespec mafsbx_monotonic_after_ms(long long ms);
+/* `clock` `ms` from now (<= 0: now): CLOCK_REALTIME for pthread_mutex_timedlock. */
+struct timespec mafsbx_clock_after_ms(clockid_t clock, long long ms);
+/* pthread_cond_init of a condition variable whose timed waits take CLOCK_MONOTONIC
+ * deadlines (mafsbx_monotonic_after_ms), so a jump of the wall clock moves none. */
+void mafsbx_cond_init_monotonic(pthread_cond_t *cv);
 
 #endif

@@ -157,11 +157,7 @@ struct mafsbx_bursts *mafsbx_bursts_new(struct mafsbx_freezer *fz, int linger_ms
 	bs->fz = fz;
 	bs->linger_ms = linger_ms;
 	pthread_mutex_init(&bs->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&bs->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	mafsbx_cond_init_monotonic(&bs->cv);
 	int r = pthread_create(&bs->timer, NULL, timer_main, bs);
 	if (r != 0) {
 		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, r, NULL, "cannot start the freeze burst timer: %s",

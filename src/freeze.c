@@ -684,11 +684,7 @@ struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const ch
 	f->hold_ms = hold ? strtol(hold, NULL, 10) : 0;
 #endif
 	pthread_mutex_init(&f->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&f->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	mafsbx_cond_init_monotonic(&f->cv);
 	return f;
 fail:
 	free(f->rundir);

@@ -156,17 +156,8 @@ static void *watchdog_main(void *arg)
 			else if (due < next)
 				next = due;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
 		long long wait = next - now;
-		if (wait < 1)
-			wait = 1;
-		ts.tv_sec += wait / 1000;
-		ts.tv_nsec += (wait % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = mafsbx_monotonic_after_ms(wait < 1 ? 1 : wait);
 		pthread_cond_timedwait(&h->wd_cv, &h->wd_mu, &ts);
 	}
 	pthread_mutex_unlock(&h->wd_mu);
@@ -358,11 +349,7 @@ struct mafsbx_http *mafsbx_http_open(const struct mafsbx_endpoint *ep, long conn
 		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "socket: %s", strerror(e));
 		return NULL;
 	}
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->wd_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	mafsbx_cond_init_monotonic(&h->wd_cv);
 	pthread_mutex_init(&h->wd_mu, NULL);
 	pthread_mutex_init(&h->pool_mu, NULL);
 	pthread_mutex_init(&h->ssh_mu, NULL);
