@@ -264,125 +264,153 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cop
 	return (lr == 0 || lr == SIGTERM || lr == SIGINT || lr == SIGHUP) ? 0 : 1;
 }
 
-int main(int argc, char *argv[])
-{
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+/* One run of the daemon: what main() sets up and takes down. */
+struct run {
+	struct fuse_args args;
 	struct fuse_cmdline_opts copts;
 	struct mfs fs;
-	struct mafsbx_error err;
-	struct fuse_session *se = NULL;
-	bool mounted = false, inited = false, lowlevel = false;
-	int ret = 1, ready_fd = -1;
+	struct fuse_session *se;
+	bool mounted, inited, lowlevel;
+	int ready_fd;
+};
 
-	memset(&fs, 0, sizeof(fs));
-	memset(&copts, 0, sizeof(copts));
-	mafsbx_error_clear(&err);
-	mafsbx_log_init(PROG, MAFSBX_LOG_WARN);
-
-	int r = parse_command_line(&args, &fs, &copts);
-	if (r >= 0) {
-		ret = r;
-		goto out;
-	}
-	/* A busy mount holds a descriptor per open file and per engine
-	 * connection: use all the administrator allows (LimitNOFILE=). */
-	if (mfs_daemon_raise_nofile(&err) < 0) {
-		log_warn("%s; the open-file limit stays as it was", err.message);
-		mafsbx_error_clear(&err);
-	}
-	/* Nothing may start a thread before this (daemon.c checks). */
-	if (!copts.foreground && mfs_daemon_fork(&ready_fd) < 0)
-		goto out;
-	if (add_fuse_opts(&args, &fs.opt) < 0 || open_engine(&fs, &err) < 0 || open_backend(&fs, &err) < 0)
-		goto out;
+/* The engine, the backend, the FUSE session and its mount, the signals:
+ * 0 when serving may start, else the exit status. */
+static int start(struct run *rn, struct mafsbx_error *err)
+{
+	struct mfs *fs = &rn->fs;
+	if (add_fuse_opts(&rn->args, &fs->opt) < 0 || open_engine(fs, err) < 0 || open_backend(fs, err) < 0)
+		return 1;
 	/* The kernel applied the caller's umask to every mode it sends us;
 	 * ours must not apply a second one to what we create in a guest. */
 	umask(0);
-	fs.run = mfs_run_request;
-	mfs_init(&fs);
-	inited = true;
-	mfs_set_current(&fs);
-	if (mfs_lowlevel_start(&fs) < 0) {
+	fs->run = mfs_run_request;
+	mfs_init(fs);
+	rn->inited = true;
+	mfs_set_current(fs);
+	if (mfs_lowlevel_start(fs) < 0) {
 		fprintf(stderr, PROG ": out of memory\n");
-		goto out;
+		return 1;
 	}
-	lowlevel = true;
+	rn->lowlevel = true;
 
-	se = fuse_session_new(&args, &mfs_lowlevel_ops, sizeof(mfs_lowlevel_ops), &fs);
-	if (!se) {
-		ret = usage_error("bad mount options");
-		goto out;
-	}
-	fs.se = se;
+	rn->se = fuse_session_new(&rn->args, &mfs_lowlevel_ops, sizeof(mfs_lowlevel_ops), fs);
+	if (!rn->se)
+		return usage_error("bad mount options");
+	fs->se = rn->se;
 
-	if (fuse_session_mount(se, copts.mountpoint) != 0) {
-		fprintf(stderr, PROG ": cannot mount on %s\n", copts.mountpoint);
-		goto out;
+	if (fuse_session_mount(rn->se, rn->copts.mountpoint) != 0) {
+		fprintf(stderr, PROG ": cannot mount on %s\n", rn->copts.mountpoint);
+		return 1;
 	}
-	mounted = true;
+	rn->mounted = true;
 	/* SIGINT and SIGTERM always unmount (mafsbxfs(1) EXIT STATUS), even when the
 	 * parent ignored them, as a shell does for a background job; libfuse
 	 * only takes over signals left at their default. SIGHUP keeps what
 	 * the parent chose (nohup). */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
-	if (fuse_set_signal_handlers(se) != 0) {
+	if (fuse_set_signal_handlers(rn->se) != 0) {
 		log_error("cannot install signal handlers");
-		goto out;
+		return 1;
 	}
-	if (mfs_janitor_start(&fs) < 0)
+	return 0;
+}
+
+/* Serve until unmounted or signalled; the session's end, bounded. The exit
+ * status of the loop. Does not return when transactions outlived the grace. */
+static int serve(struct run *rn, struct mafsbx_error *err)
+{
+	struct mfs *fs = &rn->fs;
+	if (mfs_janitor_start(fs) < 0)
 		log_warn("cannot start the freeze recovery thread; freezes left behind stay until the next start");
 	/* Serving: the caller may go on (the parent exits 0); stderr is syslog from here. */
-	mfs_daemon_ready(ready_fd);
-	ready_fd = -1;
+	mfs_daemon_ready(rn->ready_fd);
+	rn->ready_fd = -1;
 	/* The same moment for systemd (the unit runs -f, Type=notify): units
 	 * ordered after ours start only once the mount is there. A request made
 	 * now waits in the kernel for the loop below, never on an empty dir. */
-	if (mfs_daemon_notify("READY=1", &err) < 0)
-		log_warn("%s", err.message);
-	log_info("mounted %s on %s (engine %s)", PROG, copts.mountpoint, fs.ep.url);
+	if (mfs_daemon_notify("READY=1", err) < 0)
+		log_warn("%s", err->message);
+	log_info("mounted %s on %s (engine %s)", PROG, rn->copts.mountpoint, fs->ep.url);
 	struct end_watch ew;
-	end_watch_start(&ew, se, fs.engine);
-	ret = run_loop(se, &copts);
+	end_watch_start(&ew, rn->se, fs->engine);
+	int ret = run_loop(rn->se, &rn->copts);
 	/* The loop ended without the watch seeing it (it had not yet looked):
 	 * the deadline starts now. An earlier one stays. */
-	end_engine_calls(fs.engine);
+	end_engine_calls(fs->engine);
 	end_watch_stop(&ew);
 	/* The unmount and the release of freezes may take a while: systemd
 	 * should not take it for a hang of a running service. */
-	mafsbx_error_clear(&err);
-	if (mfs_daemon_notify("STOPPING=1", &err) < 0)
-		log_warn("%s", err.message);
-	fuse_remove_signal_handlers(se);
+	mafsbx_error_clear(err);
+	if (mfs_daemon_notify("STOPPING=1", err) < 0)
+		log_warn("%s", err->message);
+	fuse_remove_signal_handlers(rn->se);
 	/* Transactions answer through the session: they end before it does. */
-	if (!mfs_lowlevel_stop(&fs)) {
+	if (!mfs_lowlevel_stop(fs)) {
 		/* Some outlived the grace: their threads still use the session and
 		 * the engine, so nothing is freed under them; the exit ends them. */
-		mfs_janitor_stop(&fs);
-		fuse_session_unmount(se);
+		mfs_janitor_stop(fs);
+		fuse_session_unmount(rn->se);
 		fflush(NULL);
 		_exit(ret);
 	}
-	mfs_janitor_stop(&fs);
-out:
-	if (mounted)
-		fuse_session_unmount(se);
-	if (se)
-		fuse_session_destroy(se);
-	if (lowlevel) {
-		mfs_lowlevel_stop(&fs);
-		mfs_lowlevel_free(&fs);
+	mfs_janitor_stop(fs);
+	return ret;
+}
+
+/* Everything start() made, in reverse. */
+static void finish(struct run *rn)
+{
+	struct mfs *fs = &rn->fs;
+	if (rn->mounted)
+		fuse_session_unmount(rn->se);
+	if (rn->se)
+		fuse_session_destroy(rn->se);
+	if (rn->lowlevel) {
+		mfs_lowlevel_stop(fs);
+		mfs_lowlevel_free(fs);
 	}
-	if (inited)
-		mfs_fini(&fs);
-	mafsbx_planes_free(fs.planes);
-	mafsbx_backend_free(fs.backend);
-	if (fs.fz)
-		mafsbx_freezer_free(fs.fz);
-	if (fs.engine)
-		mafsbx_engine_close(fs.engine);
-	mfs_options_free(&fs.opt);
-	free(copts.mountpoint);
-	fuse_opt_free_args(&args);
+	if (rn->inited)
+		mfs_fini(fs);
+	mafsbx_planes_free(fs->planes);
+	mafsbx_backend_free(fs->backend);
+	if (fs->fz)
+		mafsbx_freezer_free(fs->fz);
+	if (fs->engine)
+		mafsbx_engine_close(fs->engine);
+	mfs_options_free(&fs->opt);
+	free(rn->copts.mountpoint);
+	fuse_opt_free_args(&rn->args);
+}
+
+int main(int argc, char *argv[])
+{
+	struct run rn;
+	struct mafsbx_error err;
+
+	memset(&rn, 0, sizeof(rn));
+	rn.args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
+	rn.ready_fd = -1;
+	mafsbx_error_clear(&err);
+	mafsbx_log_init(PROG, MAFSBX_LOG_WARN);
+
+	int ret = parse_command_line(&rn.args, &rn.fs, &rn.copts);
+	if (ret < 0) {
+		/* A busy mount holds a descriptor per open file and per engine
+		 * connection: use all the administrator allows (LimitNOFILE=). */
+		if (mfs_daemon_raise_nofile(&err) < 0) {
+			log_warn("%s; the open-file limit stays as it was", err.message);
+			mafsbx_error_clear(&err);
+		}
+		/* Nothing may start a thread before this (daemon.c checks). */
+		if (!rn.copts.foreground && mfs_daemon_fork(&rn.ready_fd) < 0)
+			ret = 1;
+		else
+			ret = start(&rn, &err);
+		if (ret == 0)
+			ret = serve(&rn, &err);
+	}
+	finish(&rn);
 	return ret;
 }
