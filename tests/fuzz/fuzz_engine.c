@@ -1,9 +1,10 @@
 /*
- * fuzz_engine.c: the engine client's decoders (src/engine.c over
- * src/http.c) against a fake engine that answers with fuzzer bytes: the
- * JSON of version, inspect, list, create, exec inspect and error bodies,
- * the path-stat header, the progress stream of a pull, the tar of an archive
- * GET and the raw HTTP of the hijacked exec stream.
+ * fuzz_engine.c: the engine client's decoders (src/engine.c and the
+ * per-resource src/engine_RESOURCE.c calls over src/http.c) against a fake
+ * engine that answers with fuzzer bytes: the JSON of version, inspect, list,
+ * create, exec inspect and error bodies, the path-stat header, the progress
+ * stream of a pull, the tar of an archive GET and the raw HTTP of the
+ * hijacked exec stream.
  *
  * The fake engine is a thread on a private unix socket. Input parts
  * ("\n--\n"-separated): part 0's first byte picks the call, each further

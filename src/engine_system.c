@@ -1,0 +1,154 @@
+/*
+ * engine_system.c: the engine-wide calls of engine.h: the version, the
+ * events between two times and the engine's clock (the proof that a freeze
+ * held), and the engine's cgroup setup.
+ */
+#include "engine.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "engine_internal.h"
+
+/* ---- version ------------------------------------------------------------- */
+
+static void copy_field(char *dst, size_t cap, json_t *j, const char *key)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	snprintf(dst, cap, "%s", s ? s : "");
+}
+
+int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version *v, struct mafsbx_error *err)
+{
+	if (!e || !v)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "version: bad arguments");
+	json_t *j = NULL;
+	int r = get_json(e, "/version", 0, "engine version", &j, err);
+	if (r < 0)
+		return r;
+	memset(v, 0, sizeof(*v));
+	copy_field(v->version, sizeof(v->version), j, "Version");
+	copy_field(v->api_version, sizeof(v->api_version), j, "ApiVersion");
+	copy_field(v->min_api_version, sizeof(v->min_api_version), j, "MinAPIVersion");
+	copy_field(v->os, sizeof(v->os), j, "Os");
+	copy_field(v->arch, sizeof(v->arch), j, "Arch");
+	copy_field(v->kernel, sizeof(v->kernel), j, "KernelVersion");
+	size_t ci;
+	json_t *comp;
+	json_array_foreach(json_object_get(j, "Components"), ci, comp) {
+		const char *cn = json_string_value(json_object_get(comp, "Name"));
+		if (cn && strcmp(cn, "Podman Engine") == 0)
+			v->podman = true;
+	}
+	json_decref(j);
+	if (!v->api_version[0])
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "engine version: no ApiVersion in the answer");
+	return 0;
+}
+
+/* ---- events and the engine's clock (the proof that a freeze held) -------- */
+
+static void ns_text(long long ns, char out[32])
+{
+	snprintf(out, 32, "%lld.%09lld", ns / 1000000000LL, ns % 1000000000LL);
+}
+
+int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
+			  json_t **out, struct mafsbx_error *err)
+{
+	*out = NULL;
+	if (!e || since_ns < 0 || until_ns <= since_ns || (filters && !json_is_object(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "events: bad arguments");
+	char since[32], until[32];
+	ns_text(since_ns, since);
+	ns_text(until_ns, until);
+	__do_free char *fj = filters ? dump_json(filters) : NULL;
+	__do_free char *fe = fj ? mafsbx_query_escape(fj) : NULL;
+	if (filters && !fe)
+		return nomem(err);
+	int r;
+	__do_free char *t = target(e, err, &r, "/events?since=%s&until=%s%s%s", since, until, fe ? "&filters=" : "",
+				   fe ? fe : "");
+	if (!t)
+		return r;
+	struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms };
+	if ((r = mafsbx_http_request(e->http, &rq, &resp, err)) < 0) {
+		mafsbx_error_prefix(err, "read the engine's events");
+		goto out;
+	}
+	if (resp.status != 200) {
+		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's events",
+					     NULL);
+		goto out;
+	}
+	/* a stream of JSON objects, one after the other */
+	json_t *a = json_array();
+	if (!a) {
+		r = nomem(err);
+		goto out;
+	}
+	const char *p = resp.body.data ? resp.body.data : "";
+	size_t left = resp.body.len;
+	while (left) {
+		while (left && (*p == '\n' || *p == '\r' || *p == ' '))
+			p++, left--;
+		if (!left)
+			break;
+		json_error_t je;
+		json_t *ev = json_loadb(p, left, JSON_DISABLE_EOF_CHECK, &je);
+		if (!ev || je.position <= 0 || (size_t)je.position > left) {
+			json_decref(ev);
+			json_decref(a);
+			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's events are not JSON: %s", je.text);
+			goto out;
+		}
+		json_array_append_new(a, ev);
+		p += je.position;
+		left -= (size_t)je.position;
+	}
+	*out = a;
+	r = 0;
+out:
+	mafsbx_http_resp_free(&resp);
+	return r;
+}
+
+int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups *c, struct mafsbx_error *err)
+{
+	if (!e || !c)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine cgroups: bad arguments");
+	json_t *j = NULL;
+	int r = get_json(e, "/info", e->to.request_ms, "read the engine's cgroups", &j, err);
+	if (r < 0)
+		return r;
+	memset(c, 0, sizeof(*c));
+	copy_field(c->driver, sizeof(c->driver), j, "CgroupDriver");
+	copy_field(c->version, sizeof(c->version), j, "CgroupVersion");
+	json_t *pl = json_object_get(j, "PidsLimit");
+	c->pids_limit = json_is_true(pl) || (!pl && strcmp(c->driver, "none") != 0);
+	c->can_pause = strcmp(c->driver, "none") != 0;
+	json_decref(j);
+	return 0;
+}
+
+int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err)
+{
+	if (!e || !ns)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine time: bad arguments");
+	json_t *j = NULL;
+	int r = get_json(e, "/info", e->to.request_ms, "read the engine's clock", &j, err);
+	if (r < 0)
+		return r;
+	const char *st = json_string_value(json_object_get(j, "SystemTime"));
+	struct timespec ts;
+	if (!st || parse_rfc3339(st, &ts) < 0) {
+		json_decref(j);
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's /info has no readable SystemTime");
+	}
+	json_decref(j);
+	*ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return 0;
+}
