@@ -86,12 +86,16 @@ static int denied_err(struct mafsbx_error *err, int e, const struct mafsbx_pin *
 	uid_t gu = 65534;
 	if (mafsbx_pin_guest_uid(pin, st->st_uid, &gu) < 0)
 		gu = 65534;
-	return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, "PermissionError",
+	/* not the guest's refusal but this daemon's: logged (an EACCES is not, as a rule) */
+	int r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, "PermissionError",
 				     "%s %s: this daemon is not root (uid %u) and the file is host uid %u's (guest uid "
 				     "%u, a subordinate id of the rootless engine's user namespace), mode %04o: only root, "
 				     "or a process inside that namespace, may pass its mode bits (%s)",
 				     what, rel && *rel ? rel : ".", (unsigned)geteuid(), (unsigned)st->st_uid, (unsigned)gu,
 				     (unsigned)(st->st_mode & 07777), strerror(e));
+	if (err)
+		log_info("%s", err->message);
+	return r;
 }
 
 /* The path below the container root for (base, rel): never absolute. */
@@ -667,7 +671,15 @@ int local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid
 		if (fd < 0) {
 			if (slash)
 				*slash = '/';
-			r = lp_err(err, -fd, "prepare the working directory", nb);
+			if (fd == -EPERM && geteuid() != 0)
+				r = mafsbx_error_set_full(
+					err, MAFSBX_EK_SYSTEM, EPERM, "PermissionError",
+					"prepare the working directory %s: this daemon is not root (uid %u) and cannot give "
+					"it to the guest's host ids %u:%u (subordinate ids of the rootless engine's user "
+					"namespace: chown to another uid needs CAP_CHOWN, held only inside that namespace)",
+					nb, (unsigned)geteuid(), (unsigned)hu[is_base], (unsigned)hg[is_base]);
+			else
+				r = lp_err(err, -fd, "prepare the working directory", nb);
 			break;
 		}
 		close(dir);
