@@ -9,8 +9,10 @@
 #   - the local plane reads a guest file of a subordinate id (a guest uid
 #     other than root) where its mode bits let others read, and refuses one
 #     they do not with EACCES, the log naming the host and guest owner
-#   - a sandbox whose user is not root (its work dir must belong to a
-#     subordinate id) is refused with EPERM saying why, leaving no container
+#   - a sandbox whose user is not root: an acquire that must make its work
+#     dir for that subordinate id is refused with EPERM saying why, leaving
+#     no container; where the work dir exists, a write acting as that uid is
+#     refused with EPERM saying why
 # Needs: MAFSBXFS, MFS_TOOL, DOCKER_HOST naming the rootless engine.
 . "$(dirname "$0")/lib.sh"
 require_env
@@ -83,6 +85,8 @@ expect_ctl_error "$M" acquire \
 	"{\"scope\": \"$SCOPE\", \"thread\": \"t2\", \"agent\": \"a\", \"kind\": \"u1000\", \"image\": \"$U1000\"}" \
 	EPERM "cannot give it to the guest's host ids"
 expect_contains "$(jget "$CTL_REPLY" error.message)" "was removed" "the refused acquire removed its container"
+expect_eq "$(docker ps -a --format '{{.Names}}' | grep -c "^maf-sandbox-docker-" || true)" 1 \
+	"containers on the engine after the refused acquire of uid 1000 (only the first sandbox)"
 # An image whose work dir exists (root's, from S): the acquire succeeds, and
 # a write acting as uid 1000 is refused saying why.
 U1000W=mafsbx/busybox-rootless-u1000w:latest

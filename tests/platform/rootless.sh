@@ -47,12 +47,15 @@ ENGINE_PID=
 declare -A modes=()
 passed=0 failed=0
 
-# The user's processes still running (zombies aside).
+# The user's processes still running, as itself or as one of its subordinate
+# uids (a container's non-root processes), zombies aside.
 user_procs() {
-	local uid p st
+	local uid p st o s=0 n=0
 	uid=$(id -u "$U" 2>/dev/null) || return 0
+	read -r s n < <(awk -F: -v u="$U" '$1 == u { print $2, $3; exit }' /etc/subuid) || true
 	for p in /proc/[0-9]*; do
-		[ "$(stat -c %u "$p" 2>/dev/null)" = "$uid" ] || continue
+		o=$(stat -c %u "$p" 2>/dev/null) || continue
+		[ "$o" = "$uid" ] || (( o >= ${s:-0} && o < ${s:-0} + ${n:-0} )) || continue
 		st=$(awk '{ print $3 }' "$p/stat" 2>/dev/null) || continue
 		[ "$st" = Z ] || echo "${p#/proc/}"
 	done
