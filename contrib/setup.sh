@@ -61,6 +61,9 @@ packages=(
 	dpkg-dev debhelper dh-python python3 lintian debootstrap
 	# the Podman stage (tests/platform/podman.sh: a rootful service on its own socket)
 	podman
+	# the rootless Docker stage (tests/platform/rootless.sh: dockerd-rootless.sh,
+	# which docker.io ships, needs these)
+	rootlesskit slirp4netns uidmap
 )
 # Debian 13 split the docker client out of docker.io; without docker-cli the
 # mount tests that drive the docker CLI fail with "the docker CLI is missing".

@@ -14,6 +14,10 @@
 #      suites of both planes and the parallel and detached-exec ones; any
 #      report fails the run
 #   6. the libFuzzer harnesses (build-fuzz/, clang), 20 s each (contrib/fuzz.sh)
+#   6a. rootless Docker (tests/platform/rootless.sh): dockerd-rootless.sh for
+#      a test user on this cgroup v1 host (cgroup driver 'none'), and the
+#      mount as that user: the story on the local plane and the rootless
+#      checks (no freeze, the engine plane's refusals, subordinate ids)
 #   6b. Debian 13 (tests/platform/debian13.sh): a container of a fresh Debian
 #      13 image (made once with debootstrap, cached under /var/cache/mafsbx)
 #      with its own dockerd 26 and libfuse 3.17: the unit suite, the
@@ -197,6 +201,28 @@ if [ -x build/fs/mafsbxfs ]; then
 	RUN_UNDER=("$root/tests/platform/podman.sh" build --)
 	run_tests podman-mount build --suite mount "${podman_mount[@]}"
 	RUN_UNDER=()
+fi
+
+# Rootless Docker (Debian 12's dockerd-rootless.sh, cgroup driver 'none' on this cgroup v1
+# host) for a test user, and the mount as that user: the story on the local plane and the
+# rootless checks (tests/platform/rootless.sh; doc/engines.md).
+rl_log=$(mktemp /tmp/mafsbx-rootless-log.XXXXXX)
+rl_start=$SECONDS
+rl_rc=0
+"$root/tests/platform/rootless.sh" build >"$rl_log" 2>&1 || rl_rc=$?
+cat "$rl_log"
+rl_line=$(grep -E '^rootless: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$rl_log" | tail -n 1 || true)
+rm -f "$rl_log"
+if [ -n "$rl_line" ]; then
+	read -r _ p _ f _ s _ <<<"$rl_line"
+	pass_total=$((pass_total + p)) fail_total=$((fail_total + f)) skip_total=$((skip_total + s))
+	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "rootless:" "$p" "$f" "$s" \
+		$((SECONDS - rl_start)))")
+fi
+if [ "$rl_rc" -ne 0 ] || [ -z "$rl_line" ]; then
+	failures+=("rootless: the rootless Docker stage failed (exit $rl_rc)")
+elif [ "$s" -ne 0 ]; then
+	failures+=("rootless: $s skipped (a skip is a failure here)")
 fi
 
 fuzz_log=$(mktemp /tmp/mafsbx-fuzz-log.XXXXXX)

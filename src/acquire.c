@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "pin.h"
 #include "egress.h"
 #include "files.h"
 #include "guestpath.h"
@@ -353,7 +354,8 @@ static int os_refusal(struct mafsbx_error *err, const char *fmt, ...)
  * true when the whole base is there as directories, seen from the
  * container's root, with no engine call and no freeze. Only for an engine on
  * this host (a unix socket) whose container init we can prove is this
- * container's: /proc/PID/cgroup must name its full ID, read AFTER the root
+ * container's: /proc/PID/cgroup must name its full ID (or, with no cgroup of
+ * its own, its parent be its runtime shim: pin.h), read AFTER the root
  * handle was taken (a PID recycled before the open then shows another
  * cgroup). The walk resolves no link, no magic link and no other mount.
  * A check that finds everything present changes nothing, so it needs no
@@ -387,8 +389,16 @@ static bool warm_base_present(struct mafsbx_backend *b, json_t *insp, const char
 	if (n <= 0)
 		goto out;
 	text[n] = '\0';
-	if (!mafsbx_cgroup_names_container(text, id))
-		goto out;
+	if (!mafsbx_cgroup_names_container(text, id)) {
+		/* no cgroup of its own (cgroup driver 'none'): its parent is its shim (pin.h) */
+		snprintf(path, sizeof(path), "/proc/%lld", (long long)pid);
+		int piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		bool shim = piddir >= 0 && mafsbx_pid_shim_names(piddir, id);
+		if (piddir >= 0)
+			close(piddir);
+		if (!shim)
+			goto out;
+	}
 	if (strcmp(nb, "/") == 0) {
 		ok = true;
 		goto out;

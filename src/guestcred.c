@@ -31,6 +31,12 @@ static bool set_fsgid(gid_t g)
 int mafsbx_guestcred_enter(const struct mafsbx_guestcred *c, struct mafsbx_guestcred_saved *s)
 {
 	s->active = false;
+	if (geteuid() != 0) {
+		/* Not root: the user of a rootless engine, whose guest root is this
+		 * user. Acting as that guest is acting as ourselves; any other guest
+		 * id is a subordinate id, which needs CAP_SETUID to take. */
+		return c->uid == geteuid() && c->gid == getegid() ? 0 : -EPERM;
+	}
 	s->fsuid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
 	s->fsgid = (gid_t)syscall(SYS_setfsgid, (gid_t)-1);
 	s->n_groups = getgroups(MAFSBX_GUESTCRED_GROUPS, s->groups);

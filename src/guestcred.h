@@ -35,7 +35,10 @@ struct mafsbx_guestcred_saved {
 	gid_t groups[MAFSBX_GUESTCRED_GROUPS];
 };
 
-/* 0, or -errno (EPERM when this process cannot change credentials: not root). */
+/* 0, or -errno (EPERM when this process cannot change credentials: not root).
+ * A daemon that is not root (the user of a rootless engine) acts as itself
+ * when the guest's host ids are its own (guest root there) and gets EPERM
+ * for any other guest id (a subordinate id); leave is then a no-op. */
 int mafsbx_guestcred_enter(const struct mafsbx_guestcred *c, struct mafsbx_guestcred_saved *s);
 /* Restore what enter saved. Never fails silently: a thread that cannot go
  * back aborts (serving the next request with a guest's identity, or with

@@ -93,6 +93,55 @@ static int read_small(int dirfd, const char *name, char *buf, size_t size)
 	return (int)got;
 }
 
+/*
+ * The second proof that a process is the container's init, for an engine
+ * that gives containers no cgroup (the cgroup driver 'none': a rootless
+ * engine on cgroup v1, whose containers stay in the engine's own cgroup):
+ * its parent is the runtime shim the engine started for this container,
+ * "containerd-shim-runc-v2 -namespace NS -id ID ...". The shim runs outside
+ * the container (a guest cannot be it or rename it) and is the init's
+ * parent for the container's life (it is a subreaper). piddir: an O_PATH
+ * handle of /proc/PID. The caller checks the pidfd afterwards, as for the
+ * cgroup read.
+ */
+bool mafsbx_pid_shim_names(int piddir, const char *id)
+{
+	char text[4096];
+	if (!mafsbx_is_engine_id(id) || read_small(piddir, "stat", text, sizeof(text)) <= 0)
+		return false;
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything; the last ')' ends it. */
+	const char *q = strrchr(text, ')');
+	char state;
+	long ppid;
+	if (!q || sscanf(q + 1, " %c %ld", &state, &ppid) != 2 || ppid <= 1)
+		return false;
+	pthread_once(&proc_once, proc_open_once);
+	if (proc_fd < 0)
+		return false;
+	char path[32];
+	snprintf(path, sizeof(path), "%ld", ppid);
+	int pdir = openat(proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pdir < 0)
+		return false;
+	int n = read_small(pdir, "cmdline", text, sizeof(text));
+	close(pdir);
+	if (n <= 0)
+		return false;
+	/* argv[0]'s last component names a containerd shim; "-id" then the full ID follow as whole arguments. */
+	const char *a0 = strrchr(text, '/');
+	a0 = a0 ? a0 + 1 : text;
+	if (strncmp(a0, "containerd-shim", strlen("containerd-shim")) != 0)
+		return false;
+	const char *end = text + n;
+	bool after_id = false;
+	for (const char *a = text; a < end; a += strlen(a) + 1) {
+		if (after_id)
+			return strcmp(a, id) == 0;
+		after_id = strcmp(a, "-id") == 0;
+	}
+	return false;
+}
+
 int mafsbx_id_map_parse(const char *text, struct mafsbx_id_map *out, size_t max, size_t *n)
 {
 	*n = 0;
@@ -299,10 +348,12 @@ int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsb
 					  container, p->pid);
 		goto fail;
 	}
-	if (read_small(piddir, "cgroup", text, sizeof(text)) < 0 || !mafsbx_cgroup_names_container(text, p->id)) {
+	if (read_small(piddir, "cgroup", text, sizeof(text)) < 0 ||
+	    (!mafsbx_cgroup_names_container(text, p->id) && !mafsbx_pid_shim_names(piddir, p->id))) {
 		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "sandbox %s: PID %d is not in the container's cgroup (the engine runs in "
-					  "another PID namespace or on another host)", container, p->pid);
+					  "sandbox %s: PID %d is not in the container's cgroup, nor a child of its "
+					  "runtime shim (the engine runs in another PID namespace or on another host)",
+					  container, p->pid);
 		goto fail;
 	}
 	if (read_small(piddir, "uid_map", text, sizeof(text)) < 0 ||

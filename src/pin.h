@@ -5,7 +5,8 @@
  * A pin is the container's init process held by a pidfd, checked against
  * the engine (inspect: same ID, same StartedAt, same PID, before and after
  * the pidfd was taken), checked against the kernel (the process's cgroup
- * names the container ID), and an O_PATH handle of its root directory
+ * names the container ID, or, where the engine gives containers no cgroup,
+ * its parent is the runtime shim started for that ID), and an O_PATH handle of its root directory
  * (/proc/PID/root) opened while the pidfd said the process was alive. So a
  * recycled PID is never followed into another process's root: if the
  * container's init died before the root was opened the pidfd says so and the
@@ -66,6 +67,14 @@ struct mafsbx_pin {
 int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsbx_pin **out,
 		    struct mafsbx_error *err);
 void mafsbx_pin_free(struct mafsbx_pin *p);
+
+/*
+ * True when the parent of the process whose /proc directory is piddir (an
+ * O_PATH handle) is the runtime shim of container `id` (a containerd shim
+ * with "-id ID" among its arguments): the proof that it is the container's
+ * init where the engine gives containers no cgroup (cgroup driver 'none').
+ */
+bool mafsbx_pid_shim_names(int piddir, const char *id);
 
 /* False once the pinned init process has exited (the pidfd is readable). */
 bool mafsbx_pin_alive(const struct mafsbx_pin *p);

@@ -133,10 +133,6 @@ int mafsbx_planes_check_local(struct mafsbx_planes *ps, const char *sock_path, s
 	if (!ps->cfg.endpoint_local || !sock_path)
 		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
 					     "plane=local: the engine endpoint is not a unix socket on this host");
-	if (geteuid() != 0)
-		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					     "plane=local: needs root (containers' roots and the guest's "
-					     "credentials are root's to reach)");
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "socket: %s", strerror(errno));
@@ -153,6 +149,14 @@ int mafsbx_planes_check_local(struct mafsbx_planes *ps, const char *sock_path, s
 		/* The peer is in a PID namespace we cannot see (the kernel reports 0). */
 		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
 					  "plane=local: the engine behind %s runs in another PID namespace", sock_path);
+	} else if (geteuid() != 0 && cr.uid != geteuid()) {
+		/* A rootless engine runs as its user (root of its own user namespace),
+		 * so that user reaches its containers' roots; anyone else needs root. */
+		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					  "plane=local: needs root, or a rootless engine of this user (the engine "
+					  "behind %s runs as uid %u, this daemon as uid %u: containers' roots and "
+					  "the guest's credentials are that engine's user's to reach)",
+					  sock_path, (unsigned)cr.uid, (unsigned)geteuid());
 	}
 	close(s);
 	return r;

@@ -60,6 +60,44 @@ static int lp_err(struct mafsbx_error *err, int e, const char *what, const char 
 	}
 }
 
+/* Acting as the guest failed (r < 0 from mafsbx_guestcred_enter). A daemon
+ * that is not root says why: the guest's ids other than its root are the
+ * rootless engine user's subordinate ids, which it cannot take. */
+static int cred_err(struct mafsbx_error *err, int r, const struct mafsbx_guestcred *c, const char *what,
+		    const char *rel)
+{
+	if (r != -EPERM || geteuid() == 0)
+		return lp_err(err, -r, what, rel);
+	return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EPERM, "PermissionError",
+				     "%s %s: this daemon is not root (uid %u) and cannot act as the guest's host "
+				     "ids %u:%u (subordinate ids of the rootless engine's user namespace): taking "
+				     "another filesystem uid needs CAP_SETUID, held only inside that namespace; mount as "
+				     "root, or let the sandbox run as its root",
+				     what, rel && *rel ? rel : ".", (unsigned)geteuid(), (unsigned)c->uid, (unsigned)c->gid);
+}
+
+/* A file the kernel would not open for a daemon that is not root: when its
+ * owner is not this user (a subordinate id of a rootless engine), say so. */
+static int denied_err(struct mafsbx_error *err, int e, const struct mafsbx_pin *pin, const struct stat *st,
+		      const char *what, const char *rel)
+{
+	if ((e != EACCES && e != EPERM) || geteuid() == 0 || st->st_uid == geteuid())
+		return lp_err(err, e, what, rel);
+	uid_t gu = 65534;
+	if (mafsbx_pin_guest_uid(pin, st->st_uid, &gu) < 0)
+		gu = 65534;
+	/* not the guest's refusal but this daemon's: logged (an EACCES is not, as a rule) */
+	int r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, "PermissionError",
+				     "%s %s: this daemon is not root (uid %u) and the file is host uid %u's (guest uid "
+				     "%u, a subordinate id of the rootless engine's user namespace), mode %04o: only root, "
+				     "or a process inside that namespace, may pass its mode bits (%s)",
+				     what, rel && *rel ? rel : ".", (unsigned)geteuid(), (unsigned)st->st_uid, (unsigned)gu,
+				     (unsigned)(st->st_mode & 07777), strerror(e));
+	if (err)
+		log_info("%s", err->message);
+	return r;
+}
+
 /* The path below the container root for (base, rel): never absolute. */
 static int guest_path(const struct mafsbx_plane_target *t, enum mafsbx_plane_base base, const char *rel,
 		      char *buf, size_t size, struct mafsbx_error *err)
@@ -292,7 +330,7 @@ int local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, c
 	}
 	int fd = mafsbx_reopen(opath, O_RDONLY | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
-		r = lp_err(err, -fd, "read", rel);
+		r = denied_err(err, -fd, pin, &st, "read", rel);
 		goto out;
 	}
 	/* Same inode, still regular (the re-open cannot be redirected, but say so). */
@@ -483,7 +521,7 @@ int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 
 	struct mafsbx_guestcred_saved saved;
 	if ((r = mafsbx_guestcred_enter(&f->cred, &saved)) < 0)
-		return lp_err(err, -r, "write (acting as the guest)", rel);
+		return cred_err(err, r, &f->cred, "write (acting as the guest)", rel);
 	int e = target < 0 ? write_create(f, leaf, mode, rel) : write_replace_open(f, target, &st, rel);
 	mafsbx_guestcred_leave(&saved);
 	if (!e && target >= 0)
@@ -509,7 +547,7 @@ int local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	struct mafsbx_guestcred_saved saved;
 	int r = mafsbx_guestcred_enter(&f->cred, &saved);
 	if (r < 0)
-		return lp_err(err, -r, "write (acting as the guest)", f->rel);
+		return cred_err(err, r, &f->cred, "write (acting as the guest)", f->rel);
 	r = renameat(f->parent, f->tmp, f->parent, f->leaf) < 0 ? errno : 0;
 	mafsbx_guestcred_leave(&saved);
 	if (r) {
@@ -571,7 +609,7 @@ void local_close(struct mafsbx_plane_file *f)
 		if (r_ < 0)                                                          \
 			goto done_;                                                  \
 		if ((r_ = mafsbx_guestcred_enter(&c_, &s_)) < 0) {                   \
-			r_ = lp_err(err, -r_, what " (acting as the guest)", rel);   \
+			r_ = cred_err(err, r_, &c_, what " (acting as the guest)", rel); \
 			goto done_;                                                  \
 		}                                                                    \
 		r_ = (expr) < 0 ? errno : 0;                                         \
@@ -633,7 +671,15 @@ int local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid
 		if (fd < 0) {
 			if (slash)
 				*slash = '/';
-			r = lp_err(err, -fd, "prepare the working directory", nb);
+			if (fd == -EPERM && geteuid() != 0)
+				r = mafsbx_error_set_full(
+					err, MAFSBX_EK_SYSTEM, EPERM, "PermissionError",
+					"prepare the working directory %s: this daemon is not root (uid %u) and cannot give "
+					"it to the guest's host ids %u:%u (subordinate ids of the rootless engine's user "
+					"namespace: chown to another uid needs CAP_CHOWN, held only inside that namespace)",
+					nb, (unsigned)geteuid(), (unsigned)hu[is_base], (unsigned)hg[is_base]);
+			else
+				r = lp_err(err, -fd, "prepare the working directory", nb);
 			break;
 		}
 		close(dir);

@@ -1,10 +1,19 @@
 /*
  * test_pin.c: the pure parts of pinning a container (pin.h): the id map
  * parser (/proc/PID/uid_map) with mapping both ways. The cgroup check that
- * a PID is the container's is cgroup.h's, tested by test_cgroup.c.
+ * a PID is the container's is cgroup.h's, tested by test_cgroup.c; the
+ * proof by the runtime shim (for engines that give containers no cgroup) is
+ * tested here on real processes: a parent whose arguments look like a shim's.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
@@ -57,11 +66,93 @@ static void test_pidmode(void **state)
 	assert_true(mafsbx_pidmode_shared("privatex"));
 }
 
+/* A process whose argv is ARGV (a /bin/sh running "sleep 30 & wait"), and the
+ * sleep it started (its child): *child gets the sleep's PID. */
+static pid_t spawn_parent(char *const argv[], pid_t *child)
+{
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		execv("/bin/sh", argv);
+		_exit(127);
+	}
+	*child = -1;
+	for (int tries = 0; tries < 500 && *child < 0; tries++) {
+		char path[64], line[256];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)p, (int)p);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(line, sizeof(line), f))
+				*child = (pid_t)atoi(line) > 0 ? (pid_t)atoi(line) : -1;
+			fclose(f);
+		}
+		if (*child < 0) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	assert_true(*child > 0);
+	return p;
+}
+
+static void reap(pid_t parent, pid_t child)
+{
+	kill(child, SIGKILL);
+	kill(parent, SIGKILL);
+	waitpid(parent, NULL, 0);
+}
+
+static bool shim_names(pid_t pid, const char *id)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	int d = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(d >= 0);
+	bool r = mafsbx_pid_shim_names(d, id);
+	close(d);
+	return r;
+}
+
+#define OTHER "397437190d01e6d88e8447ff8c56c5216dcadf20d8b342f42b077b1f415026d2"
+
+static void test_shim_parent(void **state)
+{
+	(void)state;
+	pid_t child;
+	char *shim[] = { "/usr/bin/containerd-shim-runc-v2", "-c", "sleep 30 & wait", "-namespace", "moby", "-id", ID,
+			 "-address", "/run/containerd/containerd.sock", NULL };
+	pid_t p = spawn_parent(shim, &child);
+	assert_true(shim_names(child, ID));
+	assert_false(shim_names(child, OTHER));
+	assert_false(shim_names(child, "not-an-id"));
+	assert_false(shim_names(p, ID));   /* the shim itself: its parent is this test */
+	reap(p, child);
+
+	/* the same arguments under another program's name */
+	char *notshim[] = { "/usr/bin/not-a-shim", "-c", "sleep 30 & wait", "-id", ID, NULL };
+	p = spawn_parent(notshim, &child);
+	assert_false(shim_names(child, ID));
+	reap(p, child);
+
+	/* the ID not right after "-id": a longer argument, or after another flag */
+	char *longer[] = { "containerd-shim-runc-v2", "-c", "sleep 30 & wait", "-id", ID "0", "-namespace", ID, NULL };
+	p = spawn_parent(longer, &child);
+	assert_false(shim_names(child, ID));
+	reap(p, child);
+
+	/* "-id" as the last argument */
+	char *last[] = { "containerd-shim-runc-v2", "-c", "sleep 30 & wait", ID, "-id", NULL };
+	p = spawn_parent(last, &child);
+	assert_false(shim_names(child, ID));
+	reap(p, child);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_id_map),
 		cmocka_unit_test(test_pidmode),
+		cmocka_unit_test(test_shim_parent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
