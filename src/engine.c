@@ -128,7 +128,7 @@ mode_t mafsbx_go_mode_to_st(uint32_t m)
 }
 
 /* An RFC 3339 text (duration.c parses it) as a timespec. */
-int parse_rfc3339(const char *s, struct timespec *ts)
+int mafsbx_eng_parse_rfc3339(const char *s, struct timespec *ts)
 {
 	struct mafsbx_time t;
 	if (mafsbx_time_parse(s, &t, NULL) < 0)
@@ -176,7 +176,7 @@ int mafsbx_path_stat_decode(const char *b64, struct mafsbx_path_stat *st, struct
 		goto out;
 	}
 	struct timespec mt;
-	if (parse_rfc3339(json_string_value(jmtime), &mt) < 0) {
+	if (mafsbx_eng_parse_rfc3339(json_string_value(jmtime), &mt) < 0) {
 		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: bad mtime \"%.64s\"",
 				     json_string_value(jmtime));
 		goto out;
@@ -301,7 +301,7 @@ int mafsbx_demux_finish(struct mafsbx_demux *d)
 	return 0;
 }
 
-int demux_sink(const void *data, size_t len, void *ctx)
+int mafsbx_eng_demux_sink(const void *data, size_t len, void *ctx)
 {
 	return mafsbx_demux_feed(ctx, data, len);
 }
@@ -425,7 +425,7 @@ static int api_prefix(struct mafsbx_engine *e, char out[24], struct mafsbx_error
 }
 
 /* Container / network / exec references go into one path segment. */
-int check_ref(const char *ref, const char *what, struct mafsbx_error *err)
+int mafsbx_eng_check_ref(const char *ref, const char *what, struct mafsbx_error *err)
 {
 	if (!ref || !ref[0])
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty name", what);
@@ -444,7 +444,7 @@ int check_ref(const char *ref, const char *what, struct mafsbx_error *err)
  * escaped already by the caller.
  */
 __attribute__((format(printf, 4, 5)))
-char *target(struct mafsbx_engine *e, struct mafsbx_error *err, int *r, const char *fmt, ...)
+char *mafsbx_eng_target(struct mafsbx_engine *e, struct mafsbx_error *err, int *r, const char *fmt, ...)
 {
 	char prefix[24];
 	*r = api_prefix(e, prefix, err);
@@ -467,12 +467,12 @@ char *target(struct mafsbx_engine *e, struct mafsbx_error *err, int *r, const ch
 	return b.data;
 }
 
-int nomem(struct mafsbx_error *err)
+int mafsbx_eng_nomem(struct mafsbx_error *err)
 {
 	return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 }
 
-int do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
+int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
 {
 	struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
@@ -506,12 +506,12 @@ out:
 	return r;
 }
 
-char *dump_json(const json_t *j)
+char *mafsbx_eng_dump_json(const json_t *j)
 {
 	return json_dumps(j, JSON_COMPACT);
 }
 
-int copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error *err)
+int mafsbx_eng_copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error *err)
 {
 	const char *s = json_string_value(json_object_get(j, "Id"));
 	if (!mafsbx_is_engine_id(s))
@@ -520,7 +520,7 @@ int copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error *err)
 	return 0;
 }
 
-int check_answer(json_t **out, enum answer want, const char *what, struct mafsbx_error *err)
+int mafsbx_eng_check_answer(json_t **out, enum answer want, const char *what, struct mafsbx_error *err)
 {
 	if (want == ANSWER_ANY || (want == ANSWER_OBJECT ? json_is_object(*out) : json_is_array(*out)))
 		return 0;
@@ -536,7 +536,7 @@ static char *escape_image(const char *ref)
 	return escape(ref, "/:@");
 }
 
-int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
+int mafsbx_eng_check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
 {
 	if (!ref || !ref[0])
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: empty image reference", what);
@@ -551,68 +551,68 @@ int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err)
 }
 
 /* The first half: `what`, the reference check and the target (malloc'd), or NULL with *r set. */
-char *obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err)
+char *mafsbx_eng_obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err)
 {
 	if (!o->what[0])  /* room for a 255-byte name; an image reference may be 512 */
 		snprintf(o->what, o->image ? sizeof(o->what) : 320, "%s %s", o->verb, o->ref ? o->ref : "");
-	*r = o->image ? check_image_ref(o->ref, o->what, err) : check_ref(o->ref, o->what, err);
+	*r = o->image ? mafsbx_eng_check_image_ref(o->ref, o->what, err) : mafsbx_eng_check_ref(o->ref, o->what, err);
 	if (*r < 0)
 		return NULL;
 	__do_free char *er = o->image ? escape_image(o->ref) : mafsbx_query_escape(o->ref);
 	if (!er) {
-		*r = nomem(err);
+		*r = mafsbx_eng_nomem(err);
 		return NULL;
 	}
-	return target(e, err, r, "%s%s%s", o->head, er, o->tail ? o->tail : "");
+	return mafsbx_eng_target(e, err, r, "%s%s%s", o->head, er, o->tail ? o->tail : "");
 }
 
-int obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err)
+int mafsbx_eng_obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err)
 {
 	if (o->c.out)
 		*o->c.out = NULL;
 	int r;
-	__do_free char *t = obj_target(e, o, &r, err);
+	__do_free char *t = mafsbx_eng_obj_target(e, o, &r, err);
 	if (!t)
 		return r;
 	o->c.target = t;
 	o->c.what = o->what;
-	r = do_call(e, &o->c, err);
+	r = mafsbx_eng_do_call(e, &o->c, err);
 	if (r < 0 && o->image && err && err->kind == MAFSBX_EK_NO_OBJECT)
 		err->kind = MAFSBX_EK_NO_IMAGE;
 	if (r == 0 && o->c.out)
-		r = check_answer(o->c.out, o->want, o->what, err);
+		r = mafsbx_eng_check_answer(o->c.out, o->want, o->what, err);
 	return r;
 }
 
 /* GET <prefix><path> (a path needing no escape), its JSON answer into *out. */
-int get_json(struct mafsbx_engine *e, const char *path, long timeout_ms, const char *what, json_t **out,
+int mafsbx_eng_get_json(struct mafsbx_engine *e, const char *path, long timeout_ms, const char *what, json_t **out,
 		    struct mafsbx_error *err)
 {
 	int r;
-	__do_free char *t = target(e, err, &r, "%s", path);
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "%s", path);
 	if (!t)
 		return r;
 	struct call c = { .method = "GET", .target = t, .timeout_ms = timeout_ms, .what = what, .ok = { 200 },
 			  .out = out };
-	return do_call(e, &c, err);
+	return mafsbx_eng_do_call(e, &c, err);
 }
 
 /* POST a JSON body that creates an object; the answer's Id into id. */
-int create_call(struct mafsbx_engine *e, const char *t, const char *body, const char *what, long ok1, long ok2,
+int mafsbx_eng_create_call(struct mafsbx_engine *e, const char *t, const char *body, const char *what, long ok1, long ok2,
 		       char id[65], struct mafsbx_error *err)
 {
 	json_t *j = NULL;
 	struct call c = { .method = "POST", .target = t, .ctype = "application/json", .body = body,
 			  .body_len = strlen(body), .what = what, .ok = { ok1, ok2 }, .out = &j };
-	int r = do_call(e, &c, err);
+	int r = mafsbx_eng_do_call(e, &c, err);
 	if (r < 0)
 		return r;
-	r = copy_id(j, id, what, err);
+	r = mafsbx_eng_copy_id(j, id, what, err);
 	json_decref(j);
 	return r;
 }
 
-int list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
+int mafsbx_eng_list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
 		     json_t **out, struct mafsbx_error *err)
 {
 	*out = NULL;
@@ -621,11 +621,11 @@ int list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, 
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: filters cannot be encoded", what);
 	int r;
 	const char *sep = "?";
-	__do_free char *t = target(e, err, &r, "%s%s%s%s%s%s", path, all ? sep : "", all ? "all=1" : "",
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "%s%s%s%s%s%s", path, all ? sep : "", all ? "all=1" : "",
 				   f ? (all ? "&" : sep) : "", f ? "filters=" : "", f ? f : "");
 	if (!t)
 		return r;
 	struct call c = { .method = "GET", .target = t, .what = what, .ok = { 200 }, .out = out };
-	r = do_call(e, &c, err);
-	return r < 0 ? r : check_answer(out, ANSWER_ARRAY, what, err);
+	r = mafsbx_eng_do_call(e, &c, err);
+	return r < 0 ? r : mafsbx_eng_check_answer(out, ANSWER_ARRAY, what, err);
 }

@@ -32,16 +32,16 @@ static char *archive_target(struct mafsbx_engine *e, char what[320], const char 
 			    struct mafsbx_error *err)
 {
 	snprintf(what, 320, "%s %.200s %s %s", verb, path ? path : "", prep, container ? container : "");
-	*r = check_ref(container, what, err);
+	*r = mafsbx_eng_check_ref(container, what, err);
 	if (*r < 0 || (*r = check_guest_path(path, err)) < 0)
 		return NULL;
 	__do_free char *ec = mafsbx_query_escape(container);
 	__do_free char *ep = mafsbx_query_escape(path);
 	if (!ec || !ep) {
-		*r = nomem(err);
+		*r = mafsbx_eng_nomem(err);
 		return NULL;
 	}
-	return target(e, err, r, "/containers/%s/archive?path=%s%s", ec, ep, extra ? extra : "");
+	return mafsbx_eng_target(e, err, r, "/containers/%s/archive?path=%s%s", ec, ep, extra ? extra : "");
 }
 
 /*

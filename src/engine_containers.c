@@ -21,19 +21,19 @@ int mafsbx_container_create(struct mafsbx_engine *e, const char *name, const jso
 	if (!e || !json_is_object(config) || !id)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "create container: bad arguments");
 	int r;
-	if (name && (r = check_ref(name, "create container", err)) < 0)
+	if (name && (r = mafsbx_eng_check_ref(name, "create container", err)) < 0)
 		return r;
 	__do_free char *ename = name ? mafsbx_query_escape(name) : NULL;
-	__do_free char *body = dump_json(config);
+	__do_free char *body = mafsbx_eng_dump_json(config);
 	if ((name && !ename) || !body)
-		return nomem(err);
-	__do_free char *t = name ? target(e, err, &r, "/containers/create?name=%s", ename)
-				 : target(e, err, &r, "/containers/create");
+		return mafsbx_eng_nomem(err);
+	__do_free char *t = name ? mafsbx_eng_target(e, err, &r, "/containers/create?name=%s", ename)
+				 : mafsbx_eng_target(e, err, &r, "/containers/create");
 	if (!t)
 		return r;
 	char what[320];
 	snprintf(what, sizeof(what), "create container %s", name ? name : "(unnamed)");
-	return create_call(e, t, body, what, 201, 0, id, err);
+	return mafsbx_eng_create_call(e, t, body, what, 201, 0, id, err);
 }
 
 /* POST /containers/C/<verb> without a body; `ok` statuses are success. */
@@ -45,7 +45,7 @@ static int container_post(struct mafsbx_engine *e, const char *container, const 
 	snprintf(tail, sizeof(tail), "/%s", verb);
 	struct obj_call o = { .verb = vb, .ref = container, .head = "/containers/", .tail = tail,
 			      .c = { .method = "POST", .ok = { ok1, ok2 } } };
-	return obj_call(e, &o, err);
+	return mafsbx_eng_obj_call(e, &o, err);
 }
 
 int mafsbx_container_start(struct mafsbx_engine *e, const char *container, struct mafsbx_error *err)
@@ -69,7 +69,7 @@ int mafsbx_container_unpause(struct mafsbx_engine *e, const char *container, str
 	/* past the end deadline too: a mount that ends leaves no guest frozen */
 	struct obj_call o = { .verb = "unpause container", .ref = container, .head = "/containers/", .tail = "/unpause",
 			      .c = { .method = "POST", .ok = { 204, 0 }, .past_end = true } };
-	return obj_call(e, &o, err);
+	return mafsbx_eng_obj_call(e, &o, err);
 }
 
 int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, json_t **out, struct mafsbx_error *err)
@@ -78,7 +78,7 @@ int mafsbx_container_inspect(struct mafsbx_engine *e, const char *container, jso
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect container: bad arguments");
 	struct obj_call o = { .verb = "inspect container", .ref = container, .head = "/containers/", .tail = "/json",
 			      .c = { .method = "GET", .ok = { 200 }, .out = out }, .want = ANSWER_OBJECT };
-	return obj_call(e, &o, err);
+	return mafsbx_eng_obj_call(e, &o, err);
 }
 
 int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool all, json_t **out,
@@ -86,7 +86,7 @@ int mafsbx_container_list(struct mafsbx_engine *e, const json_t *filters, bool a
 {
 	if (!e || !out || (filters && !json_is_object(filters)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list containers: bad arguments");
-	return list_call(e, "/containers/json", filters, all, "list containers", out, err);
+	return mafsbx_eng_list_call(e, "/containers/json", filters, all, "list containers", out, err);
 }
 
 struct list_sink {
@@ -125,13 +125,13 @@ int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filt
 	char lim[32] = "";
 	if (limit)
 		snprintf(lim, sizeof(lim), "%slimit=%u", all || f ? "&" : "?", limit);
-	__do_free char *t = target(e, err, &r, "/containers/json%s%s%s%s%s", all ? "?all=1" : "",
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "/containers/json%s%s%s%s%s", all ? "?all=1" : "",
 				   f ? (all ? "&" : "?") : "", f ? "filters=" : "", f ? f : "", lim);
 	if (!t)
 		return r;
 	struct list_sink ls = { .lr = mafsbx_listreader_new(each, ctx, 0) };
 	if (!ls.lr)
-		return nomem(err);
+		return mafsbx_eng_nomem(err);
 	mafsbx_error_clear(&ls.err);
 	/* The list is streamed: no bound on its total size, only on one element. */
 	struct mafsbx_http_req rq = { .method = "GET", .target = t, .sink = list_sink_fn, .sink_ctx = &ls,
@@ -163,7 +163,7 @@ int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete container: no engine");
 	struct obj_call o = { .verb = "delete container", .ref = container, .head = "/containers/",
 			      .tail = force ? "?force=1&v=1" : "?v=1", .c = { .method = "DELETE", .ok = { 204, 200 } } };
-	return obj_call(e, &o, err);
+	return mafsbx_eng_obj_call(e, &o, err);
 }
 
 /* The log stream stops at the cap instead of being drained: a log can be as long as the container lived. */
@@ -175,7 +175,7 @@ struct logs_ctx {
 static int logs_sink(const void *data, size_t len, void *ctx)
 {
 	struct logs_ctx *lc = ctx;
-	int r = demux_sink(data, len, &lc->dm);
+	int r = mafsbx_eng_demux_sink(data, len, &lc->dm);
 	if (r == 0 && lc->dm.res->truncated) {
 		lc->stop = true;
 		return -ECANCELED;
@@ -198,7 +198,7 @@ int mafsbx_container_logs(struct mafsbx_engine *e, const char *container, unsign
 	struct obj_call o = { .verb = "read the log of", .ref = container, .head = "/containers/", .tail = tl };
 	const char *what = o.what;
 	int r;
-	__do_free char *t = obj_target(e, &o, &r, err);
+	__do_free char *t = mafsbx_eng_obj_target(e, &o, &r, err);
 	if (!t)
 		return r;
 	struct logs_ctx lc = { .stop = false };

@@ -68,7 +68,7 @@ static json_t *exec_config(const struct mafsbx_exec_request *rq, const char *wha
 	if (bad)
 		*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
 	else if (!cmd || !cfg || (rq->env && !env))
-		*r = nomem(err);
+		*r = mafsbx_eng_nomem(err);
 	if (*r == 0) {
 		json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL || rq->stdin_from_fd));
 		json_object_set_new(cfg, "AttachStdout", json_true());
@@ -99,22 +99,22 @@ static int exec_create(struct mafsbx_engine *e, const char *container, const str
 	json_t *cfg = exec_config(rq, what, &r, err);
 	if (!cfg)
 		return r;
-	__do_free char *body = dump_json(cfg);
+	__do_free char *body = mafsbx_eng_dump_json(cfg);
 	json_decref(cfg);
 	if (!body)
-		return nomem(err);
+		return mafsbx_eng_nomem(err);
 	json_t *j = NULL;
 	struct obj_call o = { .ref = container, .head = "/containers/", .tail = "/exec",
 			      .c = { .method = "POST", .ctype = "application/json", .body = body,
 				     .body_len = strlen(body), .timeout_ms = call_timeout(e, deadline), .ok = { 201 },
 				     .out = &j } };
 	snprintf(o.what, sizeof(o.what), "%s", what);
-	if ((r = obj_call(e, &o, err)) < 0) {
+	if ((r = mafsbx_eng_obj_call(e, &o, err)) < 0) {
 		if (err && err->kind == MAFSBX_EK_TIMEOUT)
 			res->timed_out = true;
 		return r;
 	}
-	r = copy_id(j, res->exec_id, what, err);
+	r = mafsbx_eng_copy_id(j, res->exec_id, what, err);
 	json_decref(j);
 	return r;
 }
@@ -125,7 +125,7 @@ static int exec_start(struct mafsbx_engine *e, const struct mafsbx_exec_request 
 {
 	struct mafsbx_exec_result *res = dm->res;
 	int r;
-	__do_free char *tstart = target(e, err, &r, "/exec/%s/start", res->exec_id);
+	__do_free char *tstart = mafsbx_eng_target(e, err, &r, "/exec/%s/start", res->exec_id);
 	if (!tstart)
 		return r;
 	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
@@ -134,7 +134,7 @@ static int exec_start(struct mafsbx_engine *e, const struct mafsbx_exec_request 
 		.method = "POST", .target = tstart, .content_type = "application/json", .body = start_body,
 		.body_len = sizeof(start_body) - 1, .in = rq->stdin_data, .in_len = rq->stdin_len,
 		.in_from_fd = rq->stdin_from_fd, .in_fd = rq->stdin_fd, .in_taken = &res->stdin_bytes,
-		.deadline_ms = deadline, .on_data = demux_sink, .ctx = dm,
+		.deadline_ms = deadline, .on_data = mafsbx_eng_demux_sink, .ctx = dm,
 	};
 	r = mafsbx_http_hijack(e->http, &hq, &resp, err);
 	if (r < 0) {
@@ -150,7 +150,7 @@ static int exec_start(struct mafsbx_engine *e, const struct mafsbx_exec_request 
 		return r;
 	int fr = mafsbx_demux_finish(dm);
 	if (fr == -ENOMEM)
-		return nomem(err);
+		return mafsbx_eng_nomem(err);
 	if (fr < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: output stream is not well framed", what);
 	return 0;
@@ -164,7 +164,7 @@ static int exec_exited(struct mafsbx_engine *e, const char *path, const char *wh
 		       struct mafsbx_exec_result *res, bool *never_started, struct mafsbx_error *err)
 {
 	json_t *ij = NULL;
-	int r = get_json(e, path, call_timeout(e, deadline), what, &ij, err);
+	int r = mafsbx_eng_get_json(e, path, call_timeout(e, deadline), what, &ij, err);
 	if (r < 0)
 		return r;
 	json_t *code = json_object_get(ij, "ExitCode");
@@ -249,7 +249,7 @@ int mafsbx_exec_run(struct mafsbx_engine *e, const char *container, const struct
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: no command");
 	char what[320];
 	snprintf(what, sizeof(what), "exec %.64s in %s", rq->argv[0], container ? container : "");
-	int r = check_ref(container, what, err);
+	int r = mafsbx_eng_check_ref(container, what, err);
 	if (r < 0)
 		return r;
 	long long t0 = mafsbx_now_ms();
@@ -278,7 +278,7 @@ static int exec_json(struct mafsbx_engine *e, const char *exec_id, json_t **out,
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec inspect: bad exec ID");
 	char path[96];
 	snprintf(path, sizeof(path), "/exec/%s/json", exec_id);
-	return get_json(e, path, e->to.request_ms, "inspect exec", out, err);
+	return mafsbx_eng_get_json(e, path, e->to.request_ms, "inspect exec", out, err);
 }
 
 int mafsbx_exec_inspect(struct mafsbx_engine *e, const char *exec_id, bool *running, int *exit_code,

@@ -20,7 +20,7 @@ int mafsbx_image_inspect(struct mafsbx_engine *e, const char *ref, json_t **out,
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "inspect image: bad arguments");
 	struct obj_call o = { .verb = "inspect image", .ref = ref, .image = true, .head = "/images/", .tail = "/json",
 			      .c = { .method = "GET", .ok = { 200 }, .out = out } };
-	return obj_call(e, &o, err);
+	return mafsbx_eng_obj_call(e, &o, err);
 }
 
 /*
@@ -118,13 +118,13 @@ int mafsbx_image_pull_watch(struct mafsbx_engine *e, const char *ref, void (*on_
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "pull image: no engine");
 	char what[600];
 	snprintf(what, sizeof(what), "pull image %s", ref ? ref : "");
-	int r = check_image_ref(ref, what, err);
+	int r = mafsbx_eng_check_image_ref(ref, what, err);
 	if (r < 0)
 		return r;
 	/* Split "repo[:tag]" at a ':' after the last '/'; a digest ref stays whole. */
 	__do_free char *name = strdup(ref);
 	if (!name)
-		return nomem(err);
+		return mafsbx_eng_nomem(err);
 	const char *tag = "latest";
 	if (strchr(name, '@')) {
 		tag = NULL;
@@ -139,8 +139,8 @@ int mafsbx_image_pull_watch(struct mafsbx_engine *e, const char *ref, void (*on_
 	__do_free char *en = mafsbx_query_escape(name);
 	__do_free char *et = tag ? mafsbx_query_escape(tag) : NULL;
 	if (!en || (tag && !et))
-		return nomem(err);
-	__do_free char *t = target(e, err, &r, "/images/create?fromImage=%s%s%s", en, et ? "&tag=" : "", et ? et : "");
+		return mafsbx_eng_nomem(err);
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "/images/create?fromImage=%s%s%s", en, et ? "&tag=" : "", et ? et : "");
 	if (!t)
 		return r;
 	struct progress watch = { .on_line = on_line, .ctx = ctx };
@@ -154,15 +154,15 @@ int mafsbx_image_import(struct mafsbx_engine *e, const void *tar, size_t tar_len
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "import image: no rootfs tar");
 	char what[600];
 	snprintf(what, sizeof(what), "import image %s:%s", repo ? repo : "", tag ? tag : "latest");
-	int r = check_image_ref(repo, what, err);
-	if (r < 0 || (tag && (r = check_image_ref(tag, what, err)) < 0))
+	int r = mafsbx_eng_check_image_ref(repo, what, err);
+	if (r < 0 || (tag && (r = mafsbx_eng_check_image_ref(tag, what, err)) < 0))
 		return r;
 	struct mafsbx_buf q = MAFSBX_BUF_INIT;
 	__do_free char *er = mafsbx_query_escape(repo);
 	__do_free char *et = mafsbx_query_escape(tag ? tag : "latest");
 	if (!er || !et || mafsbx_buf_printf(&q, "/images/create?fromSrc=-&repo=%s&tag=%s", er, et) < 0) {
 		mafsbx_buf_free(&q);
-		return nomem(err);
+		return mafsbx_eng_nomem(err);
 	}
 	for (size_t i = 0; changes && changes[i]; i++) {
 		char *ech = mafsbx_query_escape(changes[i]);
@@ -170,10 +170,10 @@ int mafsbx_image_import(struct mafsbx_engine *e, const void *tar, size_t tar_len
 		free(ech);
 		if (a < 0) {
 			mafsbx_buf_free(&q);
-			return nomem(err);
+			return mafsbx_eng_nomem(err);
 		}
 	}
-	__do_free char *t = target(e, err, &r, "%s", q.data);
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "%s", q.data);
 	mafsbx_buf_free(&q);
 	if (!t)
 		return r;
@@ -186,5 +186,5 @@ int mafsbx_image_delete(struct mafsbx_engine *e, const char *ref, struct mafsbx_
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "delete image: no engine");
 	struct obj_call o = { .verb = "delete image", .ref = ref, .image = true, .head = "/images/", .tail = "?force=1",
 			      .c = { .method = "DELETE", .ok = { 200 } } };
-	return obj_call(e, &o, err);
+	return mafsbx_eng_obj_call(e, &o, err);
 }

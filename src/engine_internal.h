@@ -65,32 +65,32 @@ struct obj_call {
 };
 
 /* An RFC 3339 text (duration.c parses it) as a timespec; 0, or -1 when it is not one. */
-int parse_rfc3339(const char *s, struct timespec *ts);
+int mafsbx_eng_parse_rfc3339(const char *s, struct timespec *ts);
 
 /* The sink of a multiplexed stream: feeds `ctx`, a struct mafsbx_demux. */
-int demux_sink(const void *data, size_t len, void *ctx);
+int mafsbx_eng_demux_sink(const void *data, size_t len, void *ctx);
 
 /* A container, network or exec reference, which goes into one path segment. */
-int check_ref(const char *ref, const char *what, struct mafsbx_error *err);
-int check_image_ref(const char *ref, const char *what, struct mafsbx_error *err);
+int mafsbx_eng_check_ref(const char *ref, const char *what, struct mafsbx_error *err);
+int mafsbx_eng_check_image_ref(const char *ref, const char *what, struct mafsbx_error *err);
 
 /* "<prefix><fmt>" malloc'd (every %s escaped by the caller), or NULL with *r set. */
 __attribute__((format(printf, 4, 5)))
-char *target(struct mafsbx_engine *e, struct mafsbx_error *err, int *r, const char *fmt, ...);
+char *mafsbx_eng_target(struct mafsbx_engine *e, struct mafsbx_error *err, int *r, const char *fmt, ...);
 
-int nomem(struct mafsbx_error *err);
-char *dump_json(const json_t *j);
-int copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error *err);
-int check_answer(json_t **out, enum answer want, const char *what, struct mafsbx_error *err);
+int mafsbx_eng_nomem(struct mafsbx_error *err);
+char *mafsbx_eng_dump_json(const json_t *j);
+int mafsbx_eng_copy_id(json_t *j, char id[65], const char *what, struct mafsbx_error *err);
+int mafsbx_eng_check_answer(json_t **out, enum answer want, const char *what, struct mafsbx_error *err);
 
-int do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err);
-char *obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err);
-int obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err);
-int get_json(struct mafsbx_engine *e, const char *path, long timeout_ms, const char *what, json_t **out,
+int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err);
+char *mafsbx_eng_obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err);
+int mafsbx_eng_obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err);
+int mafsbx_eng_get_json(struct mafsbx_engine *e, const char *path, long timeout_ms, const char *what, json_t **out,
 	     struct mafsbx_error *err);
-int create_call(struct mafsbx_engine *e, const char *t, const char *body, const char *what, long ok1, long ok2,
+int mafsbx_eng_create_call(struct mafsbx_engine *e, const char *t, const char *body, const char *what, long ok1, long ok2,
 		char id[65], struct mafsbx_error *err);
-int list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
+int mafsbx_eng_list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
 	      json_t **out, struct mafsbx_error *err);
 
 #endif

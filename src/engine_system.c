@@ -25,7 +25,7 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 	if (!e || !v)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "version: bad arguments");
 	json_t *j = NULL;
-	int r = get_json(e, "/version", 0, "engine version", &j, err);
+	int r = mafsbx_eng_get_json(e, "/version", 0, "engine version", &j, err);
 	if (r < 0)
 		return r;
 	memset(v, 0, sizeof(*v));
@@ -64,12 +64,12 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 	char since[32], until[32];
 	ns_text(since_ns, since);
 	ns_text(until_ns, until);
-	__do_free char *fj = filters ? dump_json(filters) : NULL;
+	__do_free char *fj = filters ? mafsbx_eng_dump_json(filters) : NULL;
 	__do_free char *fe = fj ? mafsbx_query_escape(fj) : NULL;
 	if (filters && !fe)
-		return nomem(err);
+		return mafsbx_eng_nomem(err);
 	int r;
-	__do_free char *t = target(e, err, &r, "/events?since=%s&until=%s%s%s", since, until, fe ? "&filters=" : "",
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "/events?since=%s&until=%s%s%s", since, until, fe ? "&filters=" : "",
 				   fe ? fe : "");
 	if (!t)
 		return r;
@@ -87,7 +87,7 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 	/* a stream of JSON objects, one after the other */
 	json_t *a = json_array();
 	if (!a) {
-		r = nomem(err);
+		r = mafsbx_eng_nomem(err);
 		goto out;
 	}
 	const char *p = resp.body.data ? resp.body.data : "";
@@ -121,7 +121,7 @@ int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups 
 	if (!e || !c)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine cgroups: bad arguments");
 	json_t *j = NULL;
-	int r = get_json(e, "/info", e->to.request_ms, "read the engine's cgroups", &j, err);
+	int r = mafsbx_eng_get_json(e, "/info", e->to.request_ms, "read the engine's cgroups", &j, err);
 	if (r < 0)
 		return r;
 	memset(c, 0, sizeof(*c));
@@ -139,12 +139,12 @@ int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_err
 	if (!e || !ns)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine time: bad arguments");
 	json_t *j = NULL;
-	int r = get_json(e, "/info", e->to.request_ms, "read the engine's clock", &j, err);
+	int r = mafsbx_eng_get_json(e, "/info", e->to.request_ms, "read the engine's clock", &j, err);
 	if (r < 0)
 		return r;
 	const char *st = json_string_value(json_object_get(j, "SystemTime"));
 	struct timespec ts;
-	if (!st || parse_rfc3339(st, &ts) < 0) {
+	if (!st || mafsbx_eng_parse_rfc3339(st, &ts) < 0) {
 		json_decref(j);
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's /info has no readable SystemTime");
 	}

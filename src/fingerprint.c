@@ -131,13 +131,13 @@ char *mafsbx_fp_escape(const char *raw, size_t len)
 
 /* ---- snapshot bookkeeping ---------------------------------------------- */
 
-void entry_clear(struct mafsbx_fp_entry *e)
+void mafsbx_fp_entry_clear(struct mafsbx_fp_entry *e)
 {
 	free(e->path);
 	free(e->target);
 }
 
-void proc_clear(struct mafsbx_fp_process *p)
+void mafsbx_fp_proc_clear(struct mafsbx_fp_process *p)
 {
 	for (size_t i = 0; i < p->argc; i++)
 		free(p->argv[i]);
@@ -164,9 +164,9 @@ void mafsbx_fp_free(struct mafsbx_fp *fp)
 	if (!fp)
 		return;
 	for (size_t i = 0; i < fp->n_entries; i++)
-		entry_clear(&fp->entries[i]);
+		mafsbx_fp_entry_clear(&fp->entries[i]);
 	for (size_t i = 0; i < fp->n_procs; i++)
-		proc_clear(&fp->procs[i]);
+		mafsbx_fp_proc_clear(&fp->procs[i]);
 	mafsbx_fp_mounts_free(fp->mounts, NULL, fp->n_mounts);
 	free(fp->entries);
 	free(fp->procs);
@@ -208,12 +208,12 @@ int mafsbx_fp_add_process(struct mafsbx_fp *fp, const struct mafsbx_fp_process *
 	return r;
 }
 
-int cmp_entry(const void *a, const void *b)
+int mafsbx_fp_cmp_entry(const void *a, const void *b)
 {
 	return strcmp(((const struct mafsbx_fp_entry *)a)->path, ((const struct mafsbx_fp_entry *)b)->path);
 }
 
-int cmp_proc_key(const struct mafsbx_fp_process *x, const struct mafsbx_fp_process *y)
+int mafsbx_fp_cmp_proc_key(const struct mafsbx_fp_process *x, const struct mafsbx_fp_process *y)
 {
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
@@ -224,7 +224,7 @@ int cmp_proc_key(const struct mafsbx_fp_process *x, const struct mafsbx_fp_proce
 
 static int cmp_proc(const void *a, const void *b)
 {
-	return cmp_proc_key(a, b);
+	return mafsbx_fp_cmp_proc_key(a, b);
 }
 
 static int cmp_mount(const void *a, const void *b)
@@ -235,7 +235,7 @@ static int cmp_mount(const void *a, const void *b)
 void mafsbx_fp_sort(struct mafsbx_fp *fp)
 {
 	if (fp->n_entries)
-		qsort(fp->entries, fp->n_entries, sizeof(*fp->entries), cmp_entry);
+		qsort(fp->entries, fp->n_entries, sizeof(*fp->entries), mafsbx_fp_cmp_entry);
 	if (fp->n_procs)
 		qsort(fp->procs, fp->n_procs, sizeof(*fp->procs), cmp_proc);
 	if (fp->n_mounts)
@@ -639,7 +639,7 @@ static int measure(struct walk *w, int fd, const char *path, unsigned depth)
 	}
 	return 0;
 fail:
-	entry_clear(&e);
+	mafsbx_fp_entry_clear(&e);
 	return r;
 }
 
@@ -921,7 +921,7 @@ static int read_process(struct walk *w, long long hostpid, long long parent)
 	else
 		r = 0;
 out:
-	proc_clear(&p);
+	mafsbx_fp_proc_clear(&p);
 	free(stat);
 	free(status);
 	free(cmd);
@@ -1209,7 +1209,7 @@ static void sort_unique_entries(struct mafsbx_fp *fp)
 	size_t k = 0;
 	for (size_t i = 0; i < fp->n_entries; i++) {
 		if (k && !strcmp(fp->entries[k - 1].path, fp->entries[i].path)) {
-			entry_clear(&fp->entries[i]);
+			mafsbx_fp_entry_clear(&fp->entries[i]);
 			continue;
 		}
 		fp->entries[k++] = fp->entries[i];

@@ -183,7 +183,7 @@ static bool entry_diff(FILE *out, const void *x, const void *y, unsigned flags)
 
 static int proc_cmp(const void *a, const void *b)
 {
-	return cmp_proc_key(a, b);
+	return mafsbx_fp_cmp_proc_key(a, b);
 }
 
 static void proc_put(FILE *out, char sign, const void *x)
@@ -204,7 +204,7 @@ static bool proc_changed(FILE *out, const void *x, const void *y, unsigned flags
 size_t mafsbx_fp_diff(const struct mafsbx_fp *a, const struct mafsbx_fp *b, unsigned flags, FILE *out)
 {
 	static const struct diff_kind mounts = { sizeof(struct mafsbx_fp_mount), mount_cmp, mount_put, mount_changed };
-	static const struct diff_kind entries = { sizeof(struct mafsbx_fp_entry), cmp_entry, entry_put, entry_diff };
+	static const struct diff_kind entries = { sizeof(struct mafsbx_fp_entry), mafsbx_fp_cmp_entry, entry_put, entry_diff };
 	/* processes, by (pid, start): a recycled PID is another process */
 	static const struct diff_kind procs = { sizeof(struct mafsbx_fp_process), proc_cmp, proc_put, proc_changed };
 	/* one statement each: mounts, then entries, then processes, in this order on `out` */

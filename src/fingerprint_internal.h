@@ -9,11 +9,11 @@
 #include "fingerprint.h"
 
 /* Free what one entry or one process owns (not the struct itself). */
-void entry_clear(struct mafsbx_fp_entry *e);
-void proc_clear(struct mafsbx_fp_process *p);
+void mafsbx_fp_entry_clear(struct mafsbx_fp_entry *e);
+void mafsbx_fp_proc_clear(struct mafsbx_fp_process *p);
 
 /* The orders of a snapshot's lists: entries by path, processes by (pid, start). */
-int cmp_entry(const void *a, const void *b);
-int cmp_proc_key(const struct mafsbx_fp_process *x, const struct mafsbx_fp_process *y);
+int mafsbx_fp_cmp_entry(const void *a, const void *b);
+int mafsbx_fp_cmp_proc_key(const struct mafsbx_fp_process *x, const struct mafsbx_fp_process *y);
 
 #endif

@@ -162,7 +162,7 @@ static int entry_from_json(struct mafsbx_fp *fp, json_t *v, size_t i, struct maf
 	if (rdev && sscanf(rdev, "%" SCNu32 ":%" SCNu32, &e.rdev_major, &e.rdev_minor) != 2)
 		ok = false;
 	if (!ok) {
-		entry_clear(&e);
+		mafsbx_fp_entry_clear(&e);
 		return bad_json(err, "an entry is incomplete", i);
 	}
 	e.mode = (uint32_t)mv;
@@ -173,7 +173,7 @@ static int entry_from_json(struct mafsbx_fp *fp, json_t *v, size_t i, struct maf
 		memcpy(e.sha256, sha, 65);
 	e.changing = json_is_true(json_object_get(v, "changing"));
 	if (mafsbx_fp_add_entry(fp, &e) < 0) {
-		entry_clear(&e);
+		mafsbx_fp_entry_clear(&e);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
 	return 0;
@@ -199,7 +199,7 @@ static int process_from_json(struct mafsbx_fp *fp, json_t *v, size_t i, struct m
 	if (name && !(p.name = dup_str(name)))
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if (json_array_size(argv) && !(p.argv = calloc(json_array_size(argv), sizeof(*p.argv)))) {
-		proc_clear(&p);
+		mafsbx_fp_proc_clear(&p);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
 	size_t k;
@@ -212,7 +212,7 @@ static int process_from_json(struct mafsbx_fp *fp, json_t *v, size_t i, struct m
 		p.argc++;
 	}
 	if (!ok || mafsbx_fp_add_process(fp, &p) < 0) {
-		proc_clear(&p);
+		mafsbx_fp_proc_clear(&p);
 		return ok ? mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory")
 			  : bad_json(err, "a command-line word is not a string", i);
 	}
