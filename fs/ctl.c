@@ -4,7 +4,7 @@
  *
  * A handle collects request bytes until they form ONE JSON object, so the
  * kernel may split the request into any number of writes. The incremental
- * JSON syntax checker of src/jsonscan.c sees every byte once: a byte that
+ * JSON syntax checker of src/base/jsonscan.c sees every byte once: a byte that
  * cannot begin or continue a JSON object fails its write at once with
  * EINVAL, and a write that ends with a newline ends the
  * request (JSON Lines framing), so `echo '{not json' > .ctl/acquire` fails

@@ -10,7 +10,7 @@
  *
  * Cancel (rmdir NAME/execs/ID) and timeout end the command without
  * disposing the sandbox where the engine runs on this host: its process
- * tree is killed (src/execkill.c: pidfds checked against the container's
+ * tree is killed (src/host/execkill.c: pidfds checked against the container's
  * cgroup, never its init). On a remote engine they dispose the sandbox, as
  * upstream does, and `status` says so.
  *

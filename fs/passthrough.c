@@ -4,7 +4,7 @@
  * Where libfuse (3.16 or later, meson option `passthrough`) and the kernel
  * (FUSE_CAP_PASSTHROUGH) have it, an open for reading of a local-plane file
  * hands the kernel the descriptor the plane opened, confined and checked
- * (src/plane_local.c): the kernel then reads the backing file itself, and
+ * (src/plane/plane_local.c): the kernel then reads the backing file itself, and
  * the bytes never pass through this daemon. Everything the daemon decides
  * (confinement, the open's type check, the per-user open bound) is decided
  * at open, as before; only the reads are the kernel's. Writes, the engine

@@ -4,7 +4,7 @@
  * The engine's labels are the record: the root lists every workload that
  * mafsbx_sandbox_list() returns (name prefix + the four identity labels, no
  * proxies), filtered by -o scope. The list is kept as a refcounted snapshot
- * (sorted by name, read as a stream: src/listreader.h): a listing of the root
+ * (sorted by name, read as a stream: src/engine/listreader.h): a listing of the root
  * asks the engine once, when it starts (offset 0), and its directory handle
  * reads every later chunk from that list; lookups reuse a snapshot younger
  * than the attribute timeout and ask the engine for one name on a miss

@@ -1,7 +1,7 @@
 /*
  * cmd_mkimage.c: `mafsbx mkimage`: builds the offline test image. No
  * registry is reachable, so the image is a rootfs made from the host's
- * busybox-static (src/rootfs.c) imported through the Engine API, the way
+ * busybox-static (src/admin/rootfs.c) imported through the Engine API, the way
  * `docker import` does it, with CMD ["/bin/sleep","infinity"]. Prints the
  * new image's ID. With --egress-proxy it builds the allowlist egress proxy
  * image instead: the same tree plus the static mafsbx-egress-proxy, run as

@@ -1,6 +1,6 @@
 /*
  * cmd_reap.c: `mafsbx reap`, the cron helper (mafsbx(1) REAP): parse the
- * command line, bind the engine, run src/reap.c, print one summary line or
+ * command line, bind the engine, run src/admin/reap.c, print one summary line or
  * one JSON object, and map the outcome to the exit codes 0 (done), 1 (some
  * removals failed), 2 (usage) and 3 (engine unreachable or inventory
  * failed: nothing deleted). Needs no mount.

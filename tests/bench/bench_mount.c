@@ -375,7 +375,7 @@ static void print_table(void)
 /* Time `body` n times; returns the median. */
 /*
  * Pause before each timed operation on the engine plane: longer than the
- * join window (src/burst.h), so every operation is a burst of its own and
+ * join window (src/freeze/burst.h), so every operation is a burst of its own and
  * none is served by the freeze (and the answers) the one before left.
  */
 static unsigned gap_us;

@@ -364,7 +364,7 @@ typedef double (*op_fn)(const char *);
 
 /*
  * Pause between two timed operations (engine plane): longer than a burst's
- * lingering freeze (src/burst.h), so every operation is timed as a burst of
+ * lingering freeze (src/freeze/burst.h), so every operation is timed as a burst of
  * its own and none is served by the freeze the previous one left.
  */
 static unsigned gap_us;

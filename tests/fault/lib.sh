@@ -52,7 +52,7 @@ rule() {
 
 # fired RULE: how often the rule fired. Waits up to 2 s for the first time:
 # on the engine plane the unpause of a burst's freeze comes a few ms after
-# the call returned (src/burst.h).
+# the call returned (src/freeze/burst.h).
 fired() {
 	local n i
 	for i in $(seq 1 40); do

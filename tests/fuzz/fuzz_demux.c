@@ -1,6 +1,6 @@
 /*
  * fuzz_demux.c: the exec stream demultiplexer (mafsbx_demux_* in
- * src/engine.c), checked against a plain reference decoder of the same
+ * src/engine/engine.c), checked against a plain reference decoder of the same
  * framing ([stream, 0, 0, 0, big-endian size] then the payload; 0 and 1 are
  * stdout, 2 and 3 stderr, anything else a protocol error). Input byte 0:
  * the piece size - 1 (1..256 bytes per feed); byte 1: the output cap in

@@ -1,6 +1,6 @@
 /*
  * fuzz_endpoint.c: the endpoint URL and Docker context parser
- * (src/endpoint.c). Input parts ("\n--\n"-separated):
+ * (src/engine/endpoint.c). Input parts ("\n--\n"-separated):
  *   0 a URL for mafsbx_endpoint_parse_url and as the host option (when
  *     part 6 says so), 1 DOCKER_HOST, 2 DOCKER_CONTEXT (or the context
  *     option), 3 config.json, 4 the meta.json of context "fz",

@@ -1,10 +1,10 @@
 /*
- * fuzz_engine.c: the engine client's decoders (src/engine.c and the
- * per-resource src/engine_RESOURCE.c calls over src/http.c) against a fake
- * engine that answers with fuzzer bytes: the JSON of version, inspect, list,
- * create, exec inspect and error bodies, the path-stat header, the progress
- * stream of a pull, the tar of an archive GET and the raw HTTP of the
- * hijacked exec stream.
+ * fuzz_engine.c: the engine client's decoders (src/engine/engine.c and the
+ * per-resource src/engine/engine_RESOURCE.c calls over src/engine/http.c and
+ * src/engine/hijack.c) against a fake engine that answers with fuzzer bytes:
+ * the JSON of version, inspect, list, create, exec inspect and error bodies,
+ * the path-stat header, the progress stream of a pull, the tar of an archive
+ * GET and the raw HTTP of the hijacked exec stream.
  *
  * The fake engine is a thread on a private unix socket. Input parts
  * ("\n--\n"-separated): part 0's first byte picks the call, each further
@@ -207,7 +207,7 @@ static int count_sink(const void *d, size_t n, void *ctx)
  * Op 'e' (no fake engine): the absent-path match of engine error messages.
  * The rest of the input is a guest path; the message is built as dockerd
  * builds it (Go's JSON encoder turns each byte that is not valid UTF-8 into
- * U+FFFD; a reference written independently of src/error.c). The 404 must
+ * U+FFFD; a reference written independently of src/base/error.c). The 404 must
  * read as that path absent, and not as absence of the path plus "/x".
  */
 static size_t ref_valid_utf8(const unsigned char *s, size_t n)

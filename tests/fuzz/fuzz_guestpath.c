@@ -1,5 +1,5 @@
 /*
- * fuzz_guestpath.c: guest path normalisation and confinement (src/guestpath.c).
+ * fuzz_guestpath.c: guest path normalisation and confinement (src/guestfs/guestpath.c).
  * Input: "WORK_DIR\n--\nPATH" (one part: PATH under /maf-sandbox/work).
  * Invariants: normalising is idempotent and yields no "." / ".." / "//";
  * a resolved path is inside the normalised work_dir; its relative form

@@ -1,6 +1,6 @@
 /*
  * fuzz_pathstat.c: the X-Docker-Container-Path-Stat header decoder
- * (mafsbx_path_stat_decode in src/engine.c): base64 of a JSON object.
+ * (mafsbx_path_stat_decode in src/engine/engine.c): base64 of a JSON object.
  * Input byte 0 picks the form: odd = the rest as the header text as it
  * came (any bytes), even = the rest base64-encoded first, so the fuzzer
  * reaches the JSON and field checks. Invariant: success fills a

@@ -1,5 +1,5 @@
 /*
- * fuzz_spec.c: the .ctl request parsers (src/spec.c): the request text goes
+ * fuzz_spec.c: the .ctl request parsers (src/model/spec.c): the request text goes
  * through mafsbx_spec_parse_json, then the acquire, dispose and exec parsers
  * with and without a default image. Invariant: a parser either fails with
  * an errno and a message, or returns a spec whose fields hold what the

@@ -1,5 +1,5 @@
 /*
- * fuzz_tar.c: the tar first-entry parser (src/tarplane.c) that reads every
+ * fuzz_tar.c: the tar first-entry parser (src/guestfs/tarplane.c) that reads every
  * archive GET answer: mafsbx_tar_parse_prefix on the whole input, then the
  * push reader fed in pieces. Input byte 0: bits 0-5 the piece size - 1
  * (so 1..64 bytes, 0x3f = all at once), bit 6 file_only, bit 7 a 1 KiB

@@ -1,5 +1,5 @@
 /*
- * it_burst.c: one freeze for a burst of file calls (src/burst.h) against the
+ * it_burst.c: one freeze for a burst of file calls (src/freeze/burst.h) against the
  * real dockerd and a real guest.
  *
  * - A path walked one component at a time (what a shell's lookups do) takes

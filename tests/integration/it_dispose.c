@@ -266,7 +266,7 @@ static void test_result_json_and_bad_input(void **state)
 	(void)state;
 	struct mafsbx_dispose_result r = { 0 };
 	r.disposed = 2;
-	sbx_result_fail(&r, MAFSBX_DISPOSAL_REFUSED, "x: %s", "gone wrong");
+	mafsbx_sbx_result_fail(&r, MAFSBX_DISPOSAL_REFUSED, "x: %s", "gone wrong");
 	json_t *j = mafsbx_dispose_result_json(&r);
 	char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
 	assert_string_equal(text, "{\"disposed\":2,\"failures\":[{\"code\":\"refused\",\"detail\":\"x: gone wrong\"}]}");

@@ -663,7 +663,7 @@ static void test_dispose_reap_and_crash(void **state)
 	snprintf(buf, sizeof(buf), "%s-proxy", name);
 	harness_register_container(buf);
 	assert_true(true);
-	harness_check(sbx_egress_ensure(eb, s, name, true, &e), &e, "build the topology only");
+	harness_check(mafsbx_sbx_egress_ensure(eb, s, name, true, &e), &e, "build the topology only");
 	assert_false(sbxt_exists(name));
 	assert_true(sbxt_exists(buf));
 	/* ...the next acquire completes it */
@@ -674,7 +674,7 @@ static void test_dispose_reap_and_crash(void **state)
 	assert_all_gone(name);
 
 	/* ...or a reap removes the orphans on their own age */
-	harness_check(sbx_egress_ensure(eb, s, name, true, &e), &e, "build the topology only");
+	harness_check(mafsbx_sbx_egress_ensure(eb, s, name, true, &e), &e, "build the topology only");
 	struct mafsbx_reap_options ro = { .older_than_s = 3600, .scope = scope };
 	struct mafsbx_time later = { time(NULL) + 86400, 0 };
 	ro.now = &later;

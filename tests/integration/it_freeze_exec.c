@@ -80,7 +80,7 @@ static bool is_paused(const char *id)
 	return p;
 }
 
-/* One exec registered with the freezer, as sbx_exec runs it. Exit code, or -1 with *err set. */
+/* One exec registered with the freezer, as mafsbx_sbx_exec runs it. Exit code, or -1 with *err set. */
 static int exec_registered(struct mafsbx_freezer *f, struct mafsbx_engine *eng, const char *id,
 			   const char *const *argv, long timeout_ms, atomic_int *in_flight, long long *waited_ms,
 			   long long *ran_ms, struct mafsbx_error *err)

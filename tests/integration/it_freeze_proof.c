@@ -1,6 +1,6 @@
 /*
  * it_freeze_proof.c: a frozen transfer counts only if its freeze provably
- * held (src/freeze.h). Another process (another mount or runtime
+ * held (src/freeze/freeze.h). Another process (another mount or runtime
  * directory, the Python host, `docker unpause`) can unpause a container
  * without our locks; the test hook mafsbx_freeze_test_before_verify injects
  * exactly that inside the freeze, after the transfer: an external unpause

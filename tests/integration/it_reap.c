@@ -1,5 +1,5 @@
 /*
- * it_reap.c: reap (src/reap.c and `mafsbx reap` / `mafsbx ls`) against the
+ * it_reap.c: reap (src/admin/reap.c and `mafsbx reap` / `mafsbx ls`) against the
  * real dockerd, on sandboxes built through the Engine API with the upstream
  * names and labels (workload, -proxy, -net).
  *

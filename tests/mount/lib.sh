@@ -320,7 +320,7 @@ print(urllib.parse.urlencode([("container", sys.argv[1]), ("repo", r), ("tag", t
 # dexec_as USER CONTAINER ARGS...: `docker exec -u USER`, retried while a
 # freeze still holds the container. The docker CLI's exec does not take turns
 # with the mount's freezes as .ctl/exec does; on the engine plane a freeze
-# outlives the last call of a burst by a few ms (src/burst.h), so an exec
+# outlives the last call of a burst by a few ms (src/freeze/burst.h), so an exec
 # right after a call may be refused ("... is paused"): nothing ran, so it is
 # retried.
 dexec_as() {
@@ -342,7 +342,7 @@ dexec_as() {
 }
 
 # no_paused: nothing of this run's scope is left frozen. On the engine plane
-# a burst's freeze outlives its last call by a few ms (src/burst.h; never
+# a burst's freeze outlives its last call by a few ms (src/freeze/burst.h; never
 # past the 200 ms join window), so "left" means still paused 3 s later.
 no_paused() {
 	local n i

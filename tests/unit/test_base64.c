@@ -1,5 +1,5 @@
 /*
- * test_base64.c: the one base64 codec (src/base64.h): the RFC 4648 §10
+ * test_base64.c: the one base64 codec (src/base/base64.h): the RFC 4648 §10
  * vectors in both alphabets, a round trip of every input length 0..5 over
  * bytes that use every sextet, and the strict refusals (bad characters,
  * whitespace, misplaced or wrong padding, wrong length, the other

@@ -1,6 +1,6 @@
 /*
  * test_dirlist.c: the engine plane's parser of a guest's `find -print0`
- * listing (src/dirlist.h): names are only names, the listing is bounded and
+ * listing (src/guestfs/dirlist.h): names are only names, the listing is bounded and
  * says how it was cut.
  */
 #include <setjmp.h>

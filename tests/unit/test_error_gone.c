@@ -1,6 +1,6 @@
 /*
  * test_error_gone.c: the one "already gone" rule (mafsbx_error_is_gone in
- * src/error.h), fed through the same mapping the engine's answers take
+ * src/base/error.h), fed through the same mapping the engine's answers take
  * (mafsbx_error_from_engine): Docker's and Podman's absence wordings count
  * when they name the target; a 404 without the engine's message, a 404
  * that names something else, "context not found" and other statuses never

@@ -1,5 +1,5 @@
 /*
- * test_jsonscan.c: the incremental JSON syntax checker (src/jsonscan.h),
+ * test_jsonscan.c: the incremental JSON syntax checker (src/base/jsonscan.h),
  * differentially against jansson's own parser: every document of a table,
  * and every prefix of each, is fed one byte at a time; the checker must end
  * the object at exactly the byte where a complete object ends and call the

@@ -1,6 +1,6 @@
 /*
  * test_listreader.c: the streaming reader of the engine's list answers
- * (src/listreader.h) fed whole, byte by byte and cut at every offset; and
+ * (src/engine/listreader.h) fed whole, byte by byte and cut at every offset; and
  * hostile answers: truncated, trailing bytes, non-objects, strings holding
  * brackets and escaped quotes, deep nesting, elements over the bound, a
  * callback that stops the list.

@@ -1,5 +1,5 @@
 /*
- * test_paths.c: the one segment check (src/paths.h): what each flag lets
+ * test_paths.c: the one segment check (src/base/paths.h): what each flag lets
  * through, the first bad segment from the left named with its errno, the
  * 255/256-byte edge, and the callers' prefixes in the message.
  */

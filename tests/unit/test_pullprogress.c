@@ -1,6 +1,6 @@
 /*
  * test_pullprogress.c: an image pull's progress summed from the engine's
- * progress lines (src/pullprogress.c), fed the lines dockerd sends for a
+ * progress lines (src/admin/pullprogress.c), fed the lines dockerd sends for a
  * two-layer pull: the tag's and the digest's lines change nothing, bytes
  * are summed over the layers whose size is known, a layer already present
  * counts as done, a line without an ID or status is ignored, and the table

@@ -1,5 +1,5 @@
 /*
- * test_reap.c: the pure parts of src/reap.c: which names belong to reap's
+ * test_reap.c: the pure parts of src/admin/reap.c: which names belong to reap's
  * inventory (workload / -proxy / -net, exact spelling), the refusal of a
  * non-positive age before any engine call, and the JSON shape `mafsbx reap
  * --json` prints. The algorithm itself runs against the real engine in

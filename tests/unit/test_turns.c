@@ -1,5 +1,5 @@
 /*
- * test_turns.c: the freeze/exec turn-taking of src/turns.c, with no engine:
+ * test_turns.c: the freeze/exec turn-taking of src/freeze/turns.c, with no engine:
  * who goes when both wait (turns alternate, neither starves), waits bounded
  * by deadlines (the documented errors, nothing left registered), a holder
  * killed with SIGKILL (its turn dies with it), a child process as the other

@@ -1,5 +1,5 @@
 /*
- * test_utf8.c: the one UTF-8 decoder (src/utf8.h). Every sequence of one
+ * test_utf8.c: the one UTF-8 decoder (src/base/utf8.h). Every sequence of one
  * to four bytes whose later bytes are continuation bytes is decoded, and
  * each one it accepts must be the one encoding of its code point (so no
  * overlong form and no surrogate passes); the accepted counts per length

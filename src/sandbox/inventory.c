@@ -16,7 +16,7 @@
 #include "log.h"
 #include "sbx_internal.h"
 
-json_t *sbx_labels_of(json_t *obj)
+json_t *mafsbx_sbx_labels_of(json_t *obj)
 {
 	/* an inspect has Config.Labels, a list entry Labels (Podman's also carries "Config": null) */
 	json_t *cfg = json_object_get(obj, "Config");
@@ -24,7 +24,7 @@ json_t *sbx_labels_of(json_t *obj)
 	return json_is_object(l) ? l : NULL;
 }
 
-const char *sbx_label(json_t *labels, const char *key)
+const char *mafsbx_sbx_label(json_t *labels, const char *key)
 {
 	return json_string_value(json_object_get(labels, key));
 }
@@ -75,8 +75,8 @@ static bool self_mapping(const char *label)
 
 static void resolve_key(struct mafsbx_sandbox_info *i, json_t *labels)
 {
-	const char *enc = sbx_label(labels, MAFSBX_LABEL_KEY_V1);
-	const char *call_label = sbx_label(labels, MAFSBX_LABEL_CALL);
+	const char *enc = mafsbx_sbx_label(labels, MAFSBX_LABEL_KEY_V1);
+	const char *call_label = mafsbx_sbx_label(labels, MAFSBX_LABEL_CALL);
 	if (enc && *enc) {
 		char *s = NULL, *t = NULL, *a = NULL, *c = NULL;
 		if (mafsbx_key_attribution_decode(enc, &s, &t, &a, &c) == 0 && maps_to(s, i->scope) &&
@@ -146,22 +146,22 @@ static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, co
 	i->paused = paused;
 	i->created = created;
 	i->image = dup_or_null(image ? image : "");
-	i->scope = dup_or_null(sbx_label(labels, MAFSBX_LABEL_SCOPE));
-	i->thread = dup_or_null(sbx_label(labels, MAFSBX_LABEL_THREAD));
-	i->agent = dup_or_null(sbx_label(labels, MAFSBX_LABEL_AGENT));
-	i->kind = dup_or_null(sbx_label(labels, MAFSBX_LABEL_KIND));
-	const char *call = sbx_label(labels, MAFSBX_LABEL_CALL);
+	i->scope = dup_or_null(mafsbx_sbx_label(labels, MAFSBX_LABEL_SCOPE));
+	i->thread = dup_or_null(mafsbx_sbx_label(labels, MAFSBX_LABEL_THREAD));
+	i->agent = dup_or_null(mafsbx_sbx_label(labels, MAFSBX_LABEL_AGENT));
+	i->kind = dup_or_null(mafsbx_sbx_label(labels, MAFSBX_LABEL_KIND));
+	const char *call = mafsbx_sbx_label(labels, MAFSBX_LABEL_CALL);
 	i->call = strdup(call ? call : "");
-	i->work_dir = dup_or_null(sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1));
+	i->work_dir = dup_or_null(mafsbx_sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1));
 	i->network_mode = dup_or_null(network_mode ? network_mode : "");
 	if (!i->image || !i->scope || !i->thread || !i->agent || !i->kind || !i->call || !i->network_mode) {
 		mafsbx_sandbox_info_clear(i);
 		return -ENOMEM;
 	}
 	resolve_key(i, labels);
-	fill_outputs(i, sbx_label(labels, MAFSBX_LABEL_OUTPUTS));
+	fill_outputs(i, mafsbx_sbx_label(labels, MAFSBX_LABEL_OUTPUTS));
 	struct sbx_facts f;
-	if (i->id[0] && sbx_facts_get(b, i->id, &f) && f.identity_resolved) {
+	if (i->id[0] && mafsbx_sbx_facts_get(b, i->id, &f) && f.identity_resolved) {
 		i->identity_known = true;
 		i->uid = f.uid;
 		i->gid = f.gid;
@@ -184,9 +184,9 @@ static int list_one(json_t *c, void *ctx)
 	const char *nm = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 	if (nm && *nm == '/')
 		nm++;
-	json_t *labels = sbx_labels_of(c);
+	json_t *labels = mafsbx_sbx_labels_of(c);
 	if (!nm || !mafsbx_is_workload_name(nm) || !mafsbx_has_identity_labels(labels) ||
-	    sbx_label(labels, MAFSBX_LABEL_ROLE))
+	    mafsbx_sbx_label(labels, MAFSBX_LABEL_ROLE))
 		return 0;
 	if (acc->n == acc->cap) {
 		size_t cap = acc->cap ? acc->cap * 2 : 64;
@@ -282,7 +282,7 @@ int mafsbx_sandbox_list_labels(struct mafsbx_backend *b, const char *scope, cons
 	return list_by_labels(b, want, limit, listed, out, n, err);
 }
 
-int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],
+int mafsbx_sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],
 			struct mafsbx_error *err)
 {
 	struct mafsbx_error e;
@@ -298,8 +298,8 @@ int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **ins
 		return r;
 	}
 	const char *jid = json_string_value(json_object_get(*insp, "Id"));
-	json_t *labels = sbx_labels_of(*insp);
-	if (!jid || !*jid || !mafsbx_has_identity_labels(labels) || sbx_label(labels, MAFSBX_LABEL_ROLE)) {
+	json_t *labels = mafsbx_sbx_labels_of(*insp);
+	if (!jid || !*jid || !mafsbx_has_identity_labels(labels) || mafsbx_sbx_label(labels, MAFSBX_LABEL_ROLE)) {
 		json_decref(*insp);
 		*insp = NULL;
 		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox (it lacks the identity labels)",
@@ -317,13 +317,13 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "lookup: no name");
 	json_t *insp = NULL;
 	char id[65];
-	int r = sbx_inspect_sandbox(b, name, &insp, id, err);
+	int r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
 	if (r < 0)
 		return r;
 	const char *nm = json_string_value(json_object_get(insp, "Name"));
 	if (nm && *nm == '/')
 		nm++;
-	json_t *labels = sbx_labels_of(insp);
+	json_t *labels = mafsbx_sbx_labels_of(insp);
 	if (!nm || !mafsbx_is_workload_name(nm)) {
 		json_decref(insp);
 		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "%s is not a sandbox", name);

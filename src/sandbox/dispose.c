@@ -45,7 +45,7 @@ json_t *mafsbx_dispose_result_json(const struct mafsbx_dispose_result *r)
 	return json_pack("{s:I, s:o}", "disposed", (json_int_t)r->disposed, "failures", fails);
 }
 
-void sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
+void mafsbx_sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
 {
 	char *detail = NULL;
 	va_list ap;
@@ -79,7 +79,7 @@ static enum mafsbx_disposal_code code_of(const struct mafsbx_error *e)
 static int remove_container(struct mafsbx_backend *b, const char *target, bool report,
 			    struct mafsbx_dispose_result *res)
 {
-	sbx_facts_drop(b, NULL, target);
+	mafsbx_sbx_facts_drop(b, NULL, target);
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	if (mafsbx_container_delete(b->engine, target, true, &e) == 0) {
@@ -93,7 +93,7 @@ static int remove_container(struct mafsbx_backend *b, const char *target, bool r
 		return 0;
 	}
 	if (report)
-		sbx_result_fail(res, code_of(&e), "%s: %s", target, e.message);
+		mafsbx_sbx_result_fail(res, code_of(&e), "%s: %s", target, e.message);
 	else
 		log_warn("could not remove %s: %s", target, e.message);
 	return -1;
@@ -117,8 +117,8 @@ static enum checked check_container(struct mafsbx_backend *b, const char *ref, c
 		return mafsbx_error_is_gone(e, ref) ? CHK_ABSENT : CHK_FAILED;
 	const char *jid = json_string_value(json_object_get(insp, "Id"));
 	const char *nm = json_string_value(json_object_get(insp, "Name"));
-	json_t *labels = sbx_labels_of(insp);
-	const char *have_role = sbx_label(labels, MAFSBX_LABEL_ROLE);
+	json_t *labels = mafsbx_sbx_labels_of(insp);
+	const char *have_role = mafsbx_sbx_label(labels, MAFSBX_LABEL_ROLE);
 	if (nm && *nm == '/')
 		nm++;
 	bool ours = mafsbx_is_engine_id(jid) && mafsbx_has_identity_labels(labels) &&
@@ -138,7 +138,7 @@ static void remove_proxy_checked(struct mafsbx_backend *b, const char *name, str
 	mafsbx_proxy_name(name, buf);
 	switch (check_container(b, buf, NULL, "proxy", id, &e)) {
 	case CHK_OURS:
-		sbx_egress_drain(b, buf);   /* its decisions go to the log first */
+		mafsbx_sbx_egress_drain(b, buf);   /* its decisions go to the log first */
 		remove_container(b, id, false, res);
 		break;
 	case CHK_FOREIGN:
@@ -253,7 +253,7 @@ static void keep_or_fail(struct names *s, const char *n, const char *id, struct 
 	if (mafsbx_name_parse(n, NULL) == MAFSBX_NAME_PROXY)
 		log_warn("could not remove %s: out of memory", n);
 	else
-		sbx_result_fail(res, MAFSBX_DISPOSAL_UNKNOWN, "%s: out of memory, so it was not removed", n);
+		mafsbx_sbx_result_fail(res, MAFSBX_DISPOSAL_UNKNOWN, "%s: out of memory, so it was not removed", n);
 }
 
 /*
@@ -279,7 +279,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	else
 		mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
 	if (r < 0) {
-		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "could not list containers, so the sweep may be partial: %s",
+		mafsbx_sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "could not list containers, so the sweep may be partial: %s",
 				e.message);
 	} else {
 		size_t i;
@@ -287,8 +287,8 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 		json_array_foreach(list, i, c) {
 			const char *n = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 			const char *id = json_string_value(json_object_get(c, "Id"));
-			json_t *l = sbx_labels_of(c);
-			const char *role = sbx_label(l, MAFSBX_LABEL_ROLE);
+			json_t *l = mafsbx_sbx_labels_of(c);
+			const char *role = mafsbx_sbx_label(l, MAFSBX_LABEL_ROLE);
 			if (!n || !mafsbx_is_engine_id(id) || !mafsbx_has_identity_labels(l))
 				continue;
 			if (*n == '/')
@@ -307,11 +307,11 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 			keep_or_fail(&workloads, fallback, id, res);
 			break;
 		case CHK_FOREIGN:
-			sbx_result_fail(res, MAFSBX_DISPOSAL_REFUSED,
+			mafsbx_sbx_result_fail(res, MAFSBX_DISPOSAL_REFUSED,
 					"%s: not a sandbox (it lacks the identity labels): left alone", fallback);
 			break;
 		case CHK_FAILED:
-			sbx_result_fail(res, code_of(&e), "%s: %s", fallback, e.message);
+			mafsbx_sbx_result_fail(res, code_of(&e), "%s: %s", fallback, e.message);
 			break;
 		case CHK_ABSENT:
 			break;
@@ -324,7 +324,7 @@ static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_
 	 * name since the listing is not the one removed.
 	 */
 	for (size_t i = 0; i < proxies.n; i++) {
-		sbx_egress_drain(b, proxies.v[i]);   /* its decisions go to the log first */
+		mafsbx_sbx_egress_drain(b, proxies.v[i]);   /* its decisions go to the log first */
 		remove_container(b, proxies.ids[i], false, res);
 	}
 	for (size_t i = 0; i < workloads.n; i++) {
@@ -428,7 +428,7 @@ static int dispose_one(struct mafsbx_backend *b, const char *name, const char *i
 	switch (c) {
 	case CHK_FAILED:
 		/* fail closed: nothing is removed on a guess */
-		sbx_result_fail(res, code_of(&e), "%s: %s", name, e.message);
+		mafsbx_sbx_result_fail(res, code_of(&e), "%s: %s", name, e.message);
 		return 0;
 	case CHK_FOREIGN:
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
@@ -497,13 +497,13 @@ static bool label_is(json_t *labels, const char *k, const char *want)
 		return true;
 	char v[MAFSBX_LABEL_VALUE_MAX + 1];
 	mafsbx_label_value(want, v);
-	const char *have = sbx_label(labels, k);
+	const char *have = mafsbx_sbx_label(labels, k);
 	return have && strcmp(have, v) == 0;
 }
 
 static bool same_label(json_t *a, json_t *b, const char *k)
 {
-	const char *x = sbx_label(a, k), *y = sbx_label(b, k);
+	const char *x = mafsbx_sbx_label(a, k), *y = mafsbx_sbx_label(b, k);
 	return x == y || (x && y && strcmp(x, y) == 0);
 }
 
@@ -522,8 +522,8 @@ static void instance_proxy(struct mafsbx_backend *b, const char *name, json_t *w
 	mafsbx_proxy_name(name, pn);
 	if (mafsbx_container_inspect(b->engine, pn, &insp, &e) < 0)
 		return;
-	json_t *pl = sbx_labels_of(insp);
-	const char *role = sbx_label(pl, MAFSBX_LABEL_ROLE);
+	json_t *pl = mafsbx_sbx_labels_of(insp);
+	const char *role = mafsbx_sbx_label(pl, MAFSBX_LABEL_ROLE);
 	const char *jid = json_string_value(json_object_get(insp, "Id"));
 	bool ours = role && strcmp(role, "proxy") == 0 && mafsbx_is_engine_id(jid);
 	for (size_t i = 0; ours && i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -547,16 +547,16 @@ static int instance_select(struct mafsbx_backend *b, const struct mafsbx_key *ke
 	if (mafsbx_container_inspect(b->engine, instance_id, insp, &e) < 0) {
 		if (mafsbx_error_is_gone(&e, instance_id))
 			return 0;
-		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: %s", instance_id, e.message);
+		mafsbx_sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: %s", instance_id, e.message);
 		return -1;
 	}
 	const char *jid = json_string_value(json_object_get(*insp, "Id"));
 	if (!jid || strcmp(jid, instance_id) != 0) {
-		sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: the engine resolved it to container %.64s, not itself",
+		mafsbx_sbx_result_fail(res, MAFSBX_DISPOSAL_UNLISTED, "%s: the engine resolved it to container %.64s, not itself",
 				instance_id, jid ? jid : "(none)");
 		return -1;
 	}
-	json_t *labels = sbx_labels_of(*insp);
+	json_t *labels = mafsbx_sbx_labels_of(*insp);
 	if (!mafsbx_has_identity_labels(labels) || !label_is(labels, MAFSBX_LABEL_SCOPE, key->scope) ||
 	    !label_is(labels, MAFSBX_LABEL_THREAD, key->thread) || !label_is(labels, MAFSBX_LABEL_AGENT, key->agent) ||
 	    !label_is(labels, MAFSBX_LABEL_CALL, key->call) || !label_is(labels, MAFSBX_LABEL_KIND, kind))
@@ -564,7 +564,7 @@ static int instance_select(struct mafsbx_backend *b, const struct mafsbx_key *ke
 	const char *nm = json_string_value(json_object_get(*insp, "Name"));
 	if (nm && *nm == '/')
 		nm++;
-	if (!nm || !mafsbx_is_workload_name(nm) || sbx_label(labels, MAFSBX_LABEL_ROLE))
+	if (!nm || !mafsbx_is_workload_name(nm) || mafsbx_sbx_label(labels, MAFSBX_LABEL_ROLE))
 		return 0;   /* a proxy (or anything not a workload) is not disposed by ID */
 	snprintf(name, MAFSBX_NAME_LEN + 1, "%s", nm);
 	return 1;
@@ -582,13 +582,13 @@ int mafsbx_sandbox_dispose_instance(struct mafsbx_backend *b, const struct mafsb
 	char name[MAFSBX_NAME_LEN + 1], proxy_id[65], net[MAFSBX_NAME_LEN + 8];
 	if (instance_select(b, key, kind, instance_id, &insp, name, res) <= 0)
 		goto out;
-	instance_proxy(b, name, sbx_labels_of(insp), proxy_id);
+	instance_proxy(b, name, mafsbx_sbx_labels_of(insp), proxy_id);
 	struct mafsbx_error e;
 	if (mafsbx_container_inspect(b->engine, instance_id, &again, &e) < 0)
 		goto out;   /* gone meanwhile (or unanswerable): nothing is removed on a guess */
 	if (proxy_id[0]) {
 		mafsbx_proxy_name(name, net);
-		sbx_egress_drain(b, net);   /* its decisions go to the log first */
+		mafsbx_sbx_egress_drain(b, net);   /* its decisions go to the log first */
 		if (remove_container(b, proxy_id, true, res) < 0)
 			goto out;
 	}

@@ -32,7 +32,7 @@ json_t *mafsbx_sandbox_declarations(struct mafsbx_backend *b, struct mafsbx_erro
 	pthread_mutex_unlock(&b->mu);
 	if (!known) {
 		struct mafsbx_error e;
-		if (sbx_read_os(b, &linux, &e) < 0) {
+		if (mafsbx_sbx_read_os(b, &linux, &e) < 0) {
 			log_warn("could not read the engine's OS (%s): no OS family is declared", e.message);
 			linux = false;
 		}

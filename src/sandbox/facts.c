@@ -8,7 +8,7 @@
  * an image unable to serve what a spec needs. Both are cached per container
  * ID; failures never are, so the next acquire tries again.
  *
- * Also the one helper-exec path (sbx_exec) used by probes, `id` and the
+ * Also the one helper-exec path (mafsbx_sbx_exec) used by probes, `id` and the
  * user-facing exec: the whole engine exec (create, start, stream, inspect)
  * runs registered with the freezer (mafsbx_freeze_exec_begin), so no freeze
  * of the container, by this process or another on the host, overlaps it: a
@@ -119,7 +119,7 @@ static bool kill_timed_out(struct mafsbx_backend *b, const char *id, struct mafs
 	return true;
 }
 
-int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
+int mafsbx_sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
 	     struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
 	memset(res, 0, sizeof(*res));
@@ -191,14 +191,14 @@ static bool parse_id_number(const char *s, size_t len, unsigned long *out)
 	return true;
 }
 
-void sbx_user_spec_clear(struct sbx_user_spec *u)
+void mafsbx_sbx_user_spec_clear(struct sbx_user_spec *u)
 {
 	free(u->user_name);
 	free(u->group_name);
 	memset(u, 0, sizeof(*u));
 }
 
-int sbx_parse_user(const char *user, struct sbx_user_spec *u)
+int mafsbx_sbx_parse_user(const char *user, struct sbx_user_spec *u)
 {
 	memset(u, 0, sizeof(*u));
 	if (!user || !*user || strcmp(user, "0:0") == 0) {
@@ -224,7 +224,7 @@ int sbx_parse_user(const char *user, struct sbx_user_spec *u)
 			u->gid_known = true;
 			u->gid = (gid_t)n;
 		} else if (!(u->group_name = strdup(g))) {
-			sbx_user_spec_clear(u);
+			mafsbx_sbx_user_spec_clear(u);
 			return -ENOMEM;
 		}
 	}
@@ -350,7 +350,7 @@ static int helper_exec(struct mafsbx_backend *b, const char *id, const char *con
 	struct mafsbx_exec_request rq = { .argv = argv, .user = user, .workdir = "/", .timeout_ms = timeout_ms,
 					  .max_output = SBX_PROBE_READ_LIMIT };
 	mafsbx_error_clear(e);
-	return sbx_exec(b, id, &rq, res, e);
+	return mafsbx_sbx_exec(b, id, &rq, res, e);
 }
 
 /* Record why the identity is unresolved (for the log, the acquire reply and `status`). */
@@ -363,7 +363,7 @@ __attribute__((format(printf, 3, 4))) static void unresolved(char *why, size_t w
 	va_end(ap);
 }
 
-int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
+int mafsbx_sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
 		 gid_t *gid, bool *resolved, char *why, size_t why_len, struct mafsbx_error *err)
 {
 	*uid = 0;
@@ -372,7 +372,7 @@ int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, jso
 	if (why && why_len)
 		why[0] = '\0';
 	struct sbx_facts f;
-	if (sbx_facts_get(b, id, &f) && f.identity_resolved) {
+	if (mafsbx_sbx_facts_get(b, id, &f) && f.identity_resolved) {
 		*uid = f.uid;
 		*gid = f.gid;
 		*resolved = true;
@@ -392,7 +392,7 @@ int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, jso
 	json_t *juser = json_object_get(json_object_get(inspect, "Config"), "User");
 	const char *user = json_is_string(juser) ? json_string_value(juser) : "";
 	struct sbx_user_spec u;
-	int r = sbx_parse_user(user, &u);
+	int r = mafsbx_sbx_parse_user(user, &u);
 	if (r < 0) {
 		json_decref(owned);
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -430,13 +430,13 @@ int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, jso
 		*uid = u.uid;
 		*gid = u.gid_known ? u.gid : 0;
 		*resolved = true;
-		sbx_facts_put_identity(b, id, name, *uid, *gid);
+		mafsbx_sbx_facts_put_identity(b, id, name, *uid, *gid);
 	}
 	if (!*resolved)
 		log_warn("sandbox %s: the guest user '%s' could not be resolved; files cannot be written through the "
 			 "mount (EACCES) and the next acquire retries",
 			 name, user);
-	sbx_user_spec_clear(&u);
+	mafsbx_sbx_user_spec_clear(&u);
 	json_decref(owned);
 	return 0;
 }
@@ -455,7 +455,7 @@ int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *u
 		json_decref(insp);
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "identity of %s: inspect has no Id", name);
 	}
-	r = sbx_identity(b, id, name, insp, uid, gid, resolved, why, why_len, err);
+	r = mafsbx_sbx_identity(b, id, name, insp, uid, gid, resolved, why, why_len, err);
 	json_decref(insp);
 	return r;
 }
@@ -468,7 +468,7 @@ struct probe {
 	const char *cap;
 };
 
-void sbx_short_text(const unsigned char *p, size_t n, char *out, size_t outsz)
+void mafsbx_sbx_short_text(const unsigned char *p, size_t n, char *out, size_t outsz)
 {
 	size_t k = 0;
 	for (size_t i = 0; p && i < n && k + 1 < outsz; i++) {
@@ -500,7 +500,7 @@ static int run_probe(struct mafsbx_backend *b, const char *id, const char *image
 	if (res.exit_code != 0) {
 		char why[300] = "";
 		if (res.launch_failed || res.exit_code == 126 || res.exit_code == 127)
-			sbx_short_text(res.out_len ? res.out : res.err, res.out_len ? res.out_len : res.err_len, why,
+			mafsbx_sbx_short_text(res.out_len ? res.out : res.err, res.out_len ? res.out_len : res.err_len, why,
 				   sizeof(why));
 		r = mafsbx_error_set(err, MAFSBX_EK_UNSUPPORTED,
 				     "image %s cannot serve capability %s: the '%s' probe exited %d, expected 0%s%s "
@@ -513,7 +513,7 @@ static int run_probe(struct mafsbx_backend *b, const char *id, const char *image
 	return 0;
 }
 
-int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
+int mafsbx_sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
 	       struct mafsbx_error *err)
 {
 	static const struct probe p_sh = { SBX_PROBE_SH, "sh", "exec" };
@@ -527,7 +527,7 @@ int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const
 	if (caps & MAFSBX_CAP_FILES_DELETE)
 		need |= SBX_PROBE_RM;
 	struct sbx_facts f;
-	unsigned have = sbx_facts_get(b, id, &f) ? f.probes_ok : 0;
+	unsigned have = mafsbx_sbx_facts_get(b, id, &f) ? f.probes_ok : 0;
 	need &= ~have;
 	if (!need)
 		return 0;
@@ -537,7 +537,7 @@ int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const
 		const char *argv[] = { "sh", "-c", "exit 0", NULL };
 		if ((r = run_probe(b, id, image, &p_sh, argv, deadline, err)) < 0)
 			return r;
-		sbx_facts_add_probes(b, id, name, SBX_PROBE_SH);
+		mafsbx_sbx_facts_add_probes(b, id, name, SBX_PROBE_SH);
 	}
 	if (need & SBX_PROBE_HOST_TOOLS) {
 		unsigned char rnd[16];
@@ -556,13 +556,13 @@ int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const
 		const char *argv[] = { "sh", "-c", script, NULL };
 		if ((r = run_probe(b, id, image, &p_ht, argv, deadline, err)) < 0)
 			return r;
-		sbx_facts_add_probes(b, id, name, SBX_PROBE_HOST_TOOLS | SBX_PROBE_SH);
+		mafsbx_sbx_facts_add_probes(b, id, name, SBX_PROBE_HOST_TOOLS | SBX_PROBE_SH);
 	}
 	if (need & SBX_PROBE_RM) {
 		const char *argv[] = { "rm", "-rf", "--", NULL };
 		if ((r = run_probe(b, id, image, &p_rm, argv, deadline, err)) < 0)
 			return r;
-		sbx_facts_add_probes(b, id, name, SBX_PROBE_RM);
+		mafsbx_sbx_facts_add_probes(b, id, name, SBX_PROBE_RM);
 	}
 	return 0;
 }

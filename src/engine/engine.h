@@ -202,7 +202,7 @@ struct mafsbx_exec_request {
 	void *output_ctx;
 	/* Optional: the exec's ID, once the engine made it (before it starts). */
 	void (*on_created)(const char *exec_id, void *ctx);
-	/* The sandbox backend's (sbx_exec), not the engine's: on a timeout, kill
+	/* The sandbox backend's (mafsbx_sbx_exec), not the engine's: on a timeout, kill
 	 * the command's process tree here (execkill.c) instead of removing the
 	 * container; where that cannot be done the container is removed. */
 	bool kill_on_timeout;

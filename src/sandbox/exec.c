@@ -50,7 +50,7 @@ static void launch_result(struct mafsbx_exec_result *res)
 		}
 	}
 	char msg[600];
-	sbx_short_text(res->err, res->err_len, msg, sizeof(msg));
+	mafsbx_sbx_short_text(res->err, res->err_len, msg, sizeof(msg));
 	bool no_program = !strstr(msg, "chdir to cwd") &&
 			  (strstr(msg, "executable file not found") || strstr(msg, "no such file or directory"));
 	res->exit_code = no_program ? 127 : 126;
@@ -90,7 +90,7 @@ static void hook_created(const char *exec_id, void *ctx)
 }
 
 /*
- * A run past its timeout. With kill_on_timeout sbx_exec killed its process
+ * A run past its timeout. With kill_on_timeout mafsbx_sbx_exec killed its process
  * tree where it could (res->killed: the sandbox stays); otherwise the
  * sandbox is disposed, as upstream does.
  */
@@ -135,11 +135,11 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 
 	json_t *insp = NULL;
 	char id[65], *cwd = NULL;
-	int r = sbx_inspect_sandbox(b, name, &insp, id, err);
+	int r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_error e;
-	const char *wd = sbx_label(sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);
+	const char *wd = mafsbx_sbx_label(mafsbx_sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);
 	cwd = mafsbx_exec_cwd_resolve(wd ? wd : MAFSBX_DEFAULT_WORK_DIR, spec->cwd, err);
 	json_decref(insp);
 	if (!cwd)
@@ -164,7 +164,7 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 		.kill_on_timeout = h && h->kill_on_timeout,
 	};
 	mafsbx_error_clear(&e);
-	r = sbx_exec(b, id, &rq, res, &e);
+	r = mafsbx_sbx_exec(b, id, &rq, res, &e);
 	free(cwd);
 	if (res->timed_out || (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0]))
 		return timed_out(b, spec, id, res, err);

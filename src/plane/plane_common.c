@@ -14,7 +14,7 @@
 #include "paths.h"
 #include "sandbox.h"
 
-int plane_rel_check(const char *rel, struct mafsbx_error *err)
+int mafsbx_plane_rel_check(const char *rel, struct mafsbx_error *err)
 {
 	if (!rel)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "no path");
@@ -25,7 +25,7 @@ int plane_rel_check(const char *rel, struct mafsbx_error *err)
 	return mafsbx_path_check_segments(rel, MAFSBX_SEG_STRICT, err, "path %s", rel);
 }
 
-int plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t *gid, struct mafsbx_error *err)
+int mafsbx_plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t *gid, struct mafsbx_error *err)
 {
 	bool resolved = false;
 	char why[256];
@@ -42,13 +42,13 @@ int plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t
 	return 0;
 }
 
-int plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
+int mafsbx_plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
 		     struct mafsbx_guestcred *out, struct mafsbx_error *err)
 {
 	uid_t uid = 0;
 	gid_t gid = 0;
 	memset(out, 0, sizeof(*out));
-	int r = plane_identity(ps, name, &uid, &gid, err);
+	int r = mafsbx_plane_identity(ps, name, &uid, &gid, err);
 	if (r < 0)
 		return r;
 	if (mafsbx_pin_host_uid(pin, uid, &out->uid) < 0 || mafsbx_pin_host_gid(pin, gid, &out->gid) < 0)
@@ -75,13 +75,13 @@ static int spool_refused(struct mafsbx_planes *ps, uint64_t held, struct mafsbx_
 				     (unsigned long long)held, (unsigned long long)ps->cfg.spool_budget);
 }
 
-int plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err)
+int mafsbx_plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err)
 {
 	uint64_t held = atomic_load(&ps->spool_used);
 	return held >= ps->cfg.spool_budget ? spool_refused(ps, held, err) : 0;
 }
 
-int plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err)
+int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err)
 {
 	if (want <= *accounted)
 		return 0;
@@ -95,7 +95,7 @@ int plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t wan
 	return 0;
 }
 
-void plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted)
+void mafsbx_plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted)
 {
 	if (*accounted)
 		atomic_fetch_sub(&ps->spool_used, *accounted);
@@ -104,10 +104,10 @@ void plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted)
 
 int mafsbx_planes_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err)
 {
-	return plane_spool_grow(ps, accounted, want, err);
+	return mafsbx_plane_spool_grow(ps, accounted, want, err);
 }
 
 void mafsbx_planes_spool_release(struct mafsbx_planes *ps, uint64_t *accounted)
 {
-	plane_spool_release(ps, accounted);
+	mafsbx_plane_spool_release(ps, accounted);
 }

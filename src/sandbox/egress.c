@@ -189,7 +189,7 @@ static void remove_container(struct mafsbx_backend *b, const char *ref)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	sbx_facts_drop(b, NULL, ref);
+	mafsbx_sbx_facts_drop(b, NULL, ref);
 	if (mafsbx_container_delete(b->engine, ref, true, &e) < 0 && !mafsbx_error_is_gone(&e, ref))
 		log_warn("could not remove container %s: %s", ref, e.message);
 }
@@ -202,7 +202,7 @@ static void remove_network(struct mafsbx_backend *b, const char *net)
 		log_warn("could not remove network %s: %s", net, e.message);
 }
 
-void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy)
+void mafsbx_sbx_egress_drain(struct mafsbx_backend *b, const char *proxy)
 {
 	char name[MAFSBX_NAME_LEN + 1];
 	if (mafsbx_name_parse(proxy, name) != MAFSBX_NAME_PROXY)
@@ -230,14 +230,14 @@ void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy)
 	mafsbx_egress_log_free(&lg);
 }
 
-void sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char *workload)
+void mafsbx_sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char *workload)
 {
 	char buf[MAFSBX_NAME_LEN + 8];
 	if (workload)
 		remove_container(b, workload);
 	/* proxy before network: a network with a live endpoint cannot go */
 	mafsbx_proxy_name(name, buf);
-	sbx_egress_drain(b, buf);
+	mafsbx_sbx_egress_drain(b, buf);
 	remove_container(b, buf);
 	mafsbx_network_name(name, buf);
 	remove_network(b, buf);
@@ -336,7 +336,7 @@ static bool network_shape(json_t *ninsp, char *why, size_t whysz)
 	return true;
 }
 
-int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool *discarded,
+int mafsbx_sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool *discarded,
 				struct mafsbx_error *err)
 {
 	*discarded = false;
@@ -357,7 +357,7 @@ int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool
 		char ifname[IF_NAMESIZE];
 		bridge_ifname(n, ifname);
 		/* a link-local-only bridge is judged with the guest's IPv6, an unseen one from inside, in
-		 * sbx_egress_prove */
+		 * mafsbx_sbx_egress_prove */
 		enum bridge_state st = read_bridge(ifname, why, sizeof(why));
 		if (st != BR_ADDRESSED)
 			why[0] = '\0';
@@ -366,7 +366,7 @@ int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool
 	if (!why[0])
 		return 0;
 	log_warn("sandbox %s: %s: removing it with its proxy and network to rebuild them", name, why);
-	sbx_egress_teardown(b, name, name);
+	mafsbx_sbx_egress_teardown(b, name, name);
 	*discarded = true;
 	return 0;
 }
@@ -547,7 +547,7 @@ out:
 	return r;
 }
 
-int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
+int mafsbx_sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
 		      bool fresh, struct mafsbx_error *err)
 {
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8];
@@ -579,7 +579,7 @@ int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec
 	return r;
 }
 
-int sbx_egress_workload_config(const char *name, json_t *cfg)
+int mafsbx_sbx_egress_workload_config(const char *name, json_t *cfg)
 {
 	char url[MAFSBX_NAME_LEN + 64], net[MAFSBX_NAME_LEN + 8];
 	mafsbx_network_name(name, net);
@@ -698,7 +698,7 @@ static int guest_ipv6_off(struct mafsbx_backend *b, json_t *insp, char *why, siz
 	struct mafsbx_exec_result res = { .exit_code = -1 };
 	struct mafsbx_error e;
 	int r = -1;
-	if (id && sbx_exec(b, id, &rq, &res, &e) == 0 && res.exit_code == 0 && res.out)
+	if (id && mafsbx_sbx_exec(b, id, &rq, &res, &e) == 0 && res.exit_code == 0 && res.out)
 		r = res.out[0] == '1' ? 1 : 0;
 	mafsbx_exec_result_free(&res);
 	if (r < 0)
@@ -774,7 +774,7 @@ static int prove_from_inside(struct mafsbx_backend *b, const char *proxy, json_t
 	return 1;
 }
 
-int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err)
+int mafsbx_sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err)
 {
 	char net[MAFSBX_NAME_LEN + 8], proxy[MAFSBX_NAME_LEN + 8], why[300] = "";
 	mafsbx_network_name(name, net);
@@ -811,7 +811,7 @@ int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, s
 	json_decref(n);
 	if (!why[0])
 		return 0;
-	sbx_egress_teardown(b, name, json_string_value(json_object_get(insp, "Id")));
+	mafsbx_sbx_egress_teardown(b, name, json_string_value(json_object_get(insp, "Id")));
 	return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
 				     "sandbox %s: the isolation of network %s is not proven: %s; the workload, its proxy "
 				     "and its network were removed",

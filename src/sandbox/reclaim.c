@@ -1,7 +1,7 @@
 /*
  * reclaim.c: doc/upstream.md §5.10 reclaim (reclaim.h): the target rules, checked
  * as pure text before any engine call, then the guest's `rm -rf` through the
- * one helper-exec path (sbx_exec: registered with the freezer, re-issued
+ * one helper-exec path (mafsbx_sbx_exec: registered with the freezer, re-issued
  * only on an engine "is paused" refusal). Not frozen, as upstream: rm runs
  * inside the guest, so the kernel resolves every path at the guest's own
  * authority and no host path is ever involved; the text rules only keep a
@@ -39,11 +39,11 @@ int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const cha
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EINVAL, "ValueError", "field 'reclaim': empty");
 	json_t *insp = NULL;
 	char id[65];
-	int r = sbx_inspect_sandbox(b, name, &insp, id, err);
+	int r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_error e;
-	const char *label_wd = sbx_label(sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);
+	const char *label_wd = mafsbx_sbx_label(mafsbx_sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);
 	char *wd = mafsbx_gp_normalise(label_wd ? label_wd : MAFSBX_DEFAULT_WORK_DIR, err);
 	json_decref(insp);
 	if (!wd)
@@ -69,7 +69,7 @@ int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const cha
 					  .max_output = RECLAIM_OUTPUT_MAX };
 	struct mafsbx_exec_result res;
 	mafsbx_error_clear(&e);
-	r = sbx_exec(b, id, &rq, &res, &e);
+	r = mafsbx_sbx_exec(b, id, &rq, &res, &e);
 	if (r < 0) {
 		if (err)
 			*err = e;
@@ -81,7 +81,7 @@ int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const cha
 	if (res.exit_code != 0 || res.launch_failed) {
 		char msg[512];
 		/* rm's complaint: stderr, else stdout */
-		sbx_short_text(res.err_len ? res.err : res.out, res.err_len ? res.err_len : res.out_len, msg, sizeof(msg));
+		mafsbx_sbx_short_text(res.err_len ? res.err : res.out, res.err_len ? res.err_len : res.out_len, msg, sizeof(msg));
 		bool denied = strstr(msg, "Permission denied") || strstr(msg, "Operation not permitted");
 		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, denied ? EACCES : EIO, "OSError",
 					  "could not reclaim %s: rm exited %d%s%s", target, res.exit_code,

@@ -70,7 +70,7 @@ static int planes_prepare_base(void *ctx, const char *id, const char *name, cons
 		return r;
 	if (!pe)
 		return 0;
-	r = local_prepare_base(pe->pin, base, uid, gid, made, err);
+	r = mafsbx_plane_local_prepare_base(pe->pin, base, uid, gid, made, err);
 	entry_put(ps, pe);
 	return r < 0 ? r : 1;
 }
@@ -348,14 +348,14 @@ void mafsbx_planes_forget(struct mafsbx_planes *ps, const char *id)
 int mafsbx_plane_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		      const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err)
 {
-	int r = plane_rel_check(rel, err);
+	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
 		return r;
 	struct plane_entry *pe;
 	if ((r = entry_get(ps, t, &pe, err)) < 0)
 		return r;
 	memset(out, 0, sizeof(*out));
-	r = pe ? local_stat(ps, pe->pin, t, base, rel, out, err) : engine_stat(ps, t, base, rel, out, err);
+	r = pe ? mafsbx_plane_local_stat(ps, pe->pin, t, base, rel, out, err) : mafsbx_plane_engine_stat(ps, t, base, rel, out, err);
 	entry_put(ps, pe);
 	return r;
 }
@@ -365,7 +365,7 @@ int mafsbx_plane_opendir(struct mafsbx_planes *ps, const struct mafsbx_plane_tar
 			 struct mafsbx_plane_dir **out, struct mafsbx_error *err)
 {
 	*out = NULL;
-	int r = plane_rel_check(rel, err);
+	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_plane_dir *d = calloc(1, sizeof(*d));
@@ -378,9 +378,9 @@ int mafsbx_plane_opendir(struct mafsbx_planes *ps, const struct mafsbx_plane_tar
 	}
 	if (d->entry) {
 		d->local = true;
-		r = local_opendir(d, d->entry->pin, t, base, rel, err);
+		r = mafsbx_plane_local_opendir(d, d->entry->pin, t, base, rel, err);
 	} else {
-		r = engine_opendir(d, t, base, rel, candidates, n, err);
+		r = mafsbx_plane_engine_opendir(d, t, base, rel, candidates, n, err);
 	}
 	if (r < 0) {
 		mafsbx_plane_closedir(d);
@@ -405,7 +405,7 @@ static int engine_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane
 
 int mafsbx_plane_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane_dir_fn fn, void *ctx)
 {
-	return d->local ? local_readdir(d, pos, fn, ctx) : engine_readdir(d, pos, fn, ctx);
+	return d->local ? mafsbx_plane_local_readdir(d, pos, fn, ctx) : engine_readdir(d, pos, fn, ctx);
 }
 
 void mafsbx_plane_closedir(struct mafsbx_plane_dir *d)
@@ -413,7 +413,7 @@ void mafsbx_plane_closedir(struct mafsbx_plane_dir *d)
 	if (!d)
 		return;
 	if (d->local)
-		local_closedir(d);
+		mafsbx_plane_local_closedir(d);
 	for (size_t i = 0; i < d->n; i++)
 		free(d->names[i]);
 	free(d->names);
@@ -440,7 +440,7 @@ int mafsbx_plane_open_read(struct mafsbx_planes *ps, const struct mafsbx_plane_t
 			   struct mafsbx_plane_file **out, struct mafsbx_error *err)
 {
 	*out = NULL;
-	int r = plane_rel_check(rel, err);
+	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_plane_file *f = file_new(ps);
@@ -448,8 +448,8 @@ int mafsbx_plane_open_read(struct mafsbx_planes *ps, const struct mafsbx_plane_t
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if ((r = entry_get(ps, t, &f->entry, err)) == 0) {
 		f->local = f->entry != NULL;
-		r = f->local ? local_open_read(f, f->entry->pin, t, base, rel, max_bytes, err)
-			     : engine_open_read(f, t, base, rel, max_bytes, err);
+		r = f->local ? mafsbx_plane_local_open_read(f, f->entry->pin, t, base, rel, max_bytes, err)
+			     : mafsbx_plane_engine_open_read(f, t, base, rel, max_bytes, err);
 	}
 	if (r < 0) {
 		mafsbx_plane_close(f);
@@ -464,7 +464,7 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 			    struct mafsbx_error *err)
 {
 	*out = NULL;
-	int r = plane_rel_check(rel, err);
+	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
 		return r;
 	if (!*rel)
@@ -478,8 +478,8 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 	f->max_bytes = max_bytes;
 	if ((r = entry_get(ps, t, &f->entry, err)) == 0) {
 		f->local = f->entry != NULL;
-		r = f->local ? local_open_write(f, f->entry->pin, t, rel, mode, err)
-			     : engine_open_write(f, t, rel, mode, err);
+		r = f->local ? mafsbx_plane_local_open_write(f, f->entry->pin, t, rel, mode, err)
+			     : mafsbx_plane_engine_open_write(f, t, rel, mode, err);
 	}
 	if (r < 0) {
 		mafsbx_plane_close(f);
@@ -537,7 +537,7 @@ ssize_t mafsbx_plane_pwrite(struct mafsbx_plane_file *f, const void *buf, size_t
 	if (!f->local) {
 		struct mafsbx_error e;
 		mafsbx_error_clear(&e);
-		if (plane_spool_grow(f->ps, &f->accounted, off + size, &e) < 0) {
+		if (mafsbx_plane_spool_grow(f->ps, &f->accounted, off + size, &e) < 0) {
 			f->failed = ENOMEM;
 			n = -ENOMEM;
 			log_warn("write %s: %s", f->rel, e.message);
@@ -573,7 +573,7 @@ int mafsbx_plane_ftruncate(struct mafsbx_plane_file *f, uint64_t size)
 	if (size > INT64_MAX || (f->max_bytes && size > f->max_bytes)) {
 		f->failed = EFBIG;
 		r = -EFBIG;
-	} else if (!f->local && plane_spool_grow(f->ps, &f->accounted, size, NULL) < 0) {
+	} else if (!f->local && mafsbx_plane_spool_grow(f->ps, &f->accounted, size, NULL) < 0) {
 		f->failed = ENOMEM;
 		r = -ENOMEM;
 	} else if (ftruncate(f->fd, (off_t)size) < 0) {
@@ -632,7 +632,7 @@ int mafsbx_plane_commit(struct mafsbx_plane_file *f, bool last, struct mafsbx_er
 		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, f->failed, NULL, "an earlier write failed (%s): "
 					  "nothing was sent", strerror(f->failed));
 	} else {
-		r = f->local ? local_commit(f, err) : engine_commit(f, err);
+		r = f->local ? mafsbx_plane_local_commit(f, err) : mafsbx_plane_engine_commit(f, err);
 		if (r == 0)
 			f->written = false;
 	}
@@ -653,10 +653,10 @@ void mafsbx_plane_close(struct mafsbx_plane_file *f)
 	if (!f)
 		return;
 	if (f->local)
-		local_close(f);
+		mafsbx_plane_local_close(f);
 	if (f->fd >= 0)
 		close(f->fd);
-	plane_spool_release(f->ps, &f->accounted);
+	mafsbx_plane_spool_release(f->ps, &f->accounted);
 	free(f->name);
 	free(f->work_dir);
 	free(f->rel);
@@ -685,7 +685,7 @@ static int engine_eperm(const char *what, const char *rel, struct mafsbx_error *
 
 static int check_work_rel(const char *rel, struct mafsbx_error *err)
 {
-	int r = plane_rel_check(rel, err);
+	int r = mafsbx_plane_rel_check(rel, err);
 	if (r == 0 && !*rel)
 		r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EBUSY, NULL,
 					  "the working directory itself is refused");
@@ -697,10 +697,10 @@ int mafsbx_plane_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_targe
 {
 	if (rel && !*rel)
 		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EEXIST, NULL, "the working directory exists");
-	int c = plane_rel_check(rel, err);
+	int c = mafsbx_plane_rel_check(rel, err);
 	if (c < 0)
 		return c;
-	PLANE_PATH_OP(local_mkdir(ps, pe->pin, t, rel, mode, err), engine_mkdir(ps, t, rel, mode, err));
+	PLANE_PATH_OP(mafsbx_plane_local_mkdir(ps, pe->pin, t, rel, mode, err), mafsbx_plane_engine_mkdir(ps, t, rel, mode, err));
 }
 
 int mafsbx_plane_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
@@ -709,7 +709,7 @@ int mafsbx_plane_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_targ
 	int c = check_work_rel(rel, err);
 	if (c < 0)
 		return c;
-	PLANE_PATH_OP(local_remove(ps, pe->pin, t, rel, dir, err), engine_remove(ps, t, rel, dir, err));
+	PLANE_PATH_OP(mafsbx_plane_local_remove(ps, pe->pin, t, rel, dir, err), mafsbx_plane_engine_remove(ps, t, rel, dir, err));
 }
 
 int mafsbx_plane_rename(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *from,
@@ -720,7 +720,7 @@ int mafsbx_plane_rename(struct mafsbx_planes *ps, const struct mafsbx_plane_targ
 		c = check_work_rel(to, err);
 	if (c < 0)
 		return c;
-	PLANE_PATH_OP(local_rename(ps, pe->pin, t, from, to, flags, err),
+	PLANE_PATH_OP(mafsbx_plane_local_rename(ps, pe->pin, t, from, to, flags, err),
 		      mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EXDEV, NULL,
 					    "rename on the engine plane: copy and remove instead"));
 }
@@ -728,10 +728,10 @@ int mafsbx_plane_rename(struct mafsbx_planes *ps, const struct mafsbx_plane_targ
 int mafsbx_plane_chmod(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
 		       struct mafsbx_error *err)
 {
-	int c = plane_rel_check(rel, err);
+	int c = mafsbx_plane_rel_check(rel, err);
 	if (c < 0)
 		return c;
-	PLANE_PATH_OP(local_chmod(ps, pe->pin, t, rel, mode, err), engine_eperm("chmod", rel, err));
+	PLANE_PATH_OP(mafsbx_plane_local_chmod(ps, pe->pin, t, rel, mode, err), engine_eperm("chmod", rel, err));
 }
 
 int mafsbx_plane_truncate(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel,
@@ -740,14 +740,14 @@ int mafsbx_plane_truncate(struct mafsbx_planes *ps, const struct mafsbx_plane_ta
 	int c = check_work_rel(rel, err);
 	if (c < 0)
 		return c;
-	PLANE_PATH_OP(local_truncate(ps, pe->pin, t, rel, size, err), engine_eperm("truncate", rel, err));
+	PLANE_PATH_OP(mafsbx_plane_local_truncate(ps, pe->pin, t, rel, size, err), engine_eperm("truncate", rel, err));
 }
 
 int mafsbx_plane_utimens(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel,
 			 const struct timespec ts[2], struct mafsbx_error *err)
 {
-	int c = plane_rel_check(rel, err);
+	int c = mafsbx_plane_rel_check(rel, err);
 	if (c < 0)
 		return c;
-	PLANE_PATH_OP(local_utimens(ps, pe->pin, t, rel, ts, err), engine_eperm("utimens", rel, err));
+	PLANE_PATH_OP(mafsbx_plane_local_utimens(ps, pe->pin, t, rel, ts, err), engine_eperm("utimens", rel, err));
 }

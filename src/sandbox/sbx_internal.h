@@ -73,22 +73,22 @@ struct mafsbx_backend {
 #define SBX_KEY_WAIT_MS 120000
 /* The lock of one container name, taken within wait_ms: 0 and *out, -ENOMEM,
  * or -EBUSY (another holder kept it past the wait). */
-int sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, struct sbx_keylock **out);
-void sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l);
+int mafsbx_sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, struct sbx_keylock **out);
+void mafsbx_sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l);
 
 /* Copy of the facts of instance `id` (false when none cached). */
-bool sbx_facts_get(struct mafsbx_backend *b, const char *id, struct sbx_facts *out);
+bool mafsbx_sbx_facts_get(struct mafsbx_backend *b, const char *id, struct sbx_facts *out);
 /* Record identity (only when resolved) and/or OR-in probe bits for (id, name). */
-void sbx_facts_put_identity(struct mafsbx_backend *b, const char *id, const char *name, uid_t uid, gid_t gid);
-void sbx_facts_add_probes(struct mafsbx_backend *b, const char *id, const char *name, unsigned bits);
+void mafsbx_sbx_facts_put_identity(struct mafsbx_backend *b, const char *id, const char *name, uid_t uid, gid_t gid);
+void mafsbx_sbx_facts_add_probes(struct mafsbx_backend *b, const char *id, const char *name, unsigned bits);
 /* Forget every entry for this name or id (either may be NULL). */
-void sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id);
+void mafsbx_sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id);
 
 /*
  * Read the engine's OS now (one /version). 0 with *linux set, or the
  * engine's error; the answer is cached for the declarations.
  */
-int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err);
+int mafsbx_sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err);
 
 #ifdef MAFSBX_TEST_KNOBS
 /*
@@ -119,7 +119,7 @@ extern void *sbx_test_exec_timed_out_ctx;
  * container before its registration ends (as upstream). `res` must be freed
  * by the caller in every case.
  */
-int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
+int mafsbx_sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_request *rq,
 	     struct mafsbx_exec_result *res, struct mafsbx_error *err);
 
 /*
@@ -130,11 +130,11 @@ int sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsbx_exec_
  * (may be NULL): callers must not act at that identity. Errors only for out
  * of memory.
  */
-int sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
+int mafsbx_sbx_identity(struct mafsbx_backend *b, const char *id, const char *name, json_t *inspect, uid_t *uid,
 		 gid_t *gid, bool *resolved, char *why, size_t why_len, struct mafsbx_error *err);
 
 /* The capability probes of doc/upstream.md §4.7 for `caps`; cached per instance. EK_UNSUPPORTED on failure. */
-int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
+int mafsbx_sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const char *image, unsigned caps,
 	       struct mafsbx_error *err);
 
 /*
@@ -142,7 +142,7 @@ int sbx_probes(struct mafsbx_backend *b, const char *id, const char *name, const
  * other control bytes '?', trailing spaces cut, host paths scrubbed; at most
  * outsz - 1 bytes. `p` may be NULL (n is then ignored).
  */
-void sbx_short_text(const unsigned char *p, size_t n, char *out, size_t outsz);
+void mafsbx_sbx_short_text(const unsigned char *p, size_t n, char *out, size_t outsz);
 
 /* Parse Config.User; exposed for the unit-free test of the forms through acquire. */
 struct sbx_user_spec {
@@ -153,25 +153,25 @@ struct sbx_user_spec {
 	char *group_name;        /* non-numeric group half, or NULL */
 	bool root;               /* "" or "0:0" */
 };
-int sbx_parse_user(const char *user, struct sbx_user_spec *out);
-void sbx_user_spec_clear(struct sbx_user_spec *u);
+int mafsbx_sbx_parse_user(const char *user, struct sbx_user_spec *out);
+void mafsbx_sbx_user_spec_clear(struct sbx_user_spec *u);
 
 /* ---- dispose.c ---------------------------------------------------------- */
 /* Append a failure (detail formatted). Never fails (drops the detail on ENOMEM). */
-void sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
+void mafsbx_sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* ---- inventory.c -------------------------------------------------------- */
 /* Labels of an inspect object (Config.Labels) or a list entry (Labels): borrowed, may be NULL. */
-json_t *sbx_labels_of(json_t *obj);
-const char *sbx_label(json_t *labels, const char *key);
+json_t *mafsbx_sbx_labels_of(json_t *obj);
+const char *mafsbx_sbx_label(json_t *labels, const char *key);
 /*
  * Inspect `name` (or an ID) and require a sandbox: an ID, the identity
  * labels and no role label. 0 with *insp (caller frees) and id[]; absent:
  * EK_NO_CONTAINER "no sandbox named X"; not a sandbox: EK_NO_CONTAINER
  * "X is not a sandbox (it lacks the identity labels)"; else the engine's error.
  */
-int sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],
+int mafsbx_sbx_inspect_sandbox(struct mafsbx_backend *b, const char *name, json_t **insp, char id[65],
 			struct mafsbx_error *err);
 
 #endif

@@ -122,7 +122,7 @@ static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acqui
 	if (cfg && spec->env && spec->n_env)
 		json_object_set_new(cfg, "Env", str_array(spec->env, spec->n_env));
 	/* allowlist: on NAME-net only, the proxy variables after the caller's, IPv6 off */
-	if (cfg && egress_name && sbx_egress_workload_config(egress_name, cfg) < 0) {
+	if (cfg && egress_name && mafsbx_sbx_egress_workload_config(egress_name, cfg) < 0) {
 		json_decref(cfg);
 		cfg = NULL;
 	}
@@ -191,7 +191,7 @@ static void remove_quietly(struct mafsbx_backend *b, const char *id_or_name)
 	struct mafsbx_error e;
 	if (mafsbx_container_delete(b->engine, id_or_name, true, &e) < 0 && e.kind != MAFSBX_EK_NO_CONTAINER)
 		log_warn("could not remove container %s: %s", id_or_name, e.message);
-	sbx_facts_drop(b, NULL, id_or_name);
+	mafsbx_sbx_facts_drop(b, NULL, id_or_name);
 }
 
 /* Make sure `image` is present: inspect, else an explicit pull with the pull timeout. */
@@ -251,7 +251,7 @@ static int create_container(struct mafsbx_backend *b, const struct mafsbx_acquir
 	json_t *cfg = create_config(b, spec, image, allowlist ? name : NULL);
 	if (!cfg)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	sbx_facts_drop(b, name, NULL);
+	mafsbx_sbx_facts_drop(b, name, NULL);
 #ifdef MAFSBX_TEST_KNOBS
 	if (sbx_test_before_create)
 		sbx_test_before_create(name, sbx_test_before_create_ctx);
@@ -500,7 +500,7 @@ static int acquire_cold_os(struct mafsbx_backend *b, const char *name, struct ma
 	bool linux = true;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	if (sbx_read_os(b, &linux, &e) < 0)
+	if (mafsbx_sbx_read_os(b, &linux, &e) < 0)
 		log_warn("acquire %s: could not read the engine's OS (%s); serving anyway", name, e.message);
 	else if (!linux)
 		return os_refusal(err, "the engine no longer reports linux (%s): no sandbox is created", b->os);
@@ -515,7 +515,7 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	gid_t gid = 0;
 	bool resolved = false;
 	char why[sizeof(res->identity_why)];
-	int r = sbx_identity(b, a->id, name, a->insp, &uid, &gid, &resolved, why, sizeof(why), err);
+	int r = mafsbx_sbx_identity(b, a->id, name, a->insp, &uid, &gid, &resolved, why, sizeof(why), err);
 	if (r < 0) {
 		mafsbx_error_prefix(err, "acquire %s: resolving the guest user", name);
 		return r;
@@ -525,7 +525,7 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 					"sandbox %s: the guest user could not be resolved (%s), and %s needs it (the next "
 					"acquire retries)",
 					name, why, (spec->caps & MAFSBX_CAP_FILES_OUT) ? "files_out" : "host_tools");
-	if ((r = sbx_probes(b, a->id, name, image, spec->caps, err)) < 0)
+	if ((r = mafsbx_sbx_probes(b, a->id, name, image, spec->caps, err)) < 0)
 		return r;
 	if ((spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) && a->state == MAFSBX_ACQ_REUSED &&
 	    (warm_base_present(b, a->insp, a->id, spec->work_dir) || warm_base_heads(b, a->id, spec->work_dir))) {
@@ -574,7 +574,7 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	/* 2b. allowlist: a sandbox whose network is gone or not isolated is removed and rebuilt (doc/upstream.md §7.4) */
 	if (allowlist && a.present) {
 		bool discarded = false;
-		if ((r = sbx_egress_discard_unusable(b, name, &discarded, err)) < 0)
+		if ((r = mafsbx_sbx_egress_discard_unusable(b, name, &discarded, err)) < 0)
 			goto out;
 		if (discarded)
 			a.present = a.running = false;
@@ -582,7 +582,7 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	if (!a.running && (r = acquire_cold_os(b, name, err)) < 0)
 		goto out;
 	/* 3b. allowlist: the network and the proxy, before the workload joins them */
-	if (allowlist && (r = sbx_egress_ensure(b, spec, name, !a.present, err)) < 0)
+	if (allowlist && (r = mafsbx_sbx_egress_ensure(b, spec, name, !a.present, err)) < 0)
 		goto out;
 
 	/* 4. reuse, start, or create */
@@ -600,12 +600,12 @@ static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	}
 	if (!a.state && (r = create_container(b, spec, image, name, allowlist, &a, err)) < 0) {
 		if (allowlist && !a.present)
-			sbx_egress_teardown(b, name, NULL);
+			mafsbx_sbx_egress_teardown(b, name, NULL);
 		goto out;
 	}
 
 	/* 4b. allowlist: prove the isolation on this host, as the running workload sees it */
-	if (allowlist && ((r = inspect_into(b, a.id, &a, err)) < 0 || (r = sbx_egress_prove(b, name, a.insp, err)) < 0))
+	if (allowlist && ((r = inspect_into(b, a.id, &a, err)) < 0 || (r = mafsbx_sbx_egress_prove(b, name, a.insp, err)) < 0))
 		goto out;
 
 	/* 5. the instance, and its storage base strictly */
@@ -628,7 +628,7 @@ out:
 	if (r < 0 && a.state == MAFSBX_ACQ_CREATED && a.id[0]) {
 		remove_quietly(b, a.id);
 		if (allowlist)
-			sbx_egress_teardown(b, name, NULL);
+			mafsbx_sbx_egress_teardown(b, name, NULL);
 		mafsbx_error_prefix(err, "the new container %s was removed", name);
 		log_info("sandbox %s: the acquire failed after creating it; removed", name);
 	}
@@ -679,7 +679,7 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 		known = b->os_known, podman = b->podman;
 		pthread_mutex_unlock(&b->mu);
 		bool lx;
-		if (!known && sbx_read_os(b, &lx, &e) == 0) {
+		if (!known && mafsbx_sbx_read_os(b, &lx, &e) == 0) {
 			pthread_mutex_lock(&b->mu);
 			podman = b->podman;
 			pthread_mutex_unlock(&b->mu);
@@ -698,7 +698,7 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 		known = b->os_known, linux = b->os_linux;
 		pthread_mutex_unlock(&b->mu);
 		struct mafsbx_error e;
-		if (!known && sbx_read_os(b, &linux, &e) < 0)
+		if (!known && mafsbx_sbx_read_os(b, &linux, &e) < 0)
 			return os_refusal(err, "the engine's OS could not be read (%s), so posix is not declared",
 					  e.message);
 		if (!linux) {
@@ -718,7 +718,7 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 	mafsbx_container_name(&spec->key, spec->kind, egress_id ? egress_id : "", name);
 	free(egress_id);
 	struct sbx_keylock *l;
-	int lr = sbx_lock_name(b, name, SBX_KEY_WAIT_MS, &l);
+	int lr = mafsbx_sbx_lock_name(b, name, SBX_KEY_WAIT_MS, &l);
 	if (lr == -ENOMEM)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if (lr < 0)
@@ -726,6 +726,6 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 					     "acquire of %s: another acquire of the same key has been running for over "
 					     "%d s; retry when it ends", name, SBX_KEY_WAIT_MS / 1000);
 	int r = acquire_locked(b, spec, image, name, allowlist, res, err);
-	sbx_unlock_name(b, l);
+	mafsbx_sbx_unlock_name(b, l);
 	return r;
 }

@@ -61,7 +61,7 @@ static int from_fstat(const struct mafsbx_fstat *f, const char *rel, struct mafs
 	return 0;
 }
 
-int engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+int mafsbx_plane_engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err)
 {
 	if (!*rel) {
@@ -113,7 +113,7 @@ static int guest_list(struct mafsbx_planes *ps, const struct mafsbx_plane_target
 	return r;
 }
 
-int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+int mafsbx_plane_engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		   const char *rel, const char *const *candidates, size_t n, struct mafsbx_error *err)
 {
 	struct mafsbx_files_target ft;
@@ -138,7 +138,7 @@ int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target 
 		/* Listing a link, or through one, is refused like any other use
 		 * (this freeze, under a burst, also serves the stats below). */
 		struct mafsbx_pstat st;
-		if ((r = engine_stat(d->ps, t, base, rel, &st, err)) < 0)
+		if ((r = mafsbx_plane_engine_stat(d->ps, t, base, rel, &st, err)) < 0)
 			goto early;
 		if (st.type == MAFSBX_PT_SYMLINK) {
 			r = mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "list %s: a symbolic link is never followed", rel);
@@ -212,7 +212,7 @@ early:
 static int reserve_spool(void *ctx, uint64_t size, struct mafsbx_error *err)
 {
 	struct mafsbx_plane_file *f = ctx;
-	return plane_spool_grow(f->ps, &f->accounted, size, err);
+	return mafsbx_plane_spool_grow(f->ps, &f->accounted, size, err);
 }
 
 /* Fetch a guest file into `fd` under one freeze for f: refused at once while
@@ -220,7 +220,7 @@ static int reserve_spool(void *ctx, uint64_t size, struct mafsbx_error *err)
 static int spool_in(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		    const char *rel, uint64_t max_bytes, int fd, struct mafsbx_read_info *ri, struct mafsbx_error *err)
 {
-	int r = plane_spool_room(f->ps, err);
+	int r = mafsbx_plane_spool_room(f->ps, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_files_target ft;
@@ -231,7 +231,7 @@ static int spool_in(struct mafsbx_plane_file *f, const struct mafsbx_plane_targe
 	return mafsbx_files_read(f->ps->fz, &ft, rel, max_bytes, fd, NULL, 0, ri, err);
 }
 
-int engine_copy_frozen(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+int mafsbx_plane_engine_copy_frozen(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		       const char *rel, uint64_t max_bytes, int fd, struct mafsbx_error *err)
 {
 	struct mafsbx_read_info ri;
@@ -261,10 +261,10 @@ static int account_fill(struct mafsbx_plane_file *f, const struct mafsbx_read_in
 	f->mode = ri->mode & 07777;
 	f->mtime.tv_sec = ri->mtime;
 	f->mtime.tv_nsec = 0;
-	return plane_spool_grow(f->ps, &f->accounted, f->size, err);
+	return mafsbx_plane_spool_grow(f->ps, &f->accounted, f->size, err);
 }
 
-int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t,
+int mafsbx_plane_engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t,
 		     enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err)
 {
 	int r = file_ids(f, t, rel, err);
@@ -275,7 +275,7 @@ int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_targ
 	return r < 0 ? r : account_fill(f, &ri, err);
 }
 
-int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
+int mafsbx_plane_engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
 		      mode_t mode, struct mafsbx_error *err)
 {
 	int r = file_ids(f, t, rel, err);
@@ -286,7 +286,7 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 	uid_t uid;
 	gid_t gid;
 	mafsbx_bursts_end(f->ps->bursts, t->id);
-	if ((r = plane_identity(f->ps, t->name, &uid, &gid, err)) < 0)
+	if ((r = mafsbx_plane_identity(f->ps, t->name, &uid, &gid, err)) < 0)
 		return r;
 	f->mode = 0644;
 	if (f->flags & MAFSBX_PW_EXCL) {
@@ -319,7 +319,7 @@ int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_tar
 	 * set-id bits: new content is not what was made set-id); the content
 	 * goes. The owner comes from the tar header, a HEAD gives none. */
 	struct mafsbx_pstat st;
-	r = engine_stat(f->ps, t, MAFSBX_BASE_WORK, rel, &st, err);
+	r = mafsbx_plane_engine_stat(f->ps, t, MAFSBX_BASE_WORK, rel, &st, err);
 	f->dirty = true;
 	if (r < 0 && err && err->kind == MAFSBX_EK_NO_PATH && (f->flags & MAFSBX_PW_CREATE)) {
 		f->mode = mode & 07777;
@@ -371,7 +371,7 @@ static int stage_name(char *out, size_t n, struct mafsbx_error *err)
 
 /*
  * Remove the staged name after the PUT, whatever its outcome: the guest's
- * own rm, at the guest's authority, from the work dir (as engine_remove); a
+ * own rm, at the guest's authority, from the work dir (as mafsbx_plane_engine_remove); a
  * link put there meanwhile is unlinked, never followed. A failure is logged,
  * not returned: the target already holds its old or its new content.
  */
@@ -394,7 +394,7 @@ static void remove_stage(struct mafsbx_plane_file *f, const char *staged_rel)
 	mafsbx_exec_result_free(&res);
 }
 
-int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
+int mafsbx_plane_engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 {
 	if (!f->dirty)
 		return 0;
@@ -403,7 +403,7 @@ int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	gid_t gid = 0;
 	/* Outside any freeze: the identity may need to read the guest's passwd under its own. */
 	mafsbx_bursts_end(f->ps->bursts, f->id);
-	int r = plane_identity(f->ps, f->name, &uid, &gid, err);
+	int r = mafsbx_plane_identity(f->ps, f->name, &uid, &gid, err);
 	if (r < 0)
 		return r;
 	char stage[32];
@@ -424,13 +424,13 @@ int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	return r;
 }
 
-int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
+int mafsbx_plane_engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
 		 struct mafsbx_error *err)
 {
 	uid_t uid = 0;
 	gid_t gid = 0;
 	mafsbx_bursts_end(ps->bursts, t->id); /* the identity may need its own freeze */
-	int r = plane_identity(ps, t->name, &uid, &gid, err);
+	int r = mafsbx_plane_identity(ps, t->name, &uid, &gid, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_files_target ft;
@@ -466,7 +466,7 @@ static int remove_failure(const struct mafsbx_exec_result *res, const char *rel,
 				     res->exit_code, msg);
 }
 
-int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
+int mafsbx_plane_engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
 		  struct mafsbx_error *err)
 {
 	/* The rm runs as the image's user by the engine's own lookup, but like
@@ -474,12 +474,12 @@ int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t,
 	uid_t uid;
 	gid_t gid;
 	mafsbx_bursts_end(ps->bursts, t->id);
-	int r = plane_identity(ps, t->name, &uid, &gid, err);
+	int r = mafsbx_plane_identity(ps, t->name, &uid, &gid, err);
 	if (r < 0)
 		return r;
 	/* The frozen ancestor check first: a link or a non-directory above refuses. */
 	struct mafsbx_pstat st;
-	r = engine_stat(ps, t, MAFSBX_BASE_WORK, rel, &st, err);
+	r = mafsbx_plane_engine_stat(ps, t, MAFSBX_BASE_WORK, rel, &st, err);
 	if (r < 0)
 		return r;
 	if (dir && st.type != MAFSBX_PT_DIR)

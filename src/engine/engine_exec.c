@@ -201,7 +201,7 @@ static int exec_exited(struct mafsbx_engine *e, const char *path, const char *wh
  * busy engine) past 500 ms, so a shorter grace turned whole results into
  * false failures. A stream
  * that ends while the process runs on for longer than this was cut (a proxy,
- * the network, a restarted daemon): the caller (sbx_exec) then waits for the
+ * the network, a restarted daemon): the caller (mafsbx_sbx_exec) then waits for the
  * real end and reports the output as incomplete (EIO). A command that closes
  * its own stdout and stderr and runs on for longer is reported the same way,
  * the engine giving no way to tell it from a cut. The window that remains: a

@@ -157,7 +157,7 @@ static void keylock_drop(struct mafsbx_backend *b, struct sbx_keylock *l)
 	free(l);
 }
 
-int sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, struct sbx_keylock **out)
+int mafsbx_sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, struct sbx_keylock **out)
 {
 	*out = NULL;
 	pthread_mutex_lock(&b->mu);
@@ -194,7 +194,7 @@ int sbx_lock_name(struct mafsbx_backend *b, const char *name, long wait_ms, stru
 	return 0;
 }
 
-void sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l)
+void mafsbx_sbx_unlock_name(struct mafsbx_backend *b, struct sbx_keylock *l)
 {
 	if (!l)
 		return;
@@ -247,7 +247,7 @@ static struct sbx_facts *facts_entry(struct mafsbx_backend *b, const char *id, c
 	return f;
 }
 
-bool sbx_facts_get(struct mafsbx_backend *b, const char *id, struct sbx_facts *out)
+bool mafsbx_sbx_facts_get(struct mafsbx_backend *b, const char *id, struct sbx_facts *out)
 {
 	pthread_mutex_lock(&b->mu);
 	struct sbx_facts *f = facts_find(b, id);
@@ -260,7 +260,7 @@ bool sbx_facts_get(struct mafsbx_backend *b, const char *id, struct sbx_facts *o
 	return f != NULL;
 }
 
-void sbx_facts_put_identity(struct mafsbx_backend *b, const char *id, const char *name, uid_t uid, gid_t gid)
+void mafsbx_sbx_facts_put_identity(struct mafsbx_backend *b, const char *id, const char *name, uid_t uid, gid_t gid)
 {
 	pthread_mutex_lock(&b->mu);
 	struct sbx_facts *f = facts_entry(b, id, name);
@@ -272,7 +272,7 @@ void sbx_facts_put_identity(struct mafsbx_backend *b, const char *id, const char
 	pthread_mutex_unlock(&b->mu);
 }
 
-void sbx_facts_add_probes(struct mafsbx_backend *b, const char *id, const char *name, unsigned bits)
+void mafsbx_sbx_facts_add_probes(struct mafsbx_backend *b, const char *id, const char *name, unsigned bits)
 {
 	pthread_mutex_lock(&b->mu);
 	struct sbx_facts *f = facts_entry(b, id, name);
@@ -281,7 +281,7 @@ void sbx_facts_add_probes(struct mafsbx_backend *b, const char *id, const char *
 	pthread_mutex_unlock(&b->mu);
 }
 
-void sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id)
+void mafsbx_sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id)
 {
 	pthread_mutex_lock(&b->mu);
 	for (struct sbx_facts **pp = &b->facts; *pp;) {
@@ -301,7 +301,7 @@ void sbx_facts_drop(struct mafsbx_backend *b, const char *name, const char *id)
 
 /* ---- OS family ---------------------------------------------------------- */
 
-int sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err)
+int mafsbx_sbx_read_os(struct mafsbx_backend *b, bool *linux, struct mafsbx_error *err)
 {
 	struct mafsbx_engine_version v;
 	memset(&v, 0, sizeof(v));

@@ -90,69 +90,69 @@ struct mafsbx_plane_file {
 
 /* ---- plane.c ------------------------------------------------------------- */
 /* Path text check shared by both planes: no empty, "." or ".." component. */
-int plane_rel_check(const char *rel, struct mafsbx_error *err);
+int mafsbx_plane_rel_check(const char *rel, struct mafsbx_error *err);
 /* The guest identity (in the guest's ids) a mutation runs at: EACCES while
  * it is unresolved, whatever the image. */
-int plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t *gid, struct mafsbx_error *err);
+int mafsbx_plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid, gid_t *gid, struct mafsbx_error *err);
 /* The guest identity as host credentials for a pinned container (EACCES while unresolved). */
-int plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
+int mafsbx_plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
 		     struct mafsbx_guestcred *out, struct mafsbx_error *err);
 /* Spool accounting: reserve `more` bytes (EK_NOMEM ENOMEM past the budget). */
-int plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err);
+int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err);
 /* Refuses (ENOMEM) a new spool while the open files hold the whole budget,
  * before anything is fetched: a doomed open neither freezes the guest nor
  * copies a byte. */
-int plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err);
-void plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted);
+int mafsbx_plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err);
+void mafsbx_plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted);
 
 /* ---- plane_local.c ------------------------------------------------------- */
-int local_stat(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_stat(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 	       enum mafsbx_plane_base base, const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err);
-int local_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		  enum mafsbx_plane_base base, const char *rel, struct mafsbx_error *err);
-int local_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane_dir_fn fn, void *ctx);
-void local_closedir(struct mafsbx_plane_dir *d);
-int local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane_dir_fn fn, void *ctx);
+void mafsbx_plane_local_closedir(struct mafsbx_plane_dir *d);
+int mafsbx_plane_local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		    enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err);
-int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
+int mafsbx_plane_local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 		     const struct mafsbx_plane_target *t, const char *rel, mode_t mode, struct mafsbx_error *err);
-int local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
-void local_close(struct mafsbx_plane_file *f);
+int mafsbx_plane_local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
+void mafsbx_plane_local_close(struct mafsbx_plane_file *f);
 /* Make the missing directories of the absolute `base` beneath the pinned root (ancestors the guest's
  * root's, the base uid:gid's, 0755), no link followed, no other mount entered. 0 or an error. */
-int local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid, gid_t gid, unsigned *made,
+int mafsbx_plane_local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid, gid_t gid, unsigned *made,
 		       struct mafsbx_error *err);
-int local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		const char *rel, mode_t mode, struct mafsbx_error *err);
-int local_remove(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_remove(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		 const char *rel, bool dir, struct mafsbx_error *err);
-int local_rename(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_rename(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		 const char *from, const char *to, unsigned flags, struct mafsbx_error *err);
-int local_chmod(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_chmod(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		const char *rel, mode_t mode, struct mafsbx_error *err);
-int local_truncate(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_truncate(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		   const char *rel, uint64_t size, struct mafsbx_error *err);
-int local_utimens(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_utimens(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		  const char *rel, const struct timespec ts[2], struct mafsbx_error *err);
 
 /* ---- plane_engine.c ------------------------------------------------------ */
-int engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+int mafsbx_plane_engine_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err);
-int engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+int mafsbx_plane_engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		   const char *rel, const char *const *candidates, size_t n, struct mafsbx_error *err);
-int engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t,
+int mafsbx_plane_engine_open_read(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t,
 		     enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err);
-int engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
+int mafsbx_plane_engine_open_write(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, const char *rel,
 		      mode_t mode, struct mafsbx_error *err);
-int engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
-int engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
+int mafsbx_plane_engine_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err);
+int mafsbx_plane_engine_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
 		 struct mafsbx_error *err);
-int engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
+int mafsbx_plane_engine_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
 		  struct mafsbx_error *err);
 /* Copy a guest file under one freeze into `fd` (a memfd) for f, counted
  * against the spool budget like the engine plane's: frozen_reads on the
  * local plane. */
-int engine_copy_frozen(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
+int mafsbx_plane_engine_copy_frozen(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		       const char *rel, uint64_t max_bytes, int fd, struct mafsbx_error *err);
 
 #endif

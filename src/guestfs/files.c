@@ -449,7 +449,7 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 		if (r < 0)
 			goto out;
 	}
-	/* the bytes count only if the freeze provably held throughout (src/freeze.h) */
+	/* the bytes count only if the freeze provably held throughout (src/freeze/freeze.h) */
 	if ((r = mafsbx_freeze_verify(k.fr, err)) < 0)
 		goto out;
 	if (info) {
@@ -611,7 +611,7 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 	r = mafsbx_archive_put(k.eng, t->container, "/", body, body_len, err);
 	call_wrote(&k); /* even a failed PUT may have changed something */
 	if (r == 0)
-		r = mafsbx_freeze_verify(k.fr, err); /* unproven (src/freeze.h), the write is reported failed */
+		r = mafsbx_freeze_verify(k.fr, err); /* unproven (src/freeze/freeze.h), the write is reported failed */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not write %.300s", resolved);
 out:
@@ -719,7 +719,7 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 		goto out;
 	r = mafsbx_archive_put(k.eng, container, "/", body, body_len, err);
 	if (r == 0)
-		r = mafsbx_freeze_verify(k.fr, err); /* the freeze must be proven to have held: src/freeze.h */
+		r = mafsbx_freeze_verify(k.fr, err); /* the freeze must be proven to have held: src/freeze/freeze.h */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not create the working directory %.200s", nb);
 	else if (created)

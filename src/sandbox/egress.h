@@ -96,7 +96,7 @@ extern bool sbx_test_egress_hide_bridge;
  * network is unusable (not proven isolated) or gone, remove the workload,
  * its proxy and network. *discarded tells whether it did.
  */
-int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool *discarded,
+int mafsbx_sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool *discarded,
 				struct mafsbx_error *err);
 /*
  * Build or adopt NAME-net and NAME-proxy (doc/upstream.md §7.2). A running proxy
@@ -104,18 +104,18 @@ int sbx_egress_discard_unusable(struct mafsbx_backend *b, const char *name, bool
  * otherwise it is recreated. With `fresh` (no workload), a failure removes
  * the proxy then the network.
  */
-int sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
+int mafsbx_sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
 		      bool fresh, struct mafsbx_error *err);
 /* Put the workload on NAME-net with the proxy variables and IPv6 off (the create body). */
-int sbx_egress_workload_config(const char *name, json_t *cfg);
+int mafsbx_sbx_egress_workload_config(const char *name, json_t *cfg);
 /* The proof, after the workload is on the network (`insp` its inspect). Failure: everything torn down. */
-int sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err);
+int mafsbx_sbx_egress_prove(struct mafsbx_backend *b, const char *name, json_t *insp, struct mafsbx_error *err);
 /*
  * Before a proxy is removed: read its decisions and log them (a summary at
  * info, each line at debug), since NAME/egress goes with the proxy.
  */
-void sbx_egress_drain(struct mafsbx_backend *b, const char *proxy);
+void mafsbx_sbx_egress_drain(struct mafsbx_backend *b, const char *proxy);
 /* Remove workload (when given), proxy, then network; logs what it could not remove. */
-void sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char *workload);
+void mafsbx_sbx_egress_teardown(struct mafsbx_backend *b, const char *name, const char *workload);
 
 #endif

@@ -110,7 +110,7 @@ static int guest_path(const struct mafsbx_plane_target *t, enum mafsbx_plane_bas
 	size_t l = strlen(wdc);
 	while (l && wdc[l - 1] == '/')
 		wdc[--l] = '\0';
-	if (*wdc && plane_rel_check(wdc, err) < 0)
+	if (*wdc && mafsbx_plane_rel_check(wdc, err) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "work dir %s: not a plain absolute path", t->work_dir);
 	int n;
 	if (*wdc && *rel)
@@ -183,7 +183,7 @@ static int refuse_type(mode_t m, const char *what, const char *rel, struct mafsb
 				"%s %s: not a regular file (fifos, sockets and devices are never opened)", what, rel);
 }
 
-int local_stat(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_stat(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 	       enum mafsbx_plane_base base, const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err)
 {
 	(void)ps;
@@ -212,7 +212,7 @@ static uint64_t mount_id_of(int dirfd, const char *name, int flags)
 	return sx.stx_mnt_id;
 }
 
-int local_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		  enum mafsbx_plane_base base, const char *rel, struct mafsbx_error *err)
 {
 	char path[LP_PATH_MAX];
@@ -235,7 +235,7 @@ int local_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_pin *pin, cons
 	return 0;
 }
 
-int local_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane_dir_fn fn, void *ctx)
+int mafsbx_plane_local_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane_dir_fn fn, void *ctx)
 {
 	DIR *dp = d->dirp;
 	if (pos == 0)
@@ -277,7 +277,7 @@ int local_readdir(struct mafsbx_plane_dir *d, uint64_t pos, mafsbx_plane_dir_fn 
 	}
 }
 
-void local_closedir(struct mafsbx_plane_dir *d)
+void mafsbx_plane_local_closedir(struct mafsbx_plane_dir *d)
 {
 	if (d->dirp)
 		closedir(d->dirp);
@@ -286,7 +286,7 @@ void local_closedir(struct mafsbx_plane_dir *d)
 
 /* ---- reads --------------------------------------------------------------- */
 
-int local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		    enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes, struct mafsbx_error *err)
 {
 	char path[LP_PATH_MAX];
@@ -319,7 +319,7 @@ int local_open_read(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin, c
 			r = lp_err(err, errno, "read", rel);
 			goto out;
 		}
-		r = engine_copy_frozen(f, t, base, rel, max_bytes, mfd, err);
+		r = mafsbx_plane_engine_copy_frozen(f, t, base, rel, max_bytes, mfd, err);
 		if (r < 0) {
 			close(mfd);
 			goto out;
@@ -492,11 +492,11 @@ static int write_keep_content(struct mafsbx_plane_file *f, int target, const str
 	return c < 0 ? -c : 0;
 }
 
-int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
+int mafsbx_plane_local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 		     const struct mafsbx_plane_target *t, const char *rel, mode_t mode, struct mafsbx_error *err)
 {
 	const char *leaf;
-	int r = plane_guest_cred(f->ps, pin, t->name, &f->cred, err);
+	int r = mafsbx_plane_guest_cred(f->ps, pin, t->name, &f->cred, err);
 	if (r < 0)
 		return r;
 	f->parent = open_parent(pin, t, rel, "write", &leaf, err);
@@ -535,7 +535,7 @@ int local_open_write(struct mafsbx_plane_file *f, const struct mafsbx_pin *pin,
 	return 0;
 }
 
-int local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
+int mafsbx_plane_local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 {
 	if (!f->dirty)
 		return 0;
@@ -559,7 +559,7 @@ int local_commit(struct mafsbx_plane_file *f, struct mafsbx_error *err)
 	return 0;
 }
 
-void local_close(struct mafsbx_plane_file *f)
+void mafsbx_plane_local_close(struct mafsbx_plane_file *f)
 {
 	/* A new file whose writes failed, or whose writer was killed, is not
 	 * left behind half-written: remove it, if it is still the one we made. */
@@ -605,7 +605,7 @@ void local_close(struct mafsbx_plane_file *f)
 	do {                                                                         \
 		struct mafsbx_guestcred c_;                                          \
 		struct mafsbx_guestcred_saved s_;                                    \
-		int r_ = plane_guest_cred((ps), (pin), (t)->name, &c_, err);         \
+		int r_ = mafsbx_plane_guest_cred((ps), (pin), (t)->name, &c_, err);         \
 		if (r_ < 0)                                                          \
 			goto done_;                                                  \
 		if ((r_ = mafsbx_guestcred_enter(&c_, &s_)) < 0) {                   \
@@ -620,7 +620,7 @@ void local_close(struct mafsbx_plane_file *f)
 		r = r_;                                                              \
 	} while (0)
 
-int local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid, gid_t gid, unsigned *made,
+int mafsbx_plane_local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid, gid_t gid, unsigned *made,
 		       struct mafsbx_error *err)
 {
 	*made = 0;
@@ -693,7 +693,7 @@ int local_prepare_base(const struct mafsbx_pin *pin, const char *base, uid_t uid
 	return r;
 }
 
-int local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		const char *rel, mode_t mode, struct mafsbx_error *err)
 {
 	const char *leaf;
@@ -708,7 +708,7 @@ int local_mkdir(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const st
 	return r;
 }
 
-int local_remove(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_remove(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		 const char *rel, bool dir, struct mafsbx_error *err)
 {
 	const char *leaf;
@@ -721,7 +721,7 @@ int local_remove(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const s
 	return r;
 }
 
-int local_rename(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_rename(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		 const char *from, const char *to, unsigned flags, struct mafsbx_error *err)
 {
 	const char *lf, *lt;
@@ -763,7 +763,7 @@ static int open_target(const struct mafsbx_pin *pin, const struct mafsbx_plane_t
 	return r;
 }
 
-int local_chmod(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_chmod(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		const char *rel, mode_t mode, struct mafsbx_error *err)
 {
 	int fd = open_target(pin, t, rel, "chmod", true, err);
@@ -779,7 +779,7 @@ int local_chmod(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const st
 	return r;
 }
 
-int local_utimens(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_utimens(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		  const char *rel, const struct timespec ts[2], struct mafsbx_error *err)
 {
 	int fd = open_target(pin, t, rel, "utimens", true, err);
@@ -795,7 +795,7 @@ int local_utimens(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const 
 	return r;
 }
 
-int local_truncate(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
+int mafsbx_plane_local_truncate(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
 		   const char *rel, uint64_t size, struct mafsbx_error *err)
 {
 	if (size > INT64_MAX)
