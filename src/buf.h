@@ -30,6 +30,17 @@ void mafsbx_buf_free(struct mafsbx_buf *b);
 /* Hand the memory to the caller (never NULL on success: "" for empty); the buffer is reset. */
 char *mafsbx_buf_steal(struct mafsbx_buf *b, size_t *len);
 
+/*
+ * Room for at least `need` elements of `size` bytes in the array *arrp (any
+ * object pointer, passed by address) whose capacity, in elements, is *cap:
+ * the capacity doubles from `first` until it holds `need`, clamped to `max`
+ * elements (0: no bound; a `need` over `max` is refused). 0, or -ENOMEM
+ * when the memory cannot be had: realloc failed, or the size in bytes does
+ * not fit a size_t (never a wrapped size). On failure *arrp and *cap are as
+ * they were.
+ */
+int mafsbx_array_grow(void *arrp, size_t *cap, size_t need, size_t size, size_t first, size_t max);
+
 /* Cleanup helpers in the lxcfs style. */
 static inline void mafsbx_freep(void *p) { free(*(void **)p); }
 static inline void mafsbx_closep(int *fd) { if (*fd >= 0) close(*fd); }

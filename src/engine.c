@@ -236,18 +236,8 @@ static int demux_put(struct mafsbx_demux *d, const unsigned char *p, size_t n)
 		res->truncated = true;
 	if (!take)
 		return 0;
-	if (*len + take + 1 > *cap) {
-		size_t nc = *cap ? *cap : 256;
-		while (nc < *len + take + 1)
-			nc *= 2;
-		if (nc > d->max_output + 1)
-			nc = d->max_output + 1;
-		unsigned char *nb = realloc(*buf, nc);
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = nc;
-	}
+	if (mafsbx_array_grow(buf, cap, *len + take + 1, 1, 256, d->max_output + 1) < 0)
+		return -ENOMEM;
 	memcpy(*buf + *len, p, take);
 	*len += take;
 	(*buf)[*len] = '\0';

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "buf.h"
 #include "burst.h"
 #include "engine.h"
 #include "guestpath.h"
@@ -136,14 +137,8 @@ static const struct head_ans *head(struct fcall *k, const char *path, long long 
 			return &c->v[i];
 	static const struct head_ans nomem = { .rc = -ENOMEM, .err = { .kind = MAFSBX_EK_NOMEM, .err = ENOMEM,
 									 .type = "MemoryError", .message = "out of memory" } };
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 16;
-		struct head_ans *nv = realloc(c->v, nc * sizeof(*nv));
-		if (!nv)
-			return &nomem;
-		c->v = nv;
-		c->cap = nc;
-	}
+	if (mafsbx_array_grow(&c->v, &c->cap, c->n + 1, sizeof(*c->v), 16, 0) < 0)
+		return &nomem;
 	struct head_ans *a = &c->v[c->n];
 	memset(a, 0, sizeof(*a));
 	a->path = strdup(path);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "duration.h"
 #include "log.h"
 #include "sbx_internal.h"
@@ -188,14 +189,8 @@ static int list_one(json_t *c, void *ctx)
 	if (!nm || !mafsbx_is_workload_name(nm) || !mafsbx_has_identity_labels(labels) ||
 	    sbx_label(labels, MAFSBX_LABEL_ROLE))
 		return 0;
-	if (acc->n == acc->cap) {
-		size_t cap = acc->cap ? acc->cap * 2 : 64;
-		struct mafsbx_sandbox_info *p = realloc(acc->a, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		acc->a = p;
-		acc->cap = cap;
-	}
+	if (mafsbx_array_grow(&acc->a, &acc->cap, acc->n + 1, sizeof(*acc->a), 64, 0) < 0)
+		return -ENOMEM;
 	const char *state = json_string_value(json_object_get(c, "State"));
 	json_t *created = json_object_get(c, "Created");
 	if (fill_info(acc->b, &acc->a[acc->n], nm, json_string_value(json_object_get(c, "Id")), state,
