@@ -192,11 +192,14 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 		goto out;
 	json_t *body = mafsbx_dispose_result_json(&res);
 	json_t *o = json_object();
-	json_object_set_new(o, "ok", json_true());
-	if (body) {
-		json_object_update(o, body);
+	if (!body || !o || json_object_set_new(o, "ok", json_true()) < 0 || json_object_update(o, body) < 0) {
 		json_decref(body);
+		json_decref(o);
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "dispose: out of memory for the reply (%u removed)",
+				     res.disposed);
+		goto out;
 	}
+	json_decref(body);
 	*reply = o;
 out:
 	mafsbx_dispose_result_free(&res);
