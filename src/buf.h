@@ -12,6 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <jansson.h>
+
 struct mafsbx_buf {
 	char *data;   /* NULL until the first append; data[len] == '\0' after any append */
 	size_t len;
@@ -41,11 +44,22 @@ char *mafsbx_buf_steal(struct mafsbx_buf *b, size_t *len);
  */
 int mafsbx_array_grow(void *arrp, size_t *cap, size_t need, size_t size, size_t first, size_t max);
 
-/* Cleanup helpers in the lxcfs style. */
+/*
+ * Cleanup helpers in the lxcfs style: a variable so declared is released
+ * when it goes out of scope, so an early return cannot leak it. Hand it on
+ * with move_ptr/move_fd (below). __do_buf frees a struct mafsbx_buf,
+ * __do_json drops one reference of a json_t (NULL is fine), __do_closedir
+ * closes a DIR (and the fd fdopendir took).
+ */
 static inline void mafsbx_freep(void *p) { free(*(void **)p); }
 static inline void mafsbx_closep(int *fd) { if (*fd >= 0) close(*fd); }
+static inline void mafsbx_json_decrefp(json_t **j) { json_decref(*j); }
+static inline void mafsbx_closedirp(DIR **d) { if (*d) closedir(*d); }
 #define __do_free __attribute__((cleanup(mafsbx_freep)))
 #define __do_close __attribute__((cleanup(mafsbx_closep)))
+#define __do_buf __attribute__((cleanup(mafsbx_buf_free)))
+#define __do_json __attribute__((cleanup(mafsbx_json_decrefp)))
+#define __do_closedir __attribute__((cleanup(mafsbx_closedirp)))
 
 /* Move a pointer out of a cleanup-owned variable. */
 #define move_ptr(p) ({ __typeof__(p) __tmp = (p); (p) = NULL; __tmp; })
