@@ -483,11 +483,15 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 	char *p = allow + sprintf(allow, "MAF_SANDBOX_ALLOW=");
 	for (size_t i = 0; i < spec->n_egress_allow; i++)
 		p += sprintf(p, "%s%s", i ? "," : "", spec->egress_allow[i]);
-	json_array_append_new(env, json_string(allow));
-	if (b->cfg.egress_allow_nonglobal)
-		json_array_append_new(env, json_string("MAFSBX_PROXY_ALLOW_NONGLOBAL=1"));
-	json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution));
-	json_object_set_new(labels, MAFSBX_LABEL_ROLE, json_string("proxy"));
+	/* a proxy without its allowlist or its role label is never made: a setting lost is ENOMEM */
+	if (json_array_append_new(env, json_string(allow)) < 0 ||
+	    (b->cfg.egress_allow_nonglobal &&
+	     json_array_append_new(env, json_string("MAFSBX_PROXY_ALLOW_NONGLOBAL=1")) < 0) ||
+	    json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution)) < 0 ||
+	    json_object_set_new(labels, MAFSBX_LABEL_ROLE, json_string("proxy")) < 0) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto out;
+	}
 	/* Upstream gives the proxy no hardening; it needs no capability (port 3128) and no privilege. */
 	json_t *hc = json_pack("{s:s, s:[s], s:[s], s:I}", "NetworkMode", net, "SecurityOpt", "no-new-privileges",
 			       "CapDrop", "ALL", "PidsLimit", (json_int_t)(PROXY_PIDS_LIMIT));

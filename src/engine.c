@@ -906,7 +906,11 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's events are not JSON: %s", je.text);
 			goto out;
 		}
-		json_array_append_new(a, ev);
+		if (json_array_append_new(a, ev) < 0) {
+			json_decref(a);
+			r = nomem(err);
+			goto out;
+		}
 		p += je.position;
 		left -= (size_t)je.position;
 	}
@@ -1160,7 +1164,10 @@ static json_t *string_array(const char *const *v, bool *bad)
 			json_decref(a);
 			return NULL;
 		}
-		json_array_append_new(a, s);
+		if (json_array_append_new(a, s) < 0) {
+			json_decref(a);
+			return NULL;
+		}
 	}
 	return a;
 }
@@ -1207,14 +1214,14 @@ static json_t *exec_config(const struct mafsbx_exec_request *rq, const char *wha
 		*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
 	else if (!cmd || !cfg || (rq->env && !env))
 		*r = nomem(err);
+	if (*r == 0 && (json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL ||
+									      rq->stdin_from_fd)) < 0 ||
+			json_object_set_new(cfg, "AttachStdout", json_true()) < 0 ||
+			json_object_set_new(cfg, "AttachStderr", json_true()) < 0 ||
+			json_object_set_new(cfg, "Tty", json_false()) < 0 || json_object_set(cfg, "Cmd", cmd) < 0 ||
+			(env && json_object_set(cfg, "Env", env) < 0)))
+		*r = nomem(err);
 	if (*r == 0) {
-		json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL || rq->stdin_from_fd));
-		json_object_set_new(cfg, "AttachStdout", json_true());
-		json_object_set_new(cfg, "AttachStderr", json_true());
-		json_object_set_new(cfg, "Tty", json_false());
-		json_object_set(cfg, "Cmd", cmd);
-		if (env)
-			json_object_set(cfg, "Env", env);
 		if (rq->user && (json_object_set_new(cfg, "User", json_string(rq->user)) < 0))
 			*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: user is not valid UTF-8", what);
 		else if (rq->workdir && (json_object_set_new(cfg, "WorkingDir", json_string(rq->workdir)) < 0))
