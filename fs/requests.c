@@ -63,23 +63,31 @@ static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, con
 	mfs_invalidate_sandbox(fs, res.name);
 
 	json_t *o = json_object();
-	json_object_set_new(o, "ok", json_true());
-	json_object_set_new(o, "name", json_string(res.name));
-	json_object_set_new(o, "id", json_string(res.id));
-	json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
-	json_object_set_new(o, "path", json_string(res.name));
-	json_object_set_new(o, "work_dir", mfs_json_text(res.work_dir));
+	int bad = o ? 0 : -1;
+	bad |= json_object_set_new(o, "ok", json_true());
+	bad |= json_object_set_new(o, "name", json_string(res.name));
+	bad |= json_object_set_new(o, "id", json_string(res.id));
+	bad |= json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
+	bad |= json_object_set_new(o, "path", json_string(res.name));
+	bad |= json_object_set_new(o, "work_dir", mfs_json_text(res.work_dir));
 	if (res.identity_resolved) {
-		json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
-		json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
+		bad |= json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
+		bad |= json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
 	} else {
 		/* No number at all: a 0 here would read as root. */
-		json_object_set_new(o, "uid", json_null());
-		json_object_set_new(o, "gid", json_null());
-		json_object_set_new(o, "identity", mfs_json_text(res.identity_why));
+		bad |= json_object_set_new(o, "uid", json_null());
+		bad |= json_object_set_new(o, "gid", json_null());
+		bad |= json_object_set_new(o, "identity", mfs_json_text(res.identity_why));
 	}
 	if (res.warning[0])
-		json_object_set_new(o, "warnings", json_pack("[s]", res.warning));
+		bad |= json_object_set_new(o, "warnings", json_pack("[s]", res.warning));
+	if (bad) {
+		/* the sandbox is there (the mount lists it); only this reply cannot say so */
+		json_decref(o);
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "acquired %s but its reply could not be built: out of memory",
+				     res.name);
+		goto out;
+	}
 	*reply = o;
 out:
 	mafsbx_acquire_spec_free(spec);
@@ -235,28 +243,32 @@ static size_t exec_reply_cost(const struct mafsbx_exec_result *res)
 json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 {
 	json_t *o = json_object();
+	int bad = o ? 0 : -1;
 	if (with_ok)
-		json_object_set_new(o, "ok", json_true());
+		bad |= json_object_set_new(o, "ok", json_true());
 	size_t ol = 0, el = 0;
 	bool ocut = false, ecut = false;
-	char *out = mfs_utf8_view(res->out, res->out_len, MFS_TEXT_VIEW_MAX, &ol, &ocut);
-	char *errt = mfs_utf8_view(res->err, res->err_len, MFS_TEXT_VIEW_MAX, &el, &ecut);
-	char *out64 = mafsbx_base64_encode(res->out, res->out_len, MAFSBX_B64_STD);
-	char *err64 = mafsbx_base64_encode(res->err, res->err_len, MAFSBX_B64_STD);
-	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
-	json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : json_string(""));
-	json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : json_string(""));
-	free(out);
-	free(errt);
-	json_object_set_new(o, "stdout_b64", json_string(out64 ? out64 : ""));
-	json_object_set_new(o, "stderr_b64", json_string(err64 ? err64 : ""));
-	free(out64);
-	free(err64);
-	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
-	json_object_set_new(o, "truncated", json_boolean(res->truncated));
+	__do_free char *out = mfs_utf8_view(res->out, res->out_len, MFS_TEXT_VIEW_MAX, &ol, &ocut);
+	__do_free char *errt = mfs_utf8_view(res->err, res->err_len, MFS_TEXT_VIEW_MAX, &el, &ecut);
+	__do_free char *out64 = mafsbx_base64_encode(res->out, res->out_len, MAFSBX_B64_STD);
+	__do_free char *err64 = mafsbx_base64_encode(res->err, res->err_len, MAFSBX_B64_STD);
+	/* a view or an encoding that could not be made would pass for no output at all */
+	if (!out || !errt || !out64 || !err64)
+		bad = -1;
+	bad |= json_object_set_new(o, "exit_code", json_integer(res->exit_code));
+	bad |= json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : NULL);
+	bad |= json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : NULL);
+	bad |= json_object_set_new(o, "stdout_b64", out64 ? json_string(out64) : NULL);
+	bad |= json_object_set_new(o, "stderr_b64", err64 ? json_string(err64) : NULL);
+	bad |= json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	bad |= json_object_set_new(o, "truncated", json_boolean(res->truncated));
 	/* the views were cut to bound the reply; the _b64 members hold every byte */
-	json_object_set_new(o, "text_truncated", json_boolean(ocut || ecut));
-	json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
+	bad |= json_object_set_new(o, "text_truncated", json_boolean(ocut || ecut));
+	bad |= json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 
@@ -309,6 +321,10 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 		}
 		*reply = mfs_exec_fields(&res, r == 0);
 		mfs_reply_budget_hold_until_dump(fs, cost);
+		if (!*reply && r == 0)
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM,
+					     "the command ran (exit code %lld) but its reply could not be built: out of memory",
+					     (long long)res.exit_code);
 	}
 out:
 	mafsbx_exec_result_free(&res);
