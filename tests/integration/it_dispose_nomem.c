@@ -3,7 +3,9 @@
  * the sandboxes to remove reports the one it could not keep as a failure
  * (code unknown, naming it), instead of success with 0; and when even that
  * failure cannot be recorded, the disposal answers ENOMEM rather than a
- * success with no failures. This program is linked with -Wl,--wrap=strdup
+ * success with no failures. A lookup that cannot copy the sandbox's work
+ * dir is ENOMEM, not an entry whose work dir reads as the default one.
+ * This program is linked with -Wl,--wrap=strdup
  * and -Wl,--wrap=realloc: the wrappers fail the copy of one armed name,
  * once, and (when asked) the next realloc after it, as an exhausted heap
  * would.
@@ -104,12 +106,45 @@ static void test_unrecorded_failure_is_enomem(void **state)
 	assert_false(sbxt_exists(a.name));
 }
 
+/* The work-dir label's copy fails: ENOMEM, never an entry without its work dir. */
+static void test_lookup_without_work_dir_is_enomem(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	struct mafsbx_acquire_result a;
+	sbxt_acquire_ok(scope, "a", "k1", "\"capabilities\":[],\"work_dir\":\"/srv/nomem-wd\"", &a);
+
+	struct mafsbx_sandbox_info info;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	snprintf(armed, sizeof(armed), "%s", "/srv/nomem-wd");
+	int r = mafsbx_sandbox_lookup(sbxt_g.b, a.name, &info, &e);
+	assert_int_equal(armed[0], '\0');   /* the armed copy was attempted */
+	if (r == 0) {
+		const char *wd = info.work_dir ? info.work_dir : "(none: the default would be shown)";
+		char shown[128];
+		snprintf(shown, sizeof(shown), "%s", wd);
+		mafsbx_sandbox_info_clear(&info);
+		sbxt_dispose_scope(scope);
+		fail_msg("the lookup succeeded with work_dir %s", shown);
+	}
+	assert_int_equal(r, -ENOMEM);
+
+	/* with memory again, the same lookup has it */
+	assert_int_equal(mafsbx_sandbox_lookup(sbxt_g.b, a.name, &info, &e), 0);
+	assert_string_equal(info.work_dir, "/srv/nomem-wd");
+	mafsbx_sandbox_info_clear(&info);
+	assert_int_equal(sbxt_dispose_scope(scope), 1);
+}
+
 int main(void)
 {
 	sbxt_open();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nomem_while_listing_is_a_failure),
 		cmocka_unit_test(test_unrecorded_failure_is_enomem),
+		cmocka_unit_test(test_lookup_without_work_dir_is_enomem),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	sbxt_close();
