@@ -373,7 +373,7 @@ static int slurp(const char *path, char **data, size_t *len, time_t *mtime, stru
 			continue;
 		if (n < 0) {
 			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot read %s: %s", path,
-							 strerror(errno));
+						     strerror(errno));
 		}
 		if (n == 0)
 			break;
