@@ -42,10 +42,26 @@ static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error 
 				     "field 'scope': this mount serves only scope '%s'", fs->opt.scope);
 }
 
+/* Cleanup forms for the parsed requests. */
+static void acquire_spec_freep(struct mafsbx_acquire_spec **s)
+{
+	mafsbx_acquire_spec_free(*s);
+}
+
+static void dispose_spec_freep(struct mafsbx_dispose_spec **s)
+{
+	mafsbx_dispose_spec_free(*s);
+}
+
+static void exec_spec_freep(struct mafsbx_exec_spec **s)
+{
+	mafsbx_exec_spec_free(*s);
+}
+
 static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
 		       struct mafsbx_error *err)
 {
-	struct mafsbx_acquire_spec *spec = NULL;
+	__attribute__((cleanup(acquire_spec_freep))) struct mafsbx_acquire_spec *spec = NULL;
 	struct mafsbx_acquire_result res;
 	memset(&res, 0, sizeof(res));
 	int r = mafsbx_acquire_spec_parse(req, cfg, &spec, err);
@@ -53,11 +69,11 @@ static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, con
 		return r;
 	r = scope_refused(fs, spec->key.scope, err);
 	if (r < 0)
-		goto out;
+		return r;
 	/* Probes are execs: the library keeps them and freezes from overlapping. */
 	r = mafsbx_sandbox_acquire(fs->backend, spec, &res, err);
 	if (r < 0)
-		goto out;
+		return r;
 	if (spec->n_outputs)
 		mfs_extra_add_outputs(fs, res.id, spec->outputs, spec->n_outputs);
 	mfs_invalidate_sandbox(fs, res.name);
@@ -84,13 +100,10 @@ static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, con
 	if (bad) {
 		/* the sandbox is there (the mount lists it); only this reply cannot say so */
 		json_decref(o);
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "acquired %s but its reply could not be built: out of memory",
-				     res.name);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "acquired %s but its reply could not be built: out of memory",
+					res.name);
 	}
 	*reply = o;
-out:
-	mafsbx_acquire_spec_free(spec);
 	return r;
 }
 
@@ -129,8 +142,8 @@ static void invalidate_matching(struct mfs *fs, const struct mafsbx_dispose_spec
 
 static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
 {
-	struct mafsbx_dispose_spec *spec = NULL;
-	struct mafsbx_dispose_result res;
+	__attribute__((cleanup(dispose_spec_freep))) struct mafsbx_dispose_spec *spec = NULL;
+	__attribute__((cleanup(mafsbx_dispose_result_free))) struct mafsbx_dispose_result res;
 	memset(&res, 0, sizeof(res));
 	int r = mafsbx_dispose_spec_parse(req, &spec, err);
 	if (r < 0)
@@ -151,18 +164,16 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 			snprintf(id, sizeof(id), "%s", info.id);
 			mafsbx_sandbox_info_clear(&info);
 			if (!ours) {
-				r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
-							  "sandbox '%s' is not in this mount's scope '%s'",
-							  spec->name, fs->opt.scope);
-				goto out;
+				return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
+							     "sandbox '%s' is not in this mount's scope '%s'",
+							     spec->name, fs->opt.scope);
 			}
 		} else if (e2.kind != MAFSBX_EK_NO_CONTAINER) {
 			if (err)
 				*err = e2;
 			mafsbx_error_prefix(err, "dispose %s: cannot check what it is, so nothing was removed",
 					    spec->name);
-			r = mafsbx_error_errno(&e2, -EIO);
-			goto out;
+			return mafsbx_error_errno(&e2, -EIO);
 		}
 		if (spec->reclaim) {   /* {"name", "reclaim": DIR}: remove DIR, keep the sandbox (reclaim.h) */
 			struct mafsbx_reclaim_result done;
@@ -174,13 +185,13 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 				free(p);
 			}
 			mfs_invalidate_sandbox(fs, spec->name);
-			goto out;
+			return r;
 		}
 		/* absent or not a sandbox: dispose by name removes only what carries the identity labels */
 	} else {
 		r = scope_refused(fs, spec->key.scope, err);
 		if (r < 0)
-			goto out;
+			return r;
 		invalidate_matching(fs, spec);
 	}
 	if (id[0])
@@ -197,21 +208,17 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 		mfs_invalidate_sandbox(fs, NULL);
 	}
 	if (r < 0)
-		goto out;
+		return r;
 	json_t *body = mafsbx_dispose_result_json(&res);
 	json_t *o = json_object();
 	if (!body || !o || json_object_set_new(o, "ok", json_true()) < 0 || json_object_update(o, body) < 0) {
 		json_decref(body);
 		json_decref(o);
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "dispose: out of memory for the reply (%u removed)",
-				     res.disposed);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "dispose: out of memory for the reply (%u removed)",
+					res.disposed);
 	}
 	json_decref(body);
 	*reply = o;
-out:
-	mafsbx_dispose_result_free(&res);
-	mafsbx_dispose_spec_free(spec);
 	return r;
 }
 
@@ -275,26 +282,21 @@ json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
 		       struct mafsbx_error *err)
 {
-	struct mafsbx_exec_result res = { 0 };
-	struct mafsbx_exec_spec *spec = NULL;
+	__attribute__((cleanup(mafsbx_exec_result_free))) struct mafsbx_exec_result res = { 0 };
+	__attribute__((cleanup(exec_spec_freep))) struct mafsbx_exec_spec *spec = NULL;
 	int r = mafsbx_exec_spec_parse(req, cfg, &spec, err);
 	if (r < 0)
 		return r;
 	/* Only a sandbox this mount shows can be run in. */
 	const struct mafsbx_sandbox_info *info;
 	struct mfs_snapshot *s = mfs_sandbox_find(fs, spec->sandbox, &info, err);
-	if (!s) {
-		r = mafsbx_error_errno(err, -ENOENT);
-		goto out;
-	}
+	if (!s)
+		return mafsbx_error_errno(err, -ENOENT);
 	char id[65];
 	snprintf(id, sizeof(id), "%s", info->id);
 	mfs_snapshot_put(s);
-	if (spec->detach) {
-		struct mafsbx_exec_spec *taken = spec;
-		spec = NULL;
-		return mfs_exec_detach(fs, taken, reply, err);
-	}
+	if (spec->detach)
+		return mfs_exec_detach(fs, move_ptr(spec), reply, err);
 	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
 	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed || res.exit_code >= 0;
 	if (res.timed_out)
@@ -317,7 +319,7 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 			mafsbx_error_prefix(err, "the command ran%s but its output cannot be returned",
 					    r == 0 ? "" : " (and failed)");
 			r = -ENOMEM;
-			goto out;
+			return r;
 		}
 		*reply = mfs_exec_fields(&res, r == 0);
 		mfs_reply_budget_hold_until_dump(fs, cost);
@@ -326,9 +328,6 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 					     "the command ran (exit code %lld) but its reply could not be built: out of memory",
 					     (long long)res.exit_code);
 	}
-out:
-	mafsbx_exec_result_free(&res);
-	mafsbx_exec_spec_free(spec);
 	return r;
 }
 
