@@ -509,22 +509,28 @@ static json_t *status_json(const struct mfs_dexec *d)
 	struct mafsbx_time t = { d->started_s, 0 };
 	mafsbx_time_format(t, started);
 	json_t *o = json_object();
-	json_object_set_new(o, "exec", json_string(d->id));
-	json_object_set_new(o, "sandbox", json_string(d->sandbox));
-	json_object_set_new(o, "running", json_boolean(d->running));
-	json_object_set_new(o, "exit_code", d->running || d->exit_code < 0 ? json_null() : json_integer(d->exit_code));
-	json_object_set_new(o, "timed_out", json_boolean(d->timed_out));
-	json_object_set_new(o, "cancelled", json_boolean(d->cancelled));
-	json_object_set_new(o, "started", json_string(started));
-	json_object_set_new(o, "duration_ms",
-			    json_integer(d->running ? mafsbx_now_ms() - d->t0_ms : d->duration_ms));
-	json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)d->len[0]));
-	json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)d->len[1]));
-	json_object_set_new(o, "truncated", json_boolean(d->truncated));
+	int bad = o ? 0 : -1;
+	bad |= json_object_set_new(o, "exec", json_string(d->id));
+	bad |= json_object_set_new(o, "sandbox", json_string(d->sandbox));
+	bad |= json_object_set_new(o, "running", json_boolean(d->running));
+	bad |= json_object_set_new(o, "exit_code",
+				   d->running || d->exit_code < 0 ? json_null() : json_integer(d->exit_code));
+	bad |= json_object_set_new(o, "timed_out", json_boolean(d->timed_out));
+	bad |= json_object_set_new(o, "cancelled", json_boolean(d->cancelled));
+	bad |= json_object_set_new(o, "started", json_string(started));
+	bad |= json_object_set_new(o, "duration_ms",
+				   json_integer(d->running ? mafsbx_now_ms() - d->t0_ms : d->duration_ms));
+	bad |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)d->len[0]));
+	bad |= json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)d->len[1]));
+	bad |= json_object_set_new(o, "truncated", json_boolean(d->truncated));
 	/* a remote engine's timeout or cancel disposes the sandbox, as upstream */
-	json_object_set_new(o, "sandbox_disposed", json_boolean(d->disposed));
+	bad |= json_object_set_new(o, "sandbox_disposed", json_boolean(d->disposed));
 	if (d->error.err)
-		json_object_set_new(o, "error", mfs_json_text(d->error.message));
+		bad |= json_object_set_new(o, "error", mfs_json_text(d->error.message));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 
@@ -570,9 +576,12 @@ static int wait_reply(struct mfs_dexec *d, char **text, size_t *len)
 	mafsbx_exec_result_free(&res);
 	if (!o)
 		return -ENOMEM;
-	json_object_set_new(o, "exec", json_string(d->id));
-	json_object_set_new(o, "cancelled", json_boolean(cancelled));
-	json_object_set_new(o, "sandbox_disposed", json_boolean(disposed));
+	if (json_object_set_new(o, "exec", json_string(d->id)) < 0 ||
+	    json_object_set_new(o, "cancelled", json_boolean(cancelled)) < 0 ||
+	    json_object_set_new(o, "sandbox_disposed", json_boolean(disposed)) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
 	/* as the blocking exec's reply: a failure (a timeout too) is "ok": false with the error */
 	if (error.err) {
 		json_t *full = mfs_error_reply(&error, o);

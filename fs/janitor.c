@@ -83,14 +83,8 @@ static int id_add(json_t *c, void *ctx)
 	const char *x = json_string_value(json_object_get(c, "Id"));
 	if (!x)
 		return 0;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 256;
-		char (*p)[65] = realloc(l->id, nc * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		l->id = p;
-		l->cap = nc;
-	}
+	if (mafsbx_array_grow(&l->id, &l->cap, l->n + 1, sizeof(*l->id), 256, 0) < 0)
+		return -ENOMEM;
 	snprintf(l->id[l->n++], 65, "%s", x);
 	return 0;
 }
@@ -114,14 +108,8 @@ static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
 	for (struct mfs_sbx_extra *x = fs->extras; x; x = x->next) {
 		if (id_listed(list, x->id))
 			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			char (*g)[65] = realloc(gone, nc * sizeof(*g));
-			if (!g)
-				break;
-			gone = g;
-			cap = nc;
-		}
+		if (mafsbx_array_grow(&gone, &cap, n + 1, sizeof(*gone), 16, 0) < 0)
+			break;
 		snprintf(gone[n++], 65, "%s", x->id);
 	}
 	pthread_mutex_unlock(&fs->lock);

@@ -206,8 +206,13 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 	json_t *pimg = NULL;
 	struct mafsbx_error perr;
 	if (!fs->opt.egress_proxy_image &&
-	    mafsbx_image_inspect(fs->engine, MAFSBX_DEFAULT_PROXY_IMAGE, &pimg, &perr) == 0)
-		fs->opt.egress_proxy_image = strdup(MAFSBX_DEFAULT_PROXY_IMAGE);
+	    mafsbx_image_inspect(fs->engine, MAFSBX_DEFAULT_PROXY_IMAGE, &pimg, &perr) == 0 &&
+	    !(fs->opt.egress_proxy_image = strdup(MAFSBX_DEFAULT_PROXY_IMAGE))) {
+		/* not a mount without allowlist egress that says nothing: refuse to start */
+		json_decref(pimg);
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		goto fail;
+	}
 	json_decref(pimg);
 	sc.egress_proxy_image = fs->opt.egress_proxy_image;
 	sc.egress_outbound_network = fs->opt.egress_outbound_network;

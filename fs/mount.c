@@ -159,15 +159,9 @@ static int user_charge(struct mfs *fs, struct mfs_user_table *t, uid_t uid, bool
 	pthread_mutex_lock(&fs->handles_lock);
 	struct mfs_user_count *u = user_entry(t, uid);
 	if (!u) {
-		if (t->n == t->cap) {
-			size_t nc = t->cap ? t->cap * 2 : 8;
-			struct mfs_user_count *a = realloc(t->users, nc * sizeof(*a));
-			if (!a) {
-				pthread_mutex_unlock(&fs->handles_lock);
-				return -ENOMEM;
-			}
-			t->users = a;
-			t->cap = nc;
+		if (mafsbx_array_grow(&t->users, &t->cap, t->n + 1, sizeof(*t->users), 8, 0) < 0) {
+			pthread_mutex_unlock(&fs->handles_lock);
+			return -ENOMEM;
 		}
 		u = &t->users[t->n++];
 		*u = (struct mfs_user_count){ .uid = uid };

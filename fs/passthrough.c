@@ -194,6 +194,7 @@ json_t *mfs_passthrough_json(struct mfs *fs)
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
+	int bad = 0;
 	bool on = false;
 	char why[sizeof(p->why)] = "not mounted";
 	if (p) {
@@ -202,10 +203,14 @@ json_t *mfs_passthrough_json(struct mfs *fs)
 		snprintf(why, sizeof(why), "%s", p->why);
 		pthread_mutex_unlock(&p->mu);
 	}
-	json_object_set_new(o, "on", json_boolean(on));
-	json_object_set_new(o, "why", on ? json_null() : json_string(why));
-	json_object_set_new(o, "opens", json_integer((json_int_t)atomic_load(&fs->passthrough_opens)));
-	json_object_set_new(o, "relookups", json_integer((json_int_t)atomic_load(&fs->passthrough_relookups)));
-	json_object_set_new(o, "daemon_reads", json_integer((json_int_t)atomic_load(&fs->file_reads)));
+	bad |= json_object_set_new(o, "on", json_boolean(on));
+	bad |= json_object_set_new(o, "why", on ? json_null() : json_string(why));
+	bad |= json_object_set_new(o, "opens", json_integer((json_int_t)atomic_load(&fs->passthrough_opens)));
+	bad |= json_object_set_new(o, "relookups", json_integer((json_int_t)atomic_load(&fs->passthrough_relookups)));
+	bad |= json_object_set_new(o, "daemon_reads", json_integer((json_int_t)atomic_load(&fs->file_reads)));
+	if (bad) {
+		json_decref(o);   /* a part missing would pass for a passthrough that is off */
+		return NULL;
+	}
 	return o;
 }

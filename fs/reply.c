@@ -45,8 +45,9 @@ json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra)
 		const char *k;
 		json_t *v;
 		json_object_foreach((json_t *)extra, k, v) {
-			if (strcmp(k, "ok") && strcmp(k, "error"))
-				json_object_set(r, k, v);
+			/* a reply missing a field it was given (an exit code, say) is no reply */
+			if (strcmp(k, "ok") && strcmp(k, "error") && json_object_set(r, k, v) < 0)
+				goto fail;
 		}
 	}
 	return r;

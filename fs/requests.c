@@ -42,10 +42,26 @@ static int scope_refused(struct mfs *fs, const char *scope, struct mafsbx_error 
 				     "field 'scope': this mount serves only scope '%s'", fs->opt.scope);
 }
 
+/* Cleanup forms for the parsed requests. */
+static void acquire_spec_freep(struct mafsbx_acquire_spec **s)
+{
+	mafsbx_acquire_spec_free(*s);
+}
+
+static void dispose_spec_freep(struct mafsbx_dispose_spec **s)
+{
+	mafsbx_dispose_spec_free(*s);
+}
+
+static void exec_spec_freep(struct mafsbx_exec_spec **s)
+{
+	mafsbx_exec_spec_free(*s);
+}
+
 static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
 		       struct mafsbx_error *err)
 {
-	struct mafsbx_acquire_spec *spec = NULL;
+	__attribute__((cleanup(acquire_spec_freep))) struct mafsbx_acquire_spec *spec = NULL;
 	struct mafsbx_acquire_result res;
 	memset(&res, 0, sizeof(res));
 	int r = mafsbx_acquire_spec_parse(req, cfg, &spec, err);
@@ -53,36 +69,41 @@ static int run_acquire(struct mfs *fs, const struct mafsbx_spec_config *cfg, con
 		return r;
 	r = scope_refused(fs, spec->key.scope, err);
 	if (r < 0)
-		goto out;
+		return r;
 	/* Probes are execs: the library keeps them and freezes from overlapping. */
 	r = mafsbx_sandbox_acquire(fs->backend, spec, &res, err);
 	if (r < 0)
-		goto out;
+		return r;
 	if (spec->n_outputs)
 		mfs_extra_add_outputs(fs, res.id, spec->outputs, spec->n_outputs);
 	mfs_invalidate_sandbox(fs, res.name);
 
 	json_t *o = json_object();
-	json_object_set_new(o, "ok", json_true());
-	json_object_set_new(o, "name", json_string(res.name));
-	json_object_set_new(o, "id", json_string(res.id));
-	json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
-	json_object_set_new(o, "path", json_string(res.name));
-	json_object_set_new(o, "work_dir", mfs_json_text(res.work_dir));
+	int bad = o ? 0 : -1;
+	bad |= json_object_set_new(o, "ok", json_true());
+	bad |= json_object_set_new(o, "name", json_string(res.name));
+	bad |= json_object_set_new(o, "id", json_string(res.id));
+	bad |= json_object_set_new(o, "state", json_string(mafsbx_acquire_state_name(res.state)));
+	bad |= json_object_set_new(o, "path", json_string(res.name));
+	bad |= json_object_set_new(o, "work_dir", mfs_json_text(res.work_dir));
 	if (res.identity_resolved) {
-		json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
-		json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
+		bad |= json_object_set_new(o, "uid", json_integer((json_int_t)res.uid));
+		bad |= json_object_set_new(o, "gid", json_integer((json_int_t)res.gid));
 	} else {
 		/* No number at all: a 0 here would read as root. */
-		json_object_set_new(o, "uid", json_null());
-		json_object_set_new(o, "gid", json_null());
-		json_object_set_new(o, "identity", mfs_json_text(res.identity_why));
+		bad |= json_object_set_new(o, "uid", json_null());
+		bad |= json_object_set_new(o, "gid", json_null());
+		bad |= json_object_set_new(o, "identity", mfs_json_text(res.identity_why));
 	}
 	if (res.warning[0])
-		json_object_set_new(o, "warnings", json_pack("[s]", res.warning));
+		bad |= json_object_set_new(o, "warnings", json_pack("[s]", res.warning));
+	if (bad) {
+		/* the sandbox is there (the mount lists it); only this reply cannot say so */
+		json_decref(o);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "acquired %s but its reply could not be built: out of memory",
+					res.name);
+	}
 	*reply = o;
-out:
-	mafsbx_acquire_spec_free(spec);
 	return r;
 }
 
@@ -121,8 +142,8 @@ static void invalidate_matching(struct mfs *fs, const struct mafsbx_dispose_spec
 
 static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct mafsbx_error *err)
 {
-	struct mafsbx_dispose_spec *spec = NULL;
-	struct mafsbx_dispose_result res;
+	__attribute__((cleanup(dispose_spec_freep))) struct mafsbx_dispose_spec *spec = NULL;
+	__attribute__((cleanup(mafsbx_dispose_result_free))) struct mafsbx_dispose_result res;
 	memset(&res, 0, sizeof(res));
 	int r = mafsbx_dispose_spec_parse(req, &spec, err);
 	if (r < 0)
@@ -143,18 +164,16 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 			snprintf(id, sizeof(id), "%s", info.id);
 			mafsbx_sandbox_info_clear(&info);
 			if (!ours) {
-				r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
-							  "sandbox '%s' is not in this mount's scope '%s'",
-							  spec->name, fs->opt.scope);
-				goto out;
+				return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",
+							     "sandbox '%s' is not in this mount's scope '%s'",
+							     spec->name, fs->opt.scope);
 			}
 		} else if (e2.kind != MAFSBX_EK_NO_CONTAINER) {
 			if (err)
 				*err = e2;
 			mafsbx_error_prefix(err, "dispose %s: cannot check what it is, so nothing was removed",
 					    spec->name);
-			r = mafsbx_error_errno(&e2, -EIO);
-			goto out;
+			return mafsbx_error_errno(&e2, -EIO);
 		}
 		if (spec->reclaim) {   /* {"name", "reclaim": DIR}: remove DIR, keep the sandbox (reclaim.h) */
 			struct mafsbx_reclaim_result done;
@@ -166,13 +185,13 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 				free(p);
 			}
 			mfs_invalidate_sandbox(fs, spec->name);
-			goto out;
+			return r;
 		}
 		/* absent or not a sandbox: dispose by name removes only what carries the identity labels */
 	} else {
 		r = scope_refused(fs, spec->key.scope, err);
 		if (r < 0)
-			goto out;
+			return r;
 		invalidate_matching(fs, spec);
 	}
 	if (id[0])
@@ -189,18 +208,17 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 		mfs_invalidate_sandbox(fs, NULL);
 	}
 	if (r < 0)
-		goto out;
+		return r;
 	json_t *body = mafsbx_dispose_result_json(&res);
 	json_t *o = json_object();
-	json_object_set_new(o, "ok", json_true());
-	if (body) {
-		json_object_update(o, body);
+	if (!body || !o || json_object_set_new(o, "ok", json_true()) < 0 || json_object_update(o, body) < 0) {
 		json_decref(body);
+		json_decref(o);
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "dispose: out of memory for the reply (%u removed)",
+					res.disposed);
 	}
+	json_decref(body);
 	*reply = o;
-out:
-	mafsbx_dispose_result_free(&res);
-	mafsbx_dispose_spec_free(spec);
 	return r;
 }
 
@@ -232,54 +250,53 @@ static size_t exec_reply_cost(const struct mafsbx_exec_result *res)
 json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 {
 	json_t *o = json_object();
+	int bad = o ? 0 : -1;
 	if (with_ok)
-		json_object_set_new(o, "ok", json_true());
+		bad |= json_object_set_new(o, "ok", json_true());
 	size_t ol = 0, el = 0;
 	bool ocut = false, ecut = false;
-	char *out = mfs_utf8_view(res->out, res->out_len, MFS_TEXT_VIEW_MAX, &ol, &ocut);
-	char *errt = mfs_utf8_view(res->err, res->err_len, MFS_TEXT_VIEW_MAX, &el, &ecut);
-	char *out64 = mafsbx_base64_encode(res->out, res->out_len, MAFSBX_B64_STD);
-	char *err64 = mafsbx_base64_encode(res->err, res->err_len, MAFSBX_B64_STD);
-	json_object_set_new(o, "exit_code", json_integer(res->exit_code));
-	json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : json_string(""));
-	json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : json_string(""));
-	free(out);
-	free(errt);
-	json_object_set_new(o, "stdout_b64", json_string(out64 ? out64 : ""));
-	json_object_set_new(o, "stderr_b64", json_string(err64 ? err64 : ""));
-	free(out64);
-	free(err64);
-	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
-	json_object_set_new(o, "truncated", json_boolean(res->truncated));
+	__do_free char *out = mfs_utf8_view(res->out, res->out_len, MFS_TEXT_VIEW_MAX, &ol, &ocut);
+	__do_free char *errt = mfs_utf8_view(res->err, res->err_len, MFS_TEXT_VIEW_MAX, &el, &ecut);
+	__do_free char *out64 = mafsbx_base64_encode(res->out, res->out_len, MAFSBX_B64_STD);
+	__do_free char *err64 = mafsbx_base64_encode(res->err, res->err_len, MAFSBX_B64_STD);
+	/* a view or an encoding that could not be made would pass for no output at all */
+	if (!out || !errt || !out64 || !err64)
+		bad = -1;
+	bad |= json_object_set_new(o, "exit_code", json_integer(res->exit_code));
+	bad |= json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : NULL);
+	bad |= json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : NULL);
+	bad |= json_object_set_new(o, "stdout_b64", out64 ? json_string(out64) : NULL);
+	bad |= json_object_set_new(o, "stderr_b64", err64 ? json_string(err64) : NULL);
+	bad |= json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	bad |= json_object_set_new(o, "truncated", json_boolean(res->truncated));
 	/* the views were cut to bound the reply; the _b64 members hold every byte */
-	json_object_set_new(o, "text_truncated", json_boolean(ocut || ecut));
-	json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
+	bad |= json_object_set_new(o, "text_truncated", json_boolean(ocut || ecut));
+	bad |= json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 
 static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const json_t *req, json_t **reply,
 		       struct mafsbx_error *err)
 {
-	struct mafsbx_exec_result res = { 0 };
-	struct mafsbx_exec_spec *spec = NULL;
+	__attribute__((cleanup(mafsbx_exec_result_free))) struct mafsbx_exec_result res = { 0 };
+	__attribute__((cleanup(exec_spec_freep))) struct mafsbx_exec_spec *spec = NULL;
 	int r = mafsbx_exec_spec_parse(req, cfg, &spec, err);
 	if (r < 0)
 		return r;
 	/* Only a sandbox this mount shows can be run in. */
 	const struct mafsbx_sandbox_info *info;
 	struct mfs_snapshot *s = mfs_sandbox_find(fs, spec->sandbox, &info, err);
-	if (!s) {
-		r = mafsbx_error_errno(err, -ENOENT);
-		goto out;
-	}
+	if (!s)
+		return mafsbx_error_errno(err, -ENOENT);
 	char id[65];
 	snprintf(id, sizeof(id), "%s", info->id);
 	mfs_snapshot_put(s);
-	if (spec->detach) {
-		struct mafsbx_exec_spec *taken = spec;
-		spec = NULL;
-		return mfs_exec_detach(fs, taken, reply, err);
-	}
+	if (spec->detach)
+		return mfs_exec_detach(fs, move_ptr(spec), reply, err);
 	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
 	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed || res.exit_code >= 0;
 	if (res.timed_out)
@@ -302,14 +319,15 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 			mafsbx_error_prefix(err, "the command ran%s but its output cannot be returned",
 					    r == 0 ? "" : " (and failed)");
 			r = -ENOMEM;
-			goto out;
+			return r;
 		}
 		*reply = mfs_exec_fields(&res, r == 0);
 		mfs_reply_budget_hold_until_dump(fs, cost);
+		if (!*reply && r == 0)
+			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM,
+					     "the command ran (exit code %lld) but its reply could not be built: out of memory",
+					     (long long)res.exit_code);
 	}
-out:
-	mafsbx_exec_result_free(&res);
-	mafsbx_exec_spec_free(spec);
 	return r;
 }
 

@@ -54,6 +54,7 @@ static const char *egress_of(const struct mafsbx_sandbox_info *i)
 static json_t *identity_of(struct mfs *fs, const struct mafsbx_sandbox_info *i)
 {
 	json_t *o = json_object();
+	int bad = o ? 0 : -1;
 	uid_t uid = 0;
 	gid_t gid = 0;
 	bool resolved = false;
@@ -69,12 +70,16 @@ static json_t *identity_of(struct mfs *fs, const struct mafsbx_sandbox_info *i)
 		snprintf(why, sizeof(why), "the sandbox is %s", i->state);
 	} else if (mafsbx_sandbox_identity(fs->backend, i->name, &uid, &gid, &resolved, why, sizeof(why), &e) < 0)
 		snprintf(why, sizeof(why), "%s", e.message);
-	json_object_set_new(o, "resolved", json_boolean(resolved));
+	bad |= json_object_set_new(o, "resolved", json_boolean(resolved));
 	if (resolved) {
-		json_object_set_new(o, "uid", json_integer((json_int_t)uid));
-		json_object_set_new(o, "gid", json_integer((json_int_t)gid));
+		bad |= json_object_set_new(o, "uid", json_integer((json_int_t)uid));
+		bad |= json_object_set_new(o, "gid", json_integer((json_int_t)gid));
 	} else {
-		json_object_set_new(o, "reason", mfs_json_text(why));
+		bad |= json_object_set_new(o, "reason", mfs_json_text(why));
+	}
+	if (bad) {
+		json_decref(o);
+		return NULL;
 	}
 	return o;
 }
@@ -85,6 +90,7 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	memset(&info, 0, sizeof(info));
 	json_t *o = NULL, *decl = NULL;
 	char **paths = NULL;
+	int bad = 0;
 	int r = mafsbx_sandbox_lookup(fs->backend, name, &info, err);
 	if (r < 0)
 		return r;
@@ -97,7 +103,7 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	paths = mfs_extra_paths(fs, &info, false, &n);
 	json_t *outputs = json_array();
 	for (size_t k = 0; paths && k < n; k++)
-		json_array_append_new(outputs, mfs_json_text(paths[k]));
+		bad |= json_array_append_new(outputs, mfs_json_text(paths[k]));
 
 	struct mafsbx_error e2;
 	mafsbx_error_clear(&e2);
@@ -109,47 +115,50 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	mafsbx_time_format(t, created);
 
 	json_t *key = json_object();
-	json_object_set_new(key, "scope", mfs_json_text(info.key_known ? info.key_scope : info.scope));
-	json_object_set_new(key, "thread", mfs_json_text(info.key_known ? info.key_thread : info.thread));
-	json_object_set_new(key, "agent", mfs_json_text(info.key_known ? info.key_agent : info.agent));
-	json_object_set_new(key, "call", mfs_json_text(info.key_known ? info.key_call : (info.call ? info.call : "")));
+	bad |= json_object_set_new(key, "scope", mfs_json_text(info.key_known ? info.key_scope : info.scope));
+	bad |= json_object_set_new(key, "thread", mfs_json_text(info.key_known ? info.key_thread : info.thread));
+	bad |= json_object_set_new(key, "agent", mfs_json_text(info.key_known ? info.key_agent : info.agent));
+	bad |= json_object_set_new(key, "call",
+				   mfs_json_text(info.key_known ? info.key_call : (info.call ? info.call : "")));
 
 	o = json_object();
-	json_object_set_new(o, "name", mfs_json_text(info.name));
-	json_object_set_new(o, "id", mfs_json_text(info.id));
-	json_object_set_new(o, "state", mfs_json_text(info.state));
-	json_object_set_new(o, "paused", json_boolean(info.paused));
-	json_object_set_new(o, "created", json_string(created));
-	json_object_set_new(o, "image", mfs_json_text(info.image));
-	json_object_set_new(o, "key", key);
-	json_object_set_new(o, "kind", mfs_json_text(info.kind));
-	json_object_set_new(o, "work_dir", mfs_json_text(info.work_dir ? info.work_dir : MAFSBX_DEFAULT_WORK_DIR));
-	json_object_set_new(o, "outputs", outputs);
-	json_object_set_new(o, "capabilities", caps ? json_incref(caps) : json_array());
-	json_object_set_new(o, "egress", json_string(egress_of(&info)));
-	json_object_set_new(o, "identity", identity_of(fs, &info));
+	bad |= json_object_set_new(o, "name", mfs_json_text(info.name));
+	bad |= json_object_set_new(o, "id", mfs_json_text(info.id));
+	bad |= json_object_set_new(o, "state", mfs_json_text(info.state));
+	bad |= json_object_set_new(o, "paused", json_boolean(info.paused));
+	bad |= json_object_set_new(o, "created", json_string(created));
+	bad |= json_object_set_new(o, "image", mfs_json_text(info.image));
+	bad |= json_object_set_new(o, "key", key);
+	bad |= json_object_set_new(o, "kind", mfs_json_text(info.kind));
+	bad |= json_object_set_new(o, "work_dir",
+				   mfs_json_text(info.work_dir ? info.work_dir : MAFSBX_DEFAULT_WORK_DIR));
+	bad |= json_object_set_new(o, "outputs", outputs);
+	bad |= json_object_set_new(o, "capabilities", caps ? json_incref(caps) : json_array());
+	bad |= json_object_set_new(o, "egress", json_string(egress_of(&info)));
+	bad |= json_object_set_new(o, "identity", identity_of(fs, &info));
 	if (fs->planes) {
 		char why[256];
 		struct mafsbx_plane_target pt = { .id = info.id, .name = info.name,
 						 .work_dir = info.work_dir ? info.work_dir : MAFSBX_DEFAULT_WORK_DIR };
 		enum mafsbx_plane_kind k = mafsbx_plane_which(fs->planes, &pt, why, sizeof(why));
-		json_object_set_new(o, "plane", json_string(k == MAFSBX_PK_LOCAL ? "local" : "engine"));
+		bad |= json_object_set_new(o, "plane", json_string(k == MAFSBX_PK_LOCAL ? "local" : "engine"));
 		if (k == MAFSBX_PK_ENGINE)
-			json_object_set_new(o, "plane_reason", json_string(why));
+			bad |= json_object_set_new(o, "plane_reason", json_string(why));
 		struct mafsbx_engine_cgroups cg;
 		struct mafsbx_error ce;
 		bool cg_ok = mafsbx_engine_cgroups(fs->engine, &cg, &ce) == 0;
 		if (cg_ok && !cg.can_pause) {
 			/* the engine plane's file calls are refused; the local plane needs no freeze */
-			json_object_set_new(o, "freeze", json_false());
-			json_object_set_new(o, "freeze_why", json_string(FREEZE_IMPOSSIBLE));
+			bad |= json_object_set_new(o, "freeze", json_false());
+			bad |= json_object_set_new(o, "freeze_why", json_string(FREEZE_IMPOSSIBLE));
 		}
 		if (cg_ok && !cg.pids_limit)
-			json_object_set_new(o, "warnings", json_pack("[s]", "the engine ignores the pids limit (no cgroups "
-									     "for containers): this sandbox runs "
-									     "without one"));
+			bad |= json_object_set_new(o, "warnings",
+						   json_pack("[s]", "the engine ignores the pids limit (no cgroups "
+								    "for containers): this sandbox runs without one"));
 	}
-	r = dump_text(o, text, len, err);
+	/* a status missing a field for want of memory is not shown as complete: ENOMEM */
+	r = bad ? mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory") : dump_text(o, text, len, err);
 out:
 	mfs_strv_free(paths);
 	json_decref(o);
@@ -209,34 +218,36 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	if (r < 0)
 		return r;
 	json_t *o = json_object();
+	int bad = o ? 0 : -1;
 	char url[sizeof(fs->ep.url)];
 	mafsbx_endpoint_url_shown(&fs->ep, fs->opt.allow_other, url, sizeof(url));
-	json_object_set_new(o, "endpoint", mfs_json_text(url));
-	json_object_set_new(o, "context", fs->ep.context[0] ? mfs_json_text(fs->ep.context) : json_null());
+	bad |= json_object_set_new(o, "endpoint", mfs_json_text(url));
+	bad |= json_object_set_new(o, "context", fs->ep.context[0] ? mfs_json_text(fs->ep.context) : json_null());
 	/* How the engine is reached, and the file plane that implies (mafsbxfs(1) READING AND WRITING FILES). */
-	json_object_set_new(o, "kind", json_string(mafsbx_endpoint_kind(&fs->ep)));
-	json_object_set_new(o, "plane", json_string(fs->opt.plane == MAFSBX_PLANE_ENGINE ? "engine"
-									   : mafsbx_endpoint_plane(&fs->ep)));
-	json_object_set_new(o, "server_version", mfs_json_text(v.version));
-	json_object_set_new(o, "api_version", mfs_json_text(v.api_version));
-	json_object_set_new(o, "min_api_version", mfs_json_text(v.min_api_version));
-	json_object_set_new(o, "os", mfs_json_text(v.os));
-	json_object_set_new(o, "arch", mfs_json_text(v.arch));
-	json_object_set_new(o, "kernel", mfs_json_text(v.kernel));
+	bad |= json_object_set_new(o, "kind", json_string(mafsbx_endpoint_kind(&fs->ep)));
+	bad |= json_object_set_new(o, "plane", json_string(fs->opt.plane == MAFSBX_PLANE_ENGINE
+								   ? "engine"
+								   : mafsbx_endpoint_plane(&fs->ep)));
+	bad |= json_object_set_new(o, "server_version", mfs_json_text(v.version));
+	bad |= json_object_set_new(o, "api_version", mfs_json_text(v.api_version));
+	bad |= json_object_set_new(o, "min_api_version", mfs_json_text(v.min_api_version));
+	bad |= json_object_set_new(o, "os", mfs_json_text(v.os));
+	bad |= json_object_set_new(o, "arch", mfs_json_text(v.arch));
+	bad |= json_object_set_new(o, "kernel", mfs_json_text(v.kernel));
 	/* whether local-plane reads go to the kernel (FUSE passthrough), and why not */
-	json_object_set_new(o, "passthrough", mfs_passthrough_json(fs));
-	json_object_set_new(o, "product", json_string(v.podman ? "podman" : "docker"));
+	bad |= json_object_set_new(o, "passthrough", mfs_passthrough_json(fs));
+	bad |= json_object_set_new(o, "product", json_string(v.podman ? "podman" : "docker"));
 	struct mafsbx_engine_cgroups cg;
 	struct mafsbx_error ce;
 	if (mafsbx_engine_cgroups(fs->engine, &cg, &ce) == 0) {
-		json_object_set_new(o, "cgroup_driver", mfs_json_text(cg.driver));
-		json_object_set_new(o, "cgroup_version", mfs_json_text(cg.version));
-		json_object_set_new(o, "freeze", json_boolean(cg.can_pause));
+		bad |= json_object_set_new(o, "cgroup_driver", mfs_json_text(cg.driver));
+		bad |= json_object_set_new(o, "cgroup_version", mfs_json_text(cg.version));
+		bad |= json_object_set_new(o, "freeze", json_boolean(cg.can_pause));
 		if (!cg.can_pause)
-			json_object_set_new(o, "freeze_why", json_string(FREEZE_IMPOSSIBLE));
-		json_object_set_new(o, "pids_limit", json_boolean(cg.pids_limit));
+			bad |= json_object_set_new(o, "freeze_why", json_string(FREEZE_IMPOSSIBLE));
+		bad |= json_object_set_new(o, "pids_limit", json_boolean(cg.pids_limit));
 	}
-	r = dump_text(o, text, len, err);
+	r = bad ? mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory") : dump_text(o, text, len, err);
 	json_decref(o);
 	return r;
 }

@@ -256,15 +256,7 @@ static char *dup_or_null(const char *s)
 
 static int grow(void **p, size_t *cap, size_t n, size_t size)
 {
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *q = realloc(*p, c * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = c;
-	return 0;
+	return mafsbx_array_grow(p, cap, n + 1, size, 64, 0);
 }
 
 /* One listed container: a complete workload of ours becomes a row; a proxy's key.v1 is kept aside. */

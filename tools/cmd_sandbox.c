@@ -133,9 +133,11 @@ static int acquire_print(const struct mafsbx_acquire_result *res, bool json)
 			      res->work_dir, "uid", (json_int_t)res->uid, "gid", (json_int_t)res->gid);
 	if (o && !res->identity_resolved) {
 		/* No number at all: a 0 here would read as root. */
-		json_object_set_new(o, "uid", json_null());
-		json_object_set_new(o, "gid", json_null());
-		json_object_set_new(o, "identity", json_string(res->identity_why));
+		if (json_object_set_new(o, "uid", json_null()) < 0 || json_object_set_new(o, "gid", json_null()) < 0 ||
+		    json_object_set_new(o, "identity", json_string(res->identity_why)) < 0) {
+			json_decref(o);   /* printed, the uid left at 0 would read as root */
+			o = NULL;
+		}
 	}
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);

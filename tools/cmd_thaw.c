@@ -213,8 +213,8 @@ static int thaw_all(struct mafsbx_engine *e, const struct dirs *dirs, bool json)
 		json_t *x = json_array_get(all, i);
 		live[i] = json_string_value(json_object_get(x, "Id"));
 		const char *state = json_string_value(json_object_get(x, "State"));
-		if (state && strcmp(state, "paused") == 0)
-			json_array_append(paused, x);
+		if (state && strcmp(state, "paused") == 0 && json_array_append(paused, x) < 0)
+			goto oom;   /* a paused container left out would be counted as nobody's */
 	}
 	t.paused = (unsigned)json_array_size(paused);
 	thawed_ids = calloc(t.paused ? t.paused : 1, sizeof(*thawed_ids));

@@ -177,15 +177,7 @@ void mafsbx_fp_free(struct mafsbx_fp *fp)
 /* Room for one more of `n` elements of `size` in *arr (doubling *cap, from `first`). 0 or -ENOMEM. */
 static int room_for_one(void **arr, size_t *cap, size_t n, size_t size, size_t first)
 {
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : first;
-	void *p = realloc(*arr, nc * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
+	return mafsbx_array_grow(arr, cap, n + 1, size, first, 0);
 }
 
 int mafsbx_fp_add_entry(struct mafsbx_fp *fp, const struct mafsbx_fp_entry *e)
@@ -349,14 +341,11 @@ static int mount_slot(struct mount_list *ml, const char *mp, size_t *at)
 		return 0;
 	}
 	if (ml->n == ml->cap) {
-		size_t nc = ml->cap ? ml->cap * 2 : 16;
-		void *nm = realloc(ml->m, nc * sizeof(*ml->m)), *nr = nm ? realloc(ml->raw, nc * sizeof(*ml->raw)) : NULL;
-		if (nm)
-			ml->m = nm;
-		if (!nm || !nr)
+		/* two arrays of one capacity: the first grows into a copy of it, the second sets it */
+		size_t mcap = ml->cap;
+		if (mafsbx_array_grow(&ml->m, &mcap, ml->n + 1, sizeof(*ml->m), 16, 0) < 0 ||
+		    mafsbx_array_grow(&ml->raw, &ml->cap, mcap, sizeof(*ml->raw), mcap, 0) < 0)
 			return -ENOMEM;
-		ml->raw = nr;
-		ml->cap = nc;
 	}
 	memset(&ml->m[ml->n], 0, sizeof(ml->m[ml->n]));
 	ml->raw[ml->n] = NULL;
@@ -681,15 +670,9 @@ static int walk_dir(struct walk *w, int dirfd, const char *path, unsigned depth)
 				    n, w->lim->max_entries);
 			break;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 32;
-			void *nn = realloc(names, nc * sizeof(*names));
-			if (!nn) {
-				r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
-				break;
-			}
-			names = nn;
-			cap = nc;
+		if (mafsbx_array_grow(&names, &cap, n + 1, sizeof(*names), 32, 0) < 0) {
+			r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
+			break;
 		}
 		if (!(names[n] = strdup(de->d_name))) {
 			r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");

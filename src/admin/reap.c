@@ -142,14 +142,8 @@ struct inventory {
 
 static int inventory_push(struct inventory *inv, const struct resource *r)
 {
-	if (inv->n == inv->cap) {
-		size_t cap = inv->cap ? inv->cap * 2 : 16;
-		struct resource *p = realloc(inv->r, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		inv->r = p;
-		inv->cap = cap;
-	}
+	if (mafsbx_array_grow(&inv->r, &inv->cap, inv->n + 1, sizeof(*inv->r), 16, 0) < 0)
+		return -ENOMEM;
 	inv->r[inv->n++] = *r;
 	return 0;
 }
@@ -359,14 +353,8 @@ static int young_from_listing(const json_t *ent, const char *scope_label, struct
 static int listing_add(json_t *ent, void *ctx)
 {
 	struct listing *ls = ctx;
-	if (ls->n == ls->cap) {
-		size_t cap = ls->cap ? ls->cap * 2 : 64;
-		struct listed *p = realloc(ls->l, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		ls->l = p;
-		ls->cap = cap;
-	}
+	if (mafsbx_array_grow(&ls->l, &ls->cap, ls->n + 1, sizeof(*ls->l), 64, 0) < 0)
+		return -ENOMEM;
 	struct listed *x = &ls->l[ls->n];
 	memset(x, 0, sizeof(*x));
 	const char *id = json_string_value(json_object_get(ent, "Id"));

@@ -62,22 +62,22 @@ static int read_exact_at(int fd, void *p, size_t n, off_t off)
 	return 0;
 }
 
+static int malformed(const char *path, struct mafsbx_error *err)
+{
+	return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is a truncated or malformed ELF file", path);
+}
+
 int mafsbx_rootfs_check_static(const char *path, struct mafsbx_error *err)
 {
-	int ret;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	__do_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return missing(path, errno, err);
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR)) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is not an executable regular file", path);
-		goto out;
-	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is not an executable regular file", path);
 	unsigned char ident[EI_NIDENT];
-	if (read_exact_at(fd, ident, sizeof(ident), 0) < 0 || memcmp(ident, ELFMAG, SELFMAG) != 0) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is not an ELF executable", path);
-		goto out;
-	}
+	if (read_exact_at(fd, ident, sizeof(ident), 0) < 0 || memcmp(ident, ELFMAG, SELFMAG) != 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is not an ELF executable", path);
 	/* Only the host's own word size and byte order can run here anyway. */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const unsigned char native_data = ELFDATA2LSB;
@@ -85,57 +85,44 @@ int mafsbx_rootfs_check_static(const char *path, struct mafsbx_error *err)
 	const unsigned char native_data = ELFDATA2MSB;
 #endif
 	const unsigned char native_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
-	if (ident[EI_CLASS] != native_class || ident[EI_DATA] != native_data) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file for another architecture", path);
-		goto out;
-	}
+	if (ident[EI_CLASS] != native_class || ident[EI_DATA] != native_data)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file for another architecture", path);
 
 	uint64_t phoff;
 	unsigned phnum, phentsize, type;
 	if (native_class == ELFCLASS64) {
 		Elf64_Ehdr eh;
 		if (read_exact_at(fd, &eh, sizeof(eh), 0) < 0)
-			goto trunc;
+			return malformed(path, err);
 		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize, type = eh.e_type;
 		if (phentsize != sizeof(Elf64_Phdr) && phnum)
-			goto trunc;
+			return malformed(path, err);
 	} else {
 		Elf32_Ehdr eh;
 		if (read_exact_at(fd, &eh, sizeof(eh), 0) < 0)
-			goto trunc;
+			return malformed(path, err);
 		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize, type = eh.e_type;
 		if (phentsize != sizeof(Elf32_Phdr) && phnum)
-			goto trunc;
+			return malformed(path, err);
 	}
-	if (type != ET_EXEC && type != ET_DYN) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file but not an executable", path);
-		goto out;
-	}
-	if (phnum == 0 || phoff > (uint64_t)st.st_size) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file without program headers", path);
-		goto out;
-	}
+	if (type != ET_EXEC && type != ET_DYN)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file but not an executable", path);
+	if (phnum == 0 || phoff > (uint64_t)st.st_size)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is an ELF file without program headers", path);
 	for (unsigned i = 0; i < phnum; i++) {
 		uint32_t ptype;
 		off_t at = (off_t)(phoff + (uint64_t)i * phentsize);
 		/* p_type is the first 32-bit field in both classes. */
 		if (read_exact_at(fd, &ptype, sizeof(ptype), at) < 0)
-			goto trunc;
+			return malformed(path, err);
 		if (ptype == PT_INTERP) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-					       "%s is dynamically linked; the image has no libc: install Debian's "
-					       "busybox-static (its /bin/busybox is static)",
-					       path);
-			goto out;
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"%s is dynamically linked; the image has no libc: install Debian's "
+						"busybox-static (its /bin/busybox is static)",
+						path);
 		}
 	}
-	ret = 0;
-	goto out;
-trunc:
-	ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is a truncated or malformed ELF file", path);
-out:
-	close(fd);
-	return ret;
+	return 0;
 }
 
 void mafsbx_rootfs_free_names(char **names)
@@ -146,6 +133,12 @@ void mafsbx_rootfs_free_names(char **names)
 		free(*p);
 	free(names);
 }
+
+static void free_namesp(char ***names)
+{
+	mafsbx_rootfs_free_names(*names);
+}
+#define __do_free_names __attribute__((cleanup(free_namesp)))
 
 /* A name that can sit in /bin as a plain entry ("[" and "[[" are applets). */
 static bool applet_name_ok(const char *s, size_t n)
@@ -268,17 +261,14 @@ static int run_list(const char *busybox, struct mafsbx_buf *out, struct mafsbx_e
 
 int mafsbx_rootfs_applets(const char *busybox, char ***names, size_t *count, struct mafsbx_error *err)
 {
-	struct mafsbx_buf list = MAFSBX_BUF_INIT;
-	char **v = NULL;
+	__do_buf struct mafsbx_buf list = MAFSBX_BUF_INIT;
 	size_t n = 0;
 	int ret = run_list(busybox, &list, err);
 	if (ret < 0)
-		goto out;
-	v = calloc(MAX_APPLETS + 1, sizeof(*v));
-	if (!v) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
+		return ret;
+	__do_free_names char **v = calloc(MAX_APPLETS + 1, sizeof(*v));
+	if (!v)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	const char *p = list.data ? list.data : "";
 	while (*p) {
 		size_t len = strcspn(p, "\n");
@@ -289,34 +279,24 @@ int mafsbx_rootfs_applets(const char *busybox, char ***names, size_t *count, str
 		if (len == 0)
 			continue;
 		if (!applet_name_ok(line, len)) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed an impossible applet name '%.*s'",
-					       busybox, (int)(len > 64 ? 64 : len), line);
-			goto out;
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed an impossible applet name '%.*s'",
+						busybox, (int)(len > 64 ? 64 : len), line);
 		}
 		if (len == strlen("busybox") && memcmp(line, "busybox", len) == 0)
 			continue;
 		if (n == MAX_APPLETS) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed more than %d applets",
-					       busybox, MAX_APPLETS);
-			goto out;
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed more than %d applets",
+						busybox, MAX_APPLETS);
 		}
-		if (!(v[n] = strndup(line, len))) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-			goto out;
-		}
+		if (!(v[n] = strndup(line, len)))
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		n++;
 	}
-	if (n == 0) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed no applets", busybox);
-		goto out;
-	}
+	if (n == 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s --list printed no applets", busybox);
 	*names = move_ptr(v);
 	*count = n;
-	ret = 0;
-out:
-	mafsbx_rootfs_free_names(v);
-	mafsbx_buf_free(&list);
-	return ret;
+	return 0;
 }
 
 /* ---- tar writing -------------------------------------------------------- */
@@ -327,6 +307,15 @@ struct writer {
 	struct mafsbx_buf out;
 	time_t mtime;
 };
+
+static void writer_free(struct writer *w)
+{
+	if (w->a)
+		archive_write_free(w->a);
+	if (w->e)
+		archive_entry_free(w->e);
+	mafsbx_buf_free(&w->out);
+}
 
 static la_ssize_t write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
 {
@@ -368,52 +357,41 @@ fail:
 
 static int slurp(const char *path, char **data, size_t *len, time_t *mtime, struct mafsbx_error *err)
 {
-	struct mafsbx_buf b = MAFSBX_BUF_INIT;
-	int ret = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	__do_buf struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	__do_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return missing(path, errno, err);
 	struct stat st;
-	if (fstat(fd, &st) != 0 || st.st_size > BUSYBOX_MAX) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path, BUSYBOX_MAX);
-		goto out;
-	}
+	if (fstat(fd, &st) != 0 || st.st_size > BUSYBOX_MAX)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path, BUSYBOX_MAX);
 	*mtime = st.st_mtime;
 	for (;;) {
-		if (mafsbx_buf_reserve(&b, 65536) < 0) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
-			goto out;
-		}
+		if (mafsbx_buf_reserve(&b, 65536) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
 		ssize_t n = read(fd, b.data + b.len, 65536);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot read %s: %s", path,
-						    strerror(errno));
-			goto out;
+			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot read %s: %s", path,
+						     strerror(errno));
 		}
 		if (n == 0)
 			break;
 		b.len += (size_t)n;
-		if (b.len > BUSYBOX_MAX) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path, BUSYBOX_MAX);
-			goto out;
-		}
+		if (b.len > BUSYBOX_MAX)
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path, BUSYBOX_MAX);
 	}
 	*data = mafsbx_buf_steal(&b, len);
 	if (!*data)
-		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
-out:
-	close(fd);
-	mafsbx_buf_free(&b);
-	return ret;
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
+	return 0;
 }
 
 static int build(const char *busybox, const char *proxy, void **tar, size_t *tar_len, size_t *applets,
 		 struct mafsbx_error *err)
 {
-	struct writer w = { .out = MAFSBX_BUF_INIT };
-	char **names = NULL;
+	__attribute__((cleanup(writer_free))) struct writer w = { .out = MAFSBX_BUF_INIT };
+	__do_free_names char **names = NULL;
 	size_t count = 0;
 	__do_free char *bb = NULL;
 	size_t bb_len = 0;
@@ -432,34 +410,31 @@ static int build(const char *busybox, const char *proxy, void **tar, size_t *tar
 	time_t px_mtime;
 	if (proxy && ((ret = mafsbx_rootfs_check_static(proxy, err)) < 0 ||
 		      (ret = slurp(proxy, &px, &px_len, &px_mtime, err)) < 0))
-		goto out;
+		return ret;
 
 	w.a = archive_write_new();
 	w.e = archive_entry_new();
-	if (!w.a || !w.e) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
+	if (!w.a || !w.e)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
 	    archive_write_add_filter_none(w.a) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
 	    archive_write_open(w.a, &w, NULL, write_cb, NULL) != ARCHIVE_OK) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot start the rootfs tar: %s",
-				       archive_error_string(w.a) ? archive_error_string(w.a) : "unknown error");
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot start the rootfs tar: %s",
+					archive_error_string(w.a) ? archive_error_string(w.a) : "unknown error");
 	}
 
 	static const char passwd[] = MAFSBX_ROOTFS_PASSWD;
 	static const char group[] = MAFSBX_ROOTFS_GROUP;
 	if ((ret = add(&w, "bin/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
 	    (ret = add(&w, "bin/busybox", AE_IFREG, 0755, 0, NULL, bb, bb_len, err)) < 0)
-		goto out;
+		return ret;
 	for (size_t i = 0; i < count; i++) {
 		char path[80];
 		snprintf(path, sizeof(path), "bin/%s", names[i]);
 		/* Relative, so the link resolves inside any root it lands in. */
 		if ((ret = add(&w, path, AE_IFLNK, 0777, 0, "busybox", NULL, 0, err)) < 0)
-			goto out;
+			return ret;
 	}
 	if ((ret = add(&w, "dev/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
 	    (ret = add(&w, "etc/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
@@ -471,32 +446,21 @@ static int build(const char *busybox, const char *proxy, void **tar, size_t *tar
 	    (ret = add(&w, "root/", AE_IFDIR, 0700, 0, NULL, NULL, 0, err)) < 0 ||
 	    (ret = add(&w, "sys/", AE_IFDIR, 0555, 0, NULL, NULL, 0, err)) < 0 ||
 	    (ret = add(&w, "tmp/", AE_IFDIR, 01777, 0, NULL, NULL, 0, err)) < 0)
-		goto out;
+		return ret;
 	if (px && ((ret = add(&w, "usr/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
 		   (ret = add(&w, "usr/bin/", AE_IFDIR, 0755, 0, NULL, NULL, 0, err)) < 0 ||
 		   (ret = add(&w, &MAFSBX_ROOTFS_PROXY_IN_IMAGE[1], AE_IFREG, 0755, 0, NULL, px, px_len, err)) < 0))
-		goto out;
+		return ret;
 	if (archive_write_close(w.a) != ARCHIVE_OK) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot finish the rootfs tar: %s",
-				       archive_error_string(w.a) ? archive_error_string(w.a) : "unknown error");
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_SYSTEM, "cannot finish the rootfs tar: %s",
+					archive_error_string(w.a) ? archive_error_string(w.a) : "unknown error");
 	}
 	*tar = mafsbx_buf_steal(&w.out, tar_len);
-	if (!*tar) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
+	if (!*tar)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if (applets)
 		*applets = count;
-	ret = 0;
-out:
-	if (w.a)
-		archive_write_free(w.a);
-	if (w.e)
-		archive_entry_free(w.e);
-	mafsbx_buf_free(&w.out);
-	mafsbx_rootfs_free_names(names);
-	return ret;
+	return 0;
 }
 
 int mafsbx_rootfs_build(const char *busybox, void **tar, size_t *tar_len, size_t *applets,

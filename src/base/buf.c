@@ -1,5 +1,5 @@
 /*
- * buf.c: growable byte buffers and the monotonic clock helper.
+ * buf.c: growable byte buffers, growable arrays and the monotonic clock helper.
  */
 #include "buf.h"
 
@@ -87,6 +87,32 @@ char *mafsbx_buf_steal(struct mafsbx_buf *b, size_t *len)
 	b->data = NULL;
 	b->len = b->cap = 0;
 	return p;
+}
+
+int mafsbx_array_grow(void *arrp, size_t *cap, size_t need, size_t size, size_t first, size_t max)
+{
+	if (need <= *cap)
+		return 0;
+	if (!size || (max && need > max))
+		return -ENOMEM;
+	size_t limit = SIZE_MAX / size;
+	if (max && max < limit)
+		limit = max;
+	if (need > limit)
+		return -ENOMEM;
+	size_t nc = *cap ? *cap : (first ? first : 1);
+	while (nc < need)
+		nc = nc > limit / 2 ? limit : nc * 2;
+	if (nc > limit)
+		nc = limit;
+	void *old;
+	memcpy(&old, arrp, sizeof(old));
+	void *p = realloc(old, nc * size);
+	if (!p)
+		return -ENOMEM;
+	memcpy(arrp, &p, sizeof(p));
+	*cap = nc;
+	return 0;
 }
 
 long long mafsbx_now_ms(void)

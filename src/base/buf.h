@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <jansson.h>
+
 struct mafsbx_buf {
 	char *data;   /* NULL until the first append; data[len] == '\0' after any append */
 	size_t len;
@@ -31,11 +34,33 @@ void mafsbx_buf_free(struct mafsbx_buf *b);
 /* Hand the memory to the caller (never NULL on success: "" for empty); the buffer is reset. */
 char *mafsbx_buf_steal(struct mafsbx_buf *b, size_t *len);
 
-/* Cleanup helpers in the lxcfs style. */
+/*
+ * Room for at least `need` elements of `size` bytes in the array *arrp (any
+ * object pointer, passed by address) whose capacity, in elements, is *cap:
+ * the capacity doubles from `first` until it holds `need`, clamped to `max`
+ * elements (0: no bound; a `need` over `max` is refused). 0, or -ENOMEM
+ * when the memory cannot be had: realloc failed, or the size in bytes does
+ * not fit a size_t (never a wrapped size). On failure *arrp and *cap are as
+ * they were.
+ */
+int mafsbx_array_grow(void *arrp, size_t *cap, size_t need, size_t size, size_t first, size_t max);
+
+/*
+ * Cleanup helpers in the lxcfs style: a variable so declared is released
+ * when it goes out of scope, so an early return cannot leak it. Hand it on
+ * with move_ptr/move_fd (below). __do_buf frees a struct mafsbx_buf,
+ * __do_json drops one reference of a json_t (NULL is fine), __do_closedir
+ * closes a DIR (and the fd fdopendir took).
+ */
 static inline void mafsbx_freep(void *p) { free(*(void **)p); }
 static inline void mafsbx_closep(int *fd) { if (*fd >= 0) close(*fd); }
+static inline void mafsbx_json_decrefp(json_t **j) { json_decref(*j); }
+static inline void mafsbx_closedirp(DIR **d) { if (*d) closedir(*d); }
 #define __do_free __attribute__((cleanup(mafsbx_freep)))
 #define __do_close __attribute__((cleanup(mafsbx_closep)))
+#define __do_buf __attribute__((cleanup(mafsbx_buf_free)))
+#define __do_json __attribute__((cleanup(mafsbx_json_decrefp)))
+#define __do_closedir __attribute__((cleanup(mafsbx_closedirp)))
 
 /* Move a pointer out of a cleanup-owned variable. */
 #define move_ptr(p) ({ __typeof__(p) __tmp = (p); (p) = NULL; __tmp; })

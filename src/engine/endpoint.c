@@ -120,44 +120,35 @@ static int find_config_dir(struct resolver *r, struct mafsbx_error *err)
  */
 static int read_file(const char *path, char **data, size_t *len, struct mafsbx_error *err)
 {
-	struct mafsbx_buf b = MAFSBX_BUF_INIT;
-	int ret;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	__do_buf struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	__do_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot open %s: %s", path,
 					     strerror(e));
 	}
 	for (;;) {
-		if ((ret = mafsbx_buf_reserve(&b, 8192)) < 0) {
-			mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
-			goto out;
-		}
+		if (mafsbx_buf_reserve(&b, 8192) < 0)
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
 		ssize_t n = read(fd, b.data + b.len, 8192);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			int e = errno;
-			ret = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot read %s: %s", path,
-						    strerror(e));
-			goto out;
+			return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "cannot read %s: %s", path,
+						     strerror(e));
 		}
 		if (n == 0)
 			break;
 		b.len += (size_t)n;
 		b.data[b.len] = '\0';
 		if (b.len > MAX_JSON_FILE) {
-			ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path,
-					       MAX_JSON_FILE);
-			goto out;
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s is larger than %d bytes", path,
+						MAX_JSON_FILE);
 		}
 	}
 	*data = mafsbx_buf_steal(&b, len);
-	ret = *data ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
-out:
-	close(fd);
-	mafsbx_buf_free(&b);
-	return ret;
+	return *data ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory reading %s", path);
 }
 
 static int load_json_object(const char *path, json_t **out, struct mafsbx_error *err)
@@ -588,7 +579,7 @@ static int context_hash(const char *name, char hex[65], struct mafsbx_error *err
 static int resolve_context(const struct resolver *r, const char *name, const char *source,
 			   struct mafsbx_endpoint *ep, struct mafsbx_error *err)
 {
-	json_t *meta = NULL;
+	__do_json json_t *meta = NULL;
 	int ret;
 	if (!*name)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "empty Docker context name (%s)", source);
@@ -597,7 +588,9 @@ static int resolve_context(const struct resolver *r, const char *name, const cha
 
 	if (strcmp(name, DEFAULT_CONTEXT) == 0) {
 		ret = resolve_default(r, ep, err);
-		goto done;
+		if (ret == 0)
+			snprintf(ep->context, sizeof(ep->context), "%s", name);
+		return ret;
 	}
 	if (!r->have_config_dir)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
@@ -623,28 +616,23 @@ static int resolve_context(const struct resolver *r, const char *name, const cha
 	}
 
 	json_t *jname = json_object_get(meta, "Name");
-	if (jname && (!json_is_string(jname) || strcmp(json_string_value(jname), name) != 0)) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed %s: \"Name\" is not \"%s\"", path, name);
-		goto out;
-	}
+	if (jname && (!json_is_string(jname) || strcmp(json_string_value(jname), name) != 0))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "malformed %s: \"Name\" is not \"%s\"", path, name);
 	json_t *eps = json_object_get(meta, "Endpoints");
 	json_t *dock = json_is_object(eps) ? json_object_get(eps, "docker") : NULL;
 	if (!json_is_object(dock)) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-				       "malformed %s: Docker context \"%s\" has no Endpoints.docker object", path, name);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"malformed %s: Docker context \"%s\" has no Endpoints.docker object", path, name);
 	}
 	json_t *jhost = json_object_get(dock, "Host");
 	if (!json_is_string(jhost) || !*json_string_value(jhost)) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-				       "malformed %s: Docker context \"%s\" has no Endpoints.docker.Host", path, name);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"malformed %s: Docker context \"%s\" has no Endpoints.docker.Host", path, name);
 	}
 	json_t *jskip = json_object_get(dock, "SkipTLSVerify");
 	if (jskip && !json_is_boolean(jskip)) {
-		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID,
-				       "malformed %s: Endpoints.docker.SkipTLSVerify is not a boolean", path);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"malformed %s: Endpoints.docker.SkipTLSVerify is not a boolean", path);
 	}
 	bool skip = jskip && json_is_true(jskip);
 
@@ -652,14 +640,14 @@ static int resolve_context(const struct resolver *r, const char *name, const cha
 	ret = parse_url(json_string_value(jhost), ep, &port_given, err);
 	if (ret < 0) {
 		mafsbx_error_prefix(err, "Docker context \"%s\"", name);
-		goto out;
+		return ret;
 	}
 	if (ep->scheme == MAFSBX_EP_TCP) {
 		bool any = false;
 		ret = take_tls_files(ep, tlsdir, "ca.pem", "cert.pem", "key.pem", &any, err);
 		if (ret < 0) {
 			mafsbx_error_prefix(err, "Docker context \"%s\"", name);
-			goto out;
+			return ret;
 		}
 		if (any || skip)
 			ep->tls = true;
@@ -669,13 +657,8 @@ static int resolve_context(const struct resolver *r, const char *name, const cha
 	} else if (ep->scheme == MAFSBX_EP_SSH) {
 		format_ssh_url(ep);
 	}
-	ret = 0;
-done:
-	if (ret == 0)
-		snprintf(ep->context, sizeof(ep->context), "%s", name);
-out:
-	json_decref(meta);
-	return ret;
+	snprintf(ep->context, sizeof(ep->context), "%s", name);
+	return 0;
 }
 
 /* currentContext of config.json: NULL (with ret 0) when the file or the field is absent. */

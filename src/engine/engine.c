@@ -145,48 +145,37 @@ int mafsbx_path_stat_decode(const char *b64, struct mafsbx_path_stat *st, struct
 	size_t len = strlen(b64);
 	if (len > STAT_HEADER_MAX)
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header too large (%zu bytes)", len);
-	unsigned char *raw = NULL;
+	__do_free unsigned char *raw = NULL;
 	size_t n = 0;
-	json_t *j = NULL;
 	/* Go's StdEncoding as dockerd writes it; its non-Strict reader ignores spare bits, and so do we. */
 	int r = mafsbx_base64_decode(b64, len, MAFSBX_B64_STD | MAFSBX_B64_NONEMPTY | MAFSBX_B64_ANY_BITS, &raw, &n);
 	if (r == -ENOMEM)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	if (r) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not base64");
-		goto out;
-	}
+	if (r)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not base64");
 	json_error_t je;
-	j = json_loadb((const char *)raw, n, JSON_REJECT_DUPLICATES, &je);
-	if (!json_is_object(j)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not a JSON object");
-		goto out;
-	}
+	__do_json json_t *j = json_loadb((const char *)raw, n, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(j))
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header is not a JSON object");
 	json_t *jname = json_object_get(j, "name"), *jsize = json_object_get(j, "size");
 	json_t *jmode = json_object_get(j, "mode"), *jmtime = json_object_get(j, "mtime");
 	json_t *jlink = json_object_get(j, "linkTarget");
 	if (!json_is_string(jname) || !json_is_integer(jsize) || !json_is_integer(jmode) || !json_is_string(jmtime) ||
-	    (jlink && !json_is_string(jlink))) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: missing or mistyped field");
-		goto out;
-	}
+	    (jlink && !json_is_string(jlink)))
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: missing or mistyped field");
 	json_int_t size = json_integer_value(jsize), mode = json_integer_value(jmode);
-	if (size < 0 || mode < 0 || mode > (json_int_t)UINT32_MAX) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: size or mode out of range");
-		goto out;
-	}
+	if (size < 0 || mode < 0 || mode > (json_int_t)UINT32_MAX)
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: size or mode out of range");
 	struct timespec mt;
 	if (mafsbx_eng_parse_rfc3339(json_string_value(jmtime), &mt) < 0) {
-		r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: bad mtime \"%.64s\"",
-				     json_string_value(jmtime));
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "path stat header: bad mtime \"%.64s\"",
+					json_string_value(jmtime));
 	}
 	const char *link = jlink ? json_string_value(jlink) : "";
 	size_t ll = jlink ? json_string_length(jlink) : 0;
 	if (ll >= sizeof(st->link_target) || strlen(link) != ll) {
-		r = mafsbx_error_set(err, ll >= sizeof(st->link_target) ? MAFSBX_EK_NAMETOOLONG : MAFSBX_EK_PROTOCOL,
-				     "path stat header: link target too long or holds NUL");
-		goto out;
+		return mafsbx_error_set(err, ll >= sizeof(st->link_target) ? MAFSBX_EK_NAMETOOLONG : MAFSBX_EK_PROTOCOL,
+					"path stat header: link target too long or holds NUL");
 	}
 	memset(st, 0, sizeof(*st));
 	snprintf(st->name, sizeof(st->name), "%s", json_string_value(jname));
@@ -195,10 +184,7 @@ int mafsbx_path_stat_decode(const char *b64, struct mafsbx_path_stat *st, struct
 	st->mode = mafsbx_go_mode_to_st(st->go_mode);
 	st->mtime = mt;
 	memcpy(st->link_target, link, ll + 1);
-out:
-	json_decref(j);
-	free(raw);
-	return r;
+	return 0;
 }
 
 /* ---- frame demultiplexer ----------------------------------------------- */
@@ -231,18 +217,8 @@ static int demux_put(struct mafsbx_demux *d, const unsigned char *p, size_t n)
 		res->truncated = true;
 	if (!take)
 		return 0;
-	if (*len + take + 1 > *cap) {
-		size_t nc = *cap ? *cap : 256;
-		while (nc < *len + take + 1)
-			nc *= 2;
-		if (nc > d->max_output + 1)
-			nc = d->max_output + 1;
-		unsigned char *nb = realloc(*buf, nc);
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = nc;
-	}
+	if (mafsbx_array_grow(buf, cap, *len + take + 1, 1, 256, d->max_output + 1) < 0)
+		return -ENOMEM;
 	memcpy(*buf + *len, p, take);
 	*len += take;
 	(*buf)[*len] = '\0';
@@ -383,16 +359,14 @@ int mafsbx_engine_ping(struct mafsbx_engine *e, struct mafsbx_error *err)
 {
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "ping: no engine");
-	struct mafsbx_http_resp resp = { 0 };
+	__do_resp struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = { .method = "GET", .target = "/_ping", .want_header = "Api-Version",
 				      .max_body = 4096 };
 	int r = mafsbx_http_request(e->http, &rq, &resp, err);
 	if (r < 0)
-		goto out;
-	if (resp.status != 200) {
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "ping", NULL);
-		goto out;
-	}
+		return r;
+	if (resp.status != 200)
+		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "ping", NULL);
 	char prefix[24] = "/v1.41";
 	int v = resp.header_seen ? api_number(resp.header.data) : -1;
 	if (v >= 0 && v < 1041)
@@ -401,9 +375,7 @@ int mafsbx_engine_ping(struct mafsbx_engine *e, struct mafsbx_error *err)
 	memcpy(e->prefix, prefix, sizeof(prefix));
 	e->negotiated = true;
 	pthread_mutex_unlock(&e->mu);
-out:
-	mafsbx_http_resp_free(&resp);
-	return r;
+	return 0;
 }
 
 /* Negotiate once (first call), then hand out the version prefix. */
@@ -474,7 +446,7 @@ int mafsbx_eng_nomem(struct mafsbx_error *err)
 
 int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
 {
-	struct mafsbx_http_resp resp = { 0 };
+	__do_resp struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
 		.method = c->method, .target = c->target, .content_type = c->ctype,
 		.body = c->body, .body_len = c->body_len, .timeout_ms = c->timeout_ms, .past_end = c->past_end,
@@ -483,17 +455,15 @@ int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct maf
 	if (r < 0) {
 		if (err)
 			mafsbx_error_prefix(err, "%s", c->what);
-		goto out;
+		return r;
 	}
 	if (c->status_out)
 		*c->status_out = resp.status;
 	bool ok = false;
 	for (size_t i = 0; i < 4 && c->ok[i]; i++)
 		ok = ok || resp.status == c->ok[i];
-	if (!ok) {
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, c->what, c->path);
-		goto out;
-	}
+	if (!ok)
+		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, c->what, c->path);
 	if (c->out) {
 		json_error_t je;
 		*c->out = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
@@ -501,8 +471,6 @@ int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct maf
 			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%s: engine answer is not JSON: %s", c->what,
 					     je.text);
 	}
-out:
-	mafsbx_http_resp_free(&resp);
 	return r;
 }
 

@@ -27,7 +27,10 @@ static json_t *string_array(const char *const *v, bool *bad)
 			json_decref(a);
 			return NULL;
 		}
-		json_array_append_new(a, s);
+		if (json_array_append_new(a, s) < 0) {
+			json_decref(a);
+			return NULL;
+		}
 	}
 	return a;
 }
@@ -69,14 +72,14 @@ static json_t *exec_config(const struct mafsbx_exec_request *rq, const char *wha
 		*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
 	else if (!cmd || !cfg || (rq->env && !env))
 		*r = mafsbx_eng_nomem(err);
+	if (*r == 0 && (json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL ||
+									      rq->stdin_from_fd)) < 0 ||
+			json_object_set_new(cfg, "AttachStdout", json_true()) < 0 ||
+			json_object_set_new(cfg, "AttachStderr", json_true()) < 0 ||
+			json_object_set_new(cfg, "Tty", json_false()) < 0 || json_object_set(cfg, "Cmd", cmd) < 0 ||
+			(env && json_object_set(cfg, "Env", env) < 0)))
+		*r = mafsbx_eng_nomem(err);
 	if (*r == 0) {
-		json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL || rq->stdin_from_fd));
-		json_object_set_new(cfg, "AttachStdout", json_true());
-		json_object_set_new(cfg, "AttachStderr", json_true());
-		json_object_set_new(cfg, "Tty", json_false());
-		json_object_set(cfg, "Cmd", cmd);
-		if (env)
-			json_object_set(cfg, "Env", env);
 		if (rq->user && (json_object_set_new(cfg, "User", json_string(rq->user)) < 0))
 			*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: user is not valid UTF-8", what);
 		else if (rq->workdir && (json_object_set_new(cfg, "WorkingDir", json_string(rq->workdir)) < 0))

@@ -14,6 +14,9 @@
 #include "engine.h"
 #include "http.h"
 
+/* An engine answer freed when its variable goes out of scope. */
+#define __do_resp __attribute__((cleanup(mafsbx_http_resp_free)))
+
 struct mafsbx_engine {
 	struct mafsbx_endpoint ep;
 	struct mafsbx_engine_timeouts to;

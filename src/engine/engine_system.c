@@ -73,23 +73,20 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 				   fe ? fe : "");
 	if (!t)
 		return r;
-	struct mafsbx_http_resp resp = { 0 };
+	__do_resp struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms };
 	if ((r = mafsbx_http_request(e->http, &rq, &resp, err)) < 0) {
 		mafsbx_error_prefix(err, "read the engine's events");
-		goto out;
+		return r;
 	}
 	if (resp.status != 200) {
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's events",
-					     NULL);
-		goto out;
+		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's events",
+						NULL);
 	}
 	/* a stream of JSON objects, one after the other */
 	json_t *a = json_array();
-	if (!a) {
-		r = mafsbx_eng_nomem(err);
-		goto out;
-	}
+	if (!a)
+		return mafsbx_eng_nomem(err);
 	const char *p = resp.body.data ? resp.body.data : "";
 	size_t left = resp.body.len;
 	while (left) {
@@ -102,18 +99,17 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 		if (!ev || je.position <= 0 || (size_t)je.position > left) {
 			json_decref(ev);
 			json_decref(a);
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's events are not JSON: %s", je.text);
-			goto out;
+			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's events are not JSON: %s", je.text);
 		}
-		json_array_append_new(a, ev);
+		if (json_array_append_new(a, ev) < 0) {
+			json_decref(a);
+			return mafsbx_eng_nomem(err);
+		}
 		p += je.position;
 		left -= (size_t)je.position;
 	}
 	*out = a;
-	r = 0;
-out:
-	mafsbx_http_resp_free(&resp);
-	return r;
+	return 0;
 }
 
 int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups *c, struct mafsbx_error *err)

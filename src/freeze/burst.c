@@ -287,14 +287,8 @@ void mafsbx_burst_put(struct mafsbx_burst *b, const char *path, const struct maf
 	}
 	if (s->n == MAFSBX_BURST_MAX_ANSWERS)
 		goto out;
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 8;
-		struct answer *nv = realloc(s->v, nc * sizeof(*nv));
-		if (!nv)
-			goto out;
-		s->v = nv;
-		s->cap = nc;
-	}
+	if (mafsbx_array_grow(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 8, 0) < 0)
+		goto out;
 	if ((s->v[s->n].path = strdup(path)) != NULL) {
 		s->v[s->n].a = *a;
 		s->n++;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -47,16 +49,8 @@ int mafsbx_dirlist_parse(const void *buf, size_t len, size_t max_entries, struct
 			out->dropped++;
 			continue;
 		}
-		if (out->n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			if (nc > max_entries)
-				nc = max_entries;
-			char **nn = realloc(out->names, nc * sizeof(*nn));
-			if (!nn)
-				goto nomem;
-			out->names = nn;
-			cap = nc;
-		}
+		if (mafsbx_array_grow(&out->names, &cap, out->n + 1, sizeof(*out->names), 64, max_entries) < 0)
+			goto nomem;
 		if (!(out->names[out->n] = strndup(name, n - 2)))
 			goto nomem;
 		out->n++;

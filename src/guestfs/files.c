@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "buf.h"
 #include "burst.h"
 #include "engine.h"
 #include "guestpath.h"
@@ -105,6 +106,19 @@ static void call_leave(struct fcall *k)
 	cache_free(&k->c);
 }
 
+/* Cleanup forms: a call left, a tar and a tar reader freed, when their variable goes out of scope. */
+#define __do_leave __attribute__((cleanup(call_leave)))
+static void tar_freep(struct mafsbx_tar **t)
+{
+	mafsbx_tar_free(*t);
+}
+#define __do_tar_free __attribute__((cleanup(tar_freep)))
+static void reader_freep(struct mafsbx_tar_reader **rd)
+{
+	mafsbx_tar_reader_free(*rd);
+}
+#define __do_reader_free __attribute__((cleanup(reader_freep)))
+
 /* The call changed the guest's files: answers kept beyond it are void. */
 static void call_wrote(struct fcall *k)
 {
@@ -136,14 +150,8 @@ static const struct head_ans *head(struct fcall *k, const char *path, long long 
 			return &c->v[i];
 	static const struct head_ans nomem = { .rc = -ENOMEM, .err = { .kind = MAFSBX_EK_NOMEM, .err = ENOMEM,
 									 .type = "MemoryError", .message = "out of memory" } };
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 16;
-		struct head_ans *nv = realloc(c->v, nc * sizeof(*nv));
-		if (!nv)
-			return &nomem;
-		c->v = nv;
-		c->cap = nc;
-	}
+	if (mafsbx_array_grow(&c->v, &c->cap, c->n + 1, sizeof(*c->v), 16, 0) < 0)
+		return &nomem;
 	struct head_ans *a = &c->v[c->n];
 	memset(a, 0, sizeof(*a));
 	a->path = strdup(path);
@@ -372,46 +380,41 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 			 uint64_t max_bytes, int out_fd, struct mafsbx_buf *out_buf, long long deadline_ms,
 			 bool header_only, struct mafsbx_read_info *info, struct mafsbx_error *err)
 {
-	struct mafsbx_gp_chain chain;
+	__attribute__((cleanup(mafsbx_gp_chain_free))) struct mafsbx_gp_chain chain;
 	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
 	if (r < 0)
 		return r;
-	struct fcall k;
-	struct mafsbx_tar_reader *rd = NULL;
-	struct mafsbx_tar_entry entry = { 0 };
+	/* the GET has ended (or never started) when k goes out of scope: leaving may unpause */
+	__do_leave struct fcall k;
+	__do_reader_free struct mafsbx_tar_reader *rd = NULL;
+	__attribute__((cleanup(mafsbx_tar_entry_free))) struct mafsbx_tar_entry entry = { 0 };
 	size_t missing;
 	r = call_enter_chain(&k, fz, t->bursts, t->container, &chain, deadline_ms, &missing, err);
 	if (r < 0)
-		goto out;
+		return r;
 	if (missing < chain.n) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist (%.300s is missing)", resolved,
-				     chain.paths[missing]);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist (%.300s is missing)", resolved,
+					chain.paths[missing]);
 	}
 	const struct head_ans *a = head(&k, resolved, deadline_ms);
-	if (a->rc < 0) {
-		r = copy_err(err, &a->err);
-		goto out;
-	}
+	if (a->rc < 0)
+		return copy_err(err, &a->err);
 	if ((r = leaf_refusal(resolved, a->kind, err)) < 0)
-		goto out;
+		return r;
 	if (max_bytes && a->st.size > 0 && (uint64_t)a->st.size > max_bytes) {
-		r = mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "%.300s is %lld bytes and the caller allowed %llu", resolved,
-				     (long long)a->st.size, (unsigned long long)max_bytes);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "%.300s is %lld bytes and the caller allowed %llu", resolved,
+					(long long)a->st.size, (unsigned long long)max_bytes);
 	}
 	if (!header_only && t->reserve &&
 	    (r = t->reserve(t->reserve_ctx, a->st.size > 0 ? (uint64_t)a->st.size : 0, err)) < 0)
-		goto out;
+		return r;
 	struct mafsbx_tar_reader_opts ro = { .max_body = max_bytes, .file_only = true, .out_fd = out_fd,
 					     .out_buf = out_fd >= 0 ? NULL : out_buf };
 	rd = mafsbx_tar_reader_new(&ro, err);
-	if (!rd) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!rd)
+		return -ENOMEM;
 	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
-		goto out;
+		return r;
 	struct mafsbx_error ge;
 	mafsbx_error_clear(&ge);
 	struct header_cut hc = { .rd = rd };
@@ -424,20 +427,19 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 		if (re->kind == MAFSBX_EK_NOT_REGULAR)
 			mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "%.300s is not a regular file and is refused",
 					 resolved);
-		goto out;
+		return r;
 	}
 	if (gr < 0 && !(header_only && hc.cut)) {
 		r = copy_err(err, &ge);
 		if (ge.kind == MAFSBX_EK_NO_PATH)
 			mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist", resolved);
-		goto out;
+		return r;
 	}
 	if (header_only) {
 		const struct mafsbx_tar_entry *he = mafsbx_tar_reader_entry(rd);
 		if (!hc.cut || !he) {
-			r = mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%.300s: the archive ended before its tar header",
-					     resolved);
-			goto out;
+			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "%.300s: the archive ended before its tar header",
+						resolved);
 		}
 		entry.size = he->size;
 		entry.mode = he->mode;
@@ -447,11 +449,11 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 	} else {
 		r = mafsbx_tar_reader_finish(rd, &entry, err);
 		if (r < 0)
-			goto out;
+			return r;
 	}
 	/* the bytes count only if the freeze provably held throughout (src/freeze/freeze.h) */
 	if ((r = mafsbx_freeze_verify(k.fr, err)) < 0)
-		goto out;
+		return r;
 	if (info) {
 		info->size = entry.size;
 		info->mode = entry.mode;
@@ -459,12 +461,6 @@ static int read_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_ta
 		info->gid = entry.gid;
 		info->mtime = entry.mtime;
 	}
-out:
-	/* the GET has ended (or never started) here: leaving may unpause */
-	call_leave(&k);
-	mafsbx_tar_entry_free(&entry);
-	mafsbx_tar_reader_free(rd);
-	mafsbx_gp_chain_free(&chain);
 	return r;
 }
 
@@ -548,47 +544,35 @@ static int add_file_entries(struct mafsbx_tar *tar, const char *resolved, const 
 static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *resolved,
 			const struct put_payload *pl, long long deadline_ms, struct mafsbx_error *err)
 {
-	struct mafsbx_gp_chain chain;
+	__attribute__((cleanup(mafsbx_gp_chain_free))) struct mafsbx_gp_chain chain;
 	int r = mafsbx_gp_ancestors(t->work_dir, resolved, false, &chain, err);
 	if (r < 0)
 		return r;
-	struct fcall k;
-	struct mafsbx_tar *tar = NULL;
+	__do_leave struct fcall k;
+	__do_tar_free struct mafsbx_tar *tar = NULL;
 	size_t missing;
 	r = call_enter_chain(&k, fz, t->bursts, t->container, &chain, deadline_ms, &missing, err);
 	if (r < 0)
-		goto out;
+		return r;
 	if (missing == chain.n) {
 		/* every parent exists: the leaf decides */
 		const struct head_ans *a = head(&k, resolved, deadline_ms);
-		if (a->rc < 0) {
-			r = copy_err(err, &a->err);
-			goto out;
-		}
-		if (a->kind == MAFSBX_FK_SYMLINK) {
-			r = mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT,
-					     "%.300s is a symbolic link; writing through it is refused", resolved);
-			goto out;
-		}
-		if (pl->kind == PUT_DIR && a->kind != MAFSBX_FK_ABSENT) {
-			r = mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EEXIST, NULL, "%.300s already exists", resolved);
-			goto out;
-		}
-		if (a->kind == MAFSBX_FK_DIR) {
-			r = mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EISDIR, NULL,
-						  "%.300s is a directory; a file cannot replace it", resolved);
-			goto out;
-		}
-		if (a->kind == MAFSBX_FK_OTHER) {
-			r = mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "%.300s is not a regular file; refused", resolved);
-			goto out;
-		}
+		if (a->rc < 0)
+			return copy_err(err, &a->err);
+		if (a->kind == MAFSBX_FK_SYMLINK)
+			return mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT,
+						"%.300s is a symbolic link; writing through it is refused", resolved);
+		if (pl->kind == PUT_DIR && a->kind != MAFSBX_FK_ABSENT)
+			return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EEXIST, NULL, "%.300s already exists", resolved);
+		if (a->kind == MAFSBX_FK_DIR)
+			return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EISDIR, NULL,
+						     "%.300s is a directory; a file cannot replace it", resolved);
+		if (a->kind == MAFSBX_FK_OTHER)
+			return mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "%.300s is not a regular file; refused", resolved);
 	}
 	tar = mafsbx_tar_new(err);
-	if (!tar) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!tar)
+		return -ENOMEM;
 	time_t now = time(NULL);
 	/* missing directories from W down get explicit entries; those above W are the engine's (root) */
 	for (size_t i = missing; i < chain.n && r == 0; i++)
@@ -603,9 +587,9 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 	const void *body;
 	size_t body_len;
 	if (r < 0 || (r = mafsbx_tar_finish(tar, &body, &body_len, err)) < 0)
-		goto out;
+		return r;
 	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
-		goto out;
+		return r;
 	if (pl->sent)
 		*pl->sent = true;
 	r = mafsbx_archive_put(k.eng, t->container, "/", body, body_len, err);
@@ -614,10 +598,6 @@ static int put_resolved(struct mafsbx_freezer *fz, const struct mafsbx_files_tar
 		r = mafsbx_freeze_verify(k.fr, err); /* unproven (src/freeze/freeze.h), the write is reported failed */
 	if (r < 0)
 		mafsbx_error_prefix(err, "could not write %.300s", resolved);
-out:
-	call_leave(&k);
-	mafsbx_tar_free(tar);
-	mafsbx_gp_chain_free(&chain);
 	return r;
 }
 
@@ -684,28 +664,26 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 		return err ? -err->err : -EINVAL;
 	if (strcmp(nb, "/") == 0)
 		return 0; /* nothing to make, no engine call, no freeze */
-	struct mafsbx_gp_chain chain;
+	__attribute__((cleanup(mafsbx_gp_chain_free))) struct mafsbx_gp_chain chain;
 	int r = mafsbx_gp_ancestors(nb, nb, true, &chain, err);
 	if (r < 0)
 		return r;
-	struct fcall k;
-	struct mafsbx_tar *tar = NULL;
+	__do_leave struct fcall k;
+	__do_tar_free struct mafsbx_tar *tar = NULL;
 	r = call_enter(&k, fz, NULL, container, deadline_ms, err);
 	if (r < 0)
-		goto out;
+		return r;
 	size_t missing;
 	r = check_chain(&k, &chain, deadline_ms, &missing, err);
 	if (r < 0) {
 		mafsbx_error_prefix(err, "cannot prepare working directory %.200s", nb);
-		goto out;
+		return r;
 	}
 	if (missing == chain.n)
-		goto out; /* all there: untouched */
+		return r; /* all there: untouched */
 	tar = mafsbx_tar_new(err);
-	if (!tar) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!tar)
+		return -ENOMEM;
 	time_t now = time(NULL);
 	for (size_t i = missing; i < chain.n && r == 0; i++) {
 		bool is_base = i == chain.n - 1;
@@ -714,9 +692,9 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 	const void *body;
 	size_t body_len;
 	if (r < 0 || (r = mafsbx_tar_finish(tar, &body, &body_len, err)) < 0)
-		goto out;
+		return r;
 	if ((r = check_deadline(deadline_ms, nb, err)) < 0)
-		goto out;
+		return r;
 	r = mafsbx_archive_put(k.eng, container, "/", body, body_len, err);
 	if (r == 0)
 		r = mafsbx_freeze_verify(k.fr, err); /* the freeze must be proven to have held: src/freeze/freeze.h */
@@ -724,9 +702,5 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 		mafsbx_error_prefix(err, "could not create the working directory %.200s", nb);
 	else if (created)
 		*created = (unsigned)(chain.n - missing);
-out:
-	call_leave(&k);
-	mafsbx_tar_free(tar);
-	mafsbx_gp_chain_free(&chain);
 	return r;
 }

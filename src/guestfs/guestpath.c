@@ -252,14 +252,8 @@ static int push_prefixes(struct mafsbx_gp_chain *c, size_t *cap, const char *p, 
 			continue;
 		if (i <= 1)
 			continue; /* "/" itself is never in the chain */
-		if (c->n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 8;
-			char **np = realloc(c->paths, nc * sizeof(*np));
-			if (!np)
-				return -ENOMEM;
-			c->paths = np;
-			*cap = nc;
-		}
+		if (mafsbx_array_grow(&c->paths, cap, c->n + 1, sizeof(*c->paths), 8, 0) < 0)
+			return -ENOMEM;
 		c->paths[c->n] = strndup(p, i);
 		if (!c->paths[c->n])
 			return -ENOMEM;

@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "engine.h"
 #include "names.h"
 
@@ -301,6 +302,11 @@ static int inspect_facts(struct mafsbx_engine *e, const char *container, struct 
 	return 0;
 }
 
+static void pin_freep(struct mafsbx_pin **p)
+{
+	mafsbx_pin_free(*p);
+}
+
 int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsbx_pin **out,
 		    struct mafsbx_error *err)
 {
@@ -319,11 +325,11 @@ int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsb
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "inspect of %s: PID %lld out of range", container,
 					a.pid);
 
-	struct mafsbx_pin *p = calloc(1, sizeof(*p));
+	__attribute__((cleanup(pin_freep))) struct mafsbx_pin *p = calloc(1, sizeof(*p));
 	if (!p)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	p->pidfd = p->root = -1;
-	int piddir = -1;
+	__do_close int piddir = -1;
 	char path[32], text[4096];
 	snprintf(p->id, sizeof(p->id), "%s", a.id);
 	snprintf(p->started_at, sizeof(p->started_at), "%s", a.started_at);
@@ -333,68 +339,55 @@ int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsb
 
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
 	if (p->pidfd < 0) {
-		r = errno == ESRCH ? mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING,
-						      "sandbox %s: its init process (PID %d) is gone", container, p->pid)
-				   : mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-							   "sandbox %s: pidfd_open(%d): %s", container, p->pid,
-							   strerror(errno));
-		goto fail;
+		return errno == ESRCH ? mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING,
+							 "sandbox %s: its init process (PID %d) is gone", container,
+							 p->pid)
+				      : mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+							      "sandbox %s: pidfd_open(%d): %s", container, p->pid,
+							      strerror(errno));
 	}
 	snprintf(path, sizeof(path), "%d", p->pid);
 	piddir = openat(proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (piddir < 0) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "sandbox %s: its init process (PID %d) is not visible in this PID namespace",
-					  container, p->pid);
-		goto fail;
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "sandbox %s: its init process (PID %d) is not visible in this PID namespace",
+					     container, p->pid);
 	}
 	if (read_small(piddir, "cgroup", text, sizeof(text)) < 0 ||
 	    (!mafsbx_cgroup_names_container(text, p->id) && !mafsbx_pid_shim_names(piddir, p->id))) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "sandbox %s: PID %d is not in the container's cgroup, nor a child of its "
-					  "runtime shim (the engine runs in another PID namespace or on another host)",
-					  container, p->pid);
-		goto fail;
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "sandbox %s: PID %d is not in the container's cgroup, nor a child of its "
+					     "runtime shim (the engine runs in another PID namespace or on another host)",
+					     container, p->pid);
 	}
 	if (read_small(piddir, "uid_map", text, sizeof(text)) < 0 ||
 	    mafsbx_id_map_parse(text, p->uid_map, MAFSBX_PIN_MAP_MAX, &p->n_uid_map) < 0 ||
 	    read_small(piddir, "gid_map", text, sizeof(text)) < 0 ||
 	    mafsbx_id_map_parse(text, p->gid_map, MAFSBX_PIN_MAP_MAX, &p->n_gid_map) < 0) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "sandbox %s: cannot read the id maps of PID %d", container, p->pid);
-		goto fail;
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "sandbox %s: cannot read the id maps of PID %d", container, p->pid);
 	}
 	if (read_small(piddir, "status", text, sizeof(text)) > 0)
 		parse_status(p, text);
 	p->root = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (p->root < 0) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "sandbox %s: cannot open the root of PID %d: %s", container, p->pid,
-					  strerror(errno));
-		goto fail;
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "sandbox %s: cannot open the root of PID %d: %s", container, p->pid,
+					     strerror(errno));
 	}
 	/* Everything above was read from /proc/PID while the pidfd says PID was
 	 * still our process: a PID recycled after this point cannot matter. */
 	if (!mafsbx_pin_alive(p)) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "sandbox %s: its init process exited while pinning",
-				     container);
-		goto fail;
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "sandbox %s: its init process exited while pinning",
+					container);
 	}
 	r = inspect_facts(e, container, &b, err);
 	if (r < 0)
-		goto fail;
-	if (strcmp(a.id, b.id) || a.pid != b.pid || strcmp(a.started_at, b.started_at) || !b.running) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "sandbox %s restarted while pinning", container);
-		goto fail;
-	}
-	close(piddir);
-	*out = p;
+		return r;
+	if (strcmp(a.id, b.id) || a.pid != b.pid || strcmp(a.started_at, b.started_at) || !b.running)
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_RUNNING, "sandbox %s restarted while pinning", container);
+	*out = move_ptr(p);
 	return 0;
-fail:
-	if (piddir >= 0)
-		close(piddir);
-	mafsbx_pin_free(p);
-	return r;
 }
 
 void mafsbx_pin_free(struct mafsbx_pin *p)

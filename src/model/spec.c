@@ -624,6 +624,11 @@ void mafsbx_dispose_spec_free(struct mafsbx_dispose_spec *s)
 	free(s);
 }
 
+static void dispose_spec_freep(struct mafsbx_dispose_spec **s)
+{
+	mafsbx_dispose_spec_free(*s);
+}
+
 int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **out, struct mafsbx_error *err)
 {
 	static const char *const allowed[] = { "name", "scope", "thread", "agent", "call", "kind", "reclaim",
@@ -633,82 +638,63 @@ int mafsbx_dispose_spec_parse(const json_t *req, struct mafsbx_dispose_spec **ou
 	int r = check_fields(req, allowed, err);
 	if (r)
 		return r;
-	struct mafsbx_dispose_spec *s = calloc(1, sizeof(*s));
+	__attribute__((cleanup(dispose_spec_freep))) struct mafsbx_dispose_spec *s = calloc(1, sizeof(*s));
 	if (!s)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	const char *name, *scope, *thread, *agent, *call, *kind, *instance_id;
 	if ((r = get_str(req, "name", false, false, &name, err)))
-		goto fail;
+		return r;
 	if (name) {
 		for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(key_fields); i++)
-			if (json_object_get(req, key_fields[i])) {
-				r = bad(err, key_fields[i], "not allowed together with 'name'");
-				goto fail;
-			}
-		if (!mafsbx_is_workload_name(name)) {
-			r = bad(err, "name", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
-			goto fail;
-		}
+			if (json_object_get(req, key_fields[i]))
+				return bad(err, key_fields[i], "not allowed together with 'name'");
+		if (!mafsbx_is_workload_name(name))
+			return bad(err, "name", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
 		s->by = MAFSBX_DISPOSE_BY_NAME;
 		if ((r = dup_to(&s->name, name, err)))
-			goto fail;
+			return r;
 		/* reclaim: the target rules need the work dir, so they are the backend's (reclaim.h) */
 		const char *reclaim;
 		if ((r = get_str(req, "reclaim", false, false, &reclaim, err)))
-			goto fail;
+			return r;
 		if (reclaim && (r = dup_to(&s->reclaim, reclaim, err)))
-			goto fail;
-		*out = s;
+			return r;
+		*out = move_ptr(s);
 		return 0;
 	}
-	if (json_object_get(req, "reclaim")) {
-		r = bad(err, "reclaim", "requires 'name'");
-		goto fail;
-	}
-	if (!json_object_get(req, "scope") && !json_object_get(req, "thread")) {
-		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "request: needs 'name', or 'scope' and 'thread'");
-		goto fail;
-	}
+	if (json_object_get(req, "reclaim"))
+		return bad(err, "reclaim", "requires 'name'");
+	if (!json_object_get(req, "scope") && !json_object_get(req, "thread"))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "request: needs 'name', or 'scope' and 'thread'");
 	if ((r = get_str(req, "scope", true, true, &scope, err)) || (r = get_str(req, "thread", true, true, &thread, err)) ||
 	    (r = get_str(req, "agent", false, true, &agent, err)) || (r = get_str(req, "call", false, true, &call, err)) ||
 	    (r = get_str(req, "kind", false, false, &kind, err)) ||
 	    (r = get_str(req, "instance_id", false, false, &instance_id, err)))
-		goto fail;
-	if (instance_id && (has_ctl(instance_id) || strchr(instance_id, '/'))) {
-		r = bad(err, "instance_id", "not a container ID");
-		goto fail;
-	}
+		return r;
+	if (instance_id && (has_ctl(instance_id) || strchr(instance_id, '/')))
+		return bad(err, "instance_id", "not a container ID");
 	if (!agent) {
-		if (instance_id) {
-			r = bad(err, "instance_id", "requires 'agent' (the key the instance must carry)");
-			goto fail;
-		}
-		if (call) {
-			r = bad(err, "call", "requires 'agent'");
-			goto fail;
-		}
-		if (kind) {
-			r = bad(err, "kind", "requires 'agent'");
-			goto fail;
-		}
+		if (instance_id)
+			return bad(err, "instance_id", "requires 'agent' (the key the instance must carry)");
+		if (call)
+			return bad(err, "call", "requires 'agent'");
+		if (kind)
+			return bad(err, "kind", "requires 'agent'");
 		s->by = MAFSBX_DISPOSE_BY_SCOPE;
 	} else {
 		s->by = MAFSBX_DISPOSE_BY_KEY;
 		if ((r = dup_to((char **)&s->key.agent, agent, err)) || (r = dup_to((char **)&s->key.call, call, err)))
-			goto fail;
+			return r;
 		if ((kind && (r = dup_to(&s->kind, kind, err))) ||
 		    (instance_id && (r = dup_to(&s->instance_id, instance_id, err))))
-			goto fail;
+			return r;
 	}
 	if ((r = dup_to((char **)&s->key.scope, scope, err)) || (r = dup_to((char **)&s->key.thread, thread, err)))
-		goto fail;
+		return r;
 	if (s->by == MAFSBX_DISPOSE_BY_SCOPE && (r = dup_to((char **)&s->key.call, "", err)))
-		goto fail;
-	*out = s;
+		return r;
+	*out = move_ptr(s);
 	return 0;
-fail:
-	mafsbx_dispose_spec_free(s);
-	return r;
 }
 
 /* ---- exec -------------------------------------------------------------- */
@@ -914,6 +900,11 @@ static int exec_user(const json_t *req, struct mafsbx_exec_spec *s, struct mafsb
 	return dup_to(&s->user, u, err);
 }
 
+static void exec_spec_freep(struct mafsbx_exec_spec **s)
+{
+	mafsbx_exec_spec_free(*s);
+}
+
 int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec **out,
 			   struct mafsbx_error *err)
 {
@@ -923,25 +914,20 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 	int r = check_fields(req, allowed, err);
 	if (r)
 		return r;
-	struct mafsbx_exec_spec *s = calloc(1, sizeof(*s));
+	__attribute__((cleanup(exec_spec_freep))) struct mafsbx_exec_spec *s = calloc(1, sizeof(*s));
 	if (!s)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	const char *sandbox;
 	if ((r = get_str(req, "sandbox", true, false, &sandbox, err)))
-		goto fail;
-	if (!mafsbx_is_workload_name(sandbox)) {
-		r = bad(err, "sandbox", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
-		goto fail;
-	}
+		return r;
+	if (!mafsbx_is_workload_name(sandbox))
+		return bad(err, "sandbox", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
 	if ((r = dup_to(&s->sandbox, sandbox, err)) || (r = exec_argv(req, s, err)) || (r = exec_cwd(req, s, err)) ||
 	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = exec_stdin(req, s, err)) ||
 	    (r = exec_timeout(req, cfg, s, err)) || (r = exec_detach(req, s, err)) || (r = exec_user(req, s, err)))
-		goto fail;
-	*out = s;
+		return r;
+	*out = move_ptr(s);
 	return 0;
-fail:
-	mafsbx_exec_spec_free(s);
-	return r;
 }
 
 /* ---- shared helpers ----------------------------------------------------- */
@@ -996,17 +982,16 @@ static int normalise_abs(const char *path, struct mafsbx_buf *b)
 
 char *mafsbx_exec_cwd_resolve(const char *work_dir, const char *cwd, struct mafsbx_error *err)
 {
-	struct mafsbx_buf base = MAFSBX_BUF_INIT, res = MAFSBX_BUF_INIT, joined = MAFSBX_BUF_INIT;
-	char *out = NULL;
+	__do_buf struct mafsbx_buf base = MAFSBX_BUF_INIT, res = MAFSBX_BUF_INIT, joined = MAFSBX_BUF_INIT;
 	if (!work_dir || work_dir[0] != '/') {
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "the sandbox's work dir is not an absolute path");
-		goto done;
+		return NULL;
 	}
 	if (!cwd || !*cwd)
 		cwd = ".";
 	if (strchr(cwd, '\\')) {
 		bad(err, "cwd", "contains a backslash");
-		goto done;
+		return NULL;
 	}
 	if (normalise_abs(work_dir, &base))
 		goto nomem;
@@ -1017,17 +1002,14 @@ char *mafsbx_exec_cwd_resolve(const char *work_dir, const char *cwd, struct mafs
 			goto nomem;
 	} else {
 		if (check_rel_cwd(cwd, err))
-			goto done;
+			return NULL;
 		if (mafsbx_buf_printf(&joined, "%s/%s", base.data, cwd) || normalise_abs(joined.data, &res))
 			goto nomem;
 	}
-	out = mafsbx_buf_steal(&res, NULL);
-	goto done;
+	char *out = mafsbx_buf_steal(&res, NULL);
+	if (out)
+		return out;
 nomem:
 	mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-done:
-	mafsbx_buf_free(&base);
-	mafsbx_buf_free(&res);
-	mafsbx_buf_free(&joined);
-	return out;
+	return NULL;
 }

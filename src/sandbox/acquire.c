@@ -87,51 +87,47 @@ static int64_t nano_cpus(double cpus)
 	return (int64_t)(cpus * 1e9 + 0.5);
 }
 
-/* The create body. */
+/* The create body; NULL when out of memory (a label or setting that could not be added included). */
 static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
 			     const char *egress_name)
 {
-	json_t *labels = mafsbx_workload_labels(&spec->key, spec->kind, spec->labels, spec->work_dir);
-	char *attribution = mafsbx_key_attribution(&spec->key);
-	json_t *outputs = str_array(spec->outputs, spec->n_outputs);
-	char *outputs_text = outputs ? json_dumps(outputs, JSON_COMPACT) : NULL;
-	json_t *cfg = NULL;
+	__do_json json_t *labels = mafsbx_workload_labels(&spec->key, spec->kind, spec->labels, spec->work_dir);
+	__do_free char *attribution = mafsbx_key_attribution(&spec->key);
+	__do_json json_t *outputs = str_array(spec->outputs, spec->n_outputs);
+	__do_free char *outputs_text = outputs ? json_dumps(outputs, JSON_COMPACT) : NULL;
 	if (!labels || !attribution || !outputs_text)
-		goto out;
+		return NULL;
 	/* key.v1 on the workload too (upstream writes it on the proxy only): it lets a mount show the
 	 * key behind digested labels. An extra label changes nothing for a Python host. */
-	json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution));
-	json_object_set_new(labels, MAFSBX_LABEL_OUTPUTS, json_string(outputs_text));
+	if (json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution)) < 0 ||
+	    json_object_set_new(labels, MAFSBX_LABEL_OUTPUTS, json_string(outputs_text)) < 0)
+		return NULL;
 
 	json_t *hc = json_pack("{s:s, s:[s]}", "NetworkMode", "none", "SecurityOpt", "no-new-privileges");
 	if (!hc)
-		goto out;
+		return NULL;
+	int r = 0;
 	if (b->cfg.pids_limit > 0)
-		json_object_set_new(hc, "PidsLimit", json_integer(b->cfg.pids_limit));
+		r |= json_object_set_new(hc, "PidsLimit", json_integer(b->cfg.pids_limit));
 	if (b->cfg.cap_drop_all)
-		json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
+		r |= json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
 	if (b->cfg.memory_bytes > 0) {
-		json_object_set_new(hc, "Memory", json_integer(b->cfg.memory_bytes));
-		json_object_set_new(hc, "MemorySwap", json_integer(b->cfg.memory_bytes));
+		r |= json_object_set_new(hc, "Memory", json_integer(b->cfg.memory_bytes));
+		r |= json_object_set_new(hc, "MemorySwap", json_integer(b->cfg.memory_bytes));
 	}
 	if (b->cfg.cpus > 0)
-		json_object_set_new(hc, "NanoCpus", json_integer(nano_cpus(b->cfg.cpus)));
-	cfg = json_pack("{s:s, s:[s,s], s:O, s:b, s:b, s:b, s:b, s:b, s:o}", "Image", image, "Cmd", "sleep",
-			"infinity", "Labels", labels, "AttachStdin", 0, "AttachStdout", 0, "AttachStderr", 0, "Tty", 0,
-			"OpenStdin", 0, "HostConfig", hc);
-	if (cfg && spec->env && spec->n_env)
-		json_object_set_new(cfg, "Env", str_array(spec->env, spec->n_env));
+		r |= json_object_set_new(hc, "NanoCpus", json_integer(nano_cpus(b->cfg.cpus)));
+	__do_json json_t *cfg = json_pack("{s:s, s:[s,s], s:O, s:b, s:b, s:b, s:b, s:b, s:o}", "Image", image, "Cmd",
+					  "sleep", "infinity", "Labels", labels, "AttachStdin", 0, "AttachStdout", 0,
+					  "AttachStderr", 0, "Tty", 0, "OpenStdin", 0, "HostConfig", hc);
+	if (!cfg || r)
+		return NULL;
+	if (spec->env && spec->n_env && json_object_set_new(cfg, "Env", str_array(spec->env, spec->n_env)) < 0)
+		return NULL;
 	/* allowlist: on NAME-net only, the proxy variables after the caller's, IPv6 off */
-	if (cfg && egress_name && mafsbx_sbx_egress_workload_config(egress_name, cfg) < 0) {
-		json_decref(cfg);
-		cfg = NULL;
-	}
-out:
-	json_decref(labels);
-	free(attribution);
-	json_decref(outputs);
-	free(outputs_text);
-	return cfg;
+	if (egress_name && mafsbx_sbx_egress_workload_config(egress_name, cfg) < 0)
+		return NULL;
+	return move_ptr(cfg);
 }
 
 /* The hardening of a container we created, as the engine recorded it. "" when all took. */
@@ -370,24 +366,22 @@ static bool warm_base_present(struct mafsbx_backend *b, json_t *insp, const char
 	json_int_t pid = json_integer_value(json_object_get(json_object_get(insp, "State"), "Pid"));
 	if (!ep || ep->scheme != MAFSBX_EP_UNIX || pid <= 1 || !mafsbx_is_engine_id(id))
 		return false;
-	char *nb = mafsbx_gp_normalise(base, NULL);
+	__do_free char *nb = mafsbx_gp_normalise(base, NULL);
 	if (!nb)
 		return false;
-	bool ok = false;
-	int root = -1, cg = -1;
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%lld/root", (long long)pid);
-	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	__do_close int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
-		goto out;
+		return false;
 	snprintf(path, sizeof(path), "/proc/%lld/cgroup", (long long)pid);
-	cg = open(path, O_RDONLY | O_CLOEXEC);
+	__do_close int cg = open(path, O_RDONLY | O_CLOEXEC);
 	if (cg < 0)
-		goto out;
+		return false;
 	char text[4096];
 	ssize_t n = read(cg, text, sizeof(text) - 1);
 	if (n <= 0)
-		goto out;
+		return false;
 	text[n] = '\0';
 	if (!mafsbx_cgroup_names_container(text, id)) {
 		/* no cgroup of its own (cgroup driver 'none'): its parent is its shim (pin.h) */
@@ -397,29 +391,19 @@ static bool warm_base_present(struct mafsbx_backend *b, json_t *insp, const char
 		if (piddir >= 0)
 			close(piddir);
 		if (!shim)
-			goto out;
+			return false;
 	}
-	if (strcmp(nb, "/") == 0) {
-		ok = true;
-		goto out;
-	}
+	if (strcmp(nb, "/") == 0)
+		return true;
 	struct open_how how = {
 		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
-	int fd = (int)syscall(SYS_openat2, root, nb + 1, &how, sizeof(how));
+	__do_close int fd = (int)syscall(SYS_openat2, root, nb + 1, &how, sizeof(how));
 	if (fd < 0)
-		goto out;
+		return false;
 	struct stat st;
-	ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-	close(fd);
-out:
-	if (cg >= 0)
-		close(cg);
-	if (root >= 0)
-		close(root);
-	free(nb);
-	return ok;
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /*

@@ -40,7 +40,10 @@ json_t *mafsbx_sandbox_declarations(struct mafsbx_backend *b, struct mafsbx_erro
 	json_t *caps = json_array();
 	/* every capability bit is served, reclaim included (reclaim.h, doc/upstream.md §1.5 "include RECLAIM") */
 	for (unsigned bit = 1; caps && (bit & MAFSBX_CAP_ALL); bit <<= 1)
-		json_array_append_new(caps, json_string(mafsbx_cap_name(bit)));
+		if (json_array_append_new(caps, json_string(mafsbx_cap_name(bit))) < 0) {
+			json_decref(caps);   /* a list missing a capability would declare less than is served */
+			caps = NULL;
+		}
 	json_t *limits = json_pack("{s:o, s:o, s:I, s:I}", "files_in",
 				   transfer(MAFSBX_CEIL_BYTES_PER_FILE, MAFSBX_CEIL_TOTAL_BYTES, MAFSBX_CEIL_FILES),
 				   "files_out",

@@ -39,10 +39,15 @@ void mafsbx_dispose_result_free(struct mafsbx_dispose_result *r)
 json_t *mafsbx_dispose_result_json(const struct mafsbx_dispose_result *r)
 {
 	json_t *fails = json_array();
-	for (size_t i = 0; fails && i < r->n_failures; i++)
-		json_array_append_new(fails, json_pack("{s:s, s:s}", "code", mafsbx_disposal_code_name(r->failures[i].code),
-						       "detail", r->failures[i].detail ? r->failures[i].detail : ""));
-	return json_pack("{s:I, s:o}", "disposed", (json_int_t)r->disposed, "failures", fails);
+	for (size_t i = 0; fails && i < r->n_failures; i++) {
+		if (json_array_append_new(fails, json_pack("{s:s, s:s}", "code",
+							   mafsbx_disposal_code_name(r->failures[i].code), "detail",
+							   r->failures[i].detail ? r->failures[i].detail : "")) < 0) {
+			json_decref(fails);   /* a reply that drops a failure would claim more than was done */
+			return NULL;
+		}
+	}
+	return fails ? json_pack("{s:I, s:o}", "disposed", (json_int_t)r->disposed, "failures", fails) : NULL;
 }
 
 void mafsbx_sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
@@ -55,15 +60,29 @@ void mafsbx_sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_dispo
 	va_end(ap);
 	if (detail)
 		mafsbx_scrub_host_paths(detail);
+	else
+		res->unrecorded = true;
 	struct mafsbx_disposal_failure *f = realloc(res->failures, (res->n_failures + 1) * sizeof(*f));
 	if (!f) {
 		free(detail);
+		res->unrecorded = true;
+		log_warn("a disposal failure went unrecorded: out of memory");
 		return;
 	}
 	res->failures = f;
 	f[res->n_failures].code = code;
 	f[res->n_failures].detail = detail;
 	res->n_failures++;
+}
+
+int mafsbx_sbx_result_status(const struct mafsbx_dispose_result *res, struct mafsbx_error *err)
+{
+	if (!res->unrecorded)
+		return 0;
+	return mafsbx_error_set(err, MAFSBX_EK_NOMEM,
+				"out of memory: a failure of this disposal could not be recorded, so it may have left "
+				"sandboxes behind (%zu failure(s) recorded, %u removed)",
+				res->n_failures, res->disposed);
 }
 
 static enum mafsbx_disposal_code code_of(const struct mafsbx_error *e)
@@ -394,7 +413,7 @@ int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key
 	if (kind)
 		mafsbx_container_name(key, kind, "", name);
 	purge(b, labels, n, name, res);
-	return 0;
+	return mafsbx_sbx_result_status(res, err);
 }
 
 int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, const char *thread,
@@ -410,7 +429,7 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
 	label_filter(f[0], sizeof(f[0]), MAFSBX_LABEL_SCOPE, scope);
 	label_filter(f[1], sizeof(f[1]), MAFSBX_LABEL_THREAD, thread);
 	purge(b, labels, 2, NULL, res);
-	return 0;
+	return mafsbx_sbx_result_status(res, err);
 }
 
 /*
@@ -473,7 +492,9 @@ int mafsbx_sandbox_dispose_name(struct mafsbx_backend *b, const char *name, stru
 				struct mafsbx_error *err)
 {
 	int r = dispose_name_args(b, name, res, err);
-	return r < 0 ? r : dispose_one(b, name, NULL, res, err);
+	if (r == 0)
+		r = dispose_one(b, name, NULL, res, err);
+	return r < 0 ? r : mafsbx_sbx_result_status(res, err);
 }
 
 int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const char *id,
@@ -485,7 +506,9 @@ int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const 
 	if (!mafsbx_is_engine_id(id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: '%s' is not a full container ID",
 					id ? id : "");
-	return dispose_one(b, name, id, res, err);
+	if (r == 0)
+		r = dispose_one(b, name, id, res, err);
+	return r < 0 ? r : mafsbx_sbx_result_status(res, err);
 }
 
 /* ---- by instance ID (doc/upstream.md §8.4) --------------------------------------- */
@@ -604,7 +627,7 @@ int mafsbx_sandbox_dispose_instance(struct mafsbx_backend *b, const struct mafsb
 out:
 	json_decref(insp);
 	json_decref(again);
-	return 0;
+	return mafsbx_sbx_result_status(res, err);
 }
 
 int mafsbx_sandbox_dispose(struct mafsbx_backend *b, const struct mafsbx_dispose_spec *spec,

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "cgroup.h"
 #include "egress.h"
 #include "log.h"
@@ -466,37 +467,35 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 			const char *net, struct mafsbx_error *err)
 {
 	const char *image = mafsbx_egress_proxy_image(b);
-	char *allow = NULL;
+	__do_free char *allow = NULL;
 	size_t len = 0;
 	for (size_t i = 0; i < spec->n_egress_allow; i++)
 		len += strlen(spec->egress_allow[i]) + 1;
-	json_t *labels = identity_labels(spec);
-	char *attribution = mafsbx_key_attribution(&spec->key);
-	json_t *env = json_array();
-	json_t *cfg = NULL;
-	int r = -ENOMEM;
-	if (!labels || !attribution || !env || !(allow = malloc(len + sizeof("MAF_SANDBOX_ALLOW=")))) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
+	__do_json json_t *labels = identity_labels(spec);
+	__do_free char *attribution = mafsbx_key_attribution(&spec->key);
+	__do_json json_t *env = json_array();
+	int r;
+	if (!labels || !attribution || !env || !(allow = malloc(len + sizeof("MAF_SANDBOX_ALLOW="))))
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	/* upstream: ",".join(egress_allow), in the request's order (the name sorts, the proxy does not) */
 	char *p = allow + sprintf(allow, "MAF_SANDBOX_ALLOW=");
 	for (size_t i = 0; i < spec->n_egress_allow; i++)
 		p += sprintf(p, "%s%s", i ? "," : "", spec->egress_allow[i]);
-	json_array_append_new(env, json_string(allow));
-	if (b->cfg.egress_allow_nonglobal)
-		json_array_append_new(env, json_string("MAFSBX_PROXY_ALLOW_NONGLOBAL=1"));
-	json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution));
-	json_object_set_new(labels, MAFSBX_LABEL_ROLE, json_string("proxy"));
+	/* a proxy without its allowlist or its role label is never made: a setting lost is ENOMEM */
+	if (json_array_append_new(env, json_string(allow)) < 0 ||
+	    (b->cfg.egress_allow_nonglobal &&
+	     json_array_append_new(env, json_string("MAFSBX_PROXY_ALLOW_NONGLOBAL=1")) < 0) ||
+	    json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution)) < 0 ||
+	    json_object_set_new(labels, MAFSBX_LABEL_ROLE, json_string("proxy")) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	/* Upstream gives the proxy no hardening; it needs no capability (port 3128) and no privilege. */
 	json_t *hc = json_pack("{s:s, s:[s], s:[s], s:I}", "NetworkMode", net, "SecurityOpt", "no-new-privileges",
 			       "CapDrop", "ALL", "PidsLimit", (json_int_t)(PROXY_PIDS_LIMIT));
-	cfg = hc ? json_pack("{s:s, s:O, s:O, s:o}", "Image", image, "Env", env, "Labels", labels, "HostConfig", hc)
-		 : NULL;
-	if (!cfg) {
-		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		goto out;
-	}
+	__do_json json_t *cfg = hc ? json_pack("{s:s, s:O, s:O, s:o}", "Image", image, "Env", env, "Labels", labels,
+					       "HostConfig", hc)
+				   : NULL;
+	if (!cfg)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	char id[65];
 	struct mafsbx_error ce;
 	mafsbx_error_clear(&ce);
@@ -505,46 +504,34 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 	if ((r = mafsbx_container_create(b->engine, proxy, cfg, id, &ce)) < 0 && ce.kind == MAFSBX_EK_CONFLICT) {
 		/* another process (a second mount, the Python backend) is building the same proxy: use it when ready */
 		for (int i = 0; i < READY_TRIES; i++) {
-			if (proxy_ready(b, proxy, &running, why, sizeof(why))) {
-				r = 0;
-				goto out;
-			}
+			if (proxy_ready(b, proxy, &running, why, sizeof(why)))
+				return 0;
 			usleep(READY_SLEEP_US);
 		}
-		r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s: made by another process, and not ready (%s)",
-				     proxy, why);
-		goto out;
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s: made by another process, and not ready (%s)",
+					proxy, why);
 	}
 	if (r < 0) {
 		if (err)
 			*err = ce;
 		mafsbx_error_prefix(err, "egress proxy %s could not be created from %s", proxy, image);
-		goto out;
+		return r;
 	}
 	/* the outbound leg: without it the allowlist would silently act as closed */
 	if ((r = mafsbx_network_connect(b->engine, outbound(b), id, err)) < 0) {
 		mafsbx_error_prefix(err, "egress proxy %s: its outbound leg on network %s", proxy, outbound(b));
-		goto out;
+		return r;
 	}
 	if ((r = mafsbx_container_start(b->engine, id, err)) < 0) {
 		mafsbx_error_prefix(err, "egress proxy %s did not start", proxy);
-		goto out;
+		return r;
 	}
 	for (int i = 0; i < READY_TRIES; i++) {
-		if (proxy_ready(b, id, &running, why, sizeof(why))) {
-			r = 0;
-			goto out;
-		}
+		if (proxy_ready(b, id, &running, why, sizeof(why)))
+			return 0;
 		usleep(READY_SLEEP_US);
 	}
-	r = mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s never reported listening (%s)", proxy, why);
-out:
-	free(allow);
-	free(attribution);
-	json_decref(labels);
-	json_decref(env);
-	json_decref(cfg);
-	return r;
+	return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "egress proxy %s never reported listening (%s)", proxy, why);
 }
 
 int mafsbx_sbx_egress_ensure(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "duration.h"
 #include "log.h"
 #include "sbx_internal.h"
@@ -73,7 +74,8 @@ static bool self_mapping(const char *label)
 	return label && maps_to(label, label);
 }
 
-static void resolve_key(struct mafsbx_sandbox_info *i, json_t *labels)
+/* 0, or -ENOMEM when a legacy key's fields could not be copied (not shown as a key unknown). */
+static int resolve_key(struct mafsbx_sandbox_info *i, json_t *labels)
 {
 	const char *enc = mafsbx_sbx_label(labels, MAFSBX_LABEL_KEY_V1);
 	const char *call_label = mafsbx_sbx_label(labels, MAFSBX_LABEL_CALL);
@@ -84,10 +86,10 @@ static void resolve_key(struct mafsbx_sandbox_info *i, json_t *labels)
 		    (*c ? maps_to(c, call_label) : call_label == NULL)) {
 			i->key_scope = s, i->key_thread = t, i->key_agent = a, i->key_call = c;
 			i->key_known = true;
-			return;
+			return 0;
 		}
 		free(s), free(t), free(a), free(c);
-		return;
+		return 0;
 	}
 	/* legacy: no attribution; the labels are the key when none was digested */
 	if (self_mapping(i->scope) && self_mapping(i->thread) && self_mapping(i->agent) &&
@@ -97,7 +99,10 @@ static void resolve_key(struct mafsbx_sandbox_info *i, json_t *labels)
 		i->key_agent = strdup(i->agent);
 		i->key_call = strdup(call_label ? call_label : "");
 		i->key_known = i->key_scope && i->key_thread && i->key_agent && i->key_call;
+		if (!i->key_known)
+			return -ENOMEM;
 	}
+	return 0;
 }
 
 static char *dup_or_null(const char *s)
@@ -105,25 +110,29 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static void fill_outputs(struct mafsbx_sandbox_info *i, const char *text)
+/* 0, or -ENOMEM: a list of outputs cut short for want of memory is not shown as the whole list. */
+static int fill_outputs(struct mafsbx_sandbox_info *i, const char *text)
 {
 	if (!text)
-		return;
+		return 0;
 	json_error_t jerr;
-	json_t *a = json_loads(text, 0, &jerr);
-	if (!json_is_array(a)) {
-		json_decref(a);
-		return;
-	}
+	__do_json json_t *a = json_loads(text, 0, &jerr);
+	if (!json_is_array(a))
+		return 0;   /* not a list (a label anyone could set): no outputs */
 	size_t n = json_array_size(a);
 	i->outputs = calloc(n + 1, sizeof(char *));
-	for (size_t k = 0; i->outputs && k < n; k++) {
+	if (!i->outputs)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
 		const char *o = json_string_value(json_array_get(a, k));
 		/* anyone with the engine's API can set labels: keep only valid names */
-		if (o && mafsbx_output_name_check(o, "outputs", NULL) == 0 && (i->outputs[i->n_outputs] = strdup(o)))
-			i->n_outputs++;
+		if (!o || mafsbx_output_name_check(o, "outputs", NULL) != 0)
+			continue;
+		if (!(i->outputs[i->n_outputs] = strdup(o)))
+			return -ENOMEM;
+		i->n_outputs++;
 	}
-	json_decref(a);
+	return 0;
 }
 
 static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, const char *name, const char *id,
@@ -154,12 +163,13 @@ static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, co
 	i->call = strdup(call ? call : "");
 	i->work_dir = dup_or_null(mafsbx_sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1));
 	i->network_mode = dup_or_null(network_mode ? network_mode : "");
-	if (!i->image || !i->scope || !i->thread || !i->agent || !i->kind || !i->call || !i->network_mode) {
+	if (!i->image || !i->scope || !i->thread || !i->agent || !i->kind || !i->call || !i->network_mode ||
+	    (mafsbx_sbx_label(labels, MAFSBX_LABEL_WORK_DIR_V1) && !i->work_dir) || resolve_key(i, labels) < 0 ||
+	    fill_outputs(i, mafsbx_sbx_label(labels, MAFSBX_LABEL_OUTPUTS)) < 0) {
+		/* a work dir lost here would read as the default one: the whole entry is ENOMEM */
 		mafsbx_sandbox_info_clear(i);
 		return -ENOMEM;
 	}
-	resolve_key(i, labels);
-	fill_outputs(i, mafsbx_sbx_label(labels, MAFSBX_LABEL_OUTPUTS));
 	struct sbx_facts f;
 	if (i->id[0] && mafsbx_sbx_facts_get(b, i->id, &f) && f.identity_resolved) {
 		i->identity_known = true;
@@ -188,14 +198,8 @@ static int list_one(json_t *c, void *ctx)
 	if (!nm || !mafsbx_is_workload_name(nm) || !mafsbx_has_identity_labels(labels) ||
 	    mafsbx_sbx_label(labels, MAFSBX_LABEL_ROLE))
 		return 0;
-	if (acc->n == acc->cap) {
-		size_t cap = acc->cap ? acc->cap * 2 : 64;
-		struct mafsbx_sandbox_info *p = realloc(acc->a, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		acc->a = p;
-		acc->cap = cap;
-	}
+	if (mafsbx_array_grow(&acc->a, &acc->cap, acc->n + 1, sizeof(*acc->a), 64, 0) < 0)
+		return -ENOMEM;
 	const char *state = json_string_value(json_object_get(c, "State"));
 	json_t *created = json_object_get(c, "Created");
 	if (fill_info(acc->b, &acc->a[acc->n], nm, json_string_value(json_object_get(c, "Id")), state,

@@ -139,14 +139,16 @@ struct mafsbx_dispose_result {
 	unsigned disposed;           /* workload containers removed */
 	size_t n_failures;
 	struct mafsbx_disposal_failure *failures;
+	bool unrecorded;             /* a failure (or its detail) was lost for want of memory: the call said ENOMEM */
 };
 void mafsbx_dispose_result_free(struct mafsbx_dispose_result *r);
-/* {"disposed": N, "failures": [{"code": "...", "detail": "..."}]} as a new object. */
+/* {"disposed": N, "failures": [{"code": "...", "detail": "..."}]} as a new object; NULL: out of memory. */
 json_t *mafsbx_dispose_result_json(const struct mafsbx_dispose_result *r);
 
 /*
- * Never fail except on invalid input (-EINVAL): engine failures are reported
- * per resource in res->failures. Removing what is already gone is success
+ * Never fail except on invalid input (-EINVAL), or -ENOMEM when a failure
+ * could not be recorded (res->unrecorded; what was recorded stays in res):
+ * engine failures are reported per resource in res->failures. Removing what is already gone is success
  * with disposed 0. Proxies (<name>-proxy) and networks (<name>-net) go too;
  * their failures are logged, not reported (doc/upstream.md §8.3).
  */

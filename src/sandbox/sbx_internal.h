@@ -157,9 +157,15 @@ int mafsbx_sbx_parse_user(const char *user, struct sbx_user_spec *out);
 void mafsbx_sbx_user_spec_clear(struct sbx_user_spec *u);
 
 /* ---- dispose.c ---------------------------------------------------------- */
-/* Append a failure (detail formatted). Never fails (drops the detail on ENOMEM). */
+/*
+ * Append a failure (detail formatted). Out of memory for the failure or its
+ * detail: res->unrecorded is set, so the disposal answers ENOMEM
+ * (mafsbx_sbx_result_status) instead of a success that hides it.
+ */
 void mafsbx_sbx_result_fail(struct mafsbx_dispose_result *res, enum mafsbx_disposal_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* What a disposal returns once it is done: 0, or -ENOMEM (in *err) when res->unrecorded. */
+int mafsbx_sbx_result_status(const struct mafsbx_dispose_result *res, struct mafsbx_error *err);
 
 /* ---- inventory.c -------------------------------------------------------- */
 /* Labels of an inspect object (Config.Labels) or a list entry (Labels): borrowed, may be NULL. */
