@@ -47,8 +47,9 @@ static char *archive_target(struct mafsbx_engine *e, char what[320], const char 
 /*
  * A failed HEAD carries no body, and 404/500 alone cannot tell a missing
  * container from a missing path, or ENOTDIR from ELOOP. Ask again with a GET,
- * which carries the message; on the rare success (the path appeared) the
- * connection is dropped at the first body byte.
+ * which carries the message. 1 on the rare success: the path appeared between
+ * the two (another process made it), so the HEAD's answer is stale and the
+ * caller asks again; the connection is dropped at the first body byte.
  */
 static int head_failure(struct mafsbx_engine *e, const char *t, long head_status, const char *what, const char *path,
 			struct mafsbx_error *err)
@@ -59,7 +60,9 @@ static int head_failure(struct mafsbx_engine *e, const char *t, long head_status
 	struct mafsbx_error perr;
 	mafsbx_error_clear(&perr);
 	int r = mafsbx_http_request(e->http, &rq, &resp, &perr);
-	if (r == 0 && resp.status >= 300 && resp.body.len)
+	if (r == 0 && resp.status == 200)
+		r = 1;
+	else if (r == 0 && resp.status >= 300 && resp.body.len)
 		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
 	else
 		r = mafsbx_error_from_engine(err, head_status, NULL, 0, what, path);
@@ -95,18 +98,25 @@ static int archive_call(struct mafsbx_engine *e, const char *verb, const char *p
 		return r;
 	rq->target = t;
 	rq->want_header = st ? STAT_HEADER : NULL;
-	struct mafsbx_http_resp resp = { 0 };
-	r = mafsbx_http_request(e->http, rq, &resp, err);
-	if (r < 0)
-		mafsbx_error_prefix(err, "%s", what);
-	else if (resp.status != 200 && strcmp(rq->method, "HEAD") == 0)
-		r = head_failure(e, t, resp.status, what, path, err);
-	else if (resp.status != 200)
-		r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
-	else if (st)
-		r = stat_from_header(&resp, st, what, err);
-	mafsbx_http_resp_free(&resp);
-	return r;
+	/* a HEAD whose path appeared right after it failed is asked once more */
+	for (int tries = 0;; tries++) {
+		__do_resp struct mafsbx_http_resp resp = { 0 };
+		r = mafsbx_http_request(e->http, rq, &resp, err);
+		if (r < 0)
+			mafsbx_error_prefix(err, "%s", what);
+		else if (resp.status != 200 && strcmp(rq->method, "HEAD") == 0) {
+			long status = resp.status;
+			r = head_failure(e, t, status, what, path, err);
+			if (r == 1 && tries == 0)
+				continue;
+			if (r == 1)  /* it changed under us twice: the first answer stands */
+				r = mafsbx_error_from_engine(err, status, NULL, 0, what, path);
+		} else if (resp.status != 200)
+			r = mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, what, path);
+		else if (st)
+			r = stat_from_header(&resp, st, what, err);
+		return r;
+	}
 }
 
 int mafsbx_archive_head(struct mafsbx_engine *e, const char *container, const char *path,
