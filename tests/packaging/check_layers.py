@@ -79,7 +79,7 @@ def compile_command(commands, layer):
     """The flags one plain (not -test) file of `layer` was compiled with, as a list."""
     for c in commands:
         # the layer's own library (a fuzz build compiles the files again elsewhere)
-        if not c.get('output', '').startswith('src/%s/libmafsbx-%s.a.p/' % (layer, layer)):
+        if not c.get('output', '').startswith('src/libmafsbx-%s.a.p/' % layer):
             continue
         return c['directory'], shlex.split(c['command'])
     return None, None

@@ -1,5 +1,5 @@
 /*
- * test_buf.c: the one array-growth helper (src/buf.h mafsbx_array_grow):
+ * test_buf.c: the one array-growth helper (src/base/buf.h mafsbx_array_grow):
  * growth by doubling from the first capacity, a capacity that already holds
  * the request left alone, the bound, a byte size that would not fit a size_t
  * refused with ENOMEM before any allocation (never a wrapped size), and a
