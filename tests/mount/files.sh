@@ -236,21 +236,28 @@ else
 fi
 
 # ---- a big directory: the listing is bounded and says how it was cut -------------------
-gsh "$N" "mkdir -p $GW/huge && cd $GW/huge && i=0; while [ \$i -lt 10050 ]; do : > f\$i; i=\$((i + 1)); done" ||
-	fail "huge directory"
-s=$(date +%s%N)
-got=$(ls -f "$W/huge" | grep -c '^f')
-e=$(( ($(date +%s%N) - s) / 1000000 ))
-log "ls of a 10,050-entry directory: $got names in $e ms ($PLANE plane)"
-if [ "$PLANE" = local ]; then
-	expect_eq "$got" 10050 "the local plane lists every entry"
+# The engine plane stats every entry (a HEAD of the archive API each); Podman
+# answers one in 20 to 70 ms where dockerd takes 2 to 5 (doc/engines.md), so on
+# Podman 10,050 entries would take minutes: the cut is checked on dockerd.
+if [ "$PLANE" = engine ] && engine_is_podman; then
+	log "a 10,050-entry directory is not listed on Podman's engine plane (doc/engines.md)"
 else
-	expect_eq "$got" 10000 "the engine plane lists at most 10,000 entries"
-	daemon_log_has "$T/daemon.$(basename "$M").log" \
-		"the listing of $GW/huge was cut: 10000 entries listed, 50 more not listed" ||
-		fail "the cut listing was not logged"
+	gsh "$N" "mkdir -p $GW/huge && cd $GW/huge && i=0; while [ \$i -lt 10050 ]; do : > f\$i; i=\$((i + 1)); done" ||
+		fail "huge directory"
+	s=$(date +%s%N)
+	got=$(ls -f "$W/huge" | grep -c '^f')
+	e=$(( ($(date +%s%N) - s) / 1000000 ))
+	log "ls of a 10,050-entry directory: $got names in $e ms ($PLANE plane)"
+	if [ "$PLANE" = local ]; then
+		expect_eq "$got" 10050 "the local plane lists every entry"
+	else
+		expect_eq "$got" 10000 "the engine plane lists at most 10,000 entries"
+		daemon_log_has "$T/daemon.$(basename "$M").log" \
+			"the listing of $GW/huge was cut: 10000 entries listed, 50 more not listed" ||
+			fail "the cut listing was not logged"
+	fi
+	gsh "$N" "rm -rf $GW/huge" || fail "rm huge"
 fi
-gsh "$N" "rm -rf $GW/huge" || fail "rm huge"
 
 # ---- special files: never opened from the host, nothing blocks ----------------------
 # Device nodes need CAP_MKNOD, which sandboxes drop: a hand-made, non-hardened
