@@ -300,10 +300,27 @@ for i in 1 2 3; do
 done
 
 # ---- a writer killed mid-stream, and the daemon killed mid-write: the old file whole ---
+# Each writer is killed 1 s after its open returned and it wrote (its `sleep`
+# then runs; the writer itself must do nothing else with the file: any close
+# of it by a live process commits the write): an engine-plane open is frozen
+# calls to the engine, which a loaded Podman can take over a second to
+# answer, and a daemon killed inside a freeze leaves the guest paused until
+# the next mount (what thaw.sh tests).
+open_writer() {
+	local s i
+	s=$(date +%s%N)
+	( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) 2>/dev/null &
+	WP=$!
+	for i in $(seq 1 300); do
+		pgrep -P "$WP" -x sleep >/dev/null && break
+		sleep 0.1
+	done
+	pgrep -P "$WP" -x sleep >/dev/null || fail "the write open did not return within 30 s"
+	log "a write open through the mount returned in $(( ($(date +%s%N) - s) / 1000000 )) ms ($PLANE plane)"
+	sleep 1
+}
 gsh "$N" "echo original > $GW/victim.txt"
-( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) &
-WP=$!
-sleep 1
+open_writer
 pkill -KILL -P "$WP" 2>/dev/null
 kill -KILL "$WP" 2>/dev/null
 wait "$WP" 2>/dev/null
@@ -311,9 +328,7 @@ sleep 0.5
 expect_eq "$(gsh "$N" "cat $GW/victim.txt")" original "a killed writer leaves the old file whole"
 gsh "$N" "ls -a $GW | grep -q mafsbxfs-" && fail "a temporary was left by the killed writer"
 # the daemon killed while a write is open
-( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) 2>/dev/null &
-WP=$!
-sleep 1
+open_writer
 kill -KILL "$DAEMON_PID"
 sleep 0.5
 kill -KILL "$WP" 2>/dev/null
