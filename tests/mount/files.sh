@@ -349,6 +349,16 @@ expect_errno "a stopped sandbox" EBUSY read "$W/gen.txt"
 docker start "$N" >/dev/null
 expect_eq "$(cat "$W/gen.txt")" gen2 "after a stop and start"
 
+# ---- a guest paused by someone else: left paused, the file call refused ------------------
+# (dockerd answers the freeze's pause 409 "already paused", Podman 500 "is already paused")
+if [ "$PLANE" = engine ]; then
+	docker pause "$N" >/dev/null || fail "docker pause"
+	expect_errno "a read while someone else paused the guest" EBUSY read "$W/gen.txt"
+	expect_eq "$("$MFS_TOOL" state "$N")" paused "a pause by someone else is left alone"
+	docker unpause "$N" >/dev/null || fail "docker unpause"
+	expect_eq "$(cat "$W/gen.txt")" gen2 "a read once the other party unpaused"
+fi
+
 # ---- the guest's authority (a guest running as uid 1000) -------------------------------
 U_IMAGE=mafsbx/busybox-uid1000:test
 # The image holds a work dir that is the guest's and, inside it, a directory
