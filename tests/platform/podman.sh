@@ -41,6 +41,11 @@ cleanup() {
 		wait "$SVC" 2>/dev/null
 		"${P[@]}" system reset -f >/dev/null 2>&1
 	fi
+	# Podman leaves each exec's monitor (conmon, --exit-delay 300) running 5 minutes after it
+	local p
+	for p in $(pgrep -f -- "conmon .*--root --exit-command-arg $T/storage "); do
+		kill "$p" 2>/dev/null
+	done
 	# whatever overlay of Podman's storage is still mounted under T
 	awk -v t="$T/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
 		umount -l "$m" 2>/dev/null
