@@ -194,9 +194,9 @@ fi
 
 # libFuzzer, 20 s per harness (two at a time): any crash fails the run.
 # Podman (Debian 12's podman 4.3, rootful) on a service of its own: the `mafsbx` verbs, then the
-# mount suites through it (tests/platform/podman.sh; doc/engines.md says what Podman cannot do, and
-# why files-engine is not in this list yet)
-podman_mount=(story files badinput)
+# mount suites through it, the engine plane's files-engine included (tests/platform/podman.sh;
+# doc/engines.md says what Podman cannot do)
+podman_mount=(story files badinput files-engine)
 if [ -x build/fs/mafsbxfs ]; then
 	RUN_UNDER=("$root/tests/platform/podman.sh" build --)
 	run_tests podman-mount build --suite mount "${podman_mount[@]}"

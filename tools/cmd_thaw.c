@@ -75,13 +75,21 @@ static void dirs_add(struct dirs *d, const char *dir)
 		d->v[d->n++] = c;
 }
 
-static void dirs_glob(struct dirs *d, const char *pattern)
+/* Every directory matching `pattern`; with `uid_after`, only those whose name past that prefix is a uid. */
+static void dirs_glob(struct dirs *d, const char *pattern, const char *uid_after)
 {
 	glob_t g;
 	if (glob(pattern, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) != 0)
 		return;
-	for (size_t i = 0; i < g.gl_pathc; i++)
-		dirs_add(d, g.gl_pathv[i]);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *p = g.gl_pathv[i];
+		if (uid_after) {
+			size_t n = strlen(uid_after);
+			if (strncmp(p, uid_after, n) != 0 || !p[n] || strspn(p + n, "0123456789") != strlen(p + n))
+				continue;
+		}
+		dirs_add(d, p);
+	}
 	globfree(&g);
 }
 
@@ -169,8 +177,10 @@ static void default_dirs(struct mafsbx_engine *e, struct dirs *dirs)
 	}
 	if (geteuid() == 0) {
 		dirs_add(dirs, MAFSBX_RUNDIR_DEFAULT);
-		dirs_glob(dirs, "/run/user/*/mafsbxfs");
-		dirs_glob(dirs, "/tmp/mafsbxfs-*");
+		dirs_glob(dirs, "/run/user/*/mafsbxfs", NULL);
+		/* /tmp/mafsbxfs-UID (src/base/rundir.c), not another /tmp/mafsbxfs-NAME (the mount tests' own
+		 * directories, maybe another user's: a freezer refuses a directory its caller does not own) */
+		dirs_glob(dirs, "/tmp/mafsbxfs-[0-9]*", "/tmp/mafsbxfs-");
 	}
 }
 

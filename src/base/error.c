@@ -335,6 +335,14 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 	/* Podman 4's Docker-compatible API (doc/engines.md): its own wordings */
 	if (status == 404 && kind == MAFSBX_EK_NO_OBJECT && strcasecmp(message, "no such file or directory") == 0)
 		kind = MAFSBX_EK_NO_PATH;   /* the archive API's missing path: the bare errno text, no path named */
+	/* a call the container's state does not allow is 500 "... container state improper", decided from
+	 * Podman's own state: "\"exited\" is not running, can't pause", "\"ID\" is already paused" */
+	if (status == 500 && strcasestr(message, "container state improper")) {
+		if (strcasestr(message, "is not running"))
+			kind = MAFSBX_EK_NOT_RUNNING;
+		else if (strcasestr(message, "is already paused"))
+			kind = MAFSBX_EK_CONFLICT;
+	}
 	/* a rootless engine with no cgroups (cgroup v1, driver "none") cannot pause: no freeze is possible */
 	if (status >= 500 && strcasestr(message, "cgroups not configured"))
 		kind = MAFSBX_EK_UNSUPPORTED;

@@ -318,6 +318,7 @@ struct mafsbx_engine *mafsbx_engine_open(const struct mafsbx_endpoint *ep, const
 	}
 	pthread_mutex_init(&e->mu, NULL);
 	snprintf(e->prefix, sizeof(e->prefix), "/v1.41");
+	e->podman = -1;
 	return e;
 }
 

@@ -174,6 +174,9 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
  * since the epoch), oldest first, as a new array (*out). The engine answers
  * from its ring of recent events (256 on dockerd 20.10); an `until` in its
  * future makes it wait until then, so pass its present (mafsbx_engine_time).
+ * Podman is asked for its whole log to the moment of the read (it would
+ * wait for an `until` in its future, and may drop events before one in its
+ * past), and the events after `until_ns` are dropped here.
  */
 int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
 			  json_t **out, struct mafsbx_error *err);

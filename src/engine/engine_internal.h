@@ -24,6 +24,7 @@ struct mafsbx_engine {
 	pthread_mutex_t mu;
 	bool negotiated;
 	char prefix[24];         /* "/v1.41" */
+	int podman;              /* the engine is Podman (its /version): 1, 0, -1 not known yet */
 };
 
 /*

@@ -45,6 +45,27 @@ int mafsbx_engine_version(struct mafsbx_engine *e, struct mafsbx_engine_version 
 	json_decref(j);
 	if (!v->api_version[0])
 		return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "engine version: no ApiVersion in the answer");
+	pthread_mutex_lock(&e->mu);
+	e->podman = v->podman;
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+/* Is the engine Podman? Its /version, read once. */
+static int engine_podman(struct mafsbx_engine *e, bool *podman, struct mafsbx_error *err)
+{
+	pthread_mutex_lock(&e->mu);
+	int known = e->podman;
+	pthread_mutex_unlock(&e->mu);
+	if (known >= 0) {
+		*podman = known;
+		return 0;
+	}
+	struct mafsbx_engine_version v;
+	int r = mafsbx_engine_version(e, &v, err);
+	if (r < 0)
+		return r;
+	*podman = v.podman;
 	return 0;
 }
 
@@ -68,9 +89,24 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 	__do_free char *fe = fj ? mafsbx_query_escape(fj) : NULL;
 	if (filters && !fe)
 		return mafsbx_eng_nomem(err);
-	int r;
-	__do_free char *t = mafsbx_eng_target(e, err, &r, "/events?since=%s&until=%s%s%s", since, until, fe ? "&filters=" : "",
-				   fe ? fe : "");
+	/*
+	 * Podman (4.3, its file event log) reads the log from the start and
+	 * ends the answer when a timer set for `until` fires: an `until` in its
+	 * future holds the answer until then, one in its past may stop the read
+	 * before it reached the events asked for (an answer with some or none of
+	 * them). Its `stream=false` reads the log to its end instead, and the
+	 * cut at `until` is made here. dockerd has no such parameter.
+	 */
+	bool podman = false;
+	int r = engine_podman(e, &podman, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "read the engine's events");
+		return r;
+	}
+	__do_free char *t = podman ? mafsbx_eng_target(e, err, &r, "/events?since=%s&stream=false%s%s", since,
+						       fe ? "&filters=" : "", fe ? fe : "")
+				   : mafsbx_eng_target(e, err, &r, "/events?since=%s&until=%s%s%s", since, until,
+						       fe ? "&filters=" : "", fe ? fe : "");
 	if (!t)
 		return r;
 	__do_resp struct mafsbx_http_resp resp = { 0 };
@@ -101,7 +137,10 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 			json_decref(a);
 			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "the engine's events are not JSON: %s", je.text);
 		}
-		if (json_array_append_new(a, ev) < 0) {
+		json_t *tn = json_object_get(ev, "timeNano");
+		if (podman && json_is_integer(tn) && json_integer_value(tn) > until_ns) {
+			json_decref(ev); /* past `until`: logged after the present the caller asked for */
+		} else if (json_array_append_new(a, ev) < 0) {
 			json_decref(a);
 			return mafsbx_eng_nomem(err);
 		}

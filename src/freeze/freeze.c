@@ -298,10 +298,14 @@ static enum pause_result pause_once(struct mafsbx_freezer *f, struct fentry *e, 
 			stat_add(f, &f->stats.pauses);
 			return PAUSED_BY_US;
 		}
-		if (pe->http_status == 409 && strstr(pe->message, "already paused"))
+		/* dockerd: 409 "Container ID is already paused"; Podman (from its own state, under the
+		 * container's lock): 500 "\"ID\" is already paused: container state improper" */
+		if ((pe->http_status == 409 || pe->http_status == 500) && strstr(pe->message, "is already paused"))
 			return ALREADY_PAUSED;
-		/* 4xx, or an engine that can never pause (no cgroups: error.c): nothing was frozen */
-		if ((pe->http_status >= 400 && pe->http_status < 500) || pe->kind == MAFSBX_EK_UNSUPPORTED)
+		/* 4xx, a container not running (Podman's 500: error.c), or an engine that can never pause
+		 * (no cgroups: error.c): nothing was frozen */
+		if ((pe->http_status >= 400 && pe->http_status < 500) || pe->kind == MAFSBX_EK_UNSUPPORTED ||
+		    pe->kind == MAFSBX_EK_NOT_RUNNING)
 			return PAUSE_REFUSED;
 		if (i == MAFSBX_ARRAY_SIZE(backoff_ms) || mafsbx_now_ms() + backoff_ms[i] > deadline_ms)
 			return PAUSE_UNCERTAIN;

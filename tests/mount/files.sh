@@ -236,21 +236,28 @@ else
 fi
 
 # ---- a big directory: the listing is bounded and says how it was cut -------------------
-gsh "$N" "mkdir -p $GW/huge && cd $GW/huge && i=0; while [ \$i -lt 10050 ]; do : > f\$i; i=\$((i + 1)); done" ||
-	fail "huge directory"
-s=$(date +%s%N)
-got=$(ls -f "$W/huge" | grep -c '^f')
-e=$(( ($(date +%s%N) - s) / 1000000 ))
-log "ls of a 10,050-entry directory: $got names in $e ms ($PLANE plane)"
-if [ "$PLANE" = local ]; then
-	expect_eq "$got" 10050 "the local plane lists every entry"
+# The engine plane stats every entry (a HEAD of the archive API each); Podman
+# answers one in 20 to 70 ms where dockerd takes 2 to 5 (doc/engines.md), so on
+# Podman 10,050 entries would take minutes: the cut is checked on dockerd.
+if [ "$PLANE" = engine ] && engine_is_podman; then
+	log "a 10,050-entry directory is not listed on Podman's engine plane (doc/engines.md)"
 else
-	expect_eq "$got" 10000 "the engine plane lists at most 10,000 entries"
-	daemon_log_has "$T/daemon.$(basename "$M").log" \
-		"the listing of $GW/huge was cut: 10000 entries listed, 50 more not listed" ||
-		fail "the cut listing was not logged"
+	gsh "$N" "mkdir -p $GW/huge && cd $GW/huge && i=0; while [ \$i -lt 10050 ]; do : > f\$i; i=\$((i + 1)); done" ||
+		fail "huge directory"
+	s=$(date +%s%N)
+	got=$(ls -f "$W/huge" | grep -c '^f')
+	e=$(( ($(date +%s%N) - s) / 1000000 ))
+	log "ls of a 10,050-entry directory: $got names in $e ms ($PLANE plane)"
+	if [ "$PLANE" = local ]; then
+		expect_eq "$got" 10050 "the local plane lists every entry"
+	else
+		expect_eq "$got" 10000 "the engine plane lists at most 10,000 entries"
+		daemon_log_has "$T/daemon.$(basename "$M").log" \
+			"the listing of $GW/huge was cut: 10000 entries listed, 50 more not listed" ||
+			fail "the cut listing was not logged"
+	fi
+	gsh "$N" "rm -rf $GW/huge" || fail "rm huge"
 fi
-gsh "$N" "rm -rf $GW/huge" || fail "rm huge"
 
 # ---- special files: never opened from the host, nothing blocks ----------------------
 # Device nodes need CAP_MKNOD, which sandboxes drop: a hand-made, non-hardened
@@ -293,10 +300,27 @@ for i in 1 2 3; do
 done
 
 # ---- a writer killed mid-stream, and the daemon killed mid-write: the old file whole ---
+# Each writer is killed 1 s after its open returned and it wrote (its `sleep`
+# then runs; the writer itself must do nothing else with the file: any close
+# of it by a live process commits the write): an engine-plane open is frozen
+# calls to the engine, which a loaded Podman can take over a second to
+# answer, and a daemon killed inside a freeze leaves the guest paused until
+# the next mount (what thaw.sh tests).
+open_writer() {
+	local s i
+	s=$(date +%s%N)
+	( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) 2>/dev/null &
+	WP=$!
+	for i in $(seq 1 300); do
+		pgrep -P "$WP" -x sleep >/dev/null && break
+		sleep 0.1
+	done
+	pgrep -P "$WP" -x sleep >/dev/null || fail "the write open did not return within 30 s"
+	log "a write open through the mount returned in $(( ($(date +%s%N) - s) / 1000000 )) ms ($PLANE plane)"
+	sleep 1
+}
 gsh "$N" "echo original > $GW/victim.txt"
-( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) &
-WP=$!
-sleep 1
+open_writer
 pkill -KILL -P "$WP" 2>/dev/null
 kill -KILL "$WP" 2>/dev/null
 wait "$WP" 2>/dev/null
@@ -304,9 +328,7 @@ sleep 0.5
 expect_eq "$(gsh "$N" "cat $GW/victim.txt")" original "a killed writer leaves the old file whole"
 gsh "$N" "ls -a $GW | grep -q mafsbxfs-" && fail "a temporary was left by the killed writer"
 # the daemon killed while a write is open
-( { printf 'partial'; sleep 30; } >"$W/victim.txt" ) 2>/dev/null &
-WP=$!
-sleep 1
+open_writer
 kill -KILL "$DAEMON_PID"
 sleep 0.5
 kill -KILL "$WP" 2>/dev/null
@@ -326,6 +348,22 @@ docker stop -t 1 "$N" >/dev/null
 expect_errno "a stopped sandbox" EBUSY read "$W/gen.txt"
 docker start "$N" >/dev/null
 expect_eq "$(cat "$W/gen.txt")" gen2 "after a stop and start"
+
+# ---- a guest paused by someone else: left paused, the file call refused ------------------
+# (dockerd answers the freeze's pause 409 "already paused", Podman 500 "is already paused")
+if [ "$PLANE" = engine ]; then
+	# the last read's freeze may still be in force for a few ms: "already paused" is retried
+	for i in $(seq 1 100); do
+		docker pause "$N" >/dev/null 2>"$T/pause.err" && break
+		grep -q "already paused" "$T/pause.err" || fail "docker pause: $(cat "$T/pause.err")"
+		sleep 0.02
+	done
+	[ -s "$T/pause.err" ] && fail "docker pause: $(cat "$T/pause.err")"
+	expect_errno "a read while someone else paused the guest" EBUSY read "$W/gen.txt"
+	expect_eq "$("$MFS_TOOL" state "$N")" paused "a pause by someone else is left alone"
+	docker unpause "$N" >/dev/null || fail "docker unpause"
+	expect_eq "$(cat "$W/gen.txt")" gen2 "a read once the other party unpaused"
+fi
 
 # ---- the guest's authority (a guest running as uid 1000) -------------------------------
 U_IMAGE=mafsbx/busybox-uid1000:test

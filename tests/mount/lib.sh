@@ -322,7 +322,8 @@ print(urllib.parse.urlencode([("container", sys.argv[1]), ("repo", r), ("tag", t
 # with the mount's freezes as .ctl/exec does; on the engine plane a freeze
 # outlives the last call of a burst by a few ms (src/freeze/burst.h), so an exec
 # right after a call may be refused ("... is paused"): nothing ran, so it is
-# retried.
+# retried. dockerd words it "... is paused, unpause the container before
+# exec", Podman "cannot create exec session as container ID is paused".
 dexec_as() {
 	local u=$1 err rc i
 	shift
@@ -330,7 +331,7 @@ dexec_as() {
 	for i in $(seq 1 100); do
 		rc=0
 		docker exec -u "$u" "$@" 2>"$err" || rc=$?
-		if [ "$rc" -ne 0 ] && grep -q "is paused, unpause the container before exec" "$err"; then
+		if [ "$rc" -ne 0 ] && grep -Eq "is paused, unpause the container before exec|cannot create exec session as container [0-9a-f]+ is paused" "$err"; then
 			sleep 0.02
 			continue
 		fi

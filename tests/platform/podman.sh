@@ -41,6 +41,11 @@ cleanup() {
 		wait "$SVC" 2>/dev/null
 		"${P[@]}" system reset -f >/dev/null 2>&1
 	fi
+	# Podman leaves each exec's monitor (conmon, --exit-delay 300) running 5 minutes after it
+	local p
+	for p in $(pgrep -f -- "conmon .*--root --exit-command-arg $T/storage "); do
+		kill "$p" 2>/dev/null
+	done
 	# whatever overlay of Podman's storage is still mounted under T
 	awk -v t="$T/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
 		umount -l "$m" 2>/dev/null
@@ -68,6 +73,10 @@ log "platform: $PRETTY_NAME, Podman $PVER, rootful, cgroup $([ "$(stat -fc %T /s
 "$CLI" mkimage --egress-proxy >/dev/null || die "mafsbx mkimage --egress-proxy on Podman"
 
 # ---- the verbs -------------------------------------------------------------------
+# In a runtime directory of their own: `mafsbx thaw` with the default ones would
+# collect, as gone from this engine, the lock files that dockerd's containers
+# have in them.
+export MAFSBX_RUNDIR=$T/rundir
 S=podmanverbs-$$
 N=$("$CLI" acquire --scope "$S" --thread t --agent a --kind k --image mafsbx/busybox:latest) || die "mafsbx acquire"
 [ "$("$CLI" acquire --scope "$S" --thread t --agent a --kind k --image mafsbx/busybox:latest)" = "$N" ] ||
@@ -83,7 +92,7 @@ out=$(printf 'from stdin\n' | "$CLI" exec -i "$N" -- cat) || die "mafsbx exec -i
 "$CLI" ls --scope "$S" | grep -q "$N" || die "mafsbx ls does not show $N"
 "$CLI" fingerprint "$N" --json -o "$T/fp.json" || die "mafsbx fingerprint"
 "$CLI" fingerprint --diff "$T/fp.json" "$N" >"$T/diff.out" 2>&1 || die "mafsbx fingerprint --diff"
-"$CLI" thaw >/dev/null || die "mafsbx thaw"
+"$CLI" thaw --rundir "$MAFSBX_RUNDIR" >/dev/null || die "mafsbx thaw"
 "$CLI" dispose --scope "$S" --thread t >/dev/null || die "mafsbx dispose"
 "$CLI" ls --scope "$S" | grep -q "$N" && die "mafsbx dispose left $N"
 # a failed acquire leaves no container behind: a work dir under a file
@@ -92,9 +101,27 @@ if "$CLI" acquire --scope "$S" --thread t --agent a --kind bad --image mafsbx/bu
 	die "an acquire with its work dir under a file succeeded"
 fi
 grep -q "was removed" "$T/bad.err" || die "the failed acquire's error does not say its container was removed: $(cat "$T/bad.err")"
-[ -z "$(curl -sf --unix-socket "$SOCK" 'http://podman/containers/json?all=1' | python3 -c 'import json, sys; print("".join(c["Id"] for c in json.load(sys.stdin)))')" ] ||
-	die "a container was left behind on Podman"
-log "verbs: acquire, exec (-i, exit status), ls, fingerprint, thaw, dispose, a failed acquire: ok"
+containers() {
+	curl -sf --unix-socket "$SOCK" 'http://podman/containers/json?all=1' |
+		python3 -c 'import json, sys; print(" ".join(c["Names"][0] for c in json.load(sys.stdin)))'
+}
+[ -z "$(containers)" ] || die "a container was left behind on Podman: $(containers)"
+# and one whose capability probe fails after the container started: an image without rm
+cid=$(docker run -d --network none mafsbx/busybox:latest /bin/busybox rm /bin/rm) || die "docker run (an image without rm)"
+docker wait "$cid" >/dev/null
+curl -sf --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' -d '{}' \
+	"http://podman/commit?container=$cid&repo=mafsbx/norm&tag=podman&changes=CMD%20%5B%22%2Fbin%2Fsleep%22%2C%20%22infinity%22%5D" \
+	>/dev/null || die "commit of the image without rm"
+docker rm "$cid" >/dev/null
+if "$CLI" acquire --scope "$S" --thread t --agent a --kind norm --image mafsbx/norm:podman --cap files_delete \
+	>/dev/null 2>"$T/norm.err"; then
+	die "an acquire needing files_delete in an image without rm succeeded"
+fi
+grep -q "files_delete" "$T/norm.err" && grep -q "was removed" "$T/norm.err" ||
+	die "the failed probe's error does not name files_delete and its removed container: $(cat "$T/norm.err")"
+[ -z "$(containers)" ] || die "a container was left behind on Podman by a failed probe: $(containers)"
+log "verbs: acquire, exec (-i, exit status), ls, fingerprint, thaw, dispose, two failed acquires (a work dir under a file, a failed capability probe): ok, no container left"
+unset MAFSBX_RUNDIR
 
 [ $# -gt 0 ] || exit 0
 "$@"

@@ -52,6 +52,10 @@ static const struct row rows[] = {
 	/* Podman 4.3: a missing path of the archive API is the bare errno text */
 	{ 404, "{\"cause\":\"no such file or directory\",\"message\":\"no such file or directory\",\"response\":404}", "/w/missing", MAFSBX_EK_NO_PATH, ENOENT },
 	{ 404, "{\"message\":\"no such file or directory: /etc/x\"}", "/w/missing", MAFSBX_EK_NO_OBJECT, ENOENT },
+	/* Podman 4.3: what the container's state does not allow is a 500 */
+	{ 500, "{\"cause\":\"container state improper\",\"message\":\"\\\"exited\\\" is not running, can't pause: container state improper\",\"response\":500}", NULL, MAFSBX_EK_NOT_RUNNING, EBUSY },
+	{ 500, "{\"cause\":\"container state improper\",\"message\":\"\\\"abc\\\" is already paused: container state improper\",\"response\":500}", NULL, MAFSBX_EK_CONFLICT, EEXIST },
+	{ 500, "{\"cause\":\"container state improper\",\"message\":\"\\\"abc\\\" is not paused, can't unpause: container state improper\",\"response\":500}", NULL, MAFSBX_EK_ENGINE, EIO },
 	/* a rootless engine on cgroup v1 (cgroup driver none) cannot pause */
 	{ 500, "{\"message\":\"Cannot pause container abc: cgroups not configured for container\"}", NULL, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP },
 	{ 502, "not json at all", NULL, MAFSBX_EK_ENGINE, EIO },
