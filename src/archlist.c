@@ -35,6 +35,7 @@ static int nomem(struct mafsbx_archlist *l)
 
 static void pending_clear(struct mafsbx_archlist *l)
 {
+	l->ext_total = 0;
 	free(l->p_path);
 	l->p_path = NULL;
 	l->p_has_size = l->p_has_mtime = l->p_has_uid = l->p_has_gid = false;
@@ -254,6 +255,8 @@ static bool over_bounds(struct mafsbx_archlist *l)
 		l->cut = MAFSBX_AL_CUT_BYTES;
 	else if (l->deep > MAFSBX_ARCHLIST_DEEP_MIN && l->deep > MAFSBX_ARCHLIST_DEEP_RATIO * (l->n + 1))
 		l->cut = MAFSBX_AL_CUT_DEEP;
+	else if (l->bytes - l->head_bytes > MAFSBX_ARCHLIST_WASTE_MIN && l->bytes - l->head_bytes > 2 * l->head_bytes)
+		l->cut = MAFSBX_AL_CUT_WASTE;
 	if (l->cut)
 		l->st = ST_STOP;
 	return l->cut != MAFSBX_AL_WHOLE;
@@ -304,6 +307,8 @@ static int entry(struct mafsbx_archlist *l, const unsigned char *h, char flag, u
 		l->deep++;
 		return 0;
 	}
+	/* a depth-1 header: its block and its extension headers are what the listing is for */
+	l->head_bytes += 512 + l->ext_total;
 	if (!good_name(rest, rn)) {
 		l->refused++;
 		return 0;
@@ -375,6 +380,7 @@ static int header(struct mafsbx_archlist *l)
 		l->ext_want = (size_t)size;
 		l->ext_pad = (size_t)((512 - size % 512) % 512);
 		l->ext_kind = flag;
+		l->ext_total += 512 + (size_t)size + l->ext_pad;
 		l->st = ST_EXT;
 		return 0;
 	case 'S':
@@ -523,6 +529,7 @@ const char *mafsbx_archlist_cut_name(enum mafsbx_archlist_cut c)
 	case MAFSBX_AL_CUT_BYTES: return "the archive passed its byte bound";
 	case MAFSBX_AL_CUT_ENTRIES: return "the directory holds more entries than a listing keeps";
 	case MAFSBX_AL_CUT_DEEP: return "the entries below the directory's own dominate its archive";
+	case MAFSBX_AL_CUT_WASTE: return "file contents dominate the archive";
 	case MAFSBX_AL_SHORT: return "the archive ended before its end block";
 	}
 	return "cut";

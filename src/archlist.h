@@ -24,7 +24,11 @@
  *   - more than `max_entries` entries at depth 1;
  *   - the headers below depth 1 dominate: more than MAFSBX_ARCHLIST_DEEP_MIN
  *     of them and more than MAFSBX_ARCHLIST_DEEP_RATIO times the depth-1
- *     entries seen so far (a subtree the archive would otherwise walk whole).
+ *     entries seen so far (a subtree the archive would otherwise walk whole);
+ *   - the bytes that are not depth-1 headers (bodies, padding and deeper
+ *     headers) pass MAFSBX_ARCHLIST_WASTE_MIN and twice the depth-1 headers'
+ *     bytes (a big file, or a subtree of big files: a listing that would
+ *     pay for their bytes under the freeze).
  * A cut listing is incomplete: the caller lists another way (plane_engine.c).
  */
 #ifndef MAFSBX_ARCHLIST_H
@@ -42,6 +46,7 @@
 #define MAFSBX_ARCHLIST_MAX_ENTRIES 10000       /* depth-1 entries at most (the default) */
 #define MAFSBX_ARCHLIST_DEEP_MIN 512
 #define MAFSBX_ARCHLIST_DEEP_RATIO 4
+#define MAFSBX_ARCHLIST_WASTE_MIN (256 * 1024)
 #define MAFSBX_ARCHLIST_EXT_MAX (64 * 1024)     /* one extension header's data at most */
 #define MAFSBX_ARCHLIST_NAME_MAX 255
 
@@ -50,6 +55,7 @@ enum mafsbx_archlist_cut {
 	MAFSBX_AL_CUT_BYTES,
 	MAFSBX_AL_CUT_ENTRIES,
 	MAFSBX_AL_CUT_DEEP,
+	MAFSBX_AL_CUT_WASTE,
 	MAFSBX_AL_SHORT,          /* the stream ended before the end-of-archive block */
 };
 
@@ -74,6 +80,7 @@ struct mafsbx_archlist {
 	size_t deep;              /* headers below depth 1 */
 	size_t refused;           /* depth-1 names that were not names, or repeated */
 	uint64_t bytes;           /* archive bytes taken */
+	uint64_t head_bytes;      /* of which depth-1 headers (their extension headers included) */
 	enum mafsbx_archlist_cut cut;
 	bool ended;               /* the end-of-archive block was seen */
 	bool failed;              /* refused as malformed: `error` says why */
@@ -85,6 +92,7 @@ struct mafsbx_archlist {
 	uint64_t skip;            /* body (and padding) bytes still to skip */
 	char *ext;                /* an extension header's data being gathered */
 	size_t ext_len, ext_want, ext_pad;
+	size_t ext_total;         /* bytes of the extension headers before the next entry */
 	char ext_kind;
 	bool seen_root;
 	/* pending overrides for the next entry (pax 'x', GNU 'L'/'K') */

@@ -129,6 +129,35 @@ static void test_cut_bytes(void **state)
 	mafsbx_tar_free(t);
 }
 
+/* A subtree of big files: cut once their bytes dominate, long before the byte bound. */
+static void test_cut_waste(void **state)
+{
+	(void)state;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	struct mafsbx_tar *t = tar_begin();
+	char n[64];
+	for (int i = 0; i < 20; i++) {
+		snprintf(n, sizeof(n), "d/a%02d", i);
+		assert_int_equal(mafsbx_tar_add_file(t, n, "x", 1, 0644, 0, 0, 1, &e), 0);
+	}
+	assert_int_equal(mafsbx_tar_add_dir(t, "d/sub", 0755, 0, 0, 1, &e), 0);
+	static char mib[1 << 20];
+	for (int i = 0; i < 3; i++) {
+		snprintf(n, sizeof(n), "d/sub/m%d", i);
+		assert_int_equal(mafsbx_tar_add_file(t, n, mib, sizeof(mib), 0644, 0, 0, 1, &e), 0);
+	}
+	struct mafsbx_archlist l;
+	int sr;
+	assert_int_equal(list(t, 65536, 0, 0, &l, &sr), 1);
+	assert_int_equal(sr, -ECANCELED);
+	assert_int_equal(l.cut, MAFSBX_AL_CUT_WASTE);
+	assert_true(l.bytes < MAFSBX_ARCHLIST_WASTE_MIN + 128 * 1024);
+	assert_int_equal(l.n, 21);
+	mafsbx_archlist_free(&l);
+	mafsbx_tar_free(t);
+}
+
 static void test_cut_deep_and_entries(void **state)
 {
 	(void)state;
@@ -145,10 +174,10 @@ static void test_cut_deep_and_entries(void **state)
 	struct mafsbx_archlist l;
 	int sr;
 	assert_int_equal(list(t, 512, 0, 0, &l, &sr), 1);
-	assert_int_equal(l.cut, MAFSBX_AL_CUT_DEEP);
+	/* the builder gives every entry a pax header: those bytes may dominate first */
+	assert_true(l.cut == MAFSBX_AL_CUT_DEEP || l.cut == MAFSBX_AL_CUT_WASTE);
 	assert_true(l.deep <= MAFSBX_ARCHLIST_DEEP_MIN + 1);
-	assert_string_equal(mafsbx_archlist_cut_name(l.cut),
-			    "the entries below the directory's own dominate its archive");
+	assert_non_null(strstr(mafsbx_archlist_cut_name(l.cut), "dominate"));
 	mafsbx_archlist_free(&l);
 	mafsbx_tar_free(t);
 
@@ -233,6 +262,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_types_and_stats),
 		cmocka_unit_test(test_cut_bytes),
+		cmocka_unit_test(test_cut_waste),
 		cmocka_unit_test(test_cut_deep_and_entries),
 		cmocka_unit_test(test_names_only_names),
 		cmocka_unit_test(test_malformed),
