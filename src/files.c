@@ -800,6 +800,8 @@ int mafsbx_files_list(struct mafsbx_freezer *fz, const struct mafsbx_files_targe
 			mafsbx_burst_put(k.burst, p, &ba);
 			free(p);
 		}
+		/* the lstat of each entry comes next: kept for it a little longer than a lone call */
+		mafsbx_burst_hold_for(k.burst, MAFSBX_BURST_LIST_LINGER_MS);
 	}
 out:
 	call_leave(&k);
