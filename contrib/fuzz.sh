@@ -19,7 +19,7 @@ cd "$root"
 
 secs=${1:-20}
 shift || true
-all=(tar pathstat spec endpoint demux engine guestpath ctl)
+all=(tar archlist pathstat spec endpoint demux engine guestpath ctl)
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=("${all[@]}")
 

@@ -228,6 +228,7 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 		.endpoint_local = fs->ep.scheme == MAFSBX_EP_UNIX,
 		.frozen_reads = fs->opt.frozen_reads,
 		.burst_ms = fs->opt.burst_ms,
+		.listing = (enum mafsbx_plane_listing)fs->opt.listing,
 		.local_max_read = fs->opt.max_read_given ? fs->opt.max_read : 0,
 	};
 	/* The engine plane's spool budget (default 1 GiB); tests make it small. */

@@ -115,6 +115,7 @@ struct mfs_options {
 	enum mafsbx_plane_mode plane; /* -o plane= */
 	bool frozen_reads;
 	int burst_ms;                /* -o burst_ms: 0 the default, -1 none (burst.h) */
+	int listing;                 /* -o listing: enum mafsbx_plane_listing (plane.h) */
 	bool max_read_given;         /* the local plane caps reads only when asked */
 	uid_t uid;                   /* owner shown for sandbox files */
 	gid_t gid;

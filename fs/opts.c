@@ -36,7 +36,7 @@ struct raw_opts {
 	char *host, *context, *image, *scope;
 	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
-	char *plane, *uid, *gid, *umask, *burst_ms, *entry_timeout, *max_requests, *max_open_per_user,
+	char *plane, *uid, *gid, *umask, *burst_ms, *listing, *entry_timeout, *max_requests, *max_open_per_user,
 		*max_calls_per_user;
 	char *pull_timeout, *loglevel;
 	int cap_drop_all, frozen_reads;
@@ -82,6 +82,7 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("plane=%s", plane),
 	RAW("frozen_reads", frozen_reads),
 	RAW("burst_ms=%s", burst_ms),
+	RAW("listing=%s", listing),
 	RAW("uid=%s", uid),
 	RAW("gid=%s", gid),
 	RAW("umask=%s", umask),
@@ -193,7 +194,7 @@ static void raw_free(struct raw_opts *r)
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
 			 &r->nonopt[0], &r->nonopt[1], &r->extra,
 			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user, &r->pull_timeout,
-			 &r->loglevel, &r->max_calls_per_user };
+			 &r->loglevel, &r->max_calls_per_user, &r->listing };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -351,6 +352,12 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 					r->burst_ms, MAFSBX_BURST_LINGER_MAX_MS);
 	if (r->burst_ms)
 		o->burst_ms = b == 0 ? -1 : (int)b;
+	if (r->listing && strcmp(r->listing, "auto") == 0)
+		o->listing = MAFSBX_LISTING_AUTO;
+	else if (r->listing && strcmp(r->listing, "exec") == 0)
+		o->listing = MAFSBX_LISTING_EXEC;
+	else if (r->listing)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o listing=%s: expected auto or exec", r->listing);
 	return 0;
 }
 
@@ -532,6 +539,9 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o frozen_reads        local plane: copy each read under one freeze\n"
 		"    -o burst_ms=MS         engine plane: how long a freeze outlives the last\n"
 		"                           call of a burst (default 5; 0: every call its own)\n"
+		"    -o listing=auto|exec   engine plane: list a directory from its archive,\n"
+		"                           by the guest's find when that was cut (auto, the\n"
+		"                           default), or by the guest's find only (exec)\n"
 		"    -o uid=N, -o gid=N, -o umask=M\n"
 		"                           owner and mode mask shown for sandbox files\n"
 		"                           (default: the mounting user, 022)\n"

@@ -36,6 +36,7 @@ struct slot {
 	struct mafsbx_freeze *parked;  /* the handle kept after the last call left */
 	long long since_ms;            /* when this registry's unbroken hold began */
 	long long idle_ms;             /* when the last call left */
+	long long hold_ms;             /* this hold's linger when a call asked for more (0: the registry's) */
 	struct answer *v;
 	size_t n, cap;
 };
@@ -59,6 +60,7 @@ struct mafsbx_burst {
 
 static void answers_drop(struct slot *s)
 {
+	s->hold_ms = 0; /* asked for the answers dropped here */
 	for (size_t i = 0; i < s->n; i++)
 		free(s->v[i].path);
 	free(s->v);
@@ -100,14 +102,19 @@ static void slot_maybe_free(struct mafsbx_bursts *bs, struct slot *s)
 	free(s);
 }
 
+static long long linger_of(const struct mafsbx_bursts *bs, const struct slot *s)
+{
+	return s->hold_ms > bs->linger_ms ? s->hold_ms : bs->linger_ms;
+}
+
 static bool parked_expired(const struct mafsbx_bursts *bs, const struct slot *s, long long now)
 {
-	return now - s->since_ms >= MAFSBX_FREEZE_JOIN_WINDOW_MS || (!s->inside && now - s->idle_ms >= bs->linger_ms);
+	return now - s->since_ms >= MAFSBX_FREEZE_JOIN_WINDOW_MS || (!s->inside && now - s->idle_ms >= linger_of(bs, s));
 }
 
 static long long parked_expiry(const struct mafsbx_bursts *bs, const struct slot *s)
 {
-	long long a = s->since_ms + MAFSBX_FREEZE_JOIN_WINDOW_MS, b = s->idle_ms + bs->linger_ms;
+	long long a = s->since_ms + MAFSBX_FREEZE_JOIN_WINDOW_MS, b = s->idle_ms + linger_of(bs, s);
 	return s->inside || a < b ? a : b;
 }
 
@@ -352,4 +359,16 @@ void mafsbx_bursts_stats(struct mafsbx_bursts *bs, struct mafsbx_burst_stats *ou
 	pthread_mutex_lock(&bs->mu);
 	*out = bs->stats;
 	pthread_mutex_unlock(&bs->mu);
+}
+
+void mafsbx_burst_hold_for(struct mafsbx_burst *b, int ms)
+{
+	if (!b || ms <= 0)
+		return;
+	if (ms > MAFSBX_BURST_LINGER_MAX_MS)
+		ms = MAFSBX_BURST_LINGER_MAX_MS;
+	pthread_mutex_lock(&b->bs->mu);
+	if (ms > b->s->hold_ms)
+		b->s->hold_ms = ms;
+	pthread_mutex_unlock(&b->bs->mu);
 }

@@ -85,6 +85,17 @@ void mafsbx_burst_invalidate(struct mafsbx_burst *b);
 /* Leave: the last one out parks the freeze (see above). NULL is a no-op. */
 void mafsbx_burst_leave(struct mafsbx_burst *b);
 
+/*
+ * The calls that follow this one are known to come (the lstat of every
+ * entry after a listing): keep this hold's freeze parked `ms` after its
+ * last call instead of the linger (capped at MAFSBX_BURST_LINGER_MAX_MS;
+ * never past the join window, which still ends every hold). Lasts as
+ * long as the answers do: forgotten with them.
+ */
+void mafsbx_burst_hold_for(struct mafsbx_burst *b, int ms);
+/* How long a listing's freeze is kept for the stats that follow it. */
+#define MAFSBX_BURST_LIST_LINGER_MS 50
+
 /* Drop the parked freeze of `container` now (before an exec of it). */
 void mafsbx_bursts_end(struct mafsbx_bursts *bs, const char *container);
 

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "archlist.h"
 #include "buf.h"
 #include "burst.h"
 #include "engine.h"
@@ -702,5 +703,82 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
 		mafsbx_error_prefix(err, "could not create the working directory %.200s", nb);
 	else if (created)
 		*created = (unsigned)(chain.n - missing);
+	return r;
+}
+
+/* ---- listing from the archive ------------------------------------------- */
+
+/* A depth-1 entry's header as the answer a HEAD of it would have given (no link target: none is read from it). */
+static void entry_answer(const struct mafsbx_archlist_entry *e, struct mafsbx_burst_answer *ba)
+{
+	memset(ba, 0, sizeof(*ba));
+	snprintf(ba->st.name, sizeof(ba->st.name), "%s", e->name);
+	ba->st.mode = e->mode;
+	ba->st.size = (int64_t)e->size;
+	ba->st.mtime = e->mtime;
+}
+
+int mafsbx_files_list(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+		      long long deadline_ms, struct mafsbx_archlist *l, struct mafsbx_error *err)
+{
+	deadline_ms = deadline_of(deadline_ms);
+	__do_free char *resolved = mafsbx_gp_resolve(t->work_dir, path && *path ? path : ".", err);
+	if (!resolved)
+		return err ? -err->err : -EINVAL;
+	if (strcmp(resolved, "/") == 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list /: the archive of the whole guest is never asked for");
+	struct mafsbx_gp_chain chain;
+	/* the chain down to the directory itself: it is checked like every component above it */
+	int r = mafsbx_gp_ancestors(t->work_dir, resolved, true, &chain, err);
+	if (r < 0)
+		return r;
+	struct fcall k;
+	size_t missing;
+	r = call_enter_chain(&k, fz, t->bursts, t->container, &chain, deadline_ms, &missing, err);
+	if (r < 0)
+		goto out;
+	if (missing < chain.n) {
+		r = mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "%.300s does not exist (%.300s is missing)", resolved,
+				     chain.paths[missing]);
+		goto out;
+	}
+	if ((r = check_deadline(deadline_ms, resolved, err)) < 0)
+		goto out;
+	struct mafsbx_error ge;
+	mafsbx_error_clear(&ge);
+	int gr = mafsbx_archive_get(k.eng, t->container, resolved, l->max_bytes + 128 * 1024, mafsbx_archlist_sink, l,
+				    NULL, &ge);
+	if (l->failed) {
+		r = copy_err(err, &l->error);
+		goto out;
+	}
+	if (gr < 0 && !l->cut && !l->ended) {
+		r = copy_err(err, &ge);
+		goto out;
+	}
+	/* the headers count only if the freeze provably held throughout (src/freeze/freeze.h) */
+	if ((r = mafsbx_freeze_verify(k.fr, err)) < 0)
+		goto out;
+	r = mafsbx_archlist_finish(l, err);
+	if (r == 0 && k.burst) {
+		/* Got under this freeze: the burst's answers for as long as it holds (burst.h). A hard
+		 * link's header gives no size: it is not kept, a stat of it asks the engine. */
+		for (size_t i = 0; i < l->n; i++) {
+			if (l->v[i].typeflag == '1')
+				continue;
+			char *p = NULL;
+			if (asprintf(&p, "%s/%s", resolved, l->v[i].name) < 0)
+				break;
+			struct mafsbx_burst_answer ba;
+			entry_answer(&l->v[i], &ba);
+			mafsbx_burst_put(k.burst, p, &ba);
+			free(p);
+		}
+		/* the lstat of each entry comes next: kept for it a little longer than a lone call */
+		mafsbx_burst_hold_for(k.burst, MAFSBX_BURST_LIST_LINGER_MS);
+	}
+out:
+	call_leave(&k);
+	mafsbx_gp_chain_free(&chain);
 	return r;
 }

@@ -40,6 +40,7 @@
 #include "freeze.h"
 
 struct mafsbx_bursts;
+struct mafsbx_archlist;
 
 #define MAFSBX_FILES_DEFAULT_MS 60000
 
@@ -190,5 +191,21 @@ int mafsbx_files_mkdir(struct mafsbx_freezer *fz, const struct mafsbx_files_targ
  */
 int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, const char *base, uid_t uid,
 			      gid_t gid, long long deadline_ms, unsigned *created, struct mafsbx_error *err);
+
+/*
+ * A listing of the directory `path` (relative to t->work_dir; "" or "." is
+ * the work dir itself, never `/`) from its archive: the ancestor check down
+ * to the directory itself (a link anywhere, the directory included, is
+ * EK_CONFINEMENT; a non-directory EK_NOT_DIR; absent EK_NO_PATH), then ONE
+ * archive GET under the same freeze, streamed into `l` (archlist.h, set up
+ * by the caller with the directory's basename), which cuts it past its
+ * bounds. 0: the listing is whole, and with a burst registry every entry's
+ * stat (but a hard link's) is kept as the burst's answer, so that stats
+ * within the burst need no HEAD; 1: it was cut (l->cut says how); <0: the
+ * errors above, the archive refused as malformed (EK_PROTOCOL), or the
+ * freeze's and the engine's.
+ */
+int mafsbx_files_list(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
+		      long long deadline_ms, struct mafsbx_archlist *l, struct mafsbx_error *err);
 
 #endif

@@ -44,6 +44,9 @@ enum mafsbx_plane_base { MAFSBX_BASE_WORK = 0, MAFSBX_BASE_ROOT };
 const char *mafsbx_plane_mode_name(enum mafsbx_plane_mode m);  /* "auto", "local", "engine" */
 int mafsbx_plane_mode_parse(const char *text, enum mafsbx_plane_mode *out);
 
+/* The engine plane's listing: the directory's archive first, the guest's find when it was cut; or find only. */
+enum mafsbx_plane_listing { MAFSBX_LISTING_AUTO = 0, MAFSBX_LISTING_EXEC };
+
 struct mafsbx_plane_config {
 	enum mafsbx_plane_mode mode;
 	bool endpoint_local;       /* the endpoint is a unix socket (the engine may be on this host) */
@@ -53,6 +56,8 @@ struct mafsbx_plane_config {
 	size_t max_pins;           /* pinned containers kept (0: 256) */
 	/* engine plane: how long a burst's freeze outlives its last call, ms (burst.h; 0: the default, <0: no bursts) */
 	int burst_ms;
+	/* engine plane: how a directory is listed (plane_engine.c; mafsbxfs(1) -o listing) */
+	enum mafsbx_plane_listing listing;
 };
 
 struct mafsbx_planes;

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archlist.h"
 #include "burst.h"
 #include "dirlist.h"
 #include "files.h"
@@ -113,9 +114,145 @@ static int guest_list(struct mafsbx_planes *ps, const struct mafsbx_plane_target
 	return r;
 }
 
+/*
+ * The listing from the directory's archive (archlist.h, files.h
+ * mafsbx_files_list): one freeze for the ancestor check and one GET read
+ * for its depth-1 headers, which give every entry's stat too (kept as the
+ * burst's answers, so the lstat of each entry that `ls -l` makes next costs
+ * no engine call while the burst holds). 0: listed; 1: list the other way
+ * (the archive was cut past a bound, malformed, or the directory is `/`,
+ * whose archive is the whole guest); <0: an error the other way would give
+ * too (a link, a non-directory, absent, the container gone).
+ */
+static int archive_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t,
+			   enum mafsbx_plane_base base, const char *rel, const char *const *candidates, size_t n,
+			   struct mafsbx_error *err)
+{
+	struct mafsbx_files_target ft;
+	files_target(d->ps, t, base, &ft);
+	__do_free char *abs = mafsbx_gp_resolve(ft.work_dir, *rel ? rel : ".", err);
+	if (!abs)
+		return err ? -err->err : -EINVAL;
+	if (strcmp(abs, "/") == 0)
+		return 1;
+	char **more = NULL;
+	const char **more_leaf = NULL;
+	size_t m = 0;
+	struct mafsbx_archlist al;
+	if (mafsbx_archlist_init(&al, strrchr(abs, '/') + 1, 0, MAFSBX_DIRLIST_MAX, err) < 0)
+		return -ENOMEM;
+	struct mafsbx_error le;
+	mafsbx_error_clear(&le);
+	int r = mafsbx_files_list(d->ps->fz, &ft, rel, 0, &al, &le);
+	if (r < 0 && le.kind == MAFSBX_EK_PROTOCOL) {
+		log_info("%s: the archive of %s was refused (%s); listing it by the guest's find", t->name, abs,
+			 le.message);
+		r = 1;
+		goto done;
+	}
+	if (r < 0) {
+		if (err)
+			*err = le;
+		if (le.kind == MAFSBX_EK_CONFINEMENT)
+			mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "list %s: a symbolic link is never followed", rel);
+		else if (le.kind == MAFSBX_EK_NOT_DIR && !le.message[0])
+			mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "list %s: not a directory", rel);
+		goto done;
+	}
+	if (r == 1) {
+		log_info("%s: the archive listing of %s was cut after %llu bytes, %zu entries and %zu below them (%s); "
+			 "listing it by the guest's find", t->name, abs, (unsigned long long)al.bytes, al.n, al.deep,
+			 mafsbx_archlist_cut_name(al.cut));
+		goto done;
+	}
+	if (al.refused)
+		log_info("%s: the listing of %s: %zu entries were not names (empty, '.', '..', a '/', over %d bytes, or "
+			 "repeated) and are not listed", t->name, abs, al.refused, MAFSBX_ARCHLIST_NAME_MAX);
+	/* Entries whose header is their stat, then the rest (hard links, declared outputs and
+	 * files written through the mount that the archive did not hold) statted as today. */
+	size_t cap = al.n + n;
+	d->names = calloc(cap ? cap : 1, sizeof(*d->names));
+	d->stats = calloc(cap ? cap : 1, sizeof(*d->stats));
+	more = calloc(cap ? cap : 1, sizeof(*more));
+	more_leaf = calloc(cap ? cap : 1, sizeof(*more_leaf));
+	if (!d->names || !d->stats || !more || !more_leaf)
+		goto nomem;
+	for (size_t i = 0; i < al.n + n; i++) {
+		const char *name = i < al.n ? al.v[i].name : candidates[i - al.n];
+		if (i < al.n && al.v[i].typeflag != '1') {
+			struct mafsbx_fstat f = { .size = al.v[i].size, .mode = al.v[i].mode, .mtime = al.v[i].mtime };
+			mode_t ty = al.v[i].mode & S_IFMT;
+			f.kind = ty == S_IFREG ? MAFSBX_FK_FILE : ty == S_IFDIR ? MAFSBX_FK_DIR
+				 : ty == S_IFLNK ? MAFSBX_FK_SYMLINK : MAFSBX_FK_OTHER;
+			from_fstat(&f, name, &d->stats[d->n], NULL);
+			if (!(d->names[d->n] = strdup(name)))
+				goto nomem;
+			d->n++;
+			continue;
+		}
+		if (i >= al.n && mafsbx_archlist_find(&al, name))
+			continue;
+		if (asprintf(&more[m], "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
+			more[m] = NULL;
+			goto nomem;
+		}
+		more_leaf[m++] = name;
+	}
+	if (m) {
+		struct mafsbx_fstat *outs = calloc(m, sizeof(*outs));
+		int *rcs = calloc(m, sizeof(*rcs));
+		if (!outs || !rcs) {
+			free(outs);
+			free(rcs);
+			goto nomem;
+		}
+		r = 0;
+		for (size_t at = 0; at < m && r == 0; at += ENGINE_LIST_SLICE) {
+			size_t k = m - at < ENGINE_LIST_SLICE ? m - at : ENGINE_LIST_SLICE;
+			r = mafsbx_files_stat_many(d->ps->fz, &ft, (const char *const *)more + at, k, 0, outs + at,
+						   rcs + at, NULL, err);
+		}
+		for (size_t i = 0; r == 0 && i < m; i++) {
+			/* gone, absent (an output not made yet) or refused by the checks: not listed */
+			if (rcs[i] < 0 || from_fstat(&outs[i], more[i], &d->stats[d->n], NULL) < 0)
+				continue;
+			if (!(d->names[d->n] = strdup(more_leaf[i]))) {
+				r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+				break;
+			}
+			d->n++;
+		}
+		free(outs);
+		free(rcs);
+	}
+	goto done;
+nomem:
+	r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+done:
+	for (size_t i = 0; more && i < m; i++)
+		free(more[i]);
+	free(more);
+	free(more_leaf);
+	if (r != 0) {
+		/* nothing half-listed is kept: the other way (or the error) starts clean */
+		for (size_t i = 0; d->names && i < d->n; i++)
+			free(d->names[i]);
+		free(d->names);
+		free(d->stats);
+		d->names = NULL;
+		d->stats = NULL;
+		d->n = 0;
+	}
+	mafsbx_archlist_free(&al);
+	return r;
+}
+
 int mafsbx_plane_engine_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		   const char *rel, const char *const *candidates, size_t n, struct mafsbx_error *err)
 {
+	int ar = d->ps->cfg.listing == MAFSBX_LISTING_EXEC ? 1 : archive_opendir(d, t, base, rel, candidates, n, err);
+	if (ar <= 0)
+		return ar;
 	struct mafsbx_files_target ft;
 	files_target(d->ps, t, base, &ft);
 	/* The guest's own listing first (an exec, outside any freeze), then

@@ -2,11 +2,14 @@
  * bench_planes.c: the local plane against the engine plane, the kernel
  * floor and the docker CLI, in one run (doc/performance.md). Medians.
  *
- * Three mounts of the same engine with attr_timeout=0 (every stat reaches
- * the daemon): -o plane=local, -o plane=engine, and -o plane=engine with
- * burst_ms=0 (every call its own freeze: the engine plane before bursts).
+ * Four mounts of the same engine with attr_timeout=0 (every stat reaches
+ * the daemon): -o plane=local, -o plane=engine, -o plane=engine with
+ * burst_ms=0 (every call its own freeze: the engine plane before bursts),
+ * and -o plane=engine with listing=exec (the listings by the guest's find
+ * alone, beside the default's archive listing).
  * One sandbox holds files at depth 1, 4 and 8, twenty declared outputs in outs/, twenty guest files
- * in plain/ and a thousand in flat/ (none declared: the engine plane lists them by the guest's find),
+ * in plain/ and a thousand in flat/ (none declared: the engine plane lists them from the guest),
+ * twenty in deep/ beside deep/sub/ of 100 MiB (where the archive listing must stop early),
  * a 1,000-file tree and a 256 MiB file. Each figure is measured on:
  *   floor   the same system calls on /proc/PID/root/... directly (no FUSE):
  *           what the kernel alone costs;
@@ -16,7 +19,8 @@
  * Plus the daemon's RSS during the 256 MiB read, and the guest's CPU share
  * (iterations of a busy loop) while the host polls a stat at 50 Hz.
  *
- * Usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG]
+ * Usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG] [--small]
+ * (--small: the stats, reads and listings only, not find, 256 MiB or the CPU share)
  * Needs root, /dev/fuse, dockerd, the test image and the docker CLI.
  * Removes everything it made.
  */
@@ -49,9 +53,10 @@ extern char **environ;
 static const char *opt_mafsbxfs = "build/fs/mafsbxfs";
 static const char *opt_image = "mafsbx/busybox:latest";
 static int opt_runs = 200;
+static bool opt_small;       /* --small: the stats, reads and listings only */
 
-static char mnt_local[64], mnt_engine[64], mnt_single[64];
-static pid_t pid_local = -1, pid_engine = -1, pid_single = -1;
+static char mnt_local[64], mnt_engine[64], mnt_single[64], mnt_exec[64];
+static pid_t pid_local = -1, pid_engine = -1, pid_single = -1, pid_exec = -1;
 static char scope[64], name[64], rootp[64];
 
 static void cleanup(void);
@@ -139,9 +144,9 @@ static void cleanup(void)
 		snprintf(req, sizeof(req), "{\"scope\": \"%s\", \"thread\": \"t\"}", scope);
 		ctl(mnt_local, "dispose", req, rep, sizeof(rep));
 	}
-	char *mnts[] = { mnt_local, mnt_engine, mnt_single };
-	pid_t pids[] = { pid_local, pid_engine, pid_single };
-	for (int i = 0; i < 3; i++) {
+	char *mnts[] = { mnt_local, mnt_engine, mnt_single, mnt_exec };
+	pid_t pids[] = { pid_local, pid_engine, pid_single, pid_exec };
+	for (int i = 0; i < 4; i++) {
 		if (pids[i] <= 0)
 			continue;
 		const char *argv[] = { "fusermount3", "-u", mnts[i], NULL };
@@ -394,9 +399,11 @@ static double med_ls(const char *dir, int want, int runs)
 }
 
 struct results {
-	/* kernel floor, local plane, engine plane, engine plane without bursts (-o burst_ms=0) */
-	double st1[4], st4[4], st8[4], cat[4], ls[4];
-	double ls20[4], ls1k[4];                        /* guest-made files, none declared (-1: not measured) */
+	/* kernel floor, local plane, engine plane, engine plane without bursts (-o burst_ms=0),
+	 * engine plane listing by the guest's find only (-o listing=exec; the listings alone) */
+	double st1[5], st4[5], st8[5], cat[5], ls[5];
+	double ls20[5], ls1k[5];                        /* guest-made files, none declared (-1: not measured) */
+	double lsdeep[5];                               /* 20 files beside a subdirectory of 100 MiB */
 	double find[3];                                /* kernel floor, local plane, engine plane (one run) */
 	double mb_floor, mb_local, mb_engine, mb_cp;
 	long rss_idle, rss_peak;
@@ -408,6 +415,7 @@ static void parse_args(int argc, char **argv)
 	static const struct option lo[] = { { "mafsbxfs", required_argument, NULL, 'm' },
 					     { "runs", required_argument, NULL, 'r' },
 					     { "image", required_argument, NULL, 'i' },
+					     { "small", no_argument, NULL, 's' },
 					     { NULL, 0, NULL, 0 } };
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -415,7 +423,8 @@ static void parse_args(int argc, char **argv)
 		case 'm': opt_mafsbxfs = optarg; break;
 		case 'r': opt_runs = atoi(optarg); break;
 		case 'i': opt_image = optarg; break;
-		default: fprintf(stderr, "usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG]\n"); exit(2);
+		case 's': opt_small = true; break;
+		default: fprintf(stderr, "usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG] [--small]\n"); exit(2);
 		}
 	}
 	if (opt_runs < 3)
@@ -444,6 +453,8 @@ static void make_sandbox(void)
 	      "for d in $(seq 0 9); do mkdir tree/$d; for i in $(seq 0 99); do echo $d$i > tree/$d/f$i; done; done && "
 	      "mkdir plain flat && for i in $(seq -w 0 19); do echo p$i > plain/p$i; done && "
 	      "for i in $(seq -w 0 999); do echo f$i > flat/f$i; done && "
+	      "mkdir -p deep/sub && for i in $(seq -w 0 19); do echo p$i > deep/a$i; done && "
+	      "for i in $(seq -w 0 99); do dd if=/dev/zero of=deep/sub/m$i bs=1M count=1 2>/dev/null; done && "
 	      "dd if=/dev/zero of=big.bin bs=1M count=256 2>/dev/null");
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "docker inspect -f '{{.State.Pid}}' %s", name);
@@ -458,9 +469,9 @@ static void make_sandbox(void)
 /* stat at depth 1, 4, 8, cat 1 KiB and ls -l of the outputs: on the kernel alone and through both mounts. */
 static void measure_small(struct results *r)
 {
-	const char *where[4] = { rootp, mnt_local, mnt_engine, mnt_single };
-	char p1[256], p4[256], p8[256], outs[256], plain[256], flat[256];
-	for (int w = 0; w < 4; w++) {
+	const char *where[5] = { rootp, mnt_local, mnt_engine, mnt_single, mnt_exec };
+	char p1[256], p4[256], p8[256], outs[256], plain[256], flat[256], deep[256];
+	for (int w = 0; w < 5; w++) {
 		const char *base = where[w];
 		const char *sub = w == 0 ? GW : "";
 		char pre[200];
@@ -474,8 +485,18 @@ static void measure_small(struct results *r)
 		snprintf(outs, sizeof(outs), "%s/outs", pre);
 		snprintf(plain, sizeof(plain), "%s/plain", pre);
 		snprintf(flat, sizeof(flat), "%s/flat", pre);
+		snprintf(deep, sizeof(deep), "%s/deep", pre);
 		int runs = w >= 2 ? (opt_runs < 20 ? opt_runs : 20) : opt_runs;
 		gap_us = w >= 2 ? 100000 : 0;
+		r->lsdeep[w] = w == 3 ? -1 : med_ls(deep, 21, runs);
+		if (w == 4) {
+			/* the other listing: only what a listing changes */
+			r->st1[w] = r->st4[w] = r->st8[w] = r->cat[w] = -1;
+			r->ls[w] = med_ls(outs, 20, runs);
+			r->ls20[w] = med_ls(plain, 20, runs);
+			r->ls1k[w] = med_ls(flat, 1000, 3);
+			continue;
+		}
 		r->st1[w] = med(t_lstat, p1, runs);
 		r->st4[w] = med(t_lstat, p4, runs);
 		r->st8[w] = med(t_lstat, p8, runs);
@@ -546,21 +567,29 @@ static void measure_share(struct results *r)
 static void print_results(const struct results *r)
 {
 	printf("\n## Local plane vs engine plane (%d runs; medians in ms; attr_timeout=0)\n\n", opt_runs);
-	printf("| operation | %s | %s | %s | %s |\n|---|---|---|---|---|\n", "kernel floor (no FUSE)",
-	       "mafsbxfs local plane", "mafsbxfs engine plane", "engine plane, burst_ms=0");
+	printf("| operation | %s | %s | %s | %s | %s |\n|---|---|---|---|---|---|\n", "kernel floor (no FUSE)",
+	       "mafsbxfs local plane", "mafsbxfs engine plane (listing=auto: archive)", "engine plane, burst_ms=0",
+	       "engine plane, listing=exec (find)");
 	static const char *const rows[] = { "stat, depth 1", "stat, depth 4", "stat, depth 8", "cat 1 KiB",
 					    "ls -l of 20 outputs", "ls -l of 20 guest files (not outputs)",
-					    "ls -l of 1,000 guest files" };
-	const double *v[] = { r->st1, r->st4, r->st8, r->cat, r->ls, r->ls20, r->ls1k };
+					    "ls -l of 1,000 guest files",
+					    "ls -l of 20 guest files beside a 100 MiB subdirectory" };
+	const double *v[] = { r->st1, r->st4, r->st8, r->cat, r->ls, r->ls20, r->ls1k, r->lsdeep };
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		printf("| %s | %.3f | %.3f | %.1f |", rows[i], v[i][0], v[i][1], v[i][2]);
 		if (v[i][3] < 0)
-			printf(" (not measured: 1,000 freezes) |\n");
+			printf(" (not measured) |");
 		else
-			printf(" %.1f |\n", v[i][3]);
+			printf(" %.1f |", v[i][3]);
+		if (v[i][4] < 0)
+			printf(" |\n");
+		else
+			printf(" %.1f |\n", v[i][4]);
 	}
-	printf("| find + cat of 1,000 files | %.1f | %.1f | %.1f (one run) | |\n", r->find[0], r->find[1], r->find[2]);
-	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f | |\n", r->mb_floor, r->mb_local, r->mb_engine);
+	if (opt_small)
+		return;
+	printf("| find + cat of 1,000 files | %.1f | %.1f | %.1f (one run) | | |\n", r->find[0], r->find[1], r->find[2]);
+	printf("| cat 256 MiB (MB/s) | %.0f | %.0f | %.0f | | |\n", r->mb_floor, r->mb_local, r->mb_engine);
 	printf("\n- docker cp of the same 256 MiB: %.0f MB/s (local plane: %.1fx)\n", r->mb_cp, r->mb_local / r->mb_cp);
 	printf("- daemon RSS (local plane): %ld KiB idle, %ld KiB peak during the 256 MiB read\n", r->rss_idle,
 	       r->rss_peak);
@@ -580,12 +609,16 @@ int main(int argc, char **argv)
 	pid_local = mount_one(mnt_local, "local");
 	pid_engine = mount_one(mnt_engine, "engine");
 	pid_single = mount_one(mnt_single, "engine,burst_ms=0");
+	pid_exec = mount_one(mnt_exec, "engine,listing=exec");
 	make_sandbox();
 	struct results r;
+	memset(&r, 0, sizeof(r));
 	measure_small(&r);
-	measure_find(&r);
-	measure_big(&r);
-	measure_share(&r);
+	if (!opt_small) {
+		measure_find(&r);
+		measure_big(&r);
+		measure_share(&r);
+	}
 	print_results(&r);
 	cleanup();
 	return 0;

@@ -170,6 +170,21 @@ put("engine", "networks", eng("n", http(200, json.dumps([{"Name": "bridge", "Id"
 put("engine", "delete", eng("d", http(204, "")))
 put("engine", "pause-409", eng("u", http(409, '{"message":"Container c1 is already paused"}')))
 
+# ---- archlist: byte 0 = piece size / bounds, then a directory's archive rooted at "d" ----
+dir_members = [other_info("d", tarfile.DIRTYPE), file_info("d/a.txt", b"hello"),
+               other_info("d/sub", tarfile.DIRTYPE), file_info("d/sub/deep.txt", b"x" * 700),
+               other_info("d/lnk", tarfile.SYMTYPE, "/etc/passwd"), other_info("d/hard", tarfile.LNKTYPE, "d/a.txt"),
+               other_info("d/fifo", tarfile.FIFOTYPE), other_info("d/chr", tarfile.CHRTYPE),
+               file_info("d/" + "n" * 200, b"")]
+put("archlist", "dir-ustar", b"\x3f" + tar_of(*[m for m in dir_members if len(m[0].name) < 100],
+                                             fmt=tarfile.USTAR_FORMAT))
+put("archlist", "dir-pax-pieces", b"\x06" + tar_of(*dir_members))
+put("archlist", "dir-gnu", b"\x3f" + tar_of(*dir_members, fmt=tarfile.GNU_FORMAT))
+put("archlist", "dir-bounded", b"\xff" + tar_of(*dir_members))
+put("archlist", "dir-big-body", b"\x7f" + tar_of(other_info("d", tarfile.DIRTYPE), file_info("d/big", b"y" * 20000)))
+put("archlist", "not-rooted", b"\x3f" + tar_of(file_info("e/x", b"")))
+put("archlist", "empty", b"\x3f" + b"\0" * 1024)
+
 # ---- guestpath: [WORK_DIR \n--\n] PATH ----
 for i, s in enumerate(["out/hostname", "../work-outside/x", "/maf-sandbox/work/./a//b/../c", "", ".",
                        "a\\b", "/", "x/" * 20 + "y", "caf\xe9/\xff"]):

@@ -121,6 +121,15 @@ static void test_options_all(void **state)
 	assert_false(has_arg(&args, "max_calls_per_user"));
 	mfs_options_free(&o);
 	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "-o", "listing=exec", "/mnt", NULL), 0);
+	assert_int_equal(o.listing, MAFSBX_LISTING_EXEC);
+	assert_false(has_arg(&args, "listing"));
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "-o", "listing=auto", "/mnt", NULL), 0);
+	assert_int_equal(o.listing, MAFSBX_LISTING_AUTO);
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
 	assert_int_equal(parse(&o, &args, &e, "-o", "burst_ms=200", "/mnt", NULL), 0);
 	assert_int_equal(o.burst_ms, 200);
 	assert_false(has_arg(&args, "burst_ms"));
@@ -168,6 +177,8 @@ static void test_options_bad(void **state)
 		{ "burst_ms=-1", "burst_ms" },
 		{ "burst_ms=201", "burst_ms" },
 		{ "burst_ms=5ms", "burst_ms" },
+		{ "listing=find", "listing" },
+		{ "listing=", "listing" },
 		{ "max_calls_per_user=0", "max_calls_per_user" },
 		{ "max_calls_per_user=65537", "max_calls_per_user" },
 		{ "max_calls_per_user=2x", "max_calls_per_user" },
