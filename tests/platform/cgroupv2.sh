@@ -103,6 +103,10 @@ vm_dir=$cache/cgroupv2-$vm_key
 			die "mkfs.ext4 -d"
 		rm -rf "$root"
 		mv "$vm_dir/rootfs.img.partial" "$vm_dir/rootfs.img"
+		# disks of an older setup image or init (2 GB each)
+		for d in "$cache"/cgroupv2-[0-9a-f]*; do
+			[ "$d" = "$vm_dir" ] || rm -rf "$d"
+		done
 		log "the VM's disk took $((SECONDS - s)) s"
 	fi
 ) 9>"$cache/.lock-cgroupv2"
