@@ -26,7 +26,8 @@
 #
 # MAFSBX_CGV2_TIMEOUT (seconds, default 1500) bounds the VM: timeout kills
 # qemu then. MAFSBX_CGV2_TESTS names the meson tests run inside (default:
-# cgroups story story-engine). Exits with the inside run's status; its last
+# cgroups cgroups-engine story story-engine). The VM's console, the meson
+# log and the output are kept in $MAFSBX_PLATFORM_CACHE/cgroupv2-last/. Exits with the inside run's status; its last
 # line is "cgroupv2: N passed, N failed, N skipped". --images-only makes (or
 # finds) the images and stops.
 set -euo pipefail
@@ -50,7 +51,7 @@ done
 cache=${MAFSBX_PLATFORM_CACHE:-/var/cache/mafsbx}
 mirror=${MAFSBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 vm_timeout=${MAFSBX_CGV2_TIMEOUT:-1500}
-vm_tests=${MAFSBX_CGV2_TESTS:-cgroups story story-engine}
+vm_tests=${MAFSBX_CGV2_TESTS:-cgroups cgroups-engine story story-engine}
 mkdir -p "$cache"
 t0=$SECONDS
 
@@ -99,7 +100,7 @@ vm_dir=$cache/cgroupv2-$vm_key
 		printf '%s\n' "$vm_init" >"$root/sbin/mafsbx-vm-init" && chmod 755 "$root/sbin/mafsbx-vm-init"
 		# docker export leaves these as the container had them
 		: >"$root/etc/hostname"
-		mkfs.ext4 -q -F -L mafsbxroot -d "$root" "$vm_dir/rootfs.img.partial" 12G ||
+		mkfs.ext4 -q -F -L mafsbxroot -d "$root" "$vm_dir/rootfs.img.partial" 12G >/dev/null ||
 			die "mkfs.ext4 -d"
 		rm -rf "$root"
 		mv "$vm_dir/rootfs.img.partial" "$vm_dir/rootfs.img"
@@ -147,7 +148,7 @@ log "built in $((SECONDS - s)) s"
 out=$(mktemp -d /var/tmp/mafsbx-cgv2-out.XXXXXX)
 
 # The built tree as the VM's second disk (copying it in over 9p took minutes under TCG).
-mkfs.ext4 -q -F -L mafsbxrun -d "$tree" "$out/tree.img" 2G 2>/dev/null || die "mkfs.ext4 -d $tree"
+mkfs.ext4 -q -F -L mafsbxrun -d "$tree" "$out/tree.img" 2G >/dev/null 2>&1 || die "mkfs.ext4 -d $tree"
 mkdir "$out/share"
 printf '%s\n' "$vm_tests" >"$out/share/tests"
 accel=tcg,thread=multi
@@ -166,7 +167,11 @@ qrc=0
 wait "$qpid" || qrc=$?
 qpid=
 log "the VM ran $((SECONDS - s)) s (qemu status $qrc; load: $(cut -d' ' -f1-3 /proc/loadavg))"
+last=$cache/cgroupv2-last
+rm -rf "$last" && mkdir -p "$last" && cp "$out/console" "$out/share/"* "$last/" 2>/dev/null
 [ -f "$out/share/log" ] && cat "$out/share/log" || { tail -n 60 "$out/console" >&2; die "the VM wrote no log"; }
+# what the cgroup checks saw, from the tests' own output
+grep -h '^cgroups: ' "$out/share/cgv2.txt" 2>/dev/null | cut -c1-300 || true
 [ "$qrc" = 124 ] || [ "$qrc" = 137 ] && die "the VM did not finish within $vm_timeout s"
 rc=$(cat "$out/share/rc" 2>/dev/null || echo 99)
 log "cgroup v2 stage finished with status $rc after $((SECONDS - t0)) s"
