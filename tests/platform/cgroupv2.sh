@@ -24,7 +24,7 @@
 #      v2, driver cgroupfs), the offline image, the mount tests; the output
 #      goes to the serial console and a 9p share, then the VM powers off
 #
-# MAFSBX_CGV2_TIMEOUT (seconds, default 1500) bounds the VM: timeout kills
+# MAFSBX_CGV2_TIMEOUT (seconds, default 1200) bounds the VM: timeout kills
 # qemu then. MAFSBX_CGV2_TESTS names the meson tests run inside (default:
 # cgroups cgroups-engine story story-engine). The VM's console, the meson
 # log and the output are kept in $MAFSBX_PLATFORM_CACHE/cgroupv2-last/. Exits with the inside run's status; its last
@@ -50,7 +50,7 @@ done
 
 cache=${MAFSBX_PLATFORM_CACHE:-/var/cache/mafsbx}
 mirror=${MAFSBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-vm_timeout=${MAFSBX_CGV2_TIMEOUT:-1500}
+vm_timeout=${MAFSBX_CGV2_TIMEOUT:-1200}
 vm_tests=${MAFSBX_CGV2_TESTS:-cgroups cgroups-engine story story-engine}
 mkdir -p "$cache"
 t0=$SECONDS
