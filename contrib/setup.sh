@@ -68,6 +68,9 @@ packages=(
 # Debian 13 split the docker client out of docker.io; without docker-cli the
 # mount tests that drive the docker CLI fail with "the docker CLI is missing".
 [ "$release" = trixie ] && packages+=(docker-cli)
+# The cgroup v2 stage's VM (tests/platform/cgroupv2.sh) runs on the CI host
+# (Debian 12), not in the Debian 13 image it boots.
+[ "$release" = bookworm ] && packages+=(qemu-system-x86)
 
 if [ "$mode" = print ]; then
 	printf '%s\n' "${packages[@]}"

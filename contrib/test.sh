@@ -23,7 +23,10 @@
 #      with its own dockerd 26 and libfuse 3.17: the unit suite, the
 #      integration and mount tests that prove that platform, and FUSE
 #      passthrough
-#   6c. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
+#   6c. cgroup v2 (tests/platform/cgroupv2.sh): a qemu VM booted from that
+#      Debian 13 image with its own kernel and only cgroup2 mounted: the mount
+#      tests cgroups, cgroups-engine, story and story-engine
+#   6d. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
@@ -50,6 +53,10 @@ cd "$root"
 d13_images_log=$(mktemp /tmp/mafsbx-debian13-images.XXXXXX)
 "$root/tests/platform/debian13.sh" --images-only >"$d13_images_log" 2>&1 &
 d13_images_pid=$!
+# The cgroup v2 VM's disk (made from that setup image) likewise.
+cgv2_images_log=$(mktemp /tmp/mafsbx-cgv2-images.XXXXXX)
+"$root/tests/platform/cgroupv2.sh" --images-only >"$cgv2_images_log" 2>&1 &
+cgv2_images_pid=$!
 
 export MAFSBX_REQUIRE_ENGINE=1
 failures=()
@@ -254,6 +261,28 @@ if [ -n "$d13_line" ]; then
 fi
 if [ "$d13_rc" -ne 0 ] || [ -z "$d13_line" ]; then
 	failures+=("debian13: the Debian 13 stage failed (exit $d13_rc)")
+fi
+
+# cgroup v2: the mount tests in a qemu VM (TCG) that mounts only cgroup2,
+# with Debian 13's dockerd 26 on it (tests/platform/cgroupv2.sh).
+cgv2_log=$(mktemp /tmp/mafsbx-cgv2-log.XXXXXX)
+cgv2_start=$SECONDS
+cgv2_rc=0
+wait "$cgv2_images_pid" || cgv2_rc=$?
+cat "$cgv2_images_log"
+rm -f "$cgv2_images_log"
+[ "$cgv2_rc" -ne 0 ] || "$root/tests/platform/cgroupv2.sh" >"$cgv2_log" 2>&1 || cgv2_rc=$?
+cat "$cgv2_log"
+cgv2_line=$(grep -E '^cgroupv2: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$cgv2_log" | tail -n 1 || true)
+rm -f "$cgv2_log"
+if [ -n "$cgv2_line" ]; then
+	read -r _ p _ f _ s _ <<<"$cgv2_line"
+	pass_total=$((pass_total + p)) fail_total=$((fail_total + f - s)) skip_total=$((skip_total + s))
+	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "cgroupv2:" "$p" "$((f - s))" "$s" \
+		$((SECONDS - cgv2_start)))")
+fi
+if [ "$cgv2_rc" -ne 0 ] || [ -z "$cgv2_line" ]; then
+	failures+=("cgroupv2: the cgroup v2 VM stage failed (exit $cgv2_rc)")
 fi
 
 # Scale: 1000 sandboxes on a private dockerd (tests/bench/bench_scale):
