@@ -97,14 +97,22 @@ umount_fs "$M" "$DAEMON_PID"
 # A file call on the engine plane waits for its freeze while an exec of the
 # sandbox runs, on a FUSE worker thread. Another user may have at most
 # -o max_calls_per_user of them waiting (EBUSY past it, logged once naming
-# the uid): 6 lookups in 6 directories behind a 10 s detached exec, with a
+# the uid): 6 lookups in 6 directories behind a 20 s detached exec, with a
 # bound of 2, are 2 that wait for the exec and 4 refused at once. Before the
-# bound all 6 waited (and enough of them held every worker thread).
+# bound all 6 waited (and enough of them held every worker thread). A
+# detached exec is answered before its thread registers it with the freezer
+# and starts it (fs/execs.c): the lookups start once its `sleep` runs in the
+# guest, or on a loaded machine they can take their freezes before it.
 PLANE=engine mount_fs "$M" -o allow_other,max_calls_per_user=2,attr_timeout=60
 PLANE=local
 for i in 1 2 3 4 5 6; do mkdir -p "$W/calls$i" || fail "mkdir calls$i"; done
-ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, \"command\": \"sleep 10\"}"
+ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, \"command\": \"sleep 20\"}"
 [ "$CTL_STATUS" = OK ] || fail "detached exec: $CTL_STATUS $CTL_REPLY"
+for i in $(seq 1 100); do
+	docker top "$N" 2>/dev/null | grep -q 'sleep 20' && break
+	sleep 0.1
+done
+docker top "$N" 2>/dev/null | grep -q 'sleep 20' || fail "the detached exec's sleep never ran"
 out=$(as_other "python3 - '$W'" <<'PY'
 import errno, os, sys, threading, time
 res = []
