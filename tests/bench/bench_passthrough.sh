@@ -5,6 +5,9 @@
 #
 #   tests/bench/bench_passthrough.sh MFS_TOOL MAFSBXFS [MAFSBXFS...]
 #
+# MFS_TOOL is the mount tests' helper, build/tests/mount/mfs_tool (not the
+# mafsbx CLI).
+#
 # For each mafsbxfs binary given (e.g. one built with -Dpassthrough=enabled
 # and one with -Dpassthrough=disabled): mount on the local plane, acquire a
 # sandbox, make a 256 MiB and a 1 KiB file in it, then time reading the
