@@ -513,34 +513,28 @@ static int hash_file(struct walk *w, int opath, const struct stat *st, const cha
 	}
 	char link[48];
 	snprintf(link, sizeof(link), "thread-self/fd/%d", opath);
-	int fd = openat(w->proc, link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOATIME);
+	__do_close int fd = openat(w->proc, link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)   /* O_NOATIME needs ownership or CAP_FOWNER */
 		fd = openat(w->proc, link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return sys_fail(w, errno, "open", path);
 	struct stat s2;
 	int r = 0;
-	if (fstat(fd, &s2) < 0 || s2.st_dev != st->st_dev || s2.st_ino != st->st_ino || !S_ISREG(s2.st_mode)) {
-		r = sys_fail(w, EXDEV, "re-open (not the same file)", path);
-		goto out;
-	}
+	if (fstat(fd, &s2) < 0 || s2.st_dev != st->st_dev || s2.st_ino != st->st_ino || !S_ISREG(s2.st_mode))
+		return sys_fail(w, EXDEV, "re-open (not the same file)", path);
 	uint64_t want = (uint64_t)st->st_size, got = 0;
-	if (w->fp->bytes_hashed + want > w->lim->max_hash_bytes) {
-		r = too_big(w, path,
-			    "is a file whose hashing would pass the bound of %" PRIu64 " bytes hashed (--max-hash-bytes)",
-			    w->lim->max_hash_bytes);
-		goto out;
-	}
+	if (w->fp->bytes_hashed + want > w->lim->max_hash_bytes)
+		return too_big(w, path,
+			       "is a file whose hashing would pass the bound of %" PRIu64 " bytes hashed (--max-hash-bytes)",
+			       w->lim->max_hash_bytes);
 	EVP_DigestInit_ex(w->md, EVP_sha256(), NULL);
 	while (got < want) {
 		size_t n = want - got < FP_READ_CHUNK ? (size_t)(want - got) : FP_READ_CHUNK;
 		ssize_t k = read(fd, w->buf, n);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0) {
-			r = sys_fail(w, errno, "read", path);
-			goto out;
-		}
+		if (k < 0)
+			return sys_fail(w, errno, "read", path);
 		if (k == 0) {
 			e->changing = true;   /* shrank while read */
 			break;
@@ -548,7 +542,7 @@ static int hash_file(struct walk *w, int opath, const struct stat *st, const cha
 		EVP_DigestUpdate(w->md, w->buf, (size_t)k);
 		got += (uint64_t)k;
 		if ((r = check_time(w)) < 0)
-			goto out;
+			return r;
 	}
 	w->fp->bytes_hashed += got;
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -560,8 +554,6 @@ static int hash_file(struct walk *w, int opath, const struct stat *st, const cha
 	    (s2.st_size != st->st_size || s2.st_mtim.tv_sec != st->st_mtim.tv_sec ||
 	     s2.st_mtim.tv_nsec != st->st_mtim.tv_nsec))
 		e->changing = true;
-out:
-	close(fd);
 	return r;
 }
 
@@ -872,45 +864,38 @@ static int read_process(struct walk *w, long long hostpid, long long parent)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "%lld", hostpid);
-	int pd = openat(w->proc, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	__do_close int pd = openat(w->proc, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pd < 0)
 		return 1;
-	char *stat = NULL, *status = NULL, *cmd = NULL, *cg = NULL;
+	__do_free char *stat = NULL;
+	__do_free char *status = NULL;
+	__do_free char *cmd = NULL;
+	__do_free char *cg = NULL;
 	size_t cmdlen = 0;
 	bool trunc = false;
-	struct mafsbx_fp_process p;
+	__attribute__((cleanup(mafsbx_fp_proc_clear))) struct mafsbx_fp_process p;
 	memset(&p, 0, sizeof(p));
-	int r = 1;
 	if (read_at(pd, "stat", 4096, &stat, NULL, NULL) < 0 || read_at(pd, "status", 16384, &status, NULL, NULL) < 0 ||
 	    read_at(pd, "cmdline", FP_CMDLINE_MAX, &cmd, &cmdlen, &trunc) < 0 ||
 	    read_at(pd, "cgroup", 16384, &cg, NULL, NULL) < 0)
-		goto out;
+		return 1;
 	if (parent < 0 && !mafsbx_cgroup_names_container(cg, w->pin->id))
-		goto out;
+		return 1;
 	if (parent > 0) {
 		const char *st = strstr(status, "\nState:\t"), *pp = strstr(status, "\nPPid:\t");
 		if (!st || st[8] != 'Z' || !pp || strtoll(pp + 7, NULL, 10) != parent)
-			goto out;
+			return 1;
 		p.zombie = true;
 	}
 	if (!stat_start(stat, &p.start) || (p.pid = nspid_last(status)) < 0)
-		goto out;
+		return 1;
 	p.truncated = trunc;
 	/* the name is kept for every process, not only zombies: one that exits between two
 	 * snapshots still reads as the same process in the diff */
 	p.name = mafsbx_fp_stat_name(stat);
 	if (!p.name || split_cmdline(&p, cmd, cmdlen) < 0 || keep_process(w, &p, hostpid) < 0)
-		r = -ENOMEM;
-	else
-		r = 0;
-out:
-	mafsbx_fp_proc_clear(&p);
-	free(stat);
-	free(status);
-	free(cmd);
-	free(cg);
-	close(pd);
-	return r;
+		return -ENOMEM;
+	return 0;
 }
 
 /* Zombie children of one member, from /proc/P/task/T/children of each of its threads. */
