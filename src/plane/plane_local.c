@@ -293,55 +293,38 @@ int mafsbx_plane_local_open_read(struct mafsbx_plane_file *f, const struct mafsb
 	int r = guest_path(t, base, rel, path, sizeof(path), err);
 	if (r < 0)
 		return r;
-	int opath = lp_open(pin->root, path, O_PATH | O_NOFOLLOW, "read", rel, err);
+	__do_close int opath = lp_open(pin->root, path, O_PATH | O_NOFOLLOW, "read", rel, err);
 	if (opath < 0)
 		return opath;
 	struct stat st, st2;
-	if (fstat(opath, &st) < 0) {
-		r = lp_err(err, errno, "read", rel);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = refuse_type(st.st_mode, "read", rel, err);
-		goto out;
-	}
+	if (fstat(opath, &st) < 0)
+		return lp_err(err, errno, "read", rel);
+	if (!S_ISREG(st.st_mode))
+		return refuse_type(st.st_mode, "read", rel, err);
 	/* Nothing is held in memory here: only a cap the user asked for applies. */
 	max_bytes = f->ps->cfg.local_max_read;
-	if (max_bytes && (uint64_t)st.st_size > max_bytes) {
-		r = mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "read %s: %llu bytes, over the %llu-byte cap", rel,
-				     (unsigned long long)st.st_size, (unsigned long long)max_bytes);
-		goto out;
-	}
+	if (max_bytes && (uint64_t)st.st_size > max_bytes)
+		return mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "read %s: %llu bytes, over the %llu-byte cap", rel,
+					(unsigned long long)st.st_size, (unsigned long long)max_bytes);
 	if (f->ps->cfg.frozen_reads) {
 		/* A point-in-time copy: the engine plane's read, under one freeze. */
-		int mfd = memfd_create("mafsbxfs-frozen", MFD_CLOEXEC);
-		if (mfd < 0) {
-			r = lp_err(err, errno, "read", rel);
-			goto out;
-		}
+		__do_close int mfd = memfd_create("mafsbxfs-frozen", MFD_CLOEXEC);
+		if (mfd < 0)
+			return lp_err(err, errno, "read", rel);
 		r = mafsbx_plane_engine_copy_frozen(f, t, base, rel, max_bytes, mfd, err);
-		if (r < 0) {
-			close(mfd);
-			goto out;
-		}
-		f->fd = mfd;
+		if (r < 0)
+			return r;
+		f->fd = move_fd(mfd);
 		f->copy = true;
-		goto out;
+		return r;
 	}
-	int fd = mafsbx_reopen(opath, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		r = denied_err(err, -fd, pin, &st, "read", rel);
-		goto out;
-	}
+	__do_close int fd = mafsbx_reopen(opath, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return denied_err(err, -fd, pin, &st, "read", rel);
 	/* Same inode, still regular (the re-open cannot be redirected, but say so). */
-	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev || !S_ISREG(st2.st_mode)) {
-		close(fd);
-		r = mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "read %s: changed while opening", rel);
-		goto out;
-	}
-	f->fd = fd;
-out:
-	close(opath);
+	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev || !S_ISREG(st2.st_mode))
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "read %s: changed while opening", rel);
+	f->fd = move_fd(fd);
 	return r;
 }
 
