@@ -568,7 +568,7 @@ static int measure(struct walk *w, int fd, const char *path, unsigned depth)
 	int r = count_entry(w);
 	if (r < 0)
 		return r;
-	struct mafsbx_fp_entry e;
+	__attribute__((cleanup(mafsbx_fp_entry_clear))) struct mafsbx_fp_entry e;
 	memset(&e, 0, sizeof(e));
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: e.type = MAFSBX_FP_FILE; break;
@@ -597,31 +597,23 @@ static int measure(struct walk *w, int fd, const char *path, unsigned depth)
 	if (S_ISLNK(st.st_mode)) {
 		char t[PATH_MAX + 1];
 		ssize_t n = readlinkat(fd, "", t, sizeof(t) - 1);
-		if (n < 0) {
-			r = sys_fail(w, errno, "read the link", path);
-			goto fail;
-		}
-		if (!(e.target = mafsbx_fp_escape(t, (size_t)n))) {
-			r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
+		if (n < 0)
+			return sys_fail(w, errno, "read the link", path);
+		if (!(e.target = mafsbx_fp_escape(t, (size_t)n)))
+			return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 	} else if (S_ISREG(st.st_mode)) {
 		if ((r = hash_file(w, fd, &st, path, &e)) < 0)
-			goto fail;
+			return r;
 	}
-	if (mafsbx_fp_add_entry(w->fp, &e) < 0) {
-		r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
-		goto fail;
-	}
+	if (mafsbx_fp_add_entry(w->fp, &e) < 0)
+		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
+	e.path = e.target = NULL;   /* the fingerprint's now */
 	if (S_ISDIR(st.st_mode)) {
 		if (depth >= w->lim->max_depth)
 			return too_big(w, path, "is nested deeper than %u directories (--max-depth)", w->lim->max_depth);
 		return walk_dir(w, fd, path, depth + 1);
 	}
 	return 0;
-fail:
-	mafsbx_fp_entry_clear(&e);
-	return r;
 }
 
 static int cmp_name(const void *a, const void *b)
