@@ -670,26 +670,22 @@ static int walk_dir(struct walk *w, int dirfd, const char *path, unsigned depth)
 	if (r == 0 && n)
 		qsort(names, n, sizeof(*names), cmp_name);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		char *child = join(path, names[i]);
+		__do_free char *child = join(path, names[i]);
 		if (!child) {
 			r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 			break;
 		}
-		int fd = open2(dirfd, names[i], O_PATH | O_NOFOLLOW, FP_RESOLVE | RESOLVE_NO_XDEV);
+		__do_close int fd = open2(dirfd, names[i], O_PATH | O_NOFOLLOW, FP_RESOLVE | RESOLVE_NO_XDEV);
 		if (fd == -EXDEV || fd == -ENOENT) {
 			/* EXDEV: a mount point, measured as its own mount (or /proc, /sys: not measured);
 			 * ENOENT: removed since the listing. */
-			free(child);
 			continue;
 		}
 		if (fd < 0) {
 			r = sys_fail(w, -fd, "open", child);
-			free(child);
 			break;
 		}
 		r = measure(w, fd, child, depth);
-		close(fd);
-		free(child);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -703,14 +699,12 @@ static int walk_dir(struct walk *w, int dirfd, const char *path, unsigned depth)
 static int read_at(int dirfd, const char *name, size_t max, char **out, size_t *len, bool *truncated)
 {
 	*out = NULL;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	__do_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	char *b = malloc(max + 1);
-	if (!b) {
-		close(fd);
+	__do_free char *b = malloc(max + 1);
+	if (!b)
 		return -ENOMEM;
-	}
 	size_t got = 0;
 	for (;;) {
 		if (got == max) {
@@ -723,19 +717,14 @@ static int read_at(int dirfd, const char *name, size_t max, char **out, size_t *
 		ssize_t k = read(fd, b + got, max - got);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0) {
-			int e = errno;
-			free(b);
-			close(fd);
-			return -e;
-		}
+		if (k < 0)
+			return -errno;
 		if (k == 0)
 			break;
 		got += (size_t)k;
 	}
-	close(fd);
 	b[got] = '\0';
-	*out = b;
+	*out = move_ptr(b);
 	if (len)
 		*len = got;
 	return 0;
@@ -898,7 +887,7 @@ static int read_zombies(struct walk *w, long long parent)
 	int td = openat(w->proc, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (td < 0)
 		return 0;   /* gone */
-	DIR *d = fdopendir(td);
+	__do_closedir DIR *d = fdopendir(td);
 	if (!d) {
 		close(td);
 		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
@@ -908,7 +897,8 @@ static int read_zombies(struct walk *w, long long parent)
 	while (r == 0 && (de = readdir(d))) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		char rel[300], *text = NULL;
+		char rel[300];
+		__do_free char *text = NULL;
 		snprintf(rel, sizeof(rel), "%s/children", de->d_name);
 		if (read_at(dirfd(d), rel, FP_PROCS_TEXT_MAX, &text, NULL, NULL) < 0)
 			continue;
@@ -927,23 +917,29 @@ static int read_zombies(struct walk *w, long long parent)
 			if (read_process(w, pid, parent) < 0)
 				r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 		}
-		free(text);
 	}
-	closedir(d);
 	return r;
+}
+
+/* Whether `base` is the mount of a cgroup filesystem (v1 or v2). */
+static bool is_cgroup_fs(const char *base)
+{
+	__do_close int bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct statfs sf;
+	return bfd >= 0 && fstatfs(bfd, &sf) == 0 &&
+	       (sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC);
 }
 
 /* The cgroup.procs of the init's cgroup: v1 "pids" controller, else the v2 unified path. */
 static int read_processes(struct walk *w, int piddir)
 {
-	char *cg = NULL;
+	__do_free char *cg = NULL;
 	int r = read_at(piddir, "cgroup", 16384, &cg, NULL, NULL);
 	if (r < 0)
 		return sys_fail(w, -r, "read the cgroup of", "the sandbox's init");
 	bool v1_pids = false;
-	char *rel = NULL;
+	__do_free char *rel = NULL;
 	r = mafsbx_cgroup_procs_path(cg, &v1_pids, &rel);
-	free(cg);
 	if (r == -ENOMEM)
 		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 	if (r < 0)
@@ -952,39 +948,23 @@ static int read_processes(struct walk *w, int piddir)
 					     r == -ENOENT ? "no pids or unified hierarchy in its /proc/PID/cgroup"
 							  : "its /proc/PID/cgroup is malformed");
 	const char *base = v1_pids ? "/sys/fs/cgroup/pids" : "/sys/fs/cgroup";
-	char *path = NULL;
+	__do_free char *path = NULL;
 	if (asprintf(&path, "%s%s/cgroup.procs", base, strcmp(rel, "/") ? rel : "") < 0) {
-		free(rel);
+		path = NULL;   /* asprintf leaves it undefined on failure */
 		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	free(rel);
 	/* the controller's mount must be a cgroup filesystem, not whatever sits at that path */
-	int bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct statfs sf;
-	bool is_cg = bfd >= 0 && fstatfs(bfd, &sf) == 0 &&
-		     (sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC);
-	if (bfd >= 0)
-		close(bfd);
-	if (!is_cg) {
-		r = mafsbx_error_set_full(w->err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "fingerprint: %s is not a cgroup filesystem", base);
-		free(path);
-		return r;
-	}
-	char *text = NULL;
+	if (!is_cgroup_fs(base))
+		return mafsbx_error_set_full(w->err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "fingerprint: %s is not a cgroup filesystem", base);
+	__do_free char *text = NULL;
 	bool trunc = false;
 	r = read_at(AT_FDCWD, path, FP_PROCS_TEXT_MAX, &text, NULL, &trunc);
-	if (r < 0) {
-		r = sys_fail(w, -r, "read", path);
-		free(path);
-		return r;
-	}
-	free(path);
-	if (trunc) {
-		free(text);
+	if (r < 0)
+		return sys_fail(w, -r, "read", path);
+	if (trunc)
 		return mafsbx_error_set(w->err, MAFSBX_EK_TOO_BIG, "fingerprint refused: the sandbox's process list is "
 					"over %u bytes", FP_PROCS_TEXT_MAX);
-	}
 	r = 0;
 	for (char *s = text; *s;) {
 		char *end;
@@ -1001,7 +981,6 @@ static int read_processes(struct walk *w, int piddir)
 			break;
 		}
 	}
-	free(text);
 	/* zombies: children of the members (the list grows as they are found; a zombie has none) */
 	for (size_t i = 0; r == 0 && i < w->n_hostpids; i++)
 		r = read_zombies(w, w->hostpids[i]);
