@@ -607,26 +607,21 @@ int mafsbx_plane_local_prepare_base(const struct mafsbx_pin *pin, const char *ba
 		       struct mafsbx_error *err)
 {
 	*made = 0;
-	char *nb = mafsbx_gp_normalise(base, err);
+	__do_free char *nb = mafsbx_gp_normalise(base, err);
 	if (!nb)
 		return err ? -err->err : -EINVAL;
 	uid_t hu[2];
 	gid_t hg[2];
-	int r = 0;
 	if (mafsbx_pin_host_uid(pin, 0, &hu[0]) < 0 || mafsbx_pin_host_gid(pin, 0, &hg[0]) < 0 ||
 	    mafsbx_pin_host_uid(pin, uid, &hu[1]) < 0 || mafsbx_pin_host_gid(pin, gid, &hg[1]) < 0) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "working directory %s: its owner %u:%u (or root) is outside the container's "
-					  "id maps", nb, (unsigned)uid, (unsigned)gid);
-		free(nb);
-		return r;
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "working directory %s: its owner %u:%u (or root) is outside the container's "
+					     "id maps", nb, (unsigned)uid, (unsigned)gid);
 	}
-	int dir = openat2_raw(pin->root, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (dir < 0) {
-		r = lp_err(err, -dir, "prepare the working directory", nb);
-		free(nb);
-		return r;
-	}
+	__do_close int dir = openat2_raw(pin->root, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (dir < 0)
+		return lp_err(err, -dir, "prepare the working directory", nb);
+	int r = 0;
 	for (char *c = nb + 1; r == 0 && *c;) {
 		char *slash = strchr(c, '/');
 		if (slash)
@@ -671,8 +666,6 @@ int mafsbx_plane_local_prepare_base(const struct mafsbx_pin *pin, const char *ba
 			*slash = '/';
 		c = slash ? slash + 1 : c + strlen(c);
 	}
-	close(dir);
-	free(nb);
 	return r;
 }
 
