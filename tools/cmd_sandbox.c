@@ -385,7 +385,7 @@ int cmd_dispose(int argc, char **argv)
 {
 	const char *host = NULL, *context = NULL;
 	int code;
-	json_t *req = verb_request("dispose", dispose_args, argc, argv, &host, &context, MAFSBX_EXIT_FAILURE, &code);
+	__do_json json_t *req = verb_request("dispose", dispose_args, argc, argv, &host, &context, MAFSBX_EXIT_FAILURE, &code);
 	if (!req)
 		return code;
 	/* getopt_long moved the names to the end: argv[optind..]; the first is in req. */
@@ -394,7 +394,6 @@ int cmd_dispose(int argc, char **argv)
 	struct mafsbx_dispose_spec **specs = calloc((size_t)n, sizeof(*specs));
 	if (!specs) {
 		cli_error("dispose: out of memory");
-		json_decref(req);
 		return MAFSBX_EXIT_FAILURE;
 	}
 	/* Every request is checked before the engine is reached. One refused
@@ -425,6 +424,5 @@ int cmd_dispose(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		mafsbx_dispose_spec_free(specs[i]);
 	free(specs);
-	json_decref(req);
 	return code;
 }
