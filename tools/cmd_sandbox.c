@@ -200,18 +200,22 @@ static int parse_pull_timeout(const char *s, long *ms)
 	return MAFSBX_EXIT_OK;
 }
 
+static void acquire_spec_freep(struct mafsbx_acquire_spec **s)
+{
+	mafsbx_acquire_spec_free(*s);
+}
+
 int cmd_acquire(int argc, char **argv)
 {
 	const char *host = NULL, *context = NULL;
 	long pull_ms = 0;
 	bool json = false;
-	json_t *req = json_object();
+	__do_json json_t *req = json_object();
 	int c, code = MAFSBX_EXIT_USAGE;
 	while (req && (c = getopt_long(argc, argv, ":hH:", acquire_opts, NULL)) != -1) {
 		if (c == 'h') {
 			acquire_usage(stdout);
-			code = MAFSBX_EXIT_OK;
-			goto out;
+			return MAFSBX_EXIT_OK;
 		} else if (c == 'H') {
 			host = optarg;
 		} else if (c == O_CONTEXT) {
@@ -220,30 +224,27 @@ int cmd_acquire(int argc, char **argv)
 			json = true;
 		} else if (c == O_PULL_TIMEOUT) {
 			if ((code = parse_pull_timeout(optarg, &pull_ms)) != MAFSBX_EXIT_OK)
-				goto out;
+				return code;
 			code = MAFSBX_EXIT_USAGE;
 		} else if (c == '?' || c == ':') {
-			code = cli_option_error("acquire", c, argv);
-			goto out;
+			return cli_option_error("acquire", c, argv);
 		} else if (acquire_option(req, c) < 0) {
-			goto out;
+			return code;
 		}
 	}
 	if (!req) {
 		cli_error("acquire: out of memory");
 		return MAFSBX_EXIT_FAILURE;
 	}
-	if (optind < argc) {
-		code = cli_usage_error("acquire", "unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	struct mafsbx_acquire_spec *spec = NULL;
+	if (optind < argc)
+		return cli_usage_error("acquire", "unexpected argument '%s'", argv[optind]);
+	__attribute__((cleanup(acquire_spec_freep))) struct mafsbx_acquire_spec *spec = NULL;
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
 	/* the rules of .ctl/acquire, before any engine call (no mount: no default image) */
 	if (mafsbx_acquire_spec_parse(req, NULL, &spec, &err) < 0) {
 		verb_report("acquire", &err);
-		goto out;
+		return code;
 	}
 	struct verb_env v;
 	struct pull_view pv = { .image = spec->image ? spec->image : "" };
@@ -265,9 +266,6 @@ int cmd_acquire(int argc, char **argv)
 		}
 		verb_close(&v);
 	}
-	mafsbx_acquire_spec_free(spec);
-out:
-	json_decref(req);
 	return code;
 }
 
@@ -387,7 +385,7 @@ int cmd_dispose(int argc, char **argv)
 {
 	const char *host = NULL, *context = NULL;
 	int code;
-	json_t *req = verb_request("dispose", dispose_args, argc, argv, &host, &context, MAFSBX_EXIT_FAILURE, &code);
+	__do_json json_t *req = verb_request("dispose", dispose_args, argc, argv, &host, &context, MAFSBX_EXIT_FAILURE, &code);
 	if (!req)
 		return code;
 	/* getopt_long moved the names to the end: argv[optind..]; the first is in req. */
@@ -396,7 +394,6 @@ int cmd_dispose(int argc, char **argv)
 	struct mafsbx_dispose_spec **specs = calloc((size_t)n, sizeof(*specs));
 	if (!specs) {
 		cli_error("dispose: out of memory");
-		json_decref(req);
 		return MAFSBX_EXIT_FAILURE;
 	}
 	/* Every request is checked before the engine is reached. One refused
@@ -427,6 +424,5 @@ int cmd_dispose(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		mafsbx_dispose_spec_free(specs[i]);
 	free(specs);
-	json_decref(req);
 	return code;
 }

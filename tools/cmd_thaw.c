@@ -200,52 +200,50 @@ static void thaw_report(const struct tally *t, size_t n_dirs, json_t *fails, boo
 	}
 }
 
+/* Say so, and the exit code of running out of memory. */
+static int thaw_oom(void)
+{
+	cli_error("out of memory");
+	return MAFSBX_EXIT_FAILURE;
+}
+
 /* List every container once, then lift the dead freezes of the paused ones in each directory. An exit code. */
 static int thaw_all(struct mafsbx_engine *e, const struct dirs *dirs, bool json)
 {
-	json_t *all = NULL, *paused = json_array(), *fails = json_array();
-	const char **live = NULL;
-	bool *thawed_ids = NULL;
+	__do_json json_t *all = NULL;
+	__do_json json_t *paused = json_array();
+	__do_json json_t *fails = json_array();
+	__do_free const char **live = NULL;
+	__do_free bool *thawed_ids = NULL;
 	struct tally t = { 0 };
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
 	int code = MAFSBX_EXIT_OK;
 	if (mafsbx_container_list(e, NULL, true, &all, &err) < 0) {
 		cli_error("cannot list the containers, so nothing was thawed: %s", err.message);
-		code = MAFSBX_EXIT_ENGINE;
-		goto out;
+		return MAFSBX_EXIT_ENGINE;
 	}
 	size_t n = json_array_size(all);
 	live = calloc(n ? n : 1, sizeof(*live));
 	if (!live || !paused || !fails)
-		goto oom;
+		return thaw_oom();
 	for (size_t i = 0; i < n; i++) {
 		json_t *x = json_array_get(all, i);
 		live[i] = json_string_value(json_object_get(x, "Id"));
 		const char *state = json_string_value(json_object_get(x, "State"));
 		if (state && strcmp(state, "paused") == 0 && json_array_append(paused, x) < 0)
-			goto oom;   /* a paused container left out would be counted as nobody's */
+			return thaw_oom();   /* a paused container left out would be counted as nobody's */
 	}
 	t.paused = (unsigned)json_array_size(paused);
 	thawed_ids = calloc(t.paused ? t.paused : 1, sizeof(*thawed_ids));
 	if (!thawed_ids)
-		goto oom;
+		return thaw_oom();
 	for (size_t i = 0; i < dirs->n; i++)
 		thaw_dir(e, dirs->v[i], paused, live, n, thawed_ids, &t, fails);
 	t.foreign = t.paused - t.thawed;
 	if (t.failed)
 		code = MAFSBX_EXIT_FAILURE;
 	thaw_report(&t, dirs->n, fails, json);
-	goto out;
-oom:
-	cli_error("out of memory");
-	code = MAFSBX_EXIT_FAILURE;
-out:
-	free(thawed_ids);
-	free(live);
-	json_decref(all);
-	json_decref(paused);
-	json_decref(fails);
 	return code;
 }
 

@@ -513,34 +513,28 @@ static int hash_file(struct walk *w, int opath, const struct stat *st, const cha
 	}
 	char link[48];
 	snprintf(link, sizeof(link), "thread-self/fd/%d", opath);
-	int fd = openat(w->proc, link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOATIME);
+	__do_close int fd = openat(w->proc, link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)   /* O_NOATIME needs ownership or CAP_FOWNER */
 		fd = openat(w->proc, link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return sys_fail(w, errno, "open", path);
 	struct stat s2;
 	int r = 0;
-	if (fstat(fd, &s2) < 0 || s2.st_dev != st->st_dev || s2.st_ino != st->st_ino || !S_ISREG(s2.st_mode)) {
-		r = sys_fail(w, EXDEV, "re-open (not the same file)", path);
-		goto out;
-	}
+	if (fstat(fd, &s2) < 0 || s2.st_dev != st->st_dev || s2.st_ino != st->st_ino || !S_ISREG(s2.st_mode))
+		return sys_fail(w, EXDEV, "re-open (not the same file)", path);
 	uint64_t want = (uint64_t)st->st_size, got = 0;
-	if (w->fp->bytes_hashed + want > w->lim->max_hash_bytes) {
-		r = too_big(w, path,
-			    "is a file whose hashing would pass the bound of %" PRIu64 " bytes hashed (--max-hash-bytes)",
-			    w->lim->max_hash_bytes);
-		goto out;
-	}
+	if (w->fp->bytes_hashed + want > w->lim->max_hash_bytes)
+		return too_big(w, path,
+			       "is a file whose hashing would pass the bound of %" PRIu64 " bytes hashed (--max-hash-bytes)",
+			       w->lim->max_hash_bytes);
 	EVP_DigestInit_ex(w->md, EVP_sha256(), NULL);
 	while (got < want) {
 		size_t n = want - got < FP_READ_CHUNK ? (size_t)(want - got) : FP_READ_CHUNK;
 		ssize_t k = read(fd, w->buf, n);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0) {
-			r = sys_fail(w, errno, "read", path);
-			goto out;
-		}
+		if (k < 0)
+			return sys_fail(w, errno, "read", path);
 		if (k == 0) {
 			e->changing = true;   /* shrank while read */
 			break;
@@ -548,7 +542,7 @@ static int hash_file(struct walk *w, int opath, const struct stat *st, const cha
 		EVP_DigestUpdate(w->md, w->buf, (size_t)k);
 		got += (uint64_t)k;
 		if ((r = check_time(w)) < 0)
-			goto out;
+			return r;
 	}
 	w->fp->bytes_hashed += got;
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -560,8 +554,6 @@ static int hash_file(struct walk *w, int opath, const struct stat *st, const cha
 	    (s2.st_size != st->st_size || s2.st_mtim.tv_sec != st->st_mtim.tv_sec ||
 	     s2.st_mtim.tv_nsec != st->st_mtim.tv_nsec))
 		e->changing = true;
-out:
-	close(fd);
 	return r;
 }
 
@@ -576,7 +568,7 @@ static int measure(struct walk *w, int fd, const char *path, unsigned depth)
 	int r = count_entry(w);
 	if (r < 0)
 		return r;
-	struct mafsbx_fp_entry e;
+	__attribute__((cleanup(mafsbx_fp_entry_clear))) struct mafsbx_fp_entry e;
 	memset(&e, 0, sizeof(e));
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: e.type = MAFSBX_FP_FILE; break;
@@ -605,31 +597,23 @@ static int measure(struct walk *w, int fd, const char *path, unsigned depth)
 	if (S_ISLNK(st.st_mode)) {
 		char t[PATH_MAX + 1];
 		ssize_t n = readlinkat(fd, "", t, sizeof(t) - 1);
-		if (n < 0) {
-			r = sys_fail(w, errno, "read the link", path);
-			goto fail;
-		}
-		if (!(e.target = mafsbx_fp_escape(t, (size_t)n))) {
-			r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
-			goto fail;
-		}
+		if (n < 0)
+			return sys_fail(w, errno, "read the link", path);
+		if (!(e.target = mafsbx_fp_escape(t, (size_t)n)))
+			return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 	} else if (S_ISREG(st.st_mode)) {
 		if ((r = hash_file(w, fd, &st, path, &e)) < 0)
-			goto fail;
+			return r;
 	}
-	if (mafsbx_fp_add_entry(w->fp, &e) < 0) {
-		r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
-		goto fail;
-	}
+	if (mafsbx_fp_add_entry(w->fp, &e) < 0)
+		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
+	e.path = e.target = NULL;   /* the fingerprint's now */
 	if (S_ISDIR(st.st_mode)) {
 		if (depth >= w->lim->max_depth)
 			return too_big(w, path, "is nested deeper than %u directories (--max-depth)", w->lim->max_depth);
 		return walk_dir(w, fd, path, depth + 1);
 	}
 	return 0;
-fail:
-	mafsbx_fp_entry_clear(&e);
-	return r;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -686,26 +670,22 @@ static int walk_dir(struct walk *w, int dirfd, const char *path, unsigned depth)
 	if (r == 0 && n)
 		qsort(names, n, sizeof(*names), cmp_name);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		char *child = join(path, names[i]);
+		__do_free char *child = join(path, names[i]);
 		if (!child) {
 			r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 			break;
 		}
-		int fd = open2(dirfd, names[i], O_PATH | O_NOFOLLOW, FP_RESOLVE | RESOLVE_NO_XDEV);
+		__do_close int fd = open2(dirfd, names[i], O_PATH | O_NOFOLLOW, FP_RESOLVE | RESOLVE_NO_XDEV);
 		if (fd == -EXDEV || fd == -ENOENT) {
 			/* EXDEV: a mount point, measured as its own mount (or /proc, /sys: not measured);
 			 * ENOENT: removed since the listing. */
-			free(child);
 			continue;
 		}
 		if (fd < 0) {
 			r = sys_fail(w, -fd, "open", child);
-			free(child);
 			break;
 		}
 		r = measure(w, fd, child, depth);
-		close(fd);
-		free(child);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -719,14 +699,12 @@ static int walk_dir(struct walk *w, int dirfd, const char *path, unsigned depth)
 static int read_at(int dirfd, const char *name, size_t max, char **out, size_t *len, bool *truncated)
 {
 	*out = NULL;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	__do_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	char *b = malloc(max + 1);
-	if (!b) {
-		close(fd);
+	__do_free char *b = malloc(max + 1);
+	if (!b)
 		return -ENOMEM;
-	}
 	size_t got = 0;
 	for (;;) {
 		if (got == max) {
@@ -739,19 +717,14 @@ static int read_at(int dirfd, const char *name, size_t max, char **out, size_t *
 		ssize_t k = read(fd, b + got, max - got);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0) {
-			int e = errno;
-			free(b);
-			close(fd);
-			return -e;
-		}
+		if (k < 0)
+			return -errno;
 		if (k == 0)
 			break;
 		got += (size_t)k;
 	}
-	close(fd);
 	b[got] = '\0';
-	*out = b;
+	*out = move_ptr(b);
 	if (len)
 		*len = got;
 	return 0;
@@ -872,45 +845,38 @@ static int read_process(struct walk *w, long long hostpid, long long parent)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "%lld", hostpid);
-	int pd = openat(w->proc, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	__do_close int pd = openat(w->proc, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pd < 0)
 		return 1;
-	char *stat = NULL, *status = NULL, *cmd = NULL, *cg = NULL;
+	__do_free char *stat = NULL;
+	__do_free char *status = NULL;
+	__do_free char *cmd = NULL;
+	__do_free char *cg = NULL;
 	size_t cmdlen = 0;
 	bool trunc = false;
-	struct mafsbx_fp_process p;
+	__attribute__((cleanup(mafsbx_fp_proc_clear))) struct mafsbx_fp_process p;
 	memset(&p, 0, sizeof(p));
-	int r = 1;
 	if (read_at(pd, "stat", 4096, &stat, NULL, NULL) < 0 || read_at(pd, "status", 16384, &status, NULL, NULL) < 0 ||
 	    read_at(pd, "cmdline", FP_CMDLINE_MAX, &cmd, &cmdlen, &trunc) < 0 ||
 	    read_at(pd, "cgroup", 16384, &cg, NULL, NULL) < 0)
-		goto out;
+		return 1;
 	if (parent < 0 && !mafsbx_cgroup_names_container(cg, w->pin->id))
-		goto out;
+		return 1;
 	if (parent > 0) {
 		const char *st = strstr(status, "\nState:\t"), *pp = strstr(status, "\nPPid:\t");
 		if (!st || st[8] != 'Z' || !pp || strtoll(pp + 7, NULL, 10) != parent)
-			goto out;
+			return 1;
 		p.zombie = true;
 	}
 	if (!stat_start(stat, &p.start) || (p.pid = nspid_last(status)) < 0)
-		goto out;
+		return 1;
 	p.truncated = trunc;
 	/* the name is kept for every process, not only zombies: one that exits between two
 	 * snapshots still reads as the same process in the diff */
 	p.name = mafsbx_fp_stat_name(stat);
 	if (!p.name || split_cmdline(&p, cmd, cmdlen) < 0 || keep_process(w, &p, hostpid) < 0)
-		r = -ENOMEM;
-	else
-		r = 0;
-out:
-	mafsbx_fp_proc_clear(&p);
-	free(stat);
-	free(status);
-	free(cmd);
-	free(cg);
-	close(pd);
-	return r;
+		return -ENOMEM;
+	return 0;
 }
 
 /* Zombie children of one member, from /proc/P/task/T/children of each of its threads. */
@@ -921,7 +887,7 @@ static int read_zombies(struct walk *w, long long parent)
 	int td = openat(w->proc, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (td < 0)
 		return 0;   /* gone */
-	DIR *d = fdopendir(td);
+	__do_closedir DIR *d = fdopendir(td);
 	if (!d) {
 		close(td);
 		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
@@ -931,7 +897,8 @@ static int read_zombies(struct walk *w, long long parent)
 	while (r == 0 && (de = readdir(d))) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		char rel[300], *text = NULL;
+		char rel[300];
+		__do_free char *text = NULL;
 		snprintf(rel, sizeof(rel), "%s/children", de->d_name);
 		if (read_at(dirfd(d), rel, FP_PROCS_TEXT_MAX, &text, NULL, NULL) < 0)
 			continue;
@@ -950,23 +917,29 @@ static int read_zombies(struct walk *w, long long parent)
 			if (read_process(w, pid, parent) < 0)
 				r = mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 		}
-		free(text);
 	}
-	closedir(d);
 	return r;
+}
+
+/* Whether `base` is the mount of a cgroup filesystem (v1 or v2). */
+static bool is_cgroup_fs(const char *base)
+{
+	__do_close int bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct statfs sf;
+	return bfd >= 0 && fstatfs(bfd, &sf) == 0 &&
+	       (sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC);
 }
 
 /* The cgroup.procs of the init's cgroup: v1 "pids" controller, else the v2 unified path. */
 static int read_processes(struct walk *w, int piddir)
 {
-	char *cg = NULL;
+	__do_free char *cg = NULL;
 	int r = read_at(piddir, "cgroup", 16384, &cg, NULL, NULL);
 	if (r < 0)
 		return sys_fail(w, -r, "read the cgroup of", "the sandbox's init");
 	bool v1_pids = false;
-	char *rel = NULL;
+	__do_free char *rel = NULL;
 	r = mafsbx_cgroup_procs_path(cg, &v1_pids, &rel);
-	free(cg);
 	if (r == -ENOMEM)
 		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 	if (r < 0)
@@ -975,39 +948,23 @@ static int read_processes(struct walk *w, int piddir)
 					     r == -ENOENT ? "no pids or unified hierarchy in its /proc/PID/cgroup"
 							  : "its /proc/PID/cgroup is malformed");
 	const char *base = v1_pids ? "/sys/fs/cgroup/pids" : "/sys/fs/cgroup";
-	char *path = NULL;
+	__do_free char *path = NULL;
 	if (asprintf(&path, "%s%s/cgroup.procs", base, strcmp(rel, "/") ? rel : "") < 0) {
-		free(rel);
+		path = NULL;   /* asprintf leaves it undefined on failure */
 		return mafsbx_error_set(w->err, MAFSBX_EK_NOMEM, "out of memory");
 	}
-	free(rel);
 	/* the controller's mount must be a cgroup filesystem, not whatever sits at that path */
-	int bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct statfs sf;
-	bool is_cg = bfd >= 0 && fstatfs(bfd, &sf) == 0 &&
-		     (sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC);
-	if (bfd >= 0)
-		close(bfd);
-	if (!is_cg) {
-		r = mafsbx_error_set_full(w->err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "fingerprint: %s is not a cgroup filesystem", base);
-		free(path);
-		return r;
-	}
-	char *text = NULL;
+	if (!is_cgroup_fs(base))
+		return mafsbx_error_set_full(w->err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "fingerprint: %s is not a cgroup filesystem", base);
+	__do_free char *text = NULL;
 	bool trunc = false;
 	r = read_at(AT_FDCWD, path, FP_PROCS_TEXT_MAX, &text, NULL, &trunc);
-	if (r < 0) {
-		r = sys_fail(w, -r, "read", path);
-		free(path);
-		return r;
-	}
-	free(path);
-	if (trunc) {
-		free(text);
+	if (r < 0)
+		return sys_fail(w, -r, "read", path);
+	if (trunc)
 		return mafsbx_error_set(w->err, MAFSBX_EK_TOO_BIG, "fingerprint refused: the sandbox's process list is "
 					"over %u bytes", FP_PROCS_TEXT_MAX);
-	}
 	r = 0;
 	for (char *s = text; *s;) {
 		char *end;
@@ -1024,7 +981,6 @@ static int read_processes(struct walk *w, int piddir)
 			break;
 		}
 	}
-	free(text);
 	/* zombies: children of the members (the list grows as they are found; a zombie has none) */
 	for (size_t i = 0; r == 0 && i < w->n_hostpids; i++)
 		r = read_zombies(w, w->hostpids[i]);

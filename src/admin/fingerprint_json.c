@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "fingerprint_internal.h"
 
 static json_t *time_json(int64_t s, uint32_t ns)
@@ -21,10 +22,12 @@ static json_t *time_json(int64_t s, uint32_t ns)
 
 json_t *mafsbx_fp_to_json(const struct mafsbx_fp *fp)
 {
-	json_t *mounts = json_array(), *entries = json_array(), *procs = json_array();
-	json_t *o = json_object();
+	__do_json json_t *mounts = json_array();
+	__do_json json_t *entries = json_array();
+	__do_json json_t *procs = json_array();
+	__do_json json_t *o = json_object();
 	if (!o || !mounts || !entries || !procs)
-		goto nomem;
+		return NULL;
 	for (size_t i = 0; i < fp->n_mounts; i++)
 		json_array_append_new(mounts, json_pack("{s:s, s:s, s:b}", "path", fp->mounts[i].path, "type",
 							fp->mounts[i].fstype, "ro", fp->mounts[i].ro));
@@ -37,7 +40,7 @@ json_t *mafsbx_fp_to_json(const struct mafsbx_fp *fp)
 				      (json_int_t)e->gid, "size", (json_int_t)e->size, "mtime",
 				      time_json(e->mtime_s, e->mtime_ns), "ctime", time_json(e->ctime_s, e->ctime_ns));
 		if (!j)
-			goto nomem;
+			return NULL;
 		if (e->target)
 			json_object_set_new(j, "target", json_string(e->target));
 		if (e->sha256[0])
@@ -59,7 +62,7 @@ json_t *mafsbx_fp_to_json(const struct mafsbx_fp *fp)
 		json_t *j = json_pack("{s:I, s:I, s:o}", "pid", (json_int_t)p->pid, "start", (json_int_t)p->start,
 				      "cmdline", argv);
 		if (!j)
-			goto nomem;
+			return NULL;
 		if (p->truncated)
 			json_object_set_new(j, "truncated", json_true());
 		if (p->zombie)
@@ -81,16 +84,10 @@ json_t *mafsbx_fp_to_json(const struct mafsbx_fp *fp)
 						 "processes", (json_int_t)fp->n_procs, "bytes_hashed",
 						 (json_int_t)fp->bytes_hashed, "duration_ms",
 						 (json_int_t)fp->duration_ms));
-	json_object_set_new(o, "mounts", mounts);
-	json_object_set_new(o, "entries", entries);
-	json_object_set_new(o, "processes", procs);
-	return o;
-nomem:
-	json_decref(mounts);
-	json_decref(entries);
-	json_decref(procs);
-	json_decref(o);
-	return NULL;
+	json_object_set_new(o, "mounts", move_ptr(mounts));
+	json_object_set_new(o, "entries", move_ptr(entries));
+	json_object_set_new(o, "processes", move_ptr(procs));
+	return move_ptr(o);
 }
 
 static int bad_json(struct mafsbx_error *err, const char *what, size_t i)

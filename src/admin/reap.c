@@ -429,17 +429,18 @@ static int inventory_half(struct mafsbx_engine *e, bool network, const char *sco
 {
 	struct listing ls = { .scope_label = scope_label, .cutoff = cutoff, .network = network };
 	int first = list_half(e, &ls, res, fatal, err);
+	__do_free struct listed *l = ls.l; /* list_half's array, freed on every way out */
 	if (first < 0)
-		goto out;
+		return first;
 	/* Each ID once (in ID order). */
 	if (ls.n > 1)
-		qsort(ls.l, ls.n, sizeof(*ls.l), cmp_listed);
+		qsort(l, ls.n, sizeof(*l), cmp_listed);
 	for (size_t i = 0; i < ls.n; i++) {
-		const struct listed *x = &ls.l[i];
+		const struct listed *x = &l[i];
 		int r;
 		if (x->malformed) {
 			r = malformed_id(res, network, x->bad, err, &first);
-		} else if (i > 0 && !ls.l[i - 1].malformed && strcmp(ls.l[i - 1].id, x->id) == 0) {
+		} else if (i > 0 && !l[i - 1].malformed && strcmp(l[i - 1].id, x->id) == 0) {
 			continue;
 		} else if (x->young) {
 			r = inventory_push(inv, &x->rs) < 0 ? oom(err) : 0;
@@ -451,8 +452,6 @@ static int inventory_half(struct mafsbx_engine *e, bool network, const char *sco
 		if (r != 0)
 			break;
 	}
-out:
-	free(ls.l);
 	return first;
 }
 
@@ -835,28 +834,28 @@ void mafsbx_reap_result_free(struct mafsbx_reap_result *res)
 
 json_t *mafsbx_reap_result_json(const struct mafsbx_reap_result *res)
 {
-	json_t *failures = json_array();
-	json_t *o = json_object();
+	__do_json json_t *failures = json_array();
+	__do_json json_t *o = json_object();
 	if (!failures || !o)
-		goto fail;
+		return NULL;
 	for (size_t i = 0; i < res->n_failures; i++) {
 		const struct mafsbx_reap_failure *f = &res->failures[i];
 		json_t *jf = json_pack("{s:s, s:s?, s:s?, s:s?, s:s}", "code", mafsbx_reap_code_name(f->code), "kind",
 				       f->has_kind ? mafsbx_reap_kind_name(f->kind) : NULL, "name",
 				       f->name[0] ? f->name : NULL, "id", f->id[0] ? f->id : NULL, "message", f->message);
 		if (!jf || json_array_append_new(failures, jf) < 0)
-			goto fail;
+			return NULL;
 	}
 	if (json_object_set_new(o, "disposed", json_integer(res->disposed)) < 0 ||
 	    json_object_set_new(o, "proxies_removed", json_integer(res->proxies_removed)) < 0 ||
 	    json_object_set_new(o, "networks_removed", json_integer(res->networks_removed)) < 0 ||
 	    json_object_set(o, "failures", failures) < 0 ||
 	    json_object_set_new(o, "dry_run", json_boolean(res->dry_run)) < 0)
-		goto fail;
+		return NULL;
 	if (res->dry_run) {
 		json_t *would = json_array();
 		if (!would || json_object_set_new(o, "would_remove", would) < 0)
-			goto fail;
+			return NULL;
 		for (size_t i = 0; i < res->n_items; i++) {
 			const struct mafsbx_reap_item *it = &res->items[i];
 			if (it->outcome != MAFSBX_REAP_WOULD_REMOVE)
@@ -866,13 +865,8 @@ json_t *mafsbx_reap_result_json(const struct mafsbx_reap_result *res)
 			json_t *jw = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind", mafsbx_reap_kind_name(it->kind), "name",
 					       it->name, "id", it->id, "sandbox", it->sandbox, "created", created);
 			if (!jw || json_array_append_new(would, jw) < 0)
-				goto fail;
+				return NULL;
 		}
 	}
-	json_decref(failures);
-	return o;
-fail:
-	json_decref(failures);
-	json_decref(o);
-	return NULL;
+	return move_ptr(o);
 }

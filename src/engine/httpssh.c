@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "log.h"
 #include "rundir.h"
 
@@ -506,14 +507,14 @@ curl_socket_t mafsbx_ssh_on_open_socket(void *clientp, curlsocktype purpose, str
 	struct sockaddr_un sa;
 	socklen_t len = path_addr(&sa, pc->ssh_name);
 	(void)unlink(pc->ssh_name);  /* a listener of an earlier connection that never connected */
-	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	__do_close int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	__do_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sa_family_t fam = AF_UNIX;
 	if (l < 0 || fd < 0 || bind(l, (struct sockaddr *)&sa, len) < 0 || listen(l, 1) < 0 ||
 	    bind(fd, (struct sockaddr *)&fam, sizeof(fam)) < 0) {
 		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "cannot make the local end of the ssh transport: %s",
 			 strerror(errno));
-		goto fail;
+		return CURL_SOCKET_BAD;
 	}
 	pthread_mutex_lock(&pc->h->wd_mu);
 	int slot = -1;
@@ -522,20 +523,14 @@ curl_socket_t mafsbx_ssh_on_open_socket(void *clientp, curlsocktype purpose, str
 			slot = i;
 	if (slot >= 0) {
 		pc->fds[slot] = fd;
-		pc->ssh_listen[slot] = l;
+		pc->ssh_listen[slot] = move_fd(l);
 	}
 	pthread_mutex_unlock(&pc->h->wd_mu);
 	if (slot < 0) {
 		snprintf(pc->ssh_diag, sizeof(pc->ssh_diag), "too many connection attempts at once");
-		goto fail;
+		return CURL_SOCKET_BAD;
 	}
-	return fd;
-fail:
-	if (l >= 0)
-		close(l);
-	if (fd >= 0)
-		close(fd);
-	return CURL_SOCKET_BAD;
+	return move_fd(fd);
 }
 /*
  * The connection libcurl just made (or a reused one: nothing to do): accept

@@ -293,55 +293,38 @@ int mafsbx_plane_local_open_read(struct mafsbx_plane_file *f, const struct mafsb
 	int r = guest_path(t, base, rel, path, sizeof(path), err);
 	if (r < 0)
 		return r;
-	int opath = lp_open(pin->root, path, O_PATH | O_NOFOLLOW, "read", rel, err);
+	__do_close int opath = lp_open(pin->root, path, O_PATH | O_NOFOLLOW, "read", rel, err);
 	if (opath < 0)
 		return opath;
 	struct stat st, st2;
-	if (fstat(opath, &st) < 0) {
-		r = lp_err(err, errno, "read", rel);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = refuse_type(st.st_mode, "read", rel, err);
-		goto out;
-	}
+	if (fstat(opath, &st) < 0)
+		return lp_err(err, errno, "read", rel);
+	if (!S_ISREG(st.st_mode))
+		return refuse_type(st.st_mode, "read", rel, err);
 	/* Nothing is held in memory here: only a cap the user asked for applies. */
 	max_bytes = f->ps->cfg.local_max_read;
-	if (max_bytes && (uint64_t)st.st_size > max_bytes) {
-		r = mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "read %s: %llu bytes, over the %llu-byte cap", rel,
-				     (unsigned long long)st.st_size, (unsigned long long)max_bytes);
-		goto out;
-	}
+	if (max_bytes && (uint64_t)st.st_size > max_bytes)
+		return mafsbx_error_set(err, MAFSBX_EK_TOO_BIG, "read %s: %llu bytes, over the %llu-byte cap", rel,
+					(unsigned long long)st.st_size, (unsigned long long)max_bytes);
 	if (f->ps->cfg.frozen_reads) {
 		/* A point-in-time copy: the engine plane's read, under one freeze. */
-		int mfd = memfd_create("mafsbxfs-frozen", MFD_CLOEXEC);
-		if (mfd < 0) {
-			r = lp_err(err, errno, "read", rel);
-			goto out;
-		}
+		__do_close int mfd = memfd_create("mafsbxfs-frozen", MFD_CLOEXEC);
+		if (mfd < 0)
+			return lp_err(err, errno, "read", rel);
 		r = mafsbx_plane_engine_copy_frozen(f, t, base, rel, max_bytes, mfd, err);
-		if (r < 0) {
-			close(mfd);
-			goto out;
-		}
-		f->fd = mfd;
+		if (r < 0)
+			return r;
+		f->fd = move_fd(mfd);
 		f->copy = true;
-		goto out;
+		return r;
 	}
-	int fd = mafsbx_reopen(opath, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		r = denied_err(err, -fd, pin, &st, "read", rel);
-		goto out;
-	}
+	__do_close int fd = mafsbx_reopen(opath, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return denied_err(err, -fd, pin, &st, "read", rel);
 	/* Same inode, still regular (the re-open cannot be redirected, but say so). */
-	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev || !S_ISREG(st2.st_mode)) {
-		close(fd);
-		r = mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "read %s: changed while opening", rel);
-		goto out;
-	}
-	f->fd = fd;
-out:
-	close(opath);
+	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev || !S_ISREG(st2.st_mode))
+		return mafsbx_error_set(err, MAFSBX_EK_NOT_REGULAR, "read %s: changed while opening", rel);
+	f->fd = move_fd(fd);
 	return r;
 }
 
@@ -624,26 +607,21 @@ int mafsbx_plane_local_prepare_base(const struct mafsbx_pin *pin, const char *ba
 		       struct mafsbx_error *err)
 {
 	*made = 0;
-	char *nb = mafsbx_gp_normalise(base, err);
+	__do_free char *nb = mafsbx_gp_normalise(base, err);
 	if (!nb)
 		return err ? -err->err : -EINVAL;
 	uid_t hu[2];
 	gid_t hg[2];
-	int r = 0;
 	if (mafsbx_pin_host_uid(pin, 0, &hu[0]) < 0 || mafsbx_pin_host_gid(pin, 0, &hg[0]) < 0 ||
 	    mafsbx_pin_host_uid(pin, uid, &hu[1]) < 0 || mafsbx_pin_host_gid(pin, gid, &hg[1]) < 0) {
-		r = mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					  "working directory %s: its owner %u:%u (or root) is outside the container's "
-					  "id maps", nb, (unsigned)uid, (unsigned)gid);
-		free(nb);
-		return r;
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "working directory %s: its owner %u:%u (or root) is outside the container's "
+					     "id maps", nb, (unsigned)uid, (unsigned)gid);
 	}
-	int dir = openat2_raw(pin->root, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (dir < 0) {
-		r = lp_err(err, -dir, "prepare the working directory", nb);
-		free(nb);
-		return r;
-	}
+	__do_close int dir = openat2_raw(pin->root, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (dir < 0)
+		return lp_err(err, -dir, "prepare the working directory", nb);
+	int r = 0;
 	for (char *c = nb + 1; r == 0 && *c;) {
 		char *slash = strchr(c, '/');
 		if (slash)
@@ -688,8 +666,6 @@ int mafsbx_plane_local_prepare_base(const struct mafsbx_pin *pin, const char *ba
 			*slash = '/';
 		c = slash ? slash + 1 : c + strlen(c);
 	}
-	close(dir);
-	free(nb);
 	return r;
 }
 
