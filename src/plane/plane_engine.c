@@ -114,6 +114,121 @@ static int guest_list(struct mafsbx_planes *ps, const struct mafsbx_plane_target
 	return r;
 }
 
+/* The listing of `abs` from its archive into `al`: 0 listed; 1 list it the
+ * other way (cut past a bound, or refused as malformed); <0 an error the
+ * other way would give too. */
+static int archive_read(struct mafsbx_plane_dir *d, const struct mafsbx_plane_target *t,
+			const struct mafsbx_files_target *ft, const char *rel, const char *abs,
+			struct mafsbx_archlist *al, struct mafsbx_error *err)
+{
+	struct mafsbx_error le;
+	mafsbx_error_clear(&le);
+	int r = mafsbx_files_list(d->ps->fz, ft, rel, 0, al, &le);
+	if (r < 0 && le.kind == MAFSBX_EK_PROTOCOL) {
+		log_info("%s: the archive of %s was refused (%s); listing it by the guest's find", t->name, abs,
+			 le.message);
+		return 1;
+	}
+	if (r < 0) {
+		if (err)
+			*err = le;
+		if (le.kind == MAFSBX_EK_CONFINEMENT)
+			mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "list %s: a symbolic link is never followed", rel);
+		else if (le.kind == MAFSBX_EK_NOT_DIR && !le.message[0])
+			mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "list %s: not a directory", rel);
+		return r;
+	}
+	if (r == 1) {
+		log_info("%s: the archive listing of %s was cut after %llu bytes, %zu entries and %zu below them (%s); "
+			 "listing it by the guest's find", t->name, abs, (unsigned long long)al->bytes, al->n, al->deep,
+			 mafsbx_archlist_cut_name(al->cut));
+		return 1;
+	}
+	if (al->refused)
+		log_info("%s: the listing of %s: %zu entries were not names (empty, '.', '..', a '/', over %d bytes, or "
+			 "repeated) and are not listed", t->name, abs, al->refused, MAFSBX_ARCHLIST_NAME_MAX);
+	return 0;
+}
+
+/* What the archive did not give a stat of: paths to stat as before, and their leaf names. */
+struct archive_rest {
+	char **path;
+	const char **leaf;
+	size_t n;
+};
+
+static void archive_rest_free(struct archive_rest *rest)
+{
+	for (size_t i = 0; rest->path && i < rest->n; i++)
+		free(rest->path[i]);
+	free(rest->path);
+	free(rest->leaf);
+}
+
+/* The entries whose header is their stat into `d`; the rest (hard links, and
+ * the candidates the archive did not hold) into `rest`. 0 or -ENOMEM. */
+static int archive_take(struct mafsbx_plane_dir *d, const struct mafsbx_archlist *al, const char *rel,
+			const char *const *candidates, size_t n, struct archive_rest *rest)
+{
+	size_t cap = al->n + n;
+	d->names = calloc(cap ? cap : 1, sizeof(*d->names));
+	d->stats = calloc(cap ? cap : 1, sizeof(*d->stats));
+	rest->path = calloc(cap ? cap : 1, sizeof(*rest->path));
+	rest->leaf = calloc(cap ? cap : 1, sizeof(*rest->leaf));
+	if (!d->names || !d->stats || !rest->path || !rest->leaf)
+		return -ENOMEM;
+	for (size_t i = 0; i < al->n + n; i++) {
+		const char *name = i < al->n ? al->v[i].name : candidates[i - al->n];
+		if (i < al->n && al->v[i].typeflag != '1') {
+			struct mafsbx_fstat f = { .size = al->v[i].size, .mode = al->v[i].mode, .mtime = al->v[i].mtime };
+			mode_t ty = al->v[i].mode & S_IFMT;
+			f.kind = ty == S_IFREG ? MAFSBX_FK_FILE : ty == S_IFDIR ? MAFSBX_FK_DIR
+				 : ty == S_IFLNK ? MAFSBX_FK_SYMLINK : MAFSBX_FK_OTHER;
+			from_fstat(&f, name, &d->stats[d->n], NULL);
+			if (!(d->names[d->n] = strdup(name)))
+				return -ENOMEM;
+			d->n++;
+			continue;
+		}
+		if (i >= al->n && mafsbx_archlist_find(al, name))
+			continue;
+		if (asprintf(&rest->path[rest->n], "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
+			rest->path[rest->n] = NULL;
+			return -ENOMEM;
+		}
+		rest->leaf[rest->n++] = name;
+	}
+	return 0;
+}
+
+/* The rest statted as before (ENGINE_LIST_SLICE a freeze) and added to `d`:
+ * one gone, absent (an output not made yet) or refused by the checks is not listed. */
+static int archive_stat_rest(struct mafsbx_plane_dir *d, const struct mafsbx_files_target *ft,
+			     const struct archive_rest *rest, struct mafsbx_error *err)
+{
+	size_t m = rest->n;
+	if (!m)
+		return 0;
+	__do_free struct mafsbx_fstat *outs = calloc(m, sizeof(*outs));
+	__do_free int *rcs = calloc(m, sizeof(*rcs));
+	if (!outs || !rcs)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	int r = 0;
+	for (size_t at = 0; at < m && r == 0; at += ENGINE_LIST_SLICE) {
+		size_t k = m - at < ENGINE_LIST_SLICE ? m - at : ENGINE_LIST_SLICE;
+		r = mafsbx_files_stat_many(d->ps->fz, ft, (const char *const *)rest->path + at, k, 0, outs + at,
+					   rcs + at, NULL, err);
+	}
+	for (size_t i = 0; r == 0 && i < m; i++) {
+		if (rcs[i] < 0 || from_fstat(&outs[i], rest->path[i], &d->stats[d->n], NULL) < 0)
+			continue;
+		if (!(d->names[d->n] = strdup(rest->leaf[i])))
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		d->n++;
+	}
+	return r;
+}
+
 /*
  * The listing from the directory's archive (archlist.h, files.h
  * mafsbx_files_list): one freeze for the ancestor check and one GET read
@@ -135,104 +250,16 @@ static int archive_opendir(struct mafsbx_plane_dir *d, const struct mafsbx_plane
 		return err ? -err->err : -EINVAL;
 	if (strcmp(abs, "/") == 0)
 		return 1;
-	char **more = NULL;
-	const char **more_leaf = NULL;
-	size_t m = 0;
 	struct mafsbx_archlist al;
 	if (mafsbx_archlist_init(&al, strrchr(abs, '/') + 1, 0, MAFSBX_DIRLIST_MAX, err) < 0)
 		return -ENOMEM;
-	struct mafsbx_error le;
-	mafsbx_error_clear(&le);
-	int r = mafsbx_files_list(d->ps->fz, &ft, rel, 0, &al, &le);
-	if (r < 0 && le.kind == MAFSBX_EK_PROTOCOL) {
-		log_info("%s: the archive of %s was refused (%s); listing it by the guest's find", t->name, abs,
-			 le.message);
-		r = 1;
-		goto done;
-	}
-	if (r < 0) {
-		if (err)
-			*err = le;
-		if (le.kind == MAFSBX_EK_CONFINEMENT)
-			mafsbx_error_set(err, MAFSBX_EK_CONFINEMENT, "list %s: a symbolic link is never followed", rel);
-		else if (le.kind == MAFSBX_EK_NOT_DIR && !le.message[0])
-			mafsbx_error_set(err, MAFSBX_EK_NOT_DIR, "list %s: not a directory", rel);
-		goto done;
-	}
-	if (r == 1) {
-		log_info("%s: the archive listing of %s was cut after %llu bytes, %zu entries and %zu below them (%s); "
-			 "listing it by the guest's find", t->name, abs, (unsigned long long)al.bytes, al.n, al.deep,
-			 mafsbx_archlist_cut_name(al.cut));
-		goto done;
-	}
-	if (al.refused)
-		log_info("%s: the listing of %s: %zu entries were not names (empty, '.', '..', a '/', over %d bytes, or "
-			 "repeated) and are not listed", t->name, abs, al.refused, MAFSBX_ARCHLIST_NAME_MAX);
-	/* Entries whose header is their stat, then the rest (hard links, declared outputs and
-	 * files written through the mount that the archive did not hold) statted as today. */
-	size_t cap = al.n + n;
-	d->names = calloc(cap ? cap : 1, sizeof(*d->names));
-	d->stats = calloc(cap ? cap : 1, sizeof(*d->stats));
-	more = calloc(cap ? cap : 1, sizeof(*more));
-	more_leaf = calloc(cap ? cap : 1, sizeof(*more_leaf));
-	if (!d->names || !d->stats || !more || !more_leaf)
-		goto nomem;
-	for (size_t i = 0; i < al.n + n; i++) {
-		const char *name = i < al.n ? al.v[i].name : candidates[i - al.n];
-		if (i < al.n && al.v[i].typeflag != '1') {
-			struct mafsbx_fstat f = { .size = al.v[i].size, .mode = al.v[i].mode, .mtime = al.v[i].mtime };
-			mode_t ty = al.v[i].mode & S_IFMT;
-			f.kind = ty == S_IFREG ? MAFSBX_FK_FILE : ty == S_IFDIR ? MAFSBX_FK_DIR
-				 : ty == S_IFLNK ? MAFSBX_FK_SYMLINK : MAFSBX_FK_OTHER;
-			from_fstat(&f, name, &d->stats[d->n], NULL);
-			if (!(d->names[d->n] = strdup(name)))
-				goto nomem;
-			d->n++;
-			continue;
-		}
-		if (i >= al.n && mafsbx_archlist_find(&al, name))
-			continue;
-		if (asprintf(&more[m], "%s%s%s", rel, *rel ? "/" : "", name) < 0) {
-			more[m] = NULL;
-			goto nomem;
-		}
-		more_leaf[m++] = name;
-	}
-	if (m) {
-		struct mafsbx_fstat *outs = calloc(m, sizeof(*outs));
-		int *rcs = calloc(m, sizeof(*rcs));
-		if (!outs || !rcs) {
-			free(outs);
-			free(rcs);
-			goto nomem;
-		}
-		r = 0;
-		for (size_t at = 0; at < m && r == 0; at += ENGINE_LIST_SLICE) {
-			size_t k = m - at < ENGINE_LIST_SLICE ? m - at : ENGINE_LIST_SLICE;
-			r = mafsbx_files_stat_many(d->ps->fz, &ft, (const char *const *)more + at, k, 0, outs + at,
-						   rcs + at, NULL, err);
-		}
-		for (size_t i = 0; r == 0 && i < m; i++) {
-			/* gone, absent (an output not made yet) or refused by the checks: not listed */
-			if (rcs[i] < 0 || from_fstat(&outs[i], more[i], &d->stats[d->n], NULL) < 0)
-				continue;
-			if (!(d->names[d->n] = strdup(more_leaf[i]))) {
-				r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-				break;
-			}
-			d->n++;
-		}
-		free(outs);
-		free(rcs);
-	}
-	goto done;
-nomem:
-	r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-done:
-	for (size_t i = 0; more && i < m; i++)
-		free(more[i]);
-	free(more);
-	free(more_leaf);
+	struct archive_rest rest = { 0 };
+	int r = archive_read(d, t, &ft, rel, abs, &al, err);
+	if (r == 0 && archive_take(d, &al, rel, candidates, n, &rest) < 0)
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (r == 0)
+		r = archive_stat_rest(d, &ft, &rest, err);
+	archive_rest_free(&rest);
 	if (r != 0) {
 		/* nothing half-listed is kept: the other way (or the error) starts clean */
 		for (size_t i = 0; d->names && i < d->n; i++)
