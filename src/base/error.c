@@ -254,38 +254,46 @@ static int names_path(const char *msg, size_t mlen, const char *path)
 	return 0;
 }
 
-int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *body, size_t body_len,
-			     const char *what, const char *path)
+/*
+ * The engine's message out of an answer's body: `message` its copy for
+ * people (a JSON body's "message", else the body's first 300 bytes; line
+ * ends dropped), *full and *full_len the whole of it for an exact match.
+ * Returns the parsed JSON the pointers may point into (the caller drops it).
+ */
+static json_t *engine_message(const char *body, size_t body_len, char message[MAFSBX_ERR_MSG_MAX], const char **full,
+			      size_t *full_len)
 {
-	char message[MAFSBX_ERR_MSG_MAX] = "";
-	/* The engine's whole message, for the exact-path match below; `message`
-	 * is its truncated, scrubbed copy for people. */
-	const char *full = NULL;
-	size_t full_len = 0;
 	json_t *j = NULL;
-	if (body && body_len) {
-		json_error_t jerr;
-		j = json_loadb(body, body_len, 0, &jerr);
-		json_t *jm = j ? json_object_get(j, "message") : NULL;
-		if (json_is_string(jm)) {
-			full = json_string_value(jm);
-			full_len = json_string_length(jm);
-			snprintf(message, sizeof(message), "%s", full);
-		} else {
-			full = body;
-			full_len = body_len;
-			snprintf(message, sizeof(message), "%.*s", (int)(body_len > 300 ? 300 : body_len), body);
-		}
-		while (full_len && (full[full_len - 1] == '\n' || full[full_len - 1] == '\r'))
-			full_len--;
-		size_t l = strlen(message);
-		while (l && (message[l - 1] == '\n' || message[l - 1] == '\r'))
-			message[--l] = '\0';
+	message[0] = '\0';
+	*full = NULL;
+	*full_len = 0;
+	if (!body || !body_len)
+		return NULL;
+	json_error_t jerr;
+	j = json_loadb(body, body_len, 0, &jerr);
+	json_t *jm = j ? json_object_get(j, "message") : NULL;
+	if (json_is_string(jm)) {
+		*full = json_string_value(jm);
+		*full_len = json_string_length(jm);
+		snprintf(message, MAFSBX_ERR_MSG_MAX, "%s", *full);
+	} else {
+		*full = body;
+		*full_len = body_len;
+		snprintf(message, MAFSBX_ERR_MSG_MAX, "%.*s", (int)(body_len > 300 ? 300 : body_len), body);
 	}
-	/* Decided on the whole message before it is cut or scrubbed. */
-	bool path_named = path && full && names_path(full, full_len, path);
-	mafsbx_scrub_host_paths(message);
+	while (*full_len && ((*full)[*full_len - 1] == '\n' || (*full)[*full_len - 1] == '\r'))
+		(*full_len)--;
+	size_t l = strlen(message);
+	while (l && (message[l - 1] == '\n' || message[l - 1] == '\r'))
+		message[--l] = '\0';
+	return j;
+}
 
+/* The kind of an engine's answer: its status, and the wording of both engine
+ * generations and of Podman (doc/engines.md). `message` is the engine's, and
+ * `path_named` says whether it named the path asked for. */
+static enum mafsbx_err_kind engine_kind(long status, const char *message, const char *path, bool path_named)
+{
 	enum mafsbx_err_kind kind = MAFSBX_EK_ENGINE;
 	switch (status) {
 	case 400:
@@ -346,6 +354,22 @@ int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *bo
 	/* a rootless engine with no cgroups (cgroup v1, driver "none") cannot pause: no freeze is possible */
 	if (status >= 500 && strcasestr(message, "cgroups not configured"))
 		kind = MAFSBX_EK_UNSUPPORTED;
+	return kind;
+}
+
+int mafsbx_error_from_engine(struct mafsbx_error *e, long status, const char *body, size_t body_len,
+			     const char *what, const char *path)
+{
+	char message[MAFSBX_ERR_MSG_MAX];
+	/* The engine's whole message, for the exact-path match below; `message`
+	 * is its truncated, scrubbed copy for people. */
+	const char *full;
+	size_t full_len;
+	json_t *j = engine_message(body, body_len, message, &full, &full_len);
+	/* Decided on the whole message before it is cut or scrubbed. */
+	bool path_named = path && full && names_path(full, full_len, path);
+	mafsbx_scrub_host_paths(message);
+	enum mafsbx_err_kind kind = engine_kind(status, message, path, path_named);
 	json_decref(j);
 	int r;
 	if (message[0])
