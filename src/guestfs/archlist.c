@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tarhdr.h"
+
 enum { ST_HDR = 0, ST_EXT, ST_SKIP, ST_END, ST_STOP };
 
 static int fail(struct mafsbx_archlist *l, const char *msg, size_t at)
@@ -62,64 +64,6 @@ void mafsbx_archlist_free(struct mafsbx_archlist *l)
 	free(l->ext);
 	pending_clear(l);
 	memset(l, 0, sizeof(*l));
-}
-
-/*
- * A numeric field: octal digits (leading spaces; ended by a space or NUL,
- * nothing after but spaces and NULs) or base-256 (first byte's high bit;
- * negative refused). 0 or -1.
- */
-static int num_field(const unsigned char *f, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (f[0] & 0x80) {
-		if (f[0] & 0x40)
-			return -1; /* negative */
-		v = f[0] & 0x3f;
-		for (size_t i = 1; i < n; i++) {
-			if (v >> 55)
-				return -1;
-			v = (v << 8) | f[i];
-		}
-		*out = v;
-		return 0;
-	}
-	size_t i = 0;
-	while (i < n && f[i] == ' ')
-		i++;
-	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
-		if (v >> 60)
-			return -1;
-		v = v * 8 + (uint64_t)(f[i] - '0');
-	}
-	for (; i < n; i++)
-		if (f[i] != ' ' && f[i] != '\0')
-			return -1;
-	*out = v;
-	return 0;
-}
-
-static bool zero_block(const unsigned char *h)
-{
-	for (size_t i = 0; i < 512; i++)
-		if (h[i])
-			return false;
-	return true;
-}
-
-static bool sum_ok(const unsigned char *h)
-{
-	uint64_t want;
-	if (num_field(h + 148, 8, &want) < 0)
-		return false;
-	uint64_t u = 0;
-	int64_t s = 0;
-	for (size_t i = 0; i < 512; i++) {
-		unsigned char c = i >= 148 && i < 156 ? ' ' : h[i];
-		u += c;
-		s += (signed char)c;
-	}
-	return want == u || (int64_t)want == s;
 }
 
 static bool decimal(const char *s, size_t n, uint64_t *out)
@@ -331,8 +275,8 @@ static int entry(struct mafsbx_archlist *l, const unsigned char *h, char flag, u
 	struct mafsbx_archlist_entry *e = &l->v[l->n];
 	memset(e, 0, sizeof(*e));
 	uint64_t mode = 0, uid = 0, gid = 0, mt = 0;
-	if (num_field(h + 100, 8, &mode) < 0 || num_field(h + 108, 8, &uid) < 0 || num_field(h + 116, 8, &gid) < 0 ||
-	    num_field(h + 136, 12, &mt) < 0)
+	if (mafsbx_tar_num_field(h + 100, 8, &mode) < 0 || mafsbx_tar_num_field(h + 108, 8, &uid) < 0 || mafsbx_tar_num_field(h + 116, 8, &gid) < 0 ||
+	    mafsbx_tar_num_field(h + 136, 12, &mt) < 0)
 		return fail(l, "a malformed mode, uid, gid or mtime field", at);
 	e->typeflag = flag ? flag : '0';
 	e->mode = type_bits(flag) | (mode_t)(mode & 07777);
@@ -354,7 +298,7 @@ static int header(struct mafsbx_archlist *l)
 {
 	const unsigned char *h = l->blk;
 	size_t at = (size_t)l->bytes;
-	if (zero_block(h)) {
+	if (mafsbx_tar_zero_block(h)) {
 		if (l->p_path || l->p_has_size || l->p_has_mtime || l->p_has_uid || l->p_has_gid)
 			return fail(l, "the archive ends after an extension header", at);
 		if (!l->seen_root)
@@ -363,11 +307,11 @@ static int header(struct mafsbx_archlist *l)
 		l->st = ST_END;
 		return 0;
 	}
-	if (!sum_ok(h))
+	if (!mafsbx_tar_checksum_ok(h))
 		return fail(l, "a header with a bad checksum", at);
 	char flag = (char)h[156];
 	uint64_t size;
-	if (num_field(h + 124, 12, &size) < 0)
+	if (mafsbx_tar_num_field(h + 124, 12, &size) < 0)
 		return fail(l, "a header with a malformed or negative size", at);
 	switch (flag) {
 	case 'x': case 'g': case 'L': case 'K':

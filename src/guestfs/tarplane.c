@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tarhdr.h"
+
 /* ---- building --------------------------------------------------------- */
 
 struct mafsbx_tar {
@@ -245,69 +247,6 @@ static size_t round512(uint64_t n)
 	return (size_t)((n + 511) & ~(uint64_t)511);
 }
 
-/*
- * A numeric header field: octal text (leading spaces, terminated by space or
- * NUL) or GNU base-256 (high bit of the first byte; 0xff starts a negative).
- * 0 ok, -1 malformed, -2 negative.
- */
-static int parse_num(const unsigned char *f, size_t n, uint64_t *out)
-{
-	if (f[0] & 0x80) {
-		if (f[0] == 0xff)
-			return -2;
-		uint64_t v = f[0] & 0x7f;
-		for (size_t i = 1; i < n; i++) {
-			if (v >> 55)
-				return -1;
-			v = (v << 8) | f[i];
-		}
-		*out = v;
-		return 0;
-	}
-	size_t i = 0;
-	while (i < n && f[i] == ' ')
-		i++;
-	if (i < n && f[i] == '-')
-		return -2;
-	uint64_t v = 0;
-	bool any = false;
-	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
-		if (v >> 60)
-			return -1;
-		v = v * 8 + (uint64_t)(f[i] - '0');
-		any = true;
-	}
-	for (; i < n; i++)
-		if (f[i] != ' ' && f[i] != '\0')
-			return -1;
-	(void)any; /* an all-blank field reads as 0, as tar readers do */
-	*out = v;
-	return 0;
-}
-
-static bool is_zero_block(const unsigned char *h)
-{
-	for (size_t i = 0; i < 512; i++)
-		if (h[i])
-			return false;
-	return true;
-}
-
-static bool checksum_ok(const unsigned char *h)
-{
-	uint64_t want;
-	if (parse_num(h + 148, 8, &want) < 0)
-		return false;
-	uint64_t u = 0;
-	int64_t s = 0;
-	for (size_t i = 0; i < 512; i++) {
-		unsigned char c = (i >= 148 && i < 156) ? ' ' : h[i];
-		u += c;
-		s += (signed char)c;
-	}
-	return want == u || (int64_t)want == s;
-}
-
 static bool all_digits(const char *s, size_t n)
 {
 	if (n == 0 || n > 19)
@@ -448,16 +387,16 @@ int mafsbx_tar_parse_prefix(const void *buf, size_t len, struct mafsbx_tar_entry
 			return 0;
 		}
 		const unsigned char *h = b + off;
-		if (is_zero_block(h))
+		if (mafsbx_tar_zero_block(h))
 			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, off == 0 ? "the tar holds no entry"
 									      : "the tar ends after its extension headers");
-		if (!checksum_ok(h))
+		if (!mafsbx_tar_checksum_ok(h))
 			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "tar header at byte %zu has a bad checksum", off);
 		if (++headers > MAFSBX_TAR_MAX_HEADERS)
 			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "tar headers exceed the 32-header limit");
 		char flag = (char)h[156];
 		uint64_t size;
-		int pr = parse_num(h + 124, 12, &size);
+		int pr = mafsbx_tar_num_field(h + 124, 12, &size);
 		if (pr == -2)
 			return mafsbx_error_set(err, MAFSBX_EK_PROTOCOL, "tar header at byte %zu has a negative size", off);
 		if (pr < 0)
