@@ -131,7 +131,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
-# Only files whose content changed are written, so that ninja rebuilds what changed.
+# Only files whose content changed are written, so that ninja rebuilds what
+# changed; files the tree no longer has are removed (a stale header left by a
+# moved file would be found before the new one).
 tar -C "$src" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$stage" -xf -
 (cd "$stage" && find . -type f) | while read -r f; do
 	if ! cmp -s "$stage/$f" "$tree/$f"; then
@@ -139,8 +141,12 @@ tar -C "$src" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$stage" -x
 		cp "$stage/$f" "$tree/$f.new" && chmod --reference="$stage/$f" "$tree/$f.new" && mv "$tree/$f.new" "$tree/$f"
 	fi
 done
+(cd "$tree" && find . -path ./build -prune -o -type f -print) | while read -r f; do
+	[ -e "$stage/$f" ] || rm -f "$tree/$f"
+done
 docker run --rm --name "mafsbx-cgv2-build-$$" -v "$tree:/root/mafsbxfs" -w /root/mafsbxfs "$setup_image" \
-	bash -c '[ -f build/build.ninja ] || CC=gcc meson setup build -Dwerror=true >/dev/null; meson compile -C build >/dev/null' ||
+	bash -c '{ [ -f build/build.ninja ] || CC=gcc meson setup build -Dwerror=true; } >/tmp/build.log 2>&1 &&
+		meson compile -C build >>/tmp/build.log 2>&1 || { tail -n 40 /tmp/build.log >&2; exit 1; }' ||
 	die "the build in $setup_image failed"
 log "built in $((SECONDS - s)) s"
 
