@@ -181,3 +181,15 @@ int mafsbx_cgroup_procs_path(const char *text, bool *v1_pids, char **path)
 	*path = strndup(l->path, l->path_len);
 	return *path ? 0 : -ENOMEM;
 }
+
+bool mafsbx_cgroup_names_some_container(const char *cgroup_text)
+{
+	size_t run = 0;
+	for (const char *p = cgroup_text; *p; p++) {
+		bool hex = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
+		run = hex ? run + 1 : 0;
+		if (run == 64)
+			return true;
+	}
+	return false;
+}

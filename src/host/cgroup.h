@@ -27,6 +27,10 @@
 /* True when the text names the 64-hex (lower-case) container ID as above. Pure. */
 bool mafsbx_cgroup_names_container(const char *cgroup_text, const char *id);
 
+/* Some line's path holds a run of 64 hex digits: the process is in some
+ * container's cgroup (any engine's way of naming one), whichever it is. */
+bool mafsbx_cgroup_names_some_container(const char *cgroup_text);
+
 /*
  * Where the cgroup's process list is: the v1 "pids" hierarchy when there is
  * one (*v1_pids true), else the v2 unified one ("0::"). *path receives the

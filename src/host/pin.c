@@ -104,11 +104,34 @@ static int read_small(int dirfd, const char *name, char *buf, size_t size)
  * parent for the container's life (it is a subreaper). piddir: an O_PATH
  * handle of /proc/PID. The caller checks the pidfd afterwards, as for the
  * cgroup read.
+ *
+ * A process's arguments are its own to choose, so the parent's name and
+ * arguments alone prove nothing: a process of another local user, or a
+ * guest's process in a rootful engine, can take them, fork, and wait for
+ * its child to get the PID of a dead init. So the proof holds only where it
+ * is needed and cannot be forged: the process is in no container's cgroup
+ * (with containers in cgroups the first proof decides, and a process of
+ * another container is refused), and the shim's real and effective uids are
+ * this daemon's own (a rootless engine's shims run as the user the daemon
+ * runs as; another user cannot make a process of that uid).
  */
+static bool uids_are(int pdir, uid_t want)
+{
+	char text[4096];
+	if (read_small(pdir, "status", text, sizeof(text)) <= 0)
+		return false;
+	const char *u = strstr(text, "\nUid:");
+	unsigned long real, eff;
+	return u && sscanf(u + 5, "%lu %lu", &real, &eff) == 2 && real == want && eff == want;
+}
+
 bool mafsbx_pid_shim_names(int piddir, const char *id)
 {
 	char text[4096];
-	if (!mafsbx_is_engine_id(id) || read_small(piddir, "stat", text, sizeof(text)) <= 0)
+	if (!mafsbx_is_engine_id(id) || read_small(piddir, "cgroup", text, sizeof(text)) < 0 ||
+	    mafsbx_cgroup_names_some_container(text))
+		return false;
+	if (read_small(piddir, "stat", text, sizeof(text)) <= 0)
 		return false;
 	/* "PID (COMM) STATE PPID ...": COMM may hold anything; the last ')' ends it. */
 	const char *q = strrchr(text, ')');
@@ -124,7 +147,7 @@ bool mafsbx_pid_shim_names(int piddir, const char *id)
 	int pdir = openat(proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pdir < 0)
 		return false;
-	int n = read_small(pdir, "cmdline", text, sizeof(text));
+	int n = uids_are(pdir, geteuid()) ? read_small(pdir, "cmdline", text, sizeof(text)) : -1;
 	close(pdir);
 	if (n <= 0)
 		return false;

@@ -73,6 +73,10 @@ void mafsbx_pin_free(struct mafsbx_pin *p);
  * O_PATH handle) is the runtime shim of container `id` (a containerd shim
  * with "-id ID" among its arguments): the proof that it is the container's
  * init where the engine gives containers no cgroup (cgroup driver 'none').
+ * Only for a process in no container's cgroup, and a shim whose real and
+ * effective uids are this process's own: anyone may take a shim's name and
+ * arguments, and a process of another user or of a rootful guest must never
+ * pass for an init.
  */
 bool mafsbx_pid_shim_names(int piddir, const char *id);
 

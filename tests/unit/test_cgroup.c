@@ -155,6 +155,24 @@ static void expect_procs(const char *text, int want, bool want_v1, const char *w
 	}
 }
 
+/* Where the shim's proof may apply (pin.c): in no container's cgroup at all. */
+static void test_some_container(void **state)
+{
+	(void)state;
+	const char *const named[] = { v1_cgroupfs, v1_systemd, v2_cgroupfs, v2_systemd, v2_rootless,
+				      v2_rootless_cgroupfs, v2_podman, v2_podman_cgroupfs, v2_crio, v2_containerd,
+				      nested_v1, nested_v2, hybrid };
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		assert_true(mafsbx_cgroup_names_some_container(named[i]));
+	/* a rootless engine with the driver 'none' (its containers stay in the engine's cgroup), a host process */
+	assert_false(mafsbx_cgroup_names_some_container(
+		"12:pids:/user.slice/user-1002.slice/user@1002.service\n1:name=systemd:/user.slice/user-1002.slice/"
+		"user@1002.service/app.slice/rootlesskit.service\n0::/user.slice/user-1002.slice/user@1002.service\n"));
+	assert_false(mafsbx_cgroup_names_some_container("0::/init.scope\n"));
+	/* 63 hex digits are no ID */
+	assert_false(mafsbx_cgroup_names_some_container("0::/x/f9d6b4c06b9c47768e509f4ed5a0010adab041a8e603693fe25c6b361ae0615\n"));
+}
+
 static void test_procs_path(void **state)
 {
 	(void)state;
@@ -185,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_real_forms_accepted),
 		cmocka_unit_test(test_other_container_refused),
 		cmocka_unit_test(test_look_alikes_refused),
+		cmocka_unit_test(test_some_container),
 		cmocka_unit_test(test_procs_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

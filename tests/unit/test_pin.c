@@ -66,13 +66,16 @@ static void test_pidmode(void **state)
 	assert_true(mafsbx_pidmode_shared("privatex"));
 }
 
-/* A process whose argv is ARGV (a /bin/sh running "sleep 30 & wait"), and the
- * sleep it started (its child): *child gets the sleep's PID. */
-static pid_t spawn_parent(char *const argv[], pid_t *child)
+/* A process whose argv is ARGV (a /bin/sh running "sleep 30 & wait"), as
+ * uid `as` (-1: this test's), and the sleep it started (its child): *child
+ * gets the sleep's PID. */
+static pid_t spawn_parent_as(char *const argv[], pid_t *child, uid_t as)
 {
 	pid_t p = fork();
 	assert_true(p >= 0);
 	if (p == 0) {
+		if (as != (uid_t)-1 && (setgid(as) < 0 || setuid(as) < 0))
+			_exit(126);
 		execv("/bin/sh", argv);
 		_exit(127);
 	}
@@ -93,6 +96,11 @@ static pid_t spawn_parent(char *const argv[], pid_t *child)
 	}
 	assert_true(*child > 0);
 	return p;
+}
+
+static pid_t spawn_parent(char *const argv[], pid_t *child)
+{
+	return spawn_parent_as(argv, child, (uid_t)-1);
 }
 
 static void reap(pid_t parent, pid_t child)
@@ -139,6 +147,13 @@ static void test_shim_parent(void **state)
 	p = spawn_parent(longer, &child);
 	assert_false(shim_names(child, ID));
 	reap(p, child);
+
+	/* a shim of another uid: anyone may name a process so (the proof needs this daemon's own uid) */
+	if (geteuid() == 0) {
+		p = spawn_parent_as(shim, &child, 65534);
+		assert_false(shim_names(child, ID));
+		reap(p, child);
+	}
 
 	/* "-id" as the last argument */
 	char *last[] = { "containerd-shim-runc-v2", "-c", "sleep 30 & wait", ID, "-id", NULL };
