@@ -47,16 +47,47 @@ cd "$root"
 
 "$here/setup.sh"
 
+# bg_start VAR CMD...: runs CMD in the background and sets VAR to a folder
+# holding its output (out), its PID (pid) and, once it has ended, its exit
+# status (rc). bg_finish DIR waits for it, prints its output and returns that
+# status. The status goes through a file because `wait PID` cannot be trusted
+# half an hour later: bash forgets an ended job's status as soon as a later
+# child is given the same PID, and this run forks far more processes than
+# pid_max (32768 on these machines); `wait` then says 127, "not a child".
+bg_start() {
+	local dir
+	dir=$(mktemp -d /tmp/mafsbx-bg-"$1".XXXXXX)
+	printf -v "$1" '%s' "$dir"
+	shift
+	( set +e; "$@" >"$dir/out" 2>&1; echo $? >"$dir/rc.partial" && mv "$dir/rc.partial" "$dir/rc" ) &
+	echo $! >"$dir/pid"
+}
+bg_finish() {
+	local dir=$1 pid rc=0
+	pid=$(cat "$dir/pid")
+	# While the job lives its PID cannot be reused; once it has written rc it is done.
+	while [ ! -e "$dir/rc" ] && kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+	done
+	wait "$pid" 2>/dev/null || true
+	cat "$dir/out"
+	if [ -s "$dir/rc" ]; then
+		rc=$(cat "$dir/rc")
+	else
+		log "the background job '$(basename "$dir")' ended without an exit status (killed?)"
+		rc=125
+	fi
+	rm -rf "$dir"
+	return "$rc"
+}
+
 # The Debian 13 stage's images (debootstrap, then its packages: minutes of
 # waiting on the mirror on a fresh machine) are made in the background while
 # the host's suites run; the stage itself waits for them.
-d13_images_log=$(mktemp /tmp/mafsbx-debian13-images.XXXXXX)
-"$root/tests/platform/debian13.sh" --images-only >"$d13_images_log" 2>&1 &
-d13_images_pid=$!
+d13_images= cgv2_images= # set by bg_start
+bg_start d13_images "$root/tests/platform/debian13.sh" --images-only
 # The cgroup v2 VM's disk (made from that setup image) likewise.
-cgv2_images_log=$(mktemp /tmp/mafsbx-cgv2-images.XXXXXX)
-"$root/tests/platform/cgroupv2.sh" --images-only >"$cgv2_images_log" 2>&1 &
-cgv2_images_pid=$!
+bg_start cgv2_images "$root/tests/platform/cgroupv2.sh" --images-only
 
 export MAFSBX_REQUIRE_ENGINE=1
 failures=()
@@ -156,6 +187,36 @@ sanitizer_reports() {
 	failures+=("$label: reports in $dir/sanitizer-logs/")
 }
 
+# platform_stage NAME WHAT CMD...: runs one platform stage's script, whose
+# last "NAME: N passed, N failed, N skipped" line is added to the totals (its
+# "failed" does not count the skips; any skip fails the run, as here). The
+# stage fails on a non-zero exit or without that line. Returns 0: the stage's
+# own failure is recorded, not returned.
+platform_stage() {
+	local name=$1 what=$2 start=$SECONDS rc=0 out line p f s
+	shift 2
+	out=$(mktemp /tmp/mafsbx-"$name"-log.XXXXXX)
+	"$@" >"$out" 2>&1 || rc=$?
+	cat "$out"
+	line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped\$" "$out" | tail -n 1 || true)
+	rm -f "$out"
+	if [ -z "$line" ]; then
+		failures+=("$name: $what failed (exit $rc) and printed no result line")
+		return 0
+	fi
+	read -r _ p _ f _ s _ <<<"$line"
+	pass_total=$((pass_total + p)) fail_total=$((fail_total + f)) skip_total=$((skip_total + s))
+	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "$name:" "$p" "$f" "$s" \
+		$((SECONDS - start)))")
+	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
+		failures+=("$name: $what failed (exit $rc, $f failed)")
+	fi
+	if [ "$s" -ne 0 ]; then
+		failures+=("$name: $s skipped (a skip is a failure here)")
+	fi
+	return 0
+}
+
 if build build gcc; then
 	run_tests all build
 else
@@ -213,24 +274,7 @@ fi
 # Rootless Docker (Debian 12's dockerd-rootless.sh, cgroup driver 'none' on this cgroup v1
 # host) for a test user, and the mount as that user: the story on the local plane and the
 # rootless checks (tests/platform/rootless.sh; doc/engines.md).
-rl_log=$(mktemp /tmp/mafsbx-rootless-log.XXXXXX)
-rl_start=$SECONDS
-rl_rc=0
-"$root/tests/platform/rootless.sh" build >"$rl_log" 2>&1 || rl_rc=$?
-cat "$rl_log"
-rl_line=$(grep -E '^rootless: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$rl_log" | tail -n 1 || true)
-rm -f "$rl_log"
-if [ -n "$rl_line" ]; then
-	read -r _ p _ f _ s _ <<<"$rl_line"
-	pass_total=$((pass_total + p)) fail_total=$((fail_total + f)) skip_total=$((skip_total + s))
-	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "rootless:" "$p" "$f" "$s" \
-		$((SECONDS - rl_start)))")
-fi
-if [ "$rl_rc" -ne 0 ] || [ -z "$rl_line" ]; then
-	failures+=("rootless: the rootless Docker stage failed (exit $rl_rc)")
-elif [ "$s" -ne 0 ]; then
-	failures+=("rootless: $s skipped (a skip is a failure here)")
-fi
+platform_stage rootless "the rootless Docker stage" "$root/tests/platform/rootless.sh" build
 
 fuzz_log=$(mktemp /tmp/mafsbx-fuzz-log.XXXXXX)
 if "$here/fuzz.sh" 20 >"$fuzz_log" 2>&1; then
@@ -243,47 +287,13 @@ fi
 rm -f "$fuzz_log"
 
 # Debian 13 with Docker 26 and libfuse 3.17, in a container with its own engine.
-d13_log=$(mktemp /tmp/mafsbx-debian13-log.XXXXXX)
-d13_start=$SECONDS
-d13_rc=0
-wait "$d13_images_pid" || d13_rc=$?
-cat "$d13_images_log"
-rm -f "$d13_images_log"
-[ "$d13_rc" -ne 0 ] || "$root/tests/platform/debian13.sh" >"$d13_log" 2>&1 || d13_rc=$?
-cat "$d13_log"
-d13_line=$(grep -E '^debian13: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$d13_log" | tail -n 1 || true)
-rm -f "$d13_log"
-if [ -n "$d13_line" ]; then
-	read -r _ p _ f _ s _ <<<"$d13_line"
-	pass_total=$((pass_total + p)) fail_total=$((fail_total + f - s)) skip_total=$((skip_total + s))
-	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "debian13:" "$p" "$((f - s))" "$s" \
-		$((SECONDS - d13_start)))")
-fi
-if [ "$d13_rc" -ne 0 ] || [ -z "$d13_line" ]; then
-	failures+=("debian13: the Debian 13 stage failed (exit $d13_rc)")
-fi
+bg_finish "$d13_images" && platform_stage debian13 "the Debian 13 stage" "$root/tests/platform/debian13.sh" ||
+	failures+=("debian13: making the Debian 13 images failed (exit $?; log above)")
 
 # cgroup v2: the mount tests in a qemu VM (TCG) that mounts only cgroup2,
 # with Debian 13's dockerd 26 on it (tests/platform/cgroupv2.sh).
-cgv2_log=$(mktemp /tmp/mafsbx-cgv2-log.XXXXXX)
-cgv2_start=$SECONDS
-cgv2_rc=0
-wait "$cgv2_images_pid" || cgv2_rc=$?
-cat "$cgv2_images_log"
-rm -f "$cgv2_images_log"
-[ "$cgv2_rc" -ne 0 ] || "$root/tests/platform/cgroupv2.sh" >"$cgv2_log" 2>&1 || cgv2_rc=$?
-cat "$cgv2_log"
-cgv2_line=$(grep -E '^cgroupv2: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$cgv2_log" | tail -n 1 || true)
-rm -f "$cgv2_log"
-if [ -n "$cgv2_line" ]; then
-	read -r _ p _ f _ s _ <<<"$cgv2_line"
-	pass_total=$((pass_total + p)) fail_total=$((fail_total + f - s)) skip_total=$((skip_total + s))
-	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "cgroupv2:" "$p" "$((f - s))" "$s" \
-		$((SECONDS - cgv2_start)))")
-fi
-if [ "$cgv2_rc" -ne 0 ] || [ -z "$cgv2_line" ]; then
-	failures+=("cgroupv2: the cgroup v2 VM stage failed (exit $cgv2_rc)")
-fi
+bg_finish "$cgv2_images" && platform_stage cgroupv2 "the cgroup v2 VM stage" "$root/tests/platform/cgroupv2.sh" ||
+	failures+=("cgroupv2: making the VM's disk failed (exit $?; log above)")
 
 # Scale: 1000 sandboxes on a private dockerd (tests/bench/bench_scale):
 # the root listing, by-scope, mafsbx ls and reap --dry-run against the
