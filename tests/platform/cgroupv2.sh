@@ -32,33 +32,16 @@
 # finds) the images and stops.
 set -euo pipefail
 PROG=cgroupv2
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-images_only=0
-case "${1:-}" in
---images-only) images_only=1 ;;
-'') ;;
-*) die "unknown argument '$1' (only --images-only)" ;;
-esac
-[ "$(id -u)" = 0 ] || die "must run as root"
-for t in docker qemu-system-x86_64 mkfs.ext4 sha256sum flock timeout; do
-	command -v "$t" >/dev/null || die "$t is not installed (apt-get install qemu-system-x86 e2fsprogs)"
-done
-
-cache=${MAFSBX_PLATFORM_CACHE:-/var/cache/mafsbx}
-mirror=${MAFSBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# shellcheck source=tests/platform/lib.sh
+. "$(dirname "$0")/lib.sh"
+platform_start "${1:---}" docker qemu-system-x86_64 mkfs.ext4 sha256sum flock timeout
 vm_timeout=${MAFSBX_CGV2_TIMEOUT:-1200}
 vm_tests=${MAFSBX_CGV2_TESTS:-cgroups cgroups-engine story story-engine}
-mkdir -p "$cache"
 t0=$SECONDS
 
 log "host: $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r), load: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$here/debian13.sh" --images-only || die "the Debian 13 images"
-key=$( { echo "$mirror"; MAFSBX_SETUP_RELEASE=trixie "$src/contrib/setup.sh" --print-packages; } | sha256sum | cut -c1-16)
-setup_image=mafsbx-platform/debian13:setup-$key
+setup_image=$(setup_image_name)
 
 # The VM's init: the least that makes a system docker runs on, with cgroup v2
 # only. Its text is part of the disk's key.

@@ -32,33 +32,17 @@
 # of it waits on the Debian mirror.
 set -euo pipefail
 PROG=debian13
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-images_only=0
-case "${1:-}" in
---images-only) images_only=1 ;;
-'') ;;
-*) die "unknown argument '$1' (only --images-only)" ;;
-esac
-[ "$(id -u)" = 0 ] || die "must run as root"
-for t in docker debootstrap sha256sum flock; do
-	command -v "$t" >/dev/null || die "$t is not installed (contrib/setup.sh installs it)"
-done
+# shellcheck source=tests/platform/lib.sh
+. "$(dirname "$0")/lib.sh"
+platform_start "${1:---}" docker debootstrap sha256sum flock
 [ -c /dev/fuse ] || die "/dev/fuse is missing"
 docker version >/dev/null 2>&1 || die "the host's engine does not answer"
 
-cache=${MAFSBX_PLATFORM_CACHE:-/var/cache/mafsbx}
-mirror=${MAFSBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 tests=${MAFSBX_PLATFORM_TESTS:-ci}
-mkdir -p "$cache"
 t0=$SECONDS
 
 base=mafsbx-platform/debian13:base
-key=$( { echo "$mirror"; MAFSBX_SETUP_RELEASE=trixie "$src/contrib/setup.sh" --print-packages; } | sha256sum | cut -c1-16)
-setup_image=mafsbx-platform/debian13:setup-$key
+setup_image=$(setup_image_name)
 ctr=mafsbx-debian13-$$
 data=
 cleanup() {
