@@ -47,40 +47,6 @@ cd "$root"
 
 "$here/setup.sh"
 
-# bg_start VAR CMD...: runs CMD in the background and sets VAR to a folder
-# holding its output (out), its PID (pid) and, once it has ended, its exit
-# status (rc). bg_finish DIR waits for it, prints its output and returns that
-# status. The status goes through a file because `wait PID` cannot be trusted
-# half an hour later: bash forgets an ended job's status as soon as a later
-# child is given the same PID, and this run forks far more processes than
-# pid_max (32768 on these machines); `wait` then says 127, "not a child".
-bg_start() {
-	local dir
-	dir=$(mktemp -d /tmp/mafsbx-bg-"$1".XXXXXX)
-	printf -v "$1" '%s' "$dir"
-	shift
-	( set +e; "$@" >"$dir/out" 2>&1; echo $? >"$dir/rc.partial" && mv "$dir/rc.partial" "$dir/rc" ) &
-	echo $! >"$dir/pid"
-}
-bg_finish() {
-	local dir=$1 pid rc=0
-	pid=$(cat "$dir/pid")
-	# While the job lives its PID cannot be reused; once it has written rc it is done.
-	while [ ! -e "$dir/rc" ] && kill -0 "$pid" 2>/dev/null; do
-		sleep 1
-	done
-	wait "$pid" 2>/dev/null || true
-	cat "$dir/out"
-	if [ -s "$dir/rc" ]; then
-		rc=$(cat "$dir/rc")
-	else
-		log "the background job '$(basename "$dir")' ended without an exit status (killed?)"
-		rc=125
-	fi
-	rm -rf "$dir"
-	return "$rc"
-}
-
 # The Debian 13 stage's images (debootstrap, then its packages: minutes of
 # waiting on the mirror on a fresh machine) are made in the background while
 # the host's suites run; the stage itself waits for them.
