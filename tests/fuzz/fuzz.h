@@ -47,6 +47,19 @@ static inline size_t fuzz_split(const uint8_t *data, size_t size, char **parts, 
 	return n;
 }
 
+/*
+ * The piece size a streaming harness feeds its reader in, from bits 0-5 of
+ * its control byte: 1..63 bytes, or 0x3f for the whole input at once (at
+ * least 1 byte). `size` is the input's size without the control byte.
+ */
+static inline size_t fuzz_piece_size(uint8_t ctl, size_t size)
+{
+	size_t bits = ctl & 0x3f;
+	if (bits == 0x3f)
+		return size ? size : 1;
+	return bits + 1;
+}
+
 /* Fail loudly: libFuzzer records the input. */
 #define FUZZ_CHECK(cond)                                                                   \
 	do {                                                                               \

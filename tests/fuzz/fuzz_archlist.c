@@ -1,7 +1,7 @@
 /*
  * fuzz_archlist.c: the depth-1 reader of a directory's archive
  * (src/guestfs/archlist.c) that reads every engine-plane listing. Input byte 0:
- * bits 0-5 the piece size - 1 (1..64 bytes, 0x3f = all at once), bit 6 a
+ * bits 0-5 the piece size - 1 (1..63 bytes, 0x3f = all at once), bit 6 a
  * small byte bound (8 KiB), bit 7 a small entry bound (4); the root is "d".
  * Invariants: the reader takes no byte past a cut or a refusal; a whole
  * listing ended; every listed name is a name (1..255 bytes, no '/', not
@@ -20,8 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t ctl = data[0];
 	data++;
 	size--;
-	size_t piece = ctl & 0x3f;
-	piece = piece == 0x3f ? (size ? size : 1) : piece + 1;
+	size_t piece = fuzz_piece_size(ctl, size);
 	uint64_t max_bytes = (ctl & 0x40) ? 8192 : 0;
 	size_t max_entries = (ctl & 0x80) ? 4 : 0;
 	struct mafsbx_error err;

@@ -2,7 +2,7 @@
  * fuzz_tar.c: the tar first-entry parser (src/guestfs/tarplane.c) that reads every
  * archive GET answer: mafsbx_tar_parse_prefix on the whole input, then the
  * push reader fed in pieces. Input byte 0: bits 0-5 the piece size - 1
- * (so 1..64 bytes, 0x3f = all at once), bit 6 file_only, bit 7 a 1 KiB
+ * (so 1..63 bytes, 0x3f = all at once), bit 6 file_only, bit 7 a 1 KiB
  * body cap. Invariants: offsets and "needed" stay within the input and the
  * 64 KiB metadata cap; the reader hands over exactly the entry's body, never
  * more than its size or the cap.
@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mafsbx_error_clear(&err);
 	struct mafsbx_tar_reader *rd = mafsbx_tar_reader_new(&o, &err);
 	FUZZ_CHECK(rd != NULL);
-	size_t piece = (ctl & 0x3f) == 0x3f ? (size ? size : 1) : (size_t)(ctl & 0x3f) + 1;
+	size_t piece = fuzz_piece_size(ctl, size);
 	bool aborted = false;
 	for (size_t i = 0; i < size; i += piece) {
 		size_t n = size - i < piece ? size - i : piece;
