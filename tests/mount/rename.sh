@@ -39,13 +39,17 @@ agree() {
 
 # ---- two files ---------------------------------------------------------------
 printf AAA >"$W/a" || fail "write a"
-printf BBB >"$W/b" || fail "write b"
-# Both read first: the kernel and the daemon hold a node (and cache) for each.
-agree AAA/BBB a b
+printf BBBBB >"$W/b" || fail "write b"
+# Both read first: the kernel and the daemon hold a node (and cache) for each;
+# `a` stays open across the exchange.
+agree AAA/BBBBB a b
+exec 3<"$W/a" || fail "open a"
 r=$(rename2 "$W/a" "$W/b" exchange)
 if [ "$PLANE" = local ]; then
 	expect_eq "$r" OK "RENAME_EXCHANGE of two files"
-	agree BBB/AAA a b
+	agree BBBBB/AAA a b
+	expect_eq "$(stat -c %s "$W/a") $(stat -c %s "$W/b")" "5 3" "the sizes the host sees"
+	expect_eq "$(cat <&3)" AAA "a file open across the exchange stays the file it was"
 	# A write through an exchanged name lands in the file the name now holds.
 	printf CCC >"$W/a" || fail "write a after the exchange"
 	agree CCC/AAA a b
@@ -54,8 +58,10 @@ if [ "$PLANE" = local ]; then
 	agree AAA/CCC a b
 else
 	expect_eq "$r" EINVAL "RENAME_EXCHANGE on the engine plane"
-	agree AAA/BBB a b
+	agree AAA/BBBBB a b
+	expect_eq "$(cat <&3)" AAA "a file open across the refused exchange"
 fi
+exec 3<&-
 
 # ---- two directories, with files below each ---------------------------------
 mkdir -p "$W/d1/sub" "$W/d2" || fail "mkdir"
