@@ -348,8 +348,18 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	int r = mfs_nodes_child_path(&fs->nodes, parent, name, &from);
 	if (r == 0)
 		r = mfs_nodes_child_path(&fs->nodes, newparent, newname, &to);
-	if (r == 0 && (r = mfs_operations.rename(from, to, flags)) == 0)
-		mfs_nodes_rename(&fs->nodes, from, to);
+	if (r == 0 && (r = mfs_operations.rename(from, to, flags)) == 0) {
+		if (flags & RENAME_EXCHANGE) {
+			/* Each node keeps the file it named (the kernel swaps its
+			 * dentries alike); what it cached of either is dropped
+			 * before the caller returns, so no read serves the other's. */
+			mfs_nodes_exchange(&fs->nodes, from, to);
+			mfs_invalidate_path(fs, from);
+			mfs_invalidate_path(fs, to);
+		} else {
+			mfs_nodes_rename(&fs->nodes, from, to);
+		}
+	}
 	reply_err(req, r);
 	free(from);
 	free(to);

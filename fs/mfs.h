@@ -171,6 +171,8 @@ bool mfs_nodes_find(struct mfs_nodes *t, const char *path, uint64_t *id);
 void mfs_nodes_detach(struct mfs_nodes *t, const char *path);
 /* `from` became `to`: it and every node below it follow; what `to` named goes. */
 void mfs_nodes_rename(struct mfs_nodes *t, const char *from, const char *to);
+/* After renameat2(RENAME_EXCHANGE): the nodes at and below `a` take `b`'s name, and back. */
+void mfs_nodes_exchange(struct mfs_nodes *t, const char *a, const char *b);
 
 /* ---- transaction threads (txn.c) ----------------------------------------- */
 

@@ -12,6 +12,11 @@
  * renamed over (it keeps its id until forgotten, but a new file at that path
  * is a new node, as after an unlink on any filesystem).
  *
+ * A rename moves the nodes at and below its source to the target's name; an
+ * exchange (RENAME_EXCHANGE) swaps the two trees' names, so a node keeps
+ * naming the file it named (the kernel swaps its dentries the same way, and
+ * its page cache and a node's passthrough backing file follow the inode).
+ *
  * One mutex guards both tables; nothing is called with it held.
  */
 #include "mfs.h"
@@ -161,11 +166,11 @@ int mfs_nodes_path(struct mfs_nodes *t, uint64_t id, char **out)
 	}
 	pthread_mutex_lock(&t->mu);
 	struct mfs_ll_node *n = *id_slot(t, id);
-	if (n)
+	if (n && n->path)
 		*out = strdup(n->path);
 	pthread_mutex_unlock(&t->mu);
-	if (!n)
-		return -ESTALE;
+	if (!n || !n->path)
+		return -ESTALE;   /* forgotten, or its path lost (repath) */
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -269,6 +274,12 @@ void mfs_nodes_detach(struct mfs_nodes *t, const char *path)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/* `p` is `dir` (of length dl) or below it. */
+static bool at_or_below(const char *p, const char *dir, size_t dl)
+{
+	return strncmp(p, dir, dl) == 0 && (p[dl] == '\0' || p[dl] == '/');
+}
+
 /* `p` is `from` or below it: its new spelling under `to`. NULL: no memory. */
 static char *moved(const char *p, size_t fl, const char *to)
 {
@@ -281,6 +292,31 @@ static char *moved(const char *p, size_t fl, const char *to)
 	return q;
 }
 
+/*
+ * With mu held: `n` (linked) takes the path `q`, to be linked again once
+ * every node has moved (so no path is linked twice meanwhile). With q NULL
+ * (no memory) the node loses its path: mfs_nodes_path answers ESTALE for it
+ * and the kernel looks the name up again, which is safe where keeping the
+ * old path is not (after an exchange it names the other file).
+ */
+static void repath(struct mfs_nodes *t, struct mfs_ll_node *n, char *q)
+{
+	unlink_path(t, n);
+	free(n->path);
+	n->path = q;
+	n->relink = q != NULL;
+}
+
+static void relink_moved(struct mfs_nodes *t)
+{
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id)
+			if (n->relink) {
+				n->relink = false;
+				link_path(t, n);
+			}
+}
+
 void mfs_nodes_rename(struct mfs_nodes *t, const char *from, const char *to)
 {
 	size_t fl = strlen(from);
@@ -289,26 +325,37 @@ void mfs_nodes_rename(struct mfs_nodes *t, const char *from, const char *to)
 	size_t tl = strlen(to);
 	for (size_t i = 0; i < t->nbuckets; i++)
 		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id)
-			if (n->in_paths && strncmp(n->path, to, tl) == 0 && (n->path[tl] == '\0' || n->path[tl] == '/'))
+			if (n->in_paths && at_or_below(n->path, to, tl))
 				unlink_path(t, n);
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id) {
-			if (!n->in_paths || strncmp(n->path, from, fl) != 0 || (n->path[fl] != '\0' && n->path[fl] != '/'))
-				continue;
-			char *q = moved(n->path, fl, to);
-			unlink_path(t, n);
-			if (!q)
-				continue;   /* out of memory: the node is reached by id only, a lookup makes a new one */
-			free(n->path);
-			n->path = q;
-			n->relink = true;   /* after every move: no path is linked twice meanwhile */
-		}
-	}
 	for (size_t i = 0; i < t->nbuckets; i++)
 		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id)
-			if (n->relink) {
-				n->relink = false;
-				link_path(t, n);
-			}
+			if (n->in_paths && at_or_below(n->path, from, fl))
+				repath(t, n, moved(n->path, fl, to));
+	relink_moved(t);
+	pthread_mutex_unlock(&t->mu);
+}
+
+void mfs_nodes_exchange(struct mfs_nodes *t, const char *a, const char *b)
+{
+	if (strcmp(a, b) == 0)
+		return;   /* a name exchanged with itself: nothing moved */
+	size_t al = strlen(a), bl = strlen(b);
+	/* One inside the other: renameat2(2) refuses that (EINVAL, ENOTEMPTY)
+	 * before asking us; were it to come, no swap is defined, so every node
+	 * of the outer tree loses its path and is looked up again. */
+	bool nested = at_or_below(a, b, bl) || at_or_below(b, a, al);
+	pthread_mutex_lock(&t->mu);
+	/* A node moved is unlinked until the end, so the second test never
+	 * takes a node back that the first one moved. */
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct mfs_ll_node *n = t->by_id[i]; n; n = n->next_id) {
+			if (!n->in_paths)
+				continue;
+			if (at_or_below(n->path, a, al))
+				repath(t, n, nested ? NULL : moved(n->path, al, b));
+			else if (at_or_below(n->path, b, bl))
+				repath(t, n, nested ? NULL : moved(n->path, bl, a));
+		}
+	relink_moved(t);
 	pthread_mutex_unlock(&t->mu);
 }

@@ -272,6 +272,14 @@ static int mfs_op_symlink(const char *target, const char *path)
 
 static int mfs_op_rename(const char *from, const char *to, unsigned int flags)
 {
+	/* A flag renameat2(2) does not know is refused wherever the names are;
+	 * the known ones get the answers a plain rename gets outside work/, and
+	 * the plane's (src/plane/plane.c) inside it. */
+	unsigned unknown = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT);
+	if (unknown) {
+		log_debug("rename %s %s: unknown renameat2 flags 0x%x", from, to, unknown);
+		return -EINVAL;
+	}
 	struct mfs_node a, b;
 	int r = mfs_classify(from, &a);
 	if (r < 0)

@@ -573,6 +573,8 @@ int mfs_work_rename(struct mfs *fs, const struct mfs_node *from, const struct mf
 	char id[65];
 	WITH_TARGET(fs, from, "rename", mafsbx_plane_rename(fs->planes, &t, from->rel, to->rel, flags, &e));
 	mfs_extra_add_written(fs, id, to->rel);
+	if (flags & RENAME_EXCHANGE)
+		mfs_extra_add_written(fs, id, from->rel);   /* a file came to `from` too */
 	return 0;
 }
 

@@ -712,17 +712,52 @@ int mafsbx_plane_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_targ
 	PLANE_PATH_OP(mafsbx_plane_local_remove(ps, pe->pin, t, rel, dir, err), mafsbx_plane_engine_remove(ps, t, rel, dir, err));
 }
 
+/*
+ * The renameat2(2) flags a rename may carry: RENAME_NOREPLACE or
+ * RENAME_EXCHANGE (not both, as the kernel says). RENAME_WHITEOUT leaves a
+ * whiteout, overlayfs's own device for hiding a lower file, where the
+ * source was: nothing a host has to make in a guest's files.
+ */
+static int check_rename_flags(unsigned flags, struct mafsbx_error *err)
+{
+	unsigned unknown = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT);
+	if (unknown)
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EINVAL, NULL, "rename: unknown renameat2 flags 0x%x",
+					     unknown);
+	if (flags & RENAME_WHITEOUT)
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EINVAL, NULL,
+					     "rename: RENAME_WHITEOUT is refused (a whiteout is overlayfs's device, "
+					     "not a file of the sandbox)");
+	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EINVAL, NULL,
+					     "rename: RENAME_NOREPLACE and RENAME_EXCHANGE together");
+	return 0;
+}
+
+/* The engine plane has no rename: a plain one (or RENAME_NOREPLACE, which
+ * then replaces nothing) is EXDEV, so mv(1) copies and removes; an exchange
+ * is refused outright, since no copy swaps two names in one step. */
+static int engine_rename(unsigned flags, struct mafsbx_error *err)
+{
+	if (flags & RENAME_EXCHANGE)
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EINVAL, NULL,
+					     "rename: RENAME_EXCHANGE on the engine plane is refused (it has no rename, "
+					     "and a copy cannot swap two names at once)");
+	return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EXDEV, NULL,
+				     "rename on the engine plane: copy and remove instead");
+}
+
 int mafsbx_plane_rename(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *from,
 			const char *to, unsigned flags, struct mafsbx_error *err)
 {
-	int c = check_work_rel(from, err);
+	int c = check_rename_flags(flags, err);
+	if (c == 0)
+		c = check_work_rel(from, err);
 	if (c == 0)
 		c = check_work_rel(to, err);
 	if (c < 0)
 		return c;
-	PLANE_PATH_OP(mafsbx_plane_local_rename(ps, pe->pin, t, from, to, flags, err),
-		      mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EXDEV, NULL,
-					    "rename on the engine plane: copy and remove instead"));
+	PLANE_PATH_OP(mafsbx_plane_local_rename(ps, pe->pin, t, from, to, flags, err), engine_rename(flags, err));
 }
 
 int mafsbx_plane_chmod(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,

@@ -206,7 +206,8 @@ int mafsbx_plane_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_targe
 /* unlink (dir false) / rmdir (dir true). A link is removed, never followed. */
 int mafsbx_plane_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
 			struct mafsbx_error *err);
-/* rename(2) with renameat2 flags. Engine plane: EXDEV (callers copy and remove). */
+/* renameat2(2) with RENAME_NOREPLACE or RENAME_EXCHANGE (other flags: EINVAL).
+ * Engine plane: EXDEV (callers copy and remove); an exchange there: EINVAL. */
 int mafsbx_plane_rename(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *from,
 			const char *to, unsigned flags, struct mafsbx_error *err);
 int mafsbx_plane_chmod(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,

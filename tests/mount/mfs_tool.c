@@ -10,6 +10,9 @@
  *   mfs_tool try OP PATH [ARG]         stat | read | write TEXT | append TEXT | mkdir | unlink | rmdir | rename [TO] |
  *                                      readdir | readlink: prints "OK" (read:
  *                                      "OK <bytes>") or the errno name
+ *   mfs_tool rename2 FROM TO FLAGS     renameat2(2) with FLAGS: 0 | noreplace |
+ *                                      exchange | whiteout | a number; prints
+ *                                      "OK" or the errno name
  *   mfs_tool preads PATH LEN OFF...    one open, then pread LEN bytes at each
  *                                      offset: one line each (the bytes as read)
  *   mfs_tool jget KEY[.KEY...]         a member of the JSON on stdin (strings raw)
@@ -51,6 +54,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -191,6 +195,28 @@ static int cmd_try(const char *op, const char *path, const char *arg)
 		printf("%s\n", mafsbx_errno_name(err));
 	else if (bytes >= 0)
 		printf("OK %lld\n", bytes);
+	else
+		printf("OK\n");
+	return 0;
+}
+
+/* renameat2(2) through the raw call (older glibcs have no wrapper). */
+static int cmd_rename2(const char *from, const char *to, const char *flags)
+{
+	unsigned long f;
+	char *end;
+	if (!strcmp(flags, "noreplace"))
+		f = RENAME_NOREPLACE;
+	else if (!strcmp(flags, "exchange"))
+		f = RENAME_EXCHANGE;
+	else if (!strcmp(flags, "whiteout"))
+		f = RENAME_WHITEOUT;
+	else if (errno = 0, f = strtoul(flags, &end, 0), errno || *end || end == flags) {
+		fprintf(stderr, "mfs_tool: rename2: bad flags %s\n", flags);
+		return 2;
+	}
+	if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, (unsigned)f) < 0)
+		printf("%s\n", mafsbx_errno_name(errno));
 	else
 		printf("OK\n");
 	return 0;
@@ -663,6 +689,8 @@ int main(int argc, char **argv)
 		return cmd_ctl(argv[2], argv[3]);
 	if (!strcmp(cmd, "try") && (argc == 4 || argc == 5))
 		return cmd_try(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+	if (!strcmp(cmd, "rename2") && argc == 5)
+		return cmd_rename2(argv[2], argv[3], argv[4]);
 	if (!strcmp(cmd, "preads") && argc >= 5)
 		return cmd_preads(argc - 2, argv + 2);
 	if (!strcmp(cmd, "jget") && argc == 3)

@@ -545,6 +545,12 @@ static void test_read_only_files(void **state)
 	assert_int_equal(mfs_operations.unlink("/.ctl/acquire"), -EPERM);
 	assert_int_equal(mfs_operations.mkdir("/newdir", 0755), -EPERM);
 	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/x", 0), -EPERM);
+	/* renameat2's flags: a plain rename's answer there, EINVAL for one it does not know */
+	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/exec", RENAME_EXCHANGE), -EPERM);
+	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/x", RENAME_NOREPLACE), -EPERM);
+	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/x", 0x80), -EINVAL);
+	assert_int_equal(mfs_operations.rename("/maf-sandbox-docker-0123456789ab/root/a",
+					       "/maf-sandbox-docker-0123456789ab/root/b", RENAME_EXCHANGE), -EROFS);
 	assert_int_equal(mfs_operations.rmdir("/.ctl"), -EPERM);
 	assert_int_equal(mfs_operations.chmod("/.ctl/exec", 0777, NULL), -EPERM);
 }
