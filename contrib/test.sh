@@ -2,7 +2,8 @@
 # contrib/test.sh: the whole test run, as root. README's second command;
 # .ci/run runs exactly this.
 #
-#   1. contrib/setup.sh: packages, dockerd, build/ (gcc), the offline image
+#   1. contrib/setup.sh (--set test, its default): every package the run
+#      calls, dockerd, build/ (gcc), the offline image
 #   2. build with gcc (build/) and with clang (build-clang/), warnings as errors
 #   3. meson test, ALL suites, in build/ with MAFSBX_REQUIRE_ENGINE=1: a test
 #      that cannot reach the engine fails instead of skipping
@@ -45,7 +46,7 @@ root=$(dirname "$here")
 require_root
 cd "$root"
 
-"$here/setup.sh"
+"$here/setup.sh" --set test
 
 # The Debian 13 stage's images (debootstrap, then its packages: minutes of
 # waiting on the mirror on a fresh machine) are made in the background while
@@ -65,9 +66,10 @@ build() {
 	local dir=$1 cc=$2
 	shift 2
 	if [ ! -f "$dir/build.ninja" ]; then
-		CC=$cc meson setup "$dir" -Dwerror=true "$@" || return 1
+		CC=$cc meson setup "$dir" -Dwerror=true -Dtests=true "$@" || return 1
 	else
-		meson configure "$dir" -Dwerror=true "$@" || return 1
+		# -Dtests=true: the quick start configures build/ without them
+		meson configure "$dir" -Dwerror=true -Dtests=true "$@" || return 1
 	fi
 	meson compile -C "$dir"
 }
