@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # contrib/quickstart.sh: README's first command, as root. Sets the machine up
-# (contrib/setup.sh: packages, dockerd, build/, the offline image), then shows
+# (contrib/setup.sh --set run: only the packages building and running the
+# mount need, dockerd, build/ without the tests, the offline image), then shows
 # the filesystem at work (doc/protocol.md):
 #
 #   mount build/fs/mafsbxfs on a temporary directory,
@@ -20,7 +21,7 @@ root=$(dirname "$here")
 . "$here/lib.sh"
 require_root
 
-"$here/setup.sh"
+"$here/setup.sh" --set run
 cd "$root"
 
 daemon=build/fs/mafsbxfs

@@ -3,17 +3,30 @@
 # ready to build, test and run mafsbxfs. Run as root; idempotent, and quick on
 # a machine that is ready.
 #
-#   contrib/setup.sh                    all the steps below
-#   contrib/setup.sh --print-packages   print this release's package list, one
-#                                       a line, and stop (needs no root)
-#   contrib/setup.sh --packages-only    step 1 only
+#   contrib/setup.sh [--set run|test] [--print-packages | --packages-only]
 #
-#   1. install the Debian packages that are missing (none missing: no apt at
-#      all); the list depends on the release (/etc/os-release): Debian 13
+#   --set run     what building and running the mount need, and nothing else
+#                 (contrib/quickstart.sh): the compiler, meson, the libraries,
+#                 fuse3, the engine, busybox-static for the offline image;
+#                 no service but dockerd is started
+#   --set test    (the default) that and everything the test run calls
+#                 (contrib/test.sh, the platform stages): clang and its
+#                 fuzzer runtime, cmocka, valgrind, an sshd for the ssh://
+#                 tests (Debian starts it on install), a registry, podman,
+#                 rootless Docker, qemu, the packaging tools ...
+#   --print-packages   print the set's package list for this release, one a
+#                      line, and stop (needs no root)
+#   --packages-only    step 1 only
+#
+#   1. install the Debian packages of the set that are missing (none
+#      missing: no apt at all), with --no-install-recommends, so a minimal
+#      system (debootstrap --variant=minbase) gets exactly what is listed;
+#      the list depends on the release (/etc/os-release): Debian 13
 #      ships the docker client as its own package, docker-cli, no longer
 #      inside docker.io
 #   2. start dockerd when no engine answers (contrib/start-dockerd.sh)
-#   3. build into build/ with gcc (meson setup + compile, warnings as errors)
+#   3. build into build/ with gcc (meson setup + compile, warnings as errors;
+#      with --set run, without the tests: -Dtests=false, so no cmocka)
 #   4. import the offline test image (mafsbx/busybox:latest, or $MAFSBX_IMAGE)
 #      with `build/tools/mafsbx mkimage` when the engine lacks it
 set -euo pipefail
@@ -22,13 +35,21 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 . "$here/lib.sh"
 
-mode=all
-case "${1:-}" in
-"") ;;
---print-packages) mode=print ;;
---packages-only) mode=packages ;;
-*) die "unknown argument '$1' (usage: $0 [--print-packages | --packages-only])" ;;
-esac
+usage="usage: $0 [--set run|test] [--print-packages | --packages-only]"
+mode=all set=test
+while (($#)); do
+	case "$1" in
+	--print-packages) mode=print ;;
+	--packages-only) mode=packages ;;
+	--set)
+		[ $# -ge 2 ] || die "--set needs 'run' or 'test' ($usage)"
+		case "$2" in run | test) set=$2 ;; *) die "--set '$2': not 'run' or 'test' ($usage)" ;; esac
+		shift
+		;;
+	*) die "unknown argument '$1' ($usage)" ;;
+	esac
+	shift
+done
 
 # The release's codename, from /etc/os-release (MAFSBX_SETUP_RELEASE overrides
 # it, for --print-packages about another release).
@@ -42,12 +63,26 @@ bookworm | trixie) ;;
 *) die "release '$release' is not one this script knows (bookworm, trixie); set MAFSBX_SETUP_RELEASE to the nearest" ;;
 esac
 
+# --set run: what building and running the mount need. libc6-dev is only a
+# Recommends of gcc; curl is what start-dockerd.sh asks the engine with.
 packages=(
-	# build
-	meson ninja-build pkg-config gcc clang
-	libfuse3-dev libarchive-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev libssl-dev
+	meson ninja-build pkg-config gcc libc6-dev
+	libfuse3-dev libarchive-dev libjansson-dev libcurl4-openssl-dev libssl-dev
+	fuse3 docker.io busybox-static curl
+)
+# Debian 13 split the docker client out of docker.io; without docker-cli the
+# mount tests that drive the docker CLI fail with "the docker CLI is missing".
+[ "$release" = trixie ] && packages+=(docker-cli)
+
+# --set test: the rest, everything a test script calls, so that a minimal
+# system passes too (this machine's image happening to have a package is no
+# reason to leave it out).
+test_packages=(
+	# build: clang's libFuzzer and sanitizer runtimes are only a Recommends
+	# of clang; dpkg-checkbuilddeps wants build-essential
+	clang build-essential libcmocka-dev
 	# run and test
-	fuse3 docker.io busybox-static iptables iproute2 docker-registry curl openssl socat
+	iptables iproute2 docker-registry openssl socat python3 procps time
 	# remote-engine tests (tests/remote): a private sshd for ssh:// endpoints
 	openssh-server
 	# man pages (tests/packaging renders them)
@@ -58,19 +93,20 @@ packages=(
 	mypy
 	# the Debian package (suite packaging: dpkg-buildpackage, lintian, and a
 	# Debian 12 root filesystem made with debootstrap to install it on)
-	dpkg-dev debhelper dh-python python3 lintian debootstrap
+	dpkg-dev debhelper dh-python lintian debootstrap
 	# the Podman stage (tests/platform/podman.sh: a rootful service on its own socket)
 	podman
 	# the rootless Docker stage (tests/platform/rootless.sh: dockerd-rootless.sh,
 	# which docker.io ships, needs these)
 	rootlesskit slirp4netns uidmap
 )
-# Debian 13 split the docker client out of docker.io; without docker-cli the
-# mount tests that drive the docker CLI fail with "the docker CLI is missing".
-[ "$release" = trixie ] && packages+=(docker-cli)
+case "$release" in
 # The cgroup v2 stage's VM (tests/platform/cgroupv2.sh) runs on the CI host
-# (Debian 12), not in the Debian 13 image it boots.
-[ "$release" = bookworm ] && packages+=(qemu-system-x86)
+# (Debian 12), not in the Debian 13 image it boots; the fuzzers (contrib/fuzz.sh) too.
+bookworm) test_packages+=(qemu-system-x86 libclang-rt-14-dev) ;;
+trixie) test_packages+=(libclang-rt-19-dev) ;;
+esac
+[ "$set" = test ] && packages+=("${test_packages[@]}")
 
 if [ "$mode" = print ]; then
 	printf '%s\n' "${packages[@]}"
@@ -98,8 +134,10 @@ fi
 
 cd "$root"
 if [ ! -f build/build.ninja ]; then
-	log "configuring build/ (gcc, warnings as errors)"
-	CC=gcc meson setup build -Dwerror=true
+	tests=true
+	[ "$set" = run ] && tests=false
+	log "configuring build/ (gcc, warnings as errors, tests $tests)"
+	CC=gcc meson setup build -Dwerror=true -Dtests=$tests
 fi
 log "building build/"
 meson compile -C build

@@ -2,7 +2,8 @@
 # contrib/test.sh: the whole test run, as root. README's second command;
 # .ci/run runs exactly this.
 #
-#   1. contrib/setup.sh: packages, dockerd, build/ (gcc), the offline image
+#   1. contrib/setup.sh (--set test, its default): every package the run
+#      calls, dockerd, build/ (gcc), the offline image
 #   2. build with gcc (build/) and with clang (build-clang/), warnings as errors
 #   3. meson test, ALL suites, in build/ with MAFSBX_REQUIRE_ENGINE=1: a test
 #      that cannot reach the engine fails instead of skipping
@@ -26,7 +27,11 @@
 #   6c. cgroup v2 (tests/platform/cgroupv2.sh): a qemu VM booted from that
 #      Debian 13 image with its own kernel and only cgroup2 mounted: the mount
 #      tests cgroups, cgroups-engine, story and story-engine
-#   6d. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
+#   6d. the quick start on a fresh Debian 12 (tests/platform/quickstart.sh):
+#      a minbase container runs contrib/quickstart.sh as a new user would;
+#      it must print the sandbox's file, install only the run set's packages
+#      and leave no service but the engine running
+#   6e. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
@@ -45,15 +50,17 @@ root=$(dirname "$here")
 require_root
 cd "$root"
 
-"$here/setup.sh"
+"$here/setup.sh" --set test
 
 # The Debian 13 stage's images (debootstrap, then its packages: minutes of
 # waiting on the mirror on a fresh machine) are made in the background while
 # the host's suites run; the stage itself waits for them.
-d13_images= cgv2_images= # set by bg_start
+d13_images= cgv2_images= qs_image= # set by bg_start
 bg_start d13_images "$root/tests/platform/debian13.sh" --images-only
 # The cgroup v2 VM's disk (made from that setup image) likewise.
 bg_start cgv2_images "$root/tests/platform/cgroupv2.sh" --images-only
+# The quick-start stage's minimal Debian 12 likewise.
+bg_start qs_image "$root/tests/platform/quickstart.sh" --images-only
 
 export MAFSBX_REQUIRE_ENGINE=1
 failures=()
@@ -65,9 +72,10 @@ build() {
 	local dir=$1 cc=$2
 	shift 2
 	if [ ! -f "$dir/build.ninja" ]; then
-		CC=$cc meson setup "$dir" -Dwerror=true "$@" || return 1
+		CC=$cc meson setup "$dir" -Dwerror=true -Dtests=true "$@" || return 1
 	else
-		meson configure "$dir" -Dwerror=true "$@" || return 1
+		# -Dtests=true: the quick start configures build/ without them
+		meson configure "$dir" -Dwerror=true -Dtests=true "$@" || return 1
 	fi
 	meson compile -C "$dir"
 }
@@ -260,6 +268,10 @@ bg_finish "$d13_images" && platform_stage debian13 "the Debian 13 stage" "$root/
 # with Debian 13's dockerd 26 on it (tests/platform/cgroupv2.sh).
 bg_finish "$cgv2_images" && platform_stage cgroupv2 "the cgroup v2 VM stage" "$root/tests/platform/cgroupv2.sh" ||
 	failures+=("cgroupv2: making the VM's disk failed (exit $?; log above)")
+
+# The quick start on a fresh Debian 12 (minbase), its packages from the mirror.
+bg_finish "$qs_image" && platform_stage quickstart "the quick-start stage" "$root/tests/platform/quickstart.sh" ||
+	failures+=("quickstart: making the Debian 12 image failed (exit $?; log above)")
 
 # Scale: 1000 sandboxes on a private dockerd (tests/bench/bench_scale):
 # the root listing, by-scope, mafsbx ls and reap --dry-run against the

@@ -63,23 +63,7 @@ trap cleanup EXIT
 
 (
 	flock 9
-	if ! docker image inspect "$base" >/dev/null 2>&1; then
-		tarball=$cache/debian13-minbase.tar
-		if [ ! -s "$tarball" ]; then
-			root=$cache/debian13-root.partial
-			rm -rf "$root"
-			log "debootstrap --variant=minbase trixie from $mirror (once)"
-			s=$SECONDS
-			debootstrap --variant=minbase trixie "$root" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
-				{ tail -n 30 "$cache/debootstrap.log" >&2; rm -rf "$root"; die "debootstrap failed"; }
-			rm -rf "$root"/var/cache/apt/archives/*.deb
-			tar -C "$root" --numeric-owner -cf "$tarball.partial" . && mv "$tarball.partial" "$tarball" ||
-				die "cannot write $tarball"
-			rm -rf "$root"
-			log "debootstrap took $((SECONDS - s)) s"
-		fi
-		docker import "$tarball" "$base" >/dev/null || die "docker import $tarball"
-	fi
+	minbase_image trixie debian13 "$base"
 	if ! docker image inspect "$setup_image" >/dev/null 2>&1; then
 		log "installing contrib/setup.sh's packages into $setup_image (once)"
 		s=$SECONDS
@@ -98,30 +82,7 @@ log "images ready after $((SECONDS - t0)) s ($setup_image)"
 
 # The nested engine's data root on the host's filesystem, new for each run.
 data=$(mktemp -d /var/tmp/mafsbx-debian13-docker.XXXXXX)
-# Every capability this machine's bounding set holds (these VMs lack
-# CAP_SYS_RESOURCE, and runc refuses to start a container asking for one
-# it cannot have).
-caps=(--cap-add ALL)
-bnd=$((16#$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)))
-capnames=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE
-	NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT
-	SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE
-	AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ
-	PERFMON BPF CHECKPOINT_RESTORE)
-for i in "${!capnames[@]}"; do
-	(((bnd >> i) & 1)) || caps+=(--cap-drop "${capnames[$i]}")
-done
-log "capabilities: ${caps[*]}"
-docker run -d --name "$ctr" \
-	"${caps[@]}" \
-	--security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-	--security-opt systempaths=unconfined \
-	--device /dev/fuse \
-	--cgroupns host -v /sys/fs/cgroup:/sys/fs/cgroup:rw \
-	-v "$data:/var/lib/docker" \
-	--tmpfs /run:exec \
-	-v "$src:/mnt/src:ro" \
-	"$setup_image" sleep infinity >/dev/null || die "cannot start a container of $setup_image"
+nested_engine_run "$ctr" "$setup_image" "$data"
 
 rc=0
 docker exec -e MAFSBX_PLATFORM_TESTS="$tests" "$ctr" bash /mnt/src/tests/platform/inside.sh || rc=$?
