@@ -632,8 +632,9 @@ static void test_others_pool(void **state)
 	assert_int_equal(fs.user_opens.n, 0);
 
 	/* one worker: no pool at all for the others, the worker is the mounting user's */
+	mfs_fini(&fs);
 	fs.opt.max_threads = 1;
-	mfs_open_bound_init(&fs);
+	mfs_init(&fs);
 	assert_int_equal(mfs_call_charge(&fs, 100000), -EBUSY);
 	assert_int_equal(mfs_call_charge(&fs, getuid()), 0);
 }
