@@ -42,6 +42,7 @@ struct mfs_ctl {
 	/* a completed request is running (maybe on a transaction thread, with
 	 * `lock` released): every other call on this handle waits for its end */
 	bool running;
+	bool pooled;                 /* the running request counts in the others' pool (mfs_request_charge) */
 	pthread_cond_t done;
 };
 
@@ -187,6 +188,33 @@ static int refuse_byte(struct mfs_ctl *c, unsigned char ch, size_t at, const cha
 	return r;
 }
 
+/* A request refused by the others' pool (mfs_request_charge's `r`). */
+static int refuse_pooled(struct mfs_ctl *c, int r)
+{
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (r == -EBUSY)
+		r = mafsbx_error_set_full(&e, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
+					  "%s: users other than the mounting one have the most requests running or "
+					  "waiting that this mount lets them have (half of -o max_requests)",
+					  mfs_ctl_kind_name(c->kind));
+	else
+		r = mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "%s: out of memory counting the request",
+				     mfs_ctl_kind_name(c->kind));
+	set_error_reply(c, &e, NULL);
+	mfs_txn_log(c->kind, NULL, NULL, r, &e, 0);
+	return r;
+}
+
+/* With c->lock held: the request ended; give back its place in the others' pool. */
+static void request_ended(struct mfs_ctl *c)
+{
+	if (c->pooled) {
+		c->pooled = false;
+		mfs_request_uncharge(mfs_get(), &c->h);
+	}
+}
+
 int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *run_it)
 {
 	/* FUSE sends at most max_write (<= a few MiB) per write: the count fits. */
@@ -260,6 +288,16 @@ int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *r
 			goto out;
 		}
 	}
+	/* Another user's request holds a transaction thread, or a place in
+	 * their queue, until it ends: the others' pool keeps the rest for the
+	 * mounting user. */
+	int pooled = mfs_request_charge(mfs_get(), &c->h);
+	if (pooled < 0) {
+		request_reset(c);
+		ret = refuse_pooled(c, pooled);
+		goto out;
+	}
+	c->pooled = pooled > 0;
 	c->running = true;
 	*run_it = true;
 out:
@@ -274,6 +312,7 @@ int mfs_ctl_write_run(struct mfs *fs, struct mfs_ctl *c, int taken)
 	int r = run(fs, c);
 	pthread_mutex_lock(&c->lock);
 	request_reset(c);
+	request_ended(c);
 	c->running = false;
 	pthread_cond_broadcast(&c->done);
 	pthread_mutex_unlock(&c->lock);
@@ -288,6 +327,7 @@ int mfs_ctl_write_cancel(struct mfs_ctl *c, int e, const char *why)
 	pthread_mutex_lock(&c->lock);
 	set_error_reply(c, &err, NULL);
 	request_reset(c);
+	request_ended(c);
 	c->running = false;
 	pthread_cond_broadcast(&c->done);
 	pthread_mutex_unlock(&c->lock);

@@ -725,16 +725,17 @@ int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
 	if (!d)
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
-	st->st_uid = getuid();
-	st->st_gid = getgid();
+	/* the owner and umask of the sandbox's files (ops.c sandbox_file_stat) */
+	st->st_uid = fs->opt.uid;
+	st->st_gid = fs->opt.gid;
 	st->st_blksize = 4096;
 	pthread_mutex_lock(&d->mu);
 	st->st_mtime = st->st_ctime = st->st_atime = (time_t)d->started_s;
 	if (n->type == MFS_N_EXEC_DIR) {
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = S_IFDIR | (0555 & ~fs->opt.umask);
 		st->st_nlink = 2;
 	} else {
-		st->st_mode = S_IFREG | 0444;
+		st->st_mode = S_IFREG | (0444 & ~fs->opt.umask);
 		st->st_nlink = 1;
 		if (n->exec_file == MFS_EXEC_STDOUT || n->exec_file == MFS_EXEC_STDERR)
 			st->st_size = (off_t)d->len[n->exec_file == MFS_EXEC_STDERR];

@@ -83,8 +83,12 @@ struct mafsbx_sandbox_info;
 #define MFS_OPEN_PER_USER_MIN 64u
 #define MFS_OPEN_PER_USER_MAX 16384u
 #define MFS_OPEN_PER_USER_CEILING 1048576
+/* All users other than the daemon's together (the others' pool, mount.c):
+ * half the open-file limit, at most this many. */
+#define MFS_OPEN_OTHERS_MAX 65536u
 /* Engine-plane file calls one user other than the daemon's may have waiting
- * at once (-o max_calls_per_user): by default a quarter of max_threads. */
+ * at once (-o max_calls_per_user): by default a quarter of max_threads
+ * (all such users together: half of it, mount.c). */
 #define MFS_CALLS_PER_USER_CEILING 65536
 #define MFS_CTL_MAX_REQUEST (1024 * 1024)
 
@@ -255,12 +259,18 @@ struct mfs_snapshot {
 /* Scoped lists kept for by-scope/SCOPE/... lookups (root.c). */
 #define MFS_SCOPED_SLOTS 4
 
-/* A count per user with its bound (mount.c): open files, engine-plane calls. */
+/* A count per user with its bound, and the pool all of them share (mount.c):
+ * open files, file calls that may wait. */
 struct mfs_user_count;
 struct mfs_user_table {
-	struct mfs_user_count *users;
+	struct mfs_user_count *users;  /* only users with something counted */
 	size_t n, cap;
-	unsigned bound;              /* the bound in force (mfs_open_bound_init) */
+	unsigned bound;              /* per user, within the pool (mfs_open_bound_init) */
+	unsigned pool;               /* all users but the daemon's together: below the daemon's limit */
+	unsigned total;              /* counted now, all users together */
+	bool pool_warned;            /* the pool's refusal was logged since it last drained to half */
+	const char *what;            /* "open files": for the log */
+	const char *pool_rule;       /* how the pool was sized: for the log */
 };
 
 struct mfs {
@@ -304,6 +314,7 @@ struct mfs {
 	struct mfs_handle *handles;
 	struct mfs_user_table user_opens; /* open handles per user (not the daemon's own) */
 	struct mfs_user_table user_calls; /* engine-plane file calls in flight per user (work.c) */
+	struct mfs_user_table user_requests; /* .ctl requests running or queued per user (ctl.c) */
 
 	struct mfs_passthrough *passthrough; /* passthrough.c; NULL before the mount's init */
 	atomic_ulong passthrough_opens;     /* opens whose reads the kernel serves */
@@ -538,10 +549,12 @@ void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h);
 /*
  * The per-user bound on open files, for mounts other users reach
  * (allow_other): each uid but the daemon's own may hold at most
- * fs->user_opens.bound handles, so that no user can take every descriptor of
- * the daemon (or the memory behind the engine plane's spools) from the
- * others. mfs_open_charge counts one open for `uid` before the open does its
- * work: 0, or -EMFILE (logged once per user as it reaches the bound). The
+ * fs->user_opens.bound handles, and all of them together at most
+ * fs->user_opens.pool (half the open-file limit), so that no user, however
+ * many uids it has, can take every descriptor of the daemon (or the memory
+ * behind the engine plane's spools) from the mounting user. mfs_open_charge
+ * counts one open for `uid` before the open does its work: 0, or -EMFILE
+ * (logged once per user as it reaches its bound, once for the pool). The
  * open then either hands the count to its handle (mfs_open_charged: the
  * handle's release returns it) or returns it (mfs_open_uncharge).
  */
@@ -550,15 +563,27 @@ int mfs_open_charge(struct mfs *fs, uid_t uid);
 void mfs_open_uncharge(struct mfs *fs, uid_t uid);
 void mfs_open_charged(struct mfs *fs, const struct fuse_file_info *fi, uid_t uid);
 /*
- * The per-user bound on engine-plane file calls in flight: each such call
- * may wait for a freeze (behind an exec, up to the freezer's wait) on a FUSE
- * worker thread, so another user's stats could hold every worker. Each uid
- * but the daemon's own may have at most fs->user_calls.bound of them at
- * once: mfs_call_charge counts one (0), or refuses (-EBUSY, logged once per
- * user as it reaches the bound); mfs_call_uncharge returns it.
+ * The per-user bound on file calls in flight that may wait for a freeze
+ * (engine plane; -o frozen_reads opens): each waits (behind an exec, up to
+ * the freezer's wait) on a FUSE worker thread, so another user's stats could
+ * hold every worker. Each uid but the daemon's own may have at most
+ * fs->user_calls.bound of them at once, all of them together at most
+ * fs->user_calls.pool (half of max_threads): mfs_call_charge counts one (0),
+ * or refuses (-EBUSY, logged once per user as it reaches its bound, once for
+ * the pool); mfs_call_uncharge returns it.
  */
 int mfs_call_charge(struct mfs *fs, uid_t uid);
 void mfs_call_uncharge(struct mfs *fs, uid_t uid);
+/*
+ * The others' pool of .ctl requests: a request on a handle another user
+ * opened (running, or waiting for a transaction thread) counts against
+ * fs->user_requests.pool, half of -o max_requests, so that the mounting
+ * user's requests always find threads. 1 when counted (return it with
+ * mfs_request_uncharge once the request ends), 0 for the daemon's own
+ * user (nothing counted), -EBUSY past the pool (logged once), -ENOMEM.
+ */
+int mfs_request_charge(struct mfs *fs, struct mfs_handle *h);
+void mfs_request_uncharge(struct mfs *fs, struct mfs_handle *h);
 
 /* Call fn on each open handle (under the registry's lock, so fn must not
  * open or close one) until it returns nonzero; returns that value, or 0. */

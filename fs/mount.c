@@ -2,10 +2,12 @@
  * mount.c: the lifecycle of one mount: the `struct mfs` every operation
  * reaches through mfs_get() (a process-wide pointer: the daemon serves one
  * mount; unit tests install theirs with mfs_set_current()), its init and
- * teardown, the registry of open handles, and the limit on .ctl requests
- * running at once.
+ * teardown, the registry of open handles, the limit on .ctl requests
+ * running at once, and what users other than the daemon's may hold: open
+ * files, file calls that may wait and .ctl requests, per user and in one
+ * pool all of them share.
  *
- * The bottom of fs/: the operations (ops.c), work.c, requests.c call here;
+ * The bottom of fs/: the operations (ops.c), work.c, ctl.c, requests.c call here;
  * this file calls only root.c's list teardown and each handle's own discard
  * function (a pointer in the handle), never an operation.
  */
@@ -61,6 +63,7 @@ void mfs_fini(struct mfs *fs)
 	mfs_passthrough_fini(fs);
 	user_table_free(&fs->user_opens);
 	user_table_free(&fs->user_calls);
+	user_table_free(&fs->user_requests);
 	pthread_mutex_destroy(&fs->handles_lock);
 	mfs_list_clear(fs);
 	pthread_mutex_destroy(&fs->lock);
@@ -106,34 +109,69 @@ void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h)
 	}
 }
 
-/* ---- per-user counts: open files, engine-plane calls -------------------------- */
+/* ---- per-user counts and the others' pool: open files, waiting calls ---------- */
 
+/*
+ * Every uid but the daemon's own is bounded twice: by its own count (the
+ * per-user bound) and by the sum over all of them (the others' pool). A
+ * local user with subordinate ids (/etc/subuid: 65,536 each on Debian) has
+ * as many uids as it likes, so per-uid bounds alone let it take every
+ * descriptor or worker thread; the pool is strictly smaller than the
+ * daemon's limit, which leaves the mounting user a reserve no number of
+ * uids can take.
+ */
 struct mfs_user_count {
 	uid_t uid;
 	unsigned n;
 	bool warned;   /* the refusal was logged since the user was last under the bound */
 };
 
+/* The per-user bound inside the pool: one user alone never passes it. */
+static unsigned within(unsigned bound, unsigned pool)
+{
+	return bound < pool ? bound : pool;
+}
+
+/* The others' pool of open files: half the daemon's descriptors. */
+static unsigned open_pool_of(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return MFS_OPEN_OTHERS_MAX;
+	rlim_t half = rl.rlim_cur / 2;
+	return half > MFS_OPEN_OTHERS_MAX ? MFS_OPEN_OTHERS_MAX : (unsigned)half;
+}
+
 void mfs_open_bound_init(struct mfs *fs)
 {
-	fs->user_opens = (struct mfs_user_table){ 0 };
-	fs->user_calls = (struct mfs_user_table){ 0 };
-	if (fs->opt.max_calls_per_user) {
-		fs->user_calls.bound = fs->opt.max_calls_per_user;
-	} else {
-		unsigned threads = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
-		fs->user_calls.bound = threads / 4 ? threads / 4 : 1;
+	fs->user_opens = (struct mfs_user_table){ .what = "open files", .pool_rule = "half the open-file limit" };
+	fs->user_calls = (struct mfs_user_table){ .what = "file calls that may wait",
+						  .pool_rule = "half of -o max_threads" };
+	unsigned threads = fs->opt.max_threads ? fs->opt.max_threads : MFS_DEFAULT_MAX_THREADS;
+	/* Half the workers: a waiting call holds one; the other half stays the mounting user's. */
+	fs->user_calls.pool = threads / 2;
+	unsigned calls = fs->opt.max_calls_per_user ? fs->opt.max_calls_per_user : (threads / 4 ? threads / 4 : 1);
+	fs->user_calls.bound = within(calls, fs->user_calls.pool);
+	fs->user_opens.pool = open_pool_of();
+	unsigned opens = fs->opt.max_open_per_user;
+	if (!opens) {
+		/* a quarter of the descriptors (half the pool), within these bounds */
+		unsigned quarter = fs->user_opens.pool / 2;
+		opens = quarter < MFS_OPEN_PER_USER_MIN	  ? MFS_OPEN_PER_USER_MIN
+			: quarter > MFS_OPEN_PER_USER_MAX ? MFS_OPEN_PER_USER_MAX
+							  : quarter;
 	}
-	if (fs->opt.max_open_per_user) {
-		fs->user_opens.bound = fs->opt.max_open_per_user;
-		return;
-	}
-	struct rlimit rl;
-	rlim_t quarter = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 4
-											    : MFS_OPEN_PER_USER_MAX;
-	fs->user_opens.bound = quarter < MFS_OPEN_PER_USER_MIN   ? MFS_OPEN_PER_USER_MIN
-			       : quarter > MFS_OPEN_PER_USER_MAX ? MFS_OPEN_PER_USER_MAX
-								 : (unsigned)quarter;
+	fs->user_opens.bound = within(opens, fs->user_opens.pool);
+	/* .ctl requests (reached by another uid only with CAP_DAC_OVERRIDE over
+	 * the mounting user's 0600 files): half the transaction threads */
+	fs->user_requests = (struct mfs_user_table){ .what = ".ctl requests running or waiting",
+						     .pool_rule = "half of -o max_requests" };
+	fs->user_requests.pool = fs->requests_max > 0 ? (unsigned)fs->requests_max / 2 : 0;
+	fs->user_requests.bound = fs->user_requests.pool;
+	log_info("users other than uid %u share one pool of %u open files, %u file calls that may wait (of %u "
+		 "worker threads) and %u .ctl requests; each of them holds at most %u open files and %u calls",
+		 (unsigned)getuid(), fs->user_opens.pool, fs->user_calls.pool, threads, fs->user_requests.pool,
+		 fs->user_opens.bound, fs->user_calls.bound);
 }
 
 static void user_table_free(struct mfs_user_table *t)
@@ -152,8 +190,18 @@ static struct mfs_user_count *user_entry(struct mfs_user_table *t, uid_t uid)
 	return NULL;
 }
 
-/* Count one for `uid` in `t`: 0, -ENOMEM, or 1 when the user is at the
- * bound (*first: this refusal is the first since it was last under it). */
+/* handles_lock held: drop an entry with nothing counted. */
+static void user_entry_drop(struct mfs_user_table *t, struct mfs_user_count *u)
+{
+	*u = t->users[--t->n];
+}
+
+enum charge { CHARGED = 0, USER_FULL = 1, POOL_FULL = 2 };
+
+/* Count one for `uid` in `t`: CHARGED, -ENOMEM, USER_FULL (the user is at
+ * its bound) or POOL_FULL (all other users together are at the pool);
+ * *first: the refusal is the first since the user (or the pool) was last
+ * under it, and is to be logged. */
 static int user_charge(struct mfs *fs, struct mfs_user_table *t, uid_t uid, bool *first)
 {
 	pthread_mutex_lock(&fs->handles_lock);
@@ -166,26 +214,51 @@ static int user_charge(struct mfs *fs, struct mfs_user_table *t, uid_t uid, bool
 		u = &t->users[t->n++];
 		*u = (struct mfs_user_count){ .uid = uid };
 	}
-	if (u->n >= t->bound) {
+	int r = CHARGED;
+	if (u->n >= t->bound && t->bound < t->pool) {
 		*first = !u->warned;
 		u->warned = true;
-		pthread_mutex_unlock(&fs->handles_lock);
-		return 1;
+		r = USER_FULL;
+	} else if (t->total >= t->pool) {
+		/* once per time the pool fills: 65,536 uids must not write 65,536 lines */
+		*first = !t->pool_warned;
+		t->pool_warned = true;
+		r = POOL_FULL;
+		if (u->n == 0)
+			user_entry_drop(t, u);
+	} else {
+		u->n++;
+		t->total++;
 	}
-	u->n++;
 	pthread_mutex_unlock(&fs->handles_lock);
-	return 0;
+	return r;
 }
 
 static void user_uncharge(struct mfs *fs, struct mfs_user_table *t, uid_t uid)
 {
 	pthread_mutex_lock(&fs->handles_lock);
 	struct mfs_user_count *u = user_entry(t, uid);
-	if (u && u->n > 0 && --u->n == 0)
-		*u = t->users[--t->n];   /* no entry kept for a user with nothing counted */
-	else if (u && u->n < t->bound)
-		u->warned = false;
+	if (u && u->n > 0) {
+		t->total--;
+		if (--u->n == 0)
+			user_entry_drop(t, u);   /* no entry kept for a user with nothing counted */
+		else if (u->n < t->bound)
+			u->warned = false;
+	}
+	/* the pool's refusal is logged again only once it has drained to half:
+	 * a pool held full by many uids is one event, not one per release */
+	if (t->total <= t->pool / 2)
+		t->pool_warned = false;
 	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+/* The pool's refusal, logged once (see user_charge): names the pool. */
+static void pool_refused(const struct mfs_user_table *t, uid_t uid)
+{
+	log_warn("the others' pool is full: users other than uid %u together hold %u %s on this mount, the most "
+		 "all of them may (%s); uid %u and every other such user are refused until some end, while "
+		 "uid %u keeps the rest",
+		 (unsigned)getuid(), t->pool, t->what, t->pool_rule, (unsigned)uid, (unsigned)getuid());
 }
 
 int mfs_open_charge(struct mfs *fs, uid_t uid)
@@ -196,7 +269,9 @@ int mfs_open_charge(struct mfs *fs, uid_t uid)
 	int r = user_charge(fs, &fs->user_opens, uid, &first);
 	if (r <= 0)
 		return r;
-	if (first)
+	if (first && r == POOL_FULL)
+		pool_refused(&fs->user_opens, uid);
+	else if (first)
 		log_warn("uid %u holds %u open files on this mount, the most one user may (-o max_open_per_user=%u): "
 			 "its further opens fail with EMFILE until it closes some",
 			 (unsigned)uid, fs->user_opens.bound, fs->user_opens.bound);
@@ -218,9 +293,12 @@ int mfs_call_charge(struct mfs *fs, uid_t uid)
 	int r = user_charge(fs, &fs->user_calls, uid, &first);
 	if (r <= 0)
 		return r;
-	if (first)
-		log_warn("uid %u has %u engine-plane file calls waiting on this mount, the most one user may "
-			 "(-o max_calls_per_user=%u): its further calls fail with EBUSY until some end",
+	if (first && r == POOL_FULL)
+		pool_refused(&fs->user_calls, uid);
+	else if (first)
+		log_warn("uid %u has %u engine-plane file calls waiting on this mount (or -o frozen_reads reads), "
+			 "the most one user may (-o max_calls_per_user=%u): its further calls fail with EBUSY until "
+			 "some end",
 			 (unsigned)uid, fs->user_calls.bound, fs->user_calls.bound);
 	return -EBUSY;
 }
@@ -245,6 +323,35 @@ void mfs_open_charged(struct mfs *fs, const struct fuse_file_info *fi, uid_t uid
 	h->owner = uid;
 	h->charged = true;
 	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+int mfs_request_charge(struct mfs *fs, struct mfs_handle *h)
+{
+	if (!fs || !h)
+		return 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	bool other = h->charged;   /* opened by a user other than the daemon's (mfs_open_charged) */
+	uid_t uid = h->owner;
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (!other)
+		return 0;
+	bool first = false;
+	int r = user_charge(fs, &fs->user_requests, uid, &first);
+	if (r < 0)
+		return r;
+	if (r == CHARGED)
+		return 1;
+	if (first)
+		pool_refused(&fs->user_requests, uid);
+	return -EBUSY;
+}
+
+void mfs_request_uncharge(struct mfs *fs, struct mfs_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	uid_t uid = h->owner;
+	pthread_mutex_unlock(&fs->handles_lock);
+	user_uncharge(fs, &fs->user_requests, uid);
 }
 
 int mfs_handles_each(struct mfs *fs, int (*fn)(struct mfs_handle *h, void *arg), void *arg)

@@ -43,6 +43,21 @@ static void base_stat(struct stat *st, mode_t mode)
 	st->st_blksize = 4096;
 }
 
+/*
+ * The attributes of a sandbox's read-only virtual file or directory
+ * (NAME/status, NAME/egress, NAME/execs/...): the owner and umask the mount
+ * gives the sandbox's files (-o uid, gid, umask, as work/ shows them), so
+ * that with allow_other (default_permissions) whoever may not read the
+ * sandbox's files may not read its status, egress log or command output
+ * either.
+ */
+static void sandbox_file_stat(struct mfs *fs, struct stat *st, mode_t mode)
+{
+	base_stat(st, mode & ~fs->opt.umask);
+	st->st_uid = fs->opt.uid;
+	st->st_gid = fs->opt.gid;
+}
+
 static int sandbox_exists(struct mfs *fs, const char *name, time_t *created)
 {
 	const struct mafsbx_sandbox_info *info;
@@ -102,14 +117,17 @@ static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_in
 	case MFS_N_SBX_STATUS: {
 		time_t created = 0;
 		if (h && h->type == MFS_H_BLOB) {
-			base_stat(st, S_IFREG | 0444);
+			sandbox_file_stat(fs, st, S_IFREG | 0444);
 			st->st_size = (off_t)((struct mfs_blob *)h)->len;
 			return 0;
 		}
 		r = sandbox_exists(fs, n.name, &created);
 		if (r < 0)
 			return r;
-		base_stat(st, n.type == MFS_N_SBX_DIR ? S_IFDIR | 0755 : S_IFREG | 0444);
+		if (n.type == MFS_N_SBX_DIR)
+			base_stat(st, S_IFDIR | 0755);   /* the mount's: rmdir disposes, as the root's modes allow */
+		else
+			sandbox_file_stat(fs, st, S_IFREG | 0444);
 		st->st_mtime = st->st_ctime = st->st_atime = created;
 		return 0;
 	}
@@ -120,7 +138,7 @@ static int mfs_op_getattr(const char *path, struct stat *st, struct fuse_file_in
 		r = sandbox_exists(fs, n.name, NULL);
 		if (r < 0)
 			return r;
-		base_stat(st, S_IFDIR | 0555);
+		sandbox_file_stat(fs, st, S_IFDIR | 0555);
 		return 0;
 	case MFS_N_EXEC_DIR:
 	case MFS_N_EXEC_FILE:

@@ -73,11 +73,27 @@ static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_
 /*
  * Another user's calls on the engine plane are bounded (mfs_call_charge):
  * each may wait for a freeze behind an exec of the sandbox, holding a FUSE
- * worker thread. target_of() counts the call and target_put() returns it;
- * the two are paired on one thread, so the charge is kept per thread.
+ * worker thread. So may a local-plane open for reading with -o frozen_reads
+ * (its copy is made under a freeze): open_file() counts it too. target_of()
+ * counts the call and target_put() returns it; the two are paired on one
+ * thread, so the charge is kept per thread.
  */
 static __thread bool call_charged;
 static __thread uid_t call_uid;
+
+/* Count this thread's call for its caller when that is another user. 0 or -EBUSY. */
+static int charge_call(struct mfs *fs)
+{
+	uid_t uid;
+	if (call_charged || !mfs_caller_uid(&uid) || uid == getuid())
+		return 0;
+	int r = mfs_call_charge(fs, uid);
+	if (r == 0) {
+		call_charged = true;
+		call_uid = uid;
+	}
+	return r;
+}
 
 /* The plane target of a sandbox. Returns the snapshot holding `info` (the
  * caller puts it with target_put) or NULL with the errno in *errp (EBUSY:
@@ -103,14 +119,12 @@ static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const st
 	uid_t uid;
 	if (mfs_caller_uid(&uid) && uid != getuid() &&
 	    mafsbx_plane_which(fs->planes, t, NULL, 0) == MAFSBX_PK_ENGINE) {
-		int r = mfs_call_charge(fs, uid);
+		int r = charge_call(fs);
 		if (r < 0) {
 			mfs_snapshot_put(s);
 			*errp = r;
 			return NULL;
 		}
-		call_charged = true;
-		call_uid = uid;
 	}
 	return s;
 }
@@ -366,6 +380,10 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		snprintf(w->id, sizeof(w->id), "%s", info->id);
 		snprintf(w->name, sizeof(w->name), "%s", info->name);
 		mafsbx_error_clear(&e);
+		if (acc == O_RDONLY && !create && fs->opt.frozen_reads && (r = charge_call(fs)) < 0) {
+			target_put(fs, s);
+			break;   /* another user's reads that may wait hold their share of the workers */
+		}
 		if (acc == O_RDONLY && !create) {
 			r = mafsbx_plane_open_read(fs->planes, &t, base_of(n), n->rel, fs->opt.max_read, &w->f, &e);
 		} else {

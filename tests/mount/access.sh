@@ -4,6 +4,8 @@
 #   with -o allow_other, another local (unprivileged) user cannot run a
 #   request, cannot write into a sandbox, and sees sandbox files with the
 #   mount's -o uid/gid/umask, never the guest's owner;
+#   with -o umask=077 another user reads no command output (execs/),
+#   status or egress log either (EACCES);
 #   another user holds at most -o max_open_per_user open files (EMFILE);
 #   on the engine plane another user has at most -o max_calls_per_user file
 #   calls waiting at once (EBUSY past it), e.g. behind a long exec;
@@ -41,12 +43,57 @@ as_other "echo x > '$W/new.txt'" 2>/dev/null && fail "another user created a fil
 as_other "rm -f '$W/f.txt'" 2>/dev/null
 [ -e "$W/f.txt" ] || fail "another user removed a sandbox file"
 expect_eq "$(as_other "cat '$W/f.txt'")" secret "another user may read what the modes allow"
+# and so the output of a command (0444 & ~022, as a sandbox file)
+ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, \"command\": \"cat f.txt\"}"
+[ "$CTL_STATUS" = OK ] || fail "detached exec: $CTL_STATUS $CTL_REPLY"
+X=$M/$N/execs/$(jget "$CTL_REPLY" exec)
+cat "$X/wait" >/dev/null || fail "wait for the detached exec"
+expect_eq "$(as_other "cat '$X/stdout'")" secret "another user reads a command's output where the umask allows"
 umount_fs "$M" "$DAEMON_PID"
 
 # -o uid/gid/umask: shown as given, and enforced for the other user
 mount_fs "$M" -o "allow_other,uid=$(id -u "$OTHER"),gid=$(id -g "$OTHER"),umask=077"
 expect_eq "$(stat -c '%U %a' "$W/f.txt")" "$OTHER 600" "-o uid/umask shown"
 expect_eq "$(as_other "cat '$W/f.txt'")" secret "the owner named by -o uid reads"
+umount_fs "$M" "$DAEMON_PID"
+
+# ---- -o umask governs every file of a sandbox -----------------------------------------
+# With allow_other,umask=077 another user reads nothing of a sandbox: not
+# its files, nor its status, its egress log, or a command's output under
+# execs/ (shown with the owner and umask of the sandbox's files: 0400, the
+# directories 0500). Before, those were 0444 whatever the umask, so another
+# user read the output of `cat f.txt`, a file the umask hid from it.
+mount_fs "$M" -o allow_other,umask=077
+ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, \"command\": \"cat f.txt; echo err >&2\"}"
+[ "$CTL_STATUS" = OK ] || fail "detached exec: $CTL_STATUS $CTL_REPLY"
+X=$M/$N/execs/$(jget "$CTL_REPLY" exec)
+cat "$X/wait" >/dev/null || fail "wait for the detached exec"
+expect_eq "$(cat "$X/stdout")" secret "the mounting user reads the command's output"
+out=$(as_other "python3 - '$X' '$M/$N'" <<'PY'
+import errno, os, sys
+x, n = sys.argv[1], sys.argv[2]
+for p in [x + "/stdout", x + "/stderr", x + "/status", x + "/wait", n + "/status", n + "/egress", n + "/work/f.txt"]:
+    try:
+        with open(p, "rb") as f:
+            f.read(1)
+        what = "read"
+    except OSError as e:
+        what = errno.errorcode.get(e.errno, str(e.errno))
+    print(os.path.relpath(p, n), what)
+for d in [n + "/execs", x]:
+    try:
+        os.listdir(d)
+        what = "listed"
+    except OSError as e:
+        what = errno.errorcode.get(e.errno, str(e.errno))
+    print(os.path.relpath(d, n), what)
+PY
+) || fail "the other user's reads: $out"
+log "another user, umask=077: $(echo $out)"
+expect_eq "$(echo "$out" | awk '{ print $2 }' | sort -u)" EACCES "another user's reads and listings of the sandbox's files"
+expect_eq "$(stat -c '%u %a' "$X/stdout" "$X/stderr" "$X/status" "$X/wait" "$M/$N/status" "$M/$N/egress" | sort -u)" \
+	"0 400" "the owner and modes of the exec's files, status and egress"
+expect_eq "$(stat -c '%u %a' "$X" "$M/$N/execs" | sort -u)" "0 500" "the owner and modes of execs/ and execs/ID"
 umount_fs "$M" "$DAEMON_PID"
 
 # ---- open files per user ------------------------------------------------------------

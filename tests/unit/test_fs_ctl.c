@@ -6,7 +6,7 @@
  * malformed and trailing data, the framing (a byte that cannot continue a
  * JSON object fails its write at once; a write ending in a newline ends the
  * request), a failing request's errno and reply, and the pipe-like open
- * flags.
+ * flags; and the others' pool of open files and waiting calls (mount.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -577,6 +579,113 @@ static void test_runner_budget(void **state)
 	assert_int_equal(atomic_load(&fs.requests_running), 0);
 }
 
+/*
+ * The others' pool (mount.c): 40 uids other than the daemon's, each up to
+ * its own bound, together hold no more than the pool, which is below the
+ * daemon's limits (half of max_threads for calls, half the open-file limit
+ * for opens); the daemon's own uid is never counted, and what is returned
+ * is given out again.
+ */
+static void charge_all(int (*charge)(struct mfs *, uid_t), unsigned per_uid, unsigned *held, unsigned *refused,
+		       int want_errno)
+{
+	*held = *refused = 0;
+	for (uid_t u = 100000; u < 100040; u++) {
+		for (unsigned i = 0; i < per_uid; i++) {
+			int r = charge(&fs, u);
+			if (r == 0) {
+				(*held)++;
+			} else {
+				assert_int_equal(r, -want_errno);
+				(*refused)++;
+			}
+		}
+	}
+}
+
+static void test_others_pool(void **state)
+{
+	(void)state;
+	/* calls: 16 workers, a pool of 8, 4 per user */
+	assert_int_equal(fs.user_calls.pool, 8);
+	assert_int_equal(fs.user_calls.bound, 4);
+	unsigned held, refused;
+	charge_all(mfs_call_charge, 4, &held, &refused, EBUSY);
+	assert_int_equal(held, 8);
+	assert_int_equal(refused, 40 * 4 - 8);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(mfs_call_charge(&fs, getuid()), 0);   /* the mounting user's reserve */
+	for (uid_t u = 100000; u < 100040; u++)
+		for (int i = 0; i < 4; i++)
+			mfs_call_uncharge(&fs, u);   /* what was refused returns nothing */
+	assert_int_equal(fs.user_calls.total, 0);
+	assert_int_equal(mfs_call_charge(&fs, 100041), 0);
+	mfs_call_uncharge(&fs, 100041);
+
+	/* opens: the pool is half the open-file limit, a user at most half the pool */
+	struct rlimit rl;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	assert_true(fs.user_opens.pool > 0 && fs.user_opens.pool < rl.rlim_cur);
+	assert_true(fs.user_opens.bound <= fs.user_opens.pool);
+	unsigned per = fs.user_opens.bound;
+	charge_all(mfs_open_charge, per, &held, &refused, EMFILE);
+	assert_int_equal(held, fs.user_opens.pool < 40 * per ? fs.user_opens.pool : 40 * per);
+	assert_int_equal(mfs_open_charge(&fs, getuid()), 0);
+	for (uid_t u = 100000; u < 100040; u++)
+		for (unsigned i = 0; i < per; i++)
+			mfs_open_uncharge(&fs, u);
+	assert_int_equal(fs.user_opens.total, 0);
+	assert_int_equal(fs.user_opens.n, 0);
+
+	/* one worker: no pool at all for the others, the worker is the mounting user's */
+	mfs_fini(&fs);
+	fs.opt.max_threads = 1;
+	mfs_init(&fs);
+	assert_int_equal(mfs_call_charge(&fs, 100000), -EBUSY);
+	assert_int_equal(mfs_call_charge(&fs, getuid()), 0);
+}
+
+/* .ctl requests of other users: at most half of max_requests running or
+ * waiting at once (EBUSY, with a reply saying so), never the mounting user's. */
+static void test_others_request_pool(void **state)
+{
+	(void)state;
+	unsigned pool = fs.user_requests.pool;
+	assert_int_equal(pool, MFS_DEFAULT_MAX_REQUESTS / 2);
+	struct fuse_file_info fi[MFS_DEFAULT_MAX_REQUESTS / 2 + 2];
+	bool run_it;
+	for (unsigned i = 0; i <= pool; i++) {
+		uid_t u = 100000 + i;
+		assert_int_equal(mfs_open_charge(&fs, u), 0);
+		ctl_open("/.ctl/exec", O_RDWR, &fi[i]);
+		mfs_open_charged(&fs, &fi[i], u);
+		struct mfs_ctl *c = (struct mfs_ctl *)(uintptr_t)fi[i].fh;
+		int r = mfs_ctl_write_take(c, "{}", 2, &run_it);
+		if (i < pool) {
+			assert_int_equal(r, 2);
+			assert_true(run_it);
+		} else {
+			assert_int_equal(r, -EBUSY);   /* the pool is full: refused before it waits for a thread */
+			assert_false(run_it);
+			char *reply = read_all(&fi[i], 4096);
+			assert_non_null(strstr(reply, "half of -o max_requests"));
+			free(reply);
+		}
+	}
+	/* the mounting user's request is not counted */
+	ctl_open("/.ctl/exec", O_RDWR, &fi[pool + 1]);
+	assert_int_equal(wr(&fi[pool + 1], "{}", 2, 0), 2);
+	/* one other user's request ends: another may run */
+	struct mfs_ctl *first = (struct mfs_ctl *)(uintptr_t)fi[0].fh;
+	assert_int_equal(mfs_ctl_write_run(&fs, first, 2), 2);
+	assert_int_equal(wr(&fi[pool], "{}", 2, 0), 2);
+	for (unsigned i = 1; i < pool; i++)
+		assert_int_equal(mfs_ctl_write_run(&fs, (struct mfs_ctl *)(uintptr_t)fi[i].fh, 2), 2);
+	assert_int_equal(fs.user_requests.total, 0);
+	for (unsigned i = 0; i <= pool + 1; i++)
+		mfs_operations.release("/.ctl/exec", &fi[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -594,6 +703,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runner_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_others_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_others_request_pool, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
