@@ -23,7 +23,8 @@
  * directory that fails is reported on stderr and skipped: a user's own
  * directory gone wrong must not fail root's cron job. One line per
  * directory says what was done; the exit status is 1 only when a freeze
- * that was found could not be lifted.
+ * that was found could not be lifted. Lock files of removed containers are
+ * collected in the caller's own directories only (see thaw_dir).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -253,9 +254,12 @@ static void thaw_dir(struct thaw_pass *tp, const char *dir)
 			log_info("thawed %.12s (a freeze left in %s)", id, dir);
 		}
 	}
+	/* Lock files are collected in the caller's own directories only: another user's may be
+	 * for another engine (a rootless one), whose containers this engine calls gone, and a
+	 * freeze record of those removed here could never be lifted by that user's thaw. */
 	unsigned collected = 0;
 	mafsbx_error_clear(&err);
-	if (mafsbx_freezer_collect(f, tp->live, tp->n_live, &collected, &err) < 0)
+	if (owner_by_name(dir) == geteuid() && mafsbx_freezer_collect(f, tp->live, tp->n_live, &collected, &err) < 0)
 		log_warn("%s: %s", dir, err.message);
 	t->collected += collected;
 	mafsbx_freezer_free(f);

@@ -11,7 +11,9 @@
 #      in a directory's place, are refused, said on stderr, and do not
 #      change the exit status;
 #   3. the lock files root made in the user's directory are the user's, so
-#      the user's own mounts still open them.
+#      the user's own mounts still open them; and root collects no lock files
+#      there (they may be a rootless engine's, whose containers root's engine
+#      calls gone).
 . "$(dirname "$0")/lib.sh"
 require_env
 : "${MAFSBX_CLI:?MAFSBX_CLI must name the mafsbx binary}"
@@ -28,8 +30,11 @@ BAD_LINK=/tmp/mafsbxfs-$((4000100000 + $$ % 100000))
 made_ud=0
 ID=
 
+# an ID no engine here has: the record of another engine's container
+GONE=$(printf '%064x' $$)
 finish() {
 	[ -n "$ID" ] && rm -f "$UD/$ID".*
+	rm -f "$UD/$GONE".*
 	[ "$made_ud" = 1 ] && rmdir "$UD" 2>/dev/null
 	rm -rf "$BAD_OWNER"
 	rm -f "$BAD_LINK"
@@ -46,7 +51,7 @@ N=$(MFS_HANDMADE_PLAIN=1 "$MFS_TOOL" handmade "$SCOPE" t a thawusers) || fail "c
 ID=$(docker inspect -f '{{.Id}}' "$N") || fail "inspect $N"
 
 # --- 1. a freeze left in another user's runtime directory ----------------------
-as_other "umask 077 && mkdir -p $UD && printf 'frozen pid 999999 t=0\\n' >$UD/$ID.gate && : >$UD/$ID.hold" ||
+as_other "umask 077 && mkdir -p $UD && printf 'frozen pid 999999 t=0\\n' >$UD/$ID.gate && : >$UD/$ID.hold && : >$UD/$GONE.gate" ||
 	fail "cannot write $OTHER's lock files"
 docker pause "$N" >/dev/null || fail "docker pause"
 expect_eq "$("$MFS_TOOL" state "$N")" paused "the sandbox before the thaw"
@@ -71,6 +76,7 @@ log "ok: root's thaw lifts a freeze in another user's directory and refuses the 
 strays=$(find "$UD" -maxdepth 1 -name "$ID.*" ! -user "$OTHER")
 [ -z "$strays" ] || fail "root left lock files in $UD that are not $OTHER's: $strays"
 as_other "exec 3>>$UD/$ID.gate && exec 4>>$UD/$ID.hold" || fail "$OTHER cannot open its own lock files"
+[ -e "$UD/$GONE.gate" ] || fail "root collected a lock file in $OTHER's directory"
 
 out=$("$MAFSBX_CLI" thaw --json 2>/dev/null) || fail "a second thaw: exit $?"
 expect_eq "$(jget "$out" thawed)" 0 "a second thaw has nothing to do"
