@@ -114,7 +114,8 @@ struct cg_path {
 	size_t n;
 };
 
-static bool split_path(const char *p, size_t plen, struct cg_path *out)
+/* Its first CG_MAX_DEPTH components. */
+static void split_path(const char *p, size_t plen, struct cg_path *out)
 {
 	const char *end = p + plen;
 	out->n = 0;
@@ -125,14 +126,14 @@ static bool split_path(const char *p, size_t plen, struct cg_path *out)
 		while (q < end && *q != '/')
 			q++;
 		if (q > p) {
+			/* the engine's part is near the top: what lies deeper is the container's own */
 			if (out->n == CG_MAX_DEPTH)
-				return false;
+				return;
 			out->c[out->n] = p;
 			out->len[out->n++] = (size_t)(q - p);
 		}
 		p = q;
 	}
-	return true;
 }
 
 static bool comp_is(const struct cg_path *cp, size_t i, const char *want)
@@ -224,8 +225,7 @@ static int names_line(const struct cg_line *l, void *vctx)
 {
 	struct names_ctx *ctx = vctx;
 	struct cg_path cp;
-	if (!split_path(l->path, l->path_len, &cp))
-		return 0;
+	split_path(l->path, l->path_len, &cp);
 	for (size_t k = 0; k < cp.n; k++) {
 		if (names_at(&cp, k, ctx->id, ctx->uid)) {
 			ctx->found = true;

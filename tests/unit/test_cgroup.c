@@ -90,6 +90,12 @@ static void test_real_forms_accepted(void **state)
 	assert_true(mafsbx_cgroup_names_container_as(
 		"0::/user.slice/user-1000.slice/user@1000.service/user.slice/docker-" OTHER ".scope/docker/" ID "\n", ID,
 		RL));
+	/* a guest's deep subtree under the container's cgroup */
+	char deep[2048] = "0::/docker/" ID;
+	for (int i = 0; i < 40; i++)
+		strcat(deep, "/d");
+	strcat(deep, "\n");
+	assert_true(mafsbx_cgroup_names_container_as(deep, ID, RL));
 	/* the wrapper takes this process's uid as the engine's */
 	assert_true(mafsbx_cgroup_names_container(v2_cgroupfs, ID));
 	assert_int_equal(mafsbx_cgroup_names_container(v2_rootless, ID), geteuid() == RL);
