@@ -54,7 +54,10 @@ static void thaw_usage(FILE *out)
 		"for a file call and could not unpause (it died, or the engine did not\n"
 		"answer). Host-wide: every runtime directory is searched. A live freeze, and a\n"
 		"container paused by someone else, are left alone. Also removes the freeze lock\n"
-		"files of containers that no longer exist. Safe to run from cron.\n"
+		"files of containers that no longer exist (in the caller's own directories).\n"
+		"Each directory must be owned by the uid its name says and writable by no one\n"
+		"else; one that is not is refused on stderr and skipped. One line per\n"
+		"directory says what was done. Safe to run from cron.\n"
 		"\n"
 		"Options:\n"
 		"      --rundir DIR     search this runtime directory (repeatable); default:\n"
@@ -64,8 +67,8 @@ static void thaw_usage(FILE *out)
 		"  -v, --verbose        log each step\n"
 		"  -h, --help           show this help\n"
 		"\n"
-		"Exit status: 0 done, 1 some freeze could not be lifted, 2 usage, 3 engine\n"
-		"unreachable or the listing failed.\n");
+		"Exit status: 0 done (a refused directory is only a warning), 1 some freeze\n"
+		"found could not be lifted, 2 usage, 3 engine unreachable or the listing failed.\n");
 }
 
 struct dirs {
