@@ -70,18 +70,24 @@ static bool pidfd_exited(int pidfd)
 	return poll(&p, 1, 0) > 0;
 }
 
-int mafsbx_proc_prove_member(int piddir, const char *id, const struct mafsbx_proc_ident *init, const char **why)
+/* The cgroup of the process whose /proc directory is piddir names container `id` (cgroup.h). */
+static bool cgroup_names(int piddir, const char *id)
 {
 	char text[4096];
-	*why = "the cgroup proof failed: its cgroup does not name the container where the engine puts it";
 	int cfd = openat(piddir, "cgroup", O_RDONLY | O_CLOEXEC);
 	ssize_t n = cfd >= 0 ? read(cfd, text, sizeof(text) - 1) : -1;
 	if (cfd >= 0)
 		close(cfd);
 	if (n <= 0)
-		return -EPERM;
+		return false;
 	text[n] = '\0';
-	if (!mafsbx_cgroup_names_container(text, id))
+	return mafsbx_cgroup_names_container(text, id);
+}
+
+int mafsbx_proc_prove_member(int piddir, const char *id, const struct mafsbx_proc_ident *init, const char **why)
+{
+	*why = "the cgroup proof failed: its cgroup does not name the container where the engine puts it";
+	if (!cgroup_names(piddir, id))
 		return -EPERM;
 	struct mafsbx_proc_ident me;
 	if (mafsbx_proc_ident_of(piddir, &me) < 0) {
@@ -144,16 +150,7 @@ static int read_init(struct tree *t)
 	if (fd < 0)
 		return -errno;
 	int dir = open_piddir(t->init_pid);
-	char text[4096];
-	int cfd = dir >= 0 ? openat(dir, "cgroup", O_RDONLY | O_CLOEXEC) : -1;
-	ssize_t n = cfd >= 0 ? read(cfd, text, sizeof(text) - 1) : -1;
-	if (cfd >= 0)
-		close(cfd);
-	int r = n > 0 ? 0 : -EPERM;
-	if (r == 0) {
-		text[n] = '\0';
-		r = mafsbx_cgroup_names_container(text, t->id) ? mafsbx_proc_ident_of(dir, &t->init) : -EPERM;
-	}
+	int r = dir >= 0 && cgroup_names(dir, t->id) ? mafsbx_proc_ident_of(dir, &t->init) : -EPERM;
 	if (r == 0 && pidfd_exited(fd))
 		r = -ESRCH;
 	if (dir >= 0)
