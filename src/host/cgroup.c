@@ -192,8 +192,8 @@ static bool engine_parent(const struct cg_path *cp, size_t k, enum cg_form form,
 			return true;
 		/* nested: .../<outer container>/docker/ID */
 		return k >= 2 && comp_is(cp, k - 1, "docker") && names_at(cp, k - 2, NULL, uid);
-	case CF_DOCKER_SCOPE:
-		return prefix_is(cp, k, systemd, uid) || prefix_is(cp, k, rootless_systemd, uid);
+	case CF_DOCKER_SCOPE:   /* under kubepods: dockerd as a kubelet's runtime */
+		return prefix_is(cp, k, systemd, uid) || prefix_is(cp, k, rootless_systemd, uid) || kube;
 	case CF_LIBPOD_SCOPE:
 		return prefix_is(cp, k, machine, uid) || prefix_is(cp, k, rootless_systemd, uid);
 	case CF_LIBPOD_BARE:

@@ -17,7 +17,7 @@
  *                                   rootless Docker (cgroupfs driver)
  *   /machine.slice/libpod-ID.scope, /libpod_parent/libpod-ID, and rootless
  *   Podman's .../user@U.service/user.slice/libpod-ID.scope     Podman
- *   /kubepods[.slice]/.../{ID, crio-ID.scope, cri-containerd-ID.scope}
+ *   /kubepods[.slice]/.../{ID, docker-ID.scope, crio-ID.scope, cri-containerd-ID.scope}
  *                                   Kubernetes runtimes (kubelet's subtree)
  *   OUTER/docker/ID                 an engine inside a container, OUTER that
  *                                   container's own cgroup in a layout above

@@ -73,6 +73,9 @@ static void test_real_forms_accepted(void **state)
 	const char *const texts[] = { v1_cgroupfs, v1_systemd, v2_cgroupfs, v2_systemd, v2_rootless,
 				      v2_rootless_cgroupfs, v2_podman, v2_podman_cgroupfs, v2_crio, v2_containerd,
 				      nested_v1, nested_v2, hybrid,
+				      /* Kubernetes' cgroupfs layout, and dockerd as a kubelet's runtime */
+				      "0::/kubepods/besteffort/pod1/" ID "\n",
+				      "0::/kubepods.slice/kubepods-pod1.slice/docker-" ID ".scope\n",
 				      /* a runtime's child cgroup under the container's */
 				      "0::/docker/" ID "/init\n",
 				      /* no final newline */
@@ -121,6 +124,8 @@ static void test_foreign_subtree_refused(void **state)
 		"0::/machine.slice/x/libpod-" ID ".scope/container\n",
 		"0::/x/libpod_parent/libpod-" ID "\n",
 		"0::/user.slice/crio-" ID ".scope\n",
+		"0::/home/x/kubepods/" ID "\n",
+		"0::/user.slice/user-1000.slice/user@1000.service/kubepods.slice/docker-" ID ".scope\n",
 		"0::/docker-" ID ".scope\n",
 		"0::/" ID "\n",
 		/* a nested form whose outer part is not a container's own cgroup */
