@@ -15,8 +15,19 @@
  * Runtime directories: each --rundir given; otherwise $MAFSBX_RUNDIR if set,
  * the caller's default (freeze.h), and, as root, every per-user default on
  * the host too (/run/mafsbxfs, /run/user/UID/mafsbxfs, /tmp/mafsbxfs-UID).
+ * Each is opened O_NOFOLLOW | O_DIRECTORY and checked on that descriptor:
+ * owned by the uid its name says (/tmp/mafsbxfs-UID and /run/user/UID/...
+ * by UID, any other by the caller), writable by nobody else; then worked in
+ * through that descriptor (mafsbx_freezer_new_in), so a user cannot swap
+ * its directory for a link to somewhere else while root works in it. A
+ * directory that fails is reported on stderr and skipped: a user's own
+ * directory gone wrong must not fail root's cron job. One line per
+ * directory says what was done; the exit status is 1 only when a freeze
+ * that was found could not be lifted. Lock files of removed containers are
+ * collected in the caller's own directories only (see thaw_dir).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,7 +54,10 @@ static void thaw_usage(FILE *out)
 		"for a file call and could not unpause (it died, or the engine did not\n"
 		"answer). Host-wide: every runtime directory is searched. A live freeze, and a\n"
 		"container paused by someone else, are left alone. Also removes the freeze lock\n"
-		"files of containers that no longer exist. Safe to run from cron.\n"
+		"files of containers that no longer exist (in the caller's own directories).\n"
+		"Each directory must be owned by the uid its name says and writable by no one\n"
+		"else; one that is not is refused on stderr and skipped. One line per\n"
+		"directory says what was done. Safe to run from cron.\n"
 		"\n"
 		"Options:\n"
 		"      --rundir DIR     search this runtime directory (repeatable); default:\n"
@@ -53,8 +67,8 @@ static void thaw_usage(FILE *out)
 		"  -v, --verbose        log each step\n"
 		"  -h, --help           show this help\n"
 		"\n"
-		"Exit status: 0 done, 1 some freeze could not be lifted, 2 usage, 3 engine\n"
-		"unreachable or the listing failed.\n");
+		"Exit status: 0 done (a refused directory is only a warning), 1 some freeze\n"
+		"found could not be lifted, 2 usage, 3 engine unreachable or the listing failed.\n");
 }
 
 struct dirs {
@@ -62,10 +76,11 @@ struct dirs {
 	size_t n;
 };
 
+/* Every name that exists (a link too: the check says what is wrong with it), once. */
 static void dirs_add(struct dirs *d, const char *dir)
 {
 	struct stat st;
-	if (!dir || dir[0] != '/' || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || d->n == THAW_MAX_DIRS)
+	if (!dir || dir[0] != '/' || lstat(dir, &st) < 0 || d->n == THAW_MAX_DIRS)
 		return;
 	for (size_t i = 0; i < d->n; i++)
 		if (strcmp(d->v[i], dir) == 0)
@@ -73,6 +88,69 @@ static void dirs_add(struct dirs *d, const char *dir)
 	char *c = strdup(dir);
 	if (c)
 		d->v[d->n++] = c;
+}
+
+/* The uid a decimal string names, or false (empty, not all digits, out of range, or (uid_t)-1). */
+static bool parse_uid(const char *s, size_t len, uid_t *out)
+{
+	if (len == 0 || len > 10)
+		return false;
+	unsigned long long v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v >= (uid_t)-1)
+		return false;
+	*out = (uid_t)v;
+	return true;
+}
+
+/* Whose a runtime directory is, by its name (src/base/rundir.c): /tmp/mafsbxfs-UID and
+ * /run/user/UID/mafsbxfs are UID's, /run/mafsbxfs root's; any other the caller's. */
+static uid_t owner_by_name(const char *dir)
+{
+	static const char tmp[] = "/tmp/mafsbxfs-", run[] = "/run/user/", tail[] = "/mafsbxfs";
+	uid_t uid;
+	if (strncmp(dir, tmp, sizeof(tmp) - 1) == 0 && parse_uid(dir + sizeof(tmp) - 1, strlen(dir + sizeof(tmp) - 1), &uid))
+		return uid;
+	size_t n = strlen(dir);
+	if (strncmp(dir, run, sizeof(run) - 1) == 0 && n > sizeof(run) - 1 + sizeof(tail) - 1 &&
+	    strcmp(dir + n - (sizeof(tail) - 1), tail) == 0 &&
+	    parse_uid(dir + sizeof(run) - 1, n - (sizeof(run) - 1) - (sizeof(tail) - 1), &uid))
+		return uid;
+	if (strcmp(dir, MAFSBX_RUNDIR_DEFAULT) == 0)
+		return 0;
+	return geteuid();
+}
+
+/*
+ * Open a runtime directory to work in: a real directory (not a link), owned
+ * by the uid its name says, writable by no one else. The descriptor, or -1
+ * with `why` saying what is wrong.
+ */
+static int open_rundir(const char *dir, char *why, size_t why_size)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, why_size, "%s", errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
+										 : strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	uid_t want = owner_by_name(dir);
+	if (fstat(fd, &st) < 0)
+		snprintf(why, why_size, "%s", strerror(errno));
+	else if (st.st_uid != want)
+		snprintf(why, why_size, "owned by uid %u, not by uid %u whose directory it is", (unsigned)st.st_uid,
+			 (unsigned)want);
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		snprintf(why, why_size, "writable by group or others (mode %04o)", (unsigned)(st.st_mode & 07777));
+	else
+		return fd;
+	close(fd);
+	return -1;
 }
 
 /* Every directory matching `pattern`; with `uid_after`, only those whose name past that prefix is a uid. */
@@ -93,35 +171,78 @@ static void dirs_glob(struct dirs *d, const char *pattern, const char *uid_after
 	globfree(&g);
 }
 
-static bool has_gate(const char *rundir, const char *id)
+static bool has_gate(int dirfd, const char *id)
 {
-	char p[4096];
-	snprintf(p, sizeof(p), "%s/%s.gate", rundir, id);
-	return access(p, F_OK) == 0;
+	char p[80];
+	snprintf(p, sizeof(p), "%s.gate", id);
+	return faccessat(dirfd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 struct tally {
-	unsigned paused, thawed, foreign, collected, failed;
+	unsigned paused, thawed, foreign, collected, failed, refused;
 };
 
-/* One runtime directory: lift its dead freezes among `paused`, collect its lock files of gone IDs. */
-static void thaw_dir(struct mafsbx_engine *e, const char *dir, json_t *paused, const char *const *live,
-		     size_t n_live, bool *thawed_ids, struct tally *t, json_t *fails)
+/* One directory's line: stdout in text mode, and an entry of the JSON's "dirs". */
+static void dir_report(json_t *dirs_json, bool json, const char *dir, const char *result, unsigned lifted,
+		       unsigned failed)
 {
-	struct mafsbx_error err;
-	mafsbx_error_clear(&err);
-	struct mafsbx_freezer *f = mafsbx_freezer_new(e, dir, &err);
-	if (!f) {
-		cli_error("%s: %s", dir, err.message);
-		t->failed++;
-		json_array_append_new(fails, json_pack("{s:s, s:s}", "rundir", dir, "message", err.message));
+	json_array_append_new(dirs_json, json_pack("{s:s, s:s, s:I, s:I}", "rundir", dir, "result", result, "lifted",
+						   (json_int_t)lifted, "failed", (json_int_t)failed));
+	if (json)
+		return;
+	if (failed)
+		printf("%s: lifted %u, %u could not be lifted\n", dir, lifted, failed);
+	else if (lifted)
+		printf("%s: lifted %u\n", dir, lifted);
+	else
+		printf("%s: none\n", dir);
+}
+
+/* A directory skipped: stderr, and an entry of the JSON's "dirs". */
+static void dir_refused(json_t *dirs_json, const char *dir, const char *why, struct tally *t)
+{
+	cli_error("%s: refused: %s", dir, why);
+	t->refused++;
+	json_array_append_new(dirs_json, json_pack("{s:s, s:s, s:s}", "rundir", dir, "result", "refused", "message",
+						   why));
+}
+
+/* What one directory's pass needs besides the directory. */
+struct thaw_pass {
+	struct mafsbx_engine *e;
+	json_t *paused, *fails, *dirs_json;
+	const char *const *live;
+	size_t n_live;
+	bool *thawed_ids;
+	bool json;
+	struct tally t;
+};
+
+/* One runtime directory: lift its dead freezes among the paused, collect its lock files of gone IDs. */
+static void thaw_dir(struct thaw_pass *tp, const char *dir)
+{
+	struct tally *t = &tp->t;
+	char why[160];
+	__do_close int dfd = open_rundir(dir, why, sizeof(why));
+	if (dfd < 0) {
+		dir_refused(tp->dirs_json, dir, why, t);
 		return;
 	}
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	struct mafsbx_freezer *f = mafsbx_freezer_new_in(tp->e, dfd, &err);
+	if (!f) {
+		dir_refused(tp->dirs_json, dir, err.message, t);
+		return;
+	}
+	unsigned thawed0 = t->thawed, failed0 = t->failed;
+	json_t *paused = tp->paused, *fails = tp->fails;
+	bool *thawed_ids = tp->thawed_ids;
 	size_t i;
 	json_t *c;
 	json_array_foreach(paused, i, c) {
 		const char *id = json_string_value(json_object_get(c, "Id"));
-		if (!id || thawed_ids[i] || !has_gate(dir, id))
+		if (!id || thawed_ids[i] || !has_gate(dfd, id))
 			continue;
 		bool unpaused = false;
 		mafsbx_error_clear(&err);
@@ -136,12 +257,18 @@ static void thaw_dir(struct mafsbx_engine *e, const char *dir, json_t *paused, c
 			log_info("thawed %.12s (a freeze left in %s)", id, dir);
 		}
 	}
+	/* Lock files are collected in the caller's own directories only: another user's may be
+	 * for another engine (a rootless one), whose containers this engine calls gone, and a
+	 * freeze record of those removed here could never be lifted by that user's thaw. */
 	unsigned collected = 0;
 	mafsbx_error_clear(&err);
-	if (mafsbx_freezer_collect(f, live, n_live, &collected, &err) < 0)
+	if (owner_by_name(dir) == geteuid() && mafsbx_freezer_collect(f, tp->live, tp->n_live, &collected, &err) < 0)
 		log_warn("%s: %s", dir, err.message);
 	t->collected += collected;
 	mafsbx_freezer_free(f);
+	unsigned failed = t->failed - failed0;
+	dir_report(tp->dirs_json, tp->json, dir, failed ? "failed" : t->thawed > thawed0 ? "lifted" : "none",
+		   t->thawed - thawed0, failed);
 }
 
 /* --rundir DIR: an absolute path, searched instead of the defaults. */
@@ -184,19 +311,20 @@ static void default_dirs(struct mafsbx_engine *e, struct dirs *dirs)
 	}
 }
 
-static void thaw_report(const struct tally *t, size_t n_dirs, json_t *fails, bool json)
+static void thaw_report(const struct tally *t, size_t n_dirs, json_t *fails, json_t *dirs_json, bool json)
 {
 	if (json) {
-		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:O}", "thawed", (json_int_t)t->thawed, "left_paused",
-				      (json_int_t)t->foreign, "lock_files_collected", (json_int_t)t->collected,
-				      "runtime_dirs", (json_int_t)n_dirs, "failures", fails);
+		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O, s:O}", "thawed", (json_int_t)t->thawed,
+				      "left_paused", (json_int_t)t->foreign, "lock_files_collected",
+				      (json_int_t)t->collected, "runtime_dirs", (json_int_t)n_dirs, "refused_dirs",
+				      (json_int_t)t->refused, "failures", fails, "dirs", dirs_json);
 		cli_print_json(o, 0);
 		json_decref(o);
 	} else {
 		printf("thawed %u, left paused %u (live freezes or paused by someone else), collected the lock files "
 		       "of %u removed containers, in %zu runtime director%s%s\n",
 		       t->thawed, t->foreign, t->collected, n_dirs, n_dirs == 1 ? "y" : "ies",
-		       t->failed ? "; some freezes could not be lifted" : "");
+		       t->failed ? "; some freezes could not be lifted" : t->refused ? "; some directories refused" : "");
 	}
 }
 
@@ -213,19 +341,18 @@ static int thaw_all(struct mafsbx_engine *e, const struct dirs *dirs, bool json)
 	__do_json json_t *all = NULL;
 	__do_json json_t *paused = json_array();
 	__do_json json_t *fails = json_array();
+	__do_json json_t *dirs_json = json_array();
 	__do_free const char **live = NULL;
 	__do_free bool *thawed_ids = NULL;
-	struct tally t = { 0 };
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
-	int code = MAFSBX_EXIT_OK;
 	if (mafsbx_container_list(e, NULL, true, &all, &err) < 0) {
 		cli_error("cannot list the containers, so nothing was thawed: %s", err.message);
 		return MAFSBX_EXIT_ENGINE;
 	}
 	size_t n = json_array_size(all);
 	live = calloc(n ? n : 1, sizeof(*live));
-	if (!live || !paused || !fails)
+	if (!live || !paused || !fails || !dirs_json)
 		return thaw_oom();
 	for (size_t i = 0; i < n; i++) {
 		json_t *x = json_array_get(all, i);
@@ -234,17 +361,19 @@ static int thaw_all(struct mafsbx_engine *e, const struct dirs *dirs, bool json)
 		if (state && strcmp(state, "paused") == 0 && json_array_append(paused, x) < 0)
 			return thaw_oom();   /* a paused container left out would be counted as nobody's */
 	}
-	t.paused = (unsigned)json_array_size(paused);
-	thawed_ids = calloc(t.paused ? t.paused : 1, sizeof(*thawed_ids));
+	size_t n_paused = json_array_size(paused);
+	thawed_ids = calloc(n_paused ? n_paused : 1, sizeof(*thawed_ids));
 	if (!thawed_ids)
 		return thaw_oom();
+	struct thaw_pass tp = { .e = e, .paused = paused, .fails = fails, .dirs_json = dirs_json, .live = live,
+				.n_live = n, .thawed_ids = thawed_ids, .json = json };
+	tp.t.paused = (unsigned)n_paused;
 	for (size_t i = 0; i < dirs->n; i++)
-		thaw_dir(e, dirs->v[i], paused, live, n, thawed_ids, &t, fails);
-	t.foreign = t.paused - t.thawed;
-	if (t.failed)
-		code = MAFSBX_EXIT_FAILURE;
-	thaw_report(&t, dirs->n, fails, json);
-	return code;
+		thaw_dir(&tp, dirs->v[i]);
+	tp.t.foreign = tp.t.paused - tp.t.thawed;
+	thaw_report(&tp.t, dirs->n, fails, dirs_json, json);
+	/* a refused directory is only warned of: cron's exit status says whether a freeze found stays */
+	return tp.t.failed ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
 }
 
 int cmd_thaw(int argc, char **argv)

@@ -656,8 +656,9 @@ static int busy_error(struct mafsbx_freezer *f, const char *container, enum mafs
 
 /* ---- public API --------------------------------------------------------- */
 
-struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const char *rundir,
-					  struct mafsbx_error *err)
+/* A freezer over `rundir`; `ensure`: make it and check it is this uid's (else the caller checked it). */
+static struct mafsbx_freezer *freezer_make(struct mafsbx_engine *engine, const char *rundir, bool ensure,
+					   struct mafsbx_error *err)
 {
 	if (!engine) {
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "freezer: no engine");
@@ -679,7 +680,7 @@ struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const ch
 		mafsbx_error_set(err, MAFSBX_EK_INVALID, "runtime directory %s is not absolute", f->rundir);
 		goto fail;
 	}
-	if (mafsbx_rundir_ensure(f->rundir, err) < 0)
+	if (ensure && mafsbx_rundir_ensure(f->rundir, err) < 0)
 		goto fail;
 	const struct mafsbx_endpoint *ep = mafsbx_engine_endpoint(engine);
 	snprintf(f->ep_hash, sizeof(f->ep_hash), "%016llx", (unsigned long long)fnv1a(ep ? ep->url : ""));
@@ -694,6 +695,21 @@ fail:
 	free(f->rundir);
 	free(f);
 	return NULL;
+}
+
+struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const char *rundir,
+					  struct mafsbx_error *err)
+{
+	return freezer_make(engine, rundir, true, err);
+}
+
+struct mafsbx_freezer *mafsbx_freezer_new_in(struct mafsbx_engine *engine, int dirfd, struct mafsbx_error *err)
+{
+	/* the magic link names the open directory itself: a rename or a link put in its place later is
+	 * never followed */
+	char path[48];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
+	return freezer_make(engine, path, false, err);
 }
 
 void mafsbx_freezer_free(struct mafsbx_freezer *f)

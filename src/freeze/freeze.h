@@ -99,6 +99,14 @@ struct mafsbx_freeze_exec;
  */
 struct mafsbx_freezer *mafsbx_freezer_new(struct mafsbx_engine *engine, const char *rundir,
 					  struct mafsbx_error *err);
+/*
+ * A freezer over the runtime directory open as `dirfd` (O_DIRECTORY,
+ * checked by the caller: whose it is, not writable by others), reached
+ * through /proc/self/fd so that the directory can be neither renamed nor
+ * replaced under it. For `mafsbx thaw` as root over another user's
+ * directory. The caller keeps dirfd open for the freezer's life.
+ */
+struct mafsbx_freezer *mafsbx_freezer_new_in(struct mafsbx_engine *engine, int dirfd, struct mafsbx_error *err);
 /* Must be called with no freeze held. */
 void mafsbx_freezer_free(struct mafsbx_freezer *f);
 struct mafsbx_engine *mafsbx_freezer_engine(const struct mafsbx_freezer *f);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,36 @@ long mafsbx_turns_poll_ms(unsigned round)
 	return round < POLL_FAST_ROUNDS ? POLL_FAST_MS : POLL_SLOW_MS;
 }
 
+/*
+ * A lock file is a regular file with no other name (a hard link would let
+ * whoever made it have the marker written over another file: root's thaw
+ * works in every user's runtime directory). One that root just made in
+ * another user's directory is given to that user, whose own mounts open it
+ * next. 0 or -errno.
+ */
+static int lock_file_fit(const struct mafsbx_turns *t, int fd)
+{
+	struct stat st, dir;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* 0 links: unlinked by a collection since we opened it, which the callers handle */
+	if (!S_ISREG(st.st_mode) || st.st_nlink > 1)
+		return -EPERM;
+	if (geteuid() != 0 || st.st_uid != 0)
+		return 0;
+	char d[PATH_MAX];
+	snprintf(d, sizeof(d), "%s", t->prefix);
+	char *slash = strrchr(d, '/');
+	if (!slash || slash == d)
+		return 0;
+	*slash = '\0';
+	if (stat(d, &dir) < 0)
+		return -errno;
+	if (dir.st_uid != 0 && fchown(fd, dir.st_uid, dir.st_gid) < 0)
+		return -errno;
+	return 0;
+}
+
 static int open_lock(const struct mafsbx_turns *t, const char *suffix, struct mafsbx_error *err)
 {
 	char p[PATH_MAX];
@@ -56,6 +87,13 @@ static int open_lock(const struct mafsbx_turns *t, const char *suffix, struct ma
 	if (fd < 0)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "cannot open lock file %s: %s", p,
 					     strerror(errno));
+	int r = lock_file_fit(t, fd);
+	if (r < 0) {
+		close(fd);
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -r, NULL, "lock file %s: %s", p,
+					     r == -EPERM ? "not a regular file of its own (a link to another file?)"
+							 : strerror(-r));
+	}
 	return fd;
 }
 

@@ -6,25 +6,40 @@
  *
  * A text is lines "HIERARCHY:CONTROLLERS:PATH": cgroup v1 has one line per
  * hierarchy ("8:pids:/docker/ID"), v2 one line "0::/PATH", a hybrid host
- * both. A container's cgroup is named, as one whole path component, by its
- * 64-hex ID in one of these forms:
- *   ID                   cgroupfs driver: /docker/ID, nested /docker/A/docker/ID
- *   docker-ID.scope      systemd driver (rootful, or rootless under user@UID.service)
- *   libpod-ID.scope      Podman (systemd manager), libpod-ID (cgroupfs manager)
- *   crio-ID.scope, cri-containerd-ID.scope   Kubernetes runtimes
+ * both. A container's cgroup is named by its 64-hex ID as one whole path
+ * component, at the place where its engine puts it, in one of these
+ * layouts (U: the engine's uid, this process's own for a rootless engine):
+ *   /docker/ID                      cgroupfs driver
+ *   /system.slice/docker-ID.scope   systemd driver
+ *   /user.slice/user-U.slice/user@U.service/user.slice/docker-ID.scope
+ *                                   rootless Docker (systemd driver)
+ *   /user.slice/user-U.slice/user@U.service/app.slice/docker.service/docker/ID
+ *                                   rootless Docker (cgroupfs driver)
+ *   /machine.slice/libpod-ID.scope, /libpod_parent/libpod-ID, and rootless
+ *   Podman's .../user@U.service/user.slice/libpod-ID.scope     Podman
+ *   /kubepods[.slice]/.../{ID, docker-ID.scope, crio-ID.scope, cri-containerd-ID.scope}
+ *                                   Kubernetes runtimes (kubelet's subtree)
+ *   OUTER/docker/ID                 an engine inside a container, OUTER that
+ *                                   container's own cgroup in a layout above
  * optionally followed by deeper components (Podman's ".../container", a
- * runtime's "/init"). Anything else is refused: the ID as a prefix or a
- * suffix of another component, inside a longer hex string, with another
- * prefix ("libpod-conmon-ID.scope" is Podman's monitor, not the container),
- * or a line that is not of the form above.
+ * runtime's "/init"): the container's own subtree. Anything else is refused:
+ * the ID as a prefix or a suffix of another component, inside a longer hex
+ * string, with another prefix ("libpod-conmon-ID.scope" is Podman's
+ * monitor, not the container), a line not of the form above, and the ID in
+ * any other place, above all under a subtree delegated to a user (which that
+ * user fills as it likes: ".../user@1000.service/x/docker-ID.scope") or
+ * another uid's rootless engine.
  */
 #ifndef MAFSBX_CGROUP_H
 #define MAFSBX_CGROUP_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
-/* True when the text names the 64-hex (lower-case) container ID as above. Pure. */
+/* True when the text names the 64-hex (lower-case) container ID as above, with U the engine's uid. Pure. */
+bool mafsbx_cgroup_names_container_as(const char *cgroup_text, const char *id, uid_t engine_uid);
+/* The same with U this process's effective uid (a rootless engine runs as the user reaching it). */
 bool mafsbx_cgroup_names_container(const char *cgroup_text, const char *id);
 
 /* Some line's path holds a run of 64 hex digits: the process is in some

@@ -7,10 +7,13 @@
  *  - the root is the exec's host PID as the engine reports it (ExecInspect
  *    Pid), never a PID the guest names (a guest PID can equal any host PID);
  *  - every process is signalled only through a pidfd, opened first and then
- *    checked: /proc/PID/cgroup must name the container's 64-hex ID, and the
- *    pidfd must still be live after the check (a PID that was recycled in
- *    between is a different process: its pidfd reports it exited or its
- *    cgroup does not match);
+ *    checked: /proc/PID/cgroup must name the container's 64-hex ID where
+ *    the engine puts it (cgroup.h), its PID namespace and its root must be
+ *    the container init's (a process moved into the container's cgroup,
+ *    which a user with a delegated subtree or root on the host can do, is
+ *    still not in the container), and the pidfd must still be live after
+ *    the check (a PID that was recycled in between is a different process:
+ *    its pidfd reports it exited or the proofs fail);
  *  - the container's init (State.Pid) is never signalled: killing it would
  *    stop the sandbox;
  *  - the tree is the root and its descendants (by PPid in /proc), stopped
@@ -47,6 +50,8 @@ struct tree {
 	size_t n;
 	char id[65];
 	long init_pid;
+	struct mafsbx_proc_ident init;   /* the init's PID namespace and root */
+	const char *refused;             /* the proof the last refused process failed */
 };
 
 static int pidfd_open_nocheck(long pid)
@@ -65,36 +70,93 @@ static bool pidfd_exited(int pidfd)
 	return poll(&p, 1, 0) > 0;
 }
 
-/* The pidfd of `pid` when it is a live process of the container (not its
- * init), else -ESRCH (it is gone) or -EPERM (it is not ours to signal). */
-static int open_checked(const struct tree *t, long pid)
+/* The cgroup of the process whose /proc directory is piddir names container `id` (cgroup.h). */
+static bool cgroup_names(int piddir, const char *id)
 {
-	if (pid <= 1 || pid == t->init_pid)
-		return -EPERM;
-	int fd = pidfd_open_nocheck(pid);
-	if (fd < 0)
-		return errno == ESRCH ? -ESRCH : -EPERM;
-	char path[64], text[4096];
-	snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
-	int cfd = open(path, O_RDONLY | O_CLOEXEC);
+	char text[4096];
+	int cfd = openat(piddir, "cgroup", O_RDONLY | O_CLOEXEC);
 	ssize_t n = cfd >= 0 ? read(cfd, text, sizeof(text) - 1) : -1;
 	if (cfd >= 0)
 		close(cfd);
-	bool exited = pidfd_exited(fd);
-	if (n <= 0 || exited) {
-		close(fd);
-		return exited ? -ESRCH : -EPERM;
-	}
+	if (n <= 0)
+		return false;
 	text[n] = '\0';
-	if (!mafsbx_cgroup_names_container(text, t->id)) {
-		close(fd);
+	return mafsbx_cgroup_names_container(text, id);
+}
+
+int mafsbx_proc_prove_member(int piddir, const char *id, const struct mafsbx_proc_ident *init, const char **why)
+{
+	*why = "the cgroup proof failed: its cgroup does not name the container where the engine puts it";
+	if (!cgroup_names(piddir, id))
+		return -EPERM;
+	struct mafsbx_proc_ident me;
+	if (mafsbx_proc_ident_of(piddir, &me) < 0) {
+		*why = "the PID namespace proof failed: its namespace and root cannot be read";
 		return -EPERM;
 	}
-	if (pidfd_exited(fd)) {   /* it ended while we looked: what we read may be its successor's */
+	if (me.ns_dev != init->ns_dev || me.ns_ino != init->ns_ino) {
+		*why = "the PID namespace proof failed: it is not in the container's PID namespace";
+		return -EPERM;
+	}
+	if (me.root_dev != init->root_dev || me.root_ino != init->root_ino) {
+		*why = "the root filesystem proof failed: its root is not the container's";
+		return -EPERM;
+	}
+	*why = NULL;
+	return 0;
+}
+
+static int open_piddir(long pid)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/%ld", pid);
+	return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* The pidfd of `pid` when it is a live process of the container (not its
+ * init), else -ESRCH (it is gone) or -EPERM (it is not ours to signal;
+ * t->refused says why). */
+static int open_checked(struct tree *t, long pid)
+{
+	if (pid <= 1 || pid == t->init_pid) {
+		t->refused = "it is the container's init, which is never signalled";
+		return -EPERM;
+	}
+	int fd = pidfd_open_nocheck(pid);
+	if (fd < 0)
+		return errno == ESRCH ? -ESRCH : -EPERM;
+	int dir = open_piddir(pid);
+	const char *why = "its /proc directory cannot be opened";
+	int r = dir >= 0 ? mafsbx_proc_prove_member(dir, t->id, &t->init, &why) : -EPERM;
+	if (dir >= 0)
+		close(dir);
+	/* it ended while we looked: what we read may be its successor's */
+	if (pidfd_exited(fd))
+		r = -ESRCH;
+	else if (r < 0)
+		t->refused = why;
+	if (r < 0) {
 		close(fd);
-		return -ESRCH;
+		return r;
 	}
 	return fd;
+}
+
+/* The init's PID namespace and root, read while its pidfd says it is the
+ * container's (its cgroup names the container). 0 or -errno. */
+static int read_init(struct tree *t)
+{
+	int fd = pidfd_open_nocheck(t->init_pid);
+	if (fd < 0)
+		return -errno;
+	int dir = open_piddir(t->init_pid);
+	int r = dir >= 0 && cgroup_names(dir, t->id) ? mafsbx_proc_ident_of(dir, &t->init) : -EPERM;
+	if (r == 0 && pidfd_exited(fd))
+		r = -ESRCH;
+	if (dir >= 0)
+		close(dir);
+	close(fd);
+	return r;
 }
 
 static bool in_tree(const struct tree *t, long pid)
@@ -205,6 +267,15 @@ int mafsbx_exec_kill_tree(struct mafsbx_engine *e, const char *container_id, con
 		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EPERM, NULL,
 					     "kill exec %.12s: the container is not the one it ran in", exec_id);
 	}
+	if ((r = read_init(&t)) < 0) {
+		tree_free(&t);
+		if (r == -ESRCH)   /* the container stopped: its execs with it */
+			return mafsbx_error_set_full(err, MAFSBX_EK_NO_PATH, ESRCH, NULL, "exec %.12s: not running",
+						     exec_id);
+		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EPERM, NULL,
+					     "kill exec %.12s: the container's init (PID %ld) is not one of this host's "
+					     "processes of the container (%s)", exec_id, t.init_pid, strerror(-r));
+	}
 	int why = EPERM;
 	if ((r = add_member(&t, pid, &why)) <= 0) {
 		tree_free(&t);
@@ -214,7 +285,7 @@ int mafsbx_exec_kill_tree(struct mafsbx_engine *e, const char *container_id, con
 		/* the engine's PID is not a live process of this container here: a remote engine */
 		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, r < 0 ? -r : EPERM, NULL,
 					     "kill exec %.12s: its process %ld is not one of this host's processes of "
-					     "the container", exec_id, pid);
+					     "the container (%s)", exec_id, pid, t.refused ? t.refused : "too many processes");
 	}
 	for (int pass = 0; pass < STOP_PASSES; pass++) {
 		r = grow_pass(&t);

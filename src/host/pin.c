@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -296,6 +297,8 @@ struct inspect_facts {
 	char started_at[64];
 	bool privileged;
 	bool host_pid;
+	char pidmode[80];        /* HostConfig.PidMode as said, for messages */
+	char merged_dir[512];    /* GraphDriver.Data.MergedDir, "" when none or too long */
 };
 
 static int inspect_facts(struct mafsbx_engine *e, const char *container, struct inspect_facts *f,
@@ -321,7 +324,95 @@ static int inspect_facts(struct mafsbx_engine *e, const char *container, struct 
 	snprintf(f->started_at, sizeof(f->started_at), "%s", started ? started : "");
 	f->privileged = json_is_true(json_object_get(host, "Privileged"));
 	f->host_pid = mafsbx_pidmode_shared(pidmode);
+	snprintf(f->pidmode, sizeof(f->pidmode), "%s", pidmode ? pidmode : "");
+	const char *merged =
+		json_string_value(json_object_get(json_object_get(json_object_get(insp, "GraphDriver"), "Data"), "MergedDir"));
+	if (merged && merged[0] == '/' && strlen(merged) < sizeof(f->merged_dir))
+		snprintf(f->merged_dir, sizeof(f->merged_dir), "%s", merged);
 	json_decref(insp);
+	return 0;
+}
+
+int mafsbx_proc_ident_of(int piddir, struct mafsbx_proc_ident *out)
+{
+	struct stat ns, root;
+	/* both are magic links: followed, they are the namespace's nsfs inode and the root directory */
+	if (fstatat(piddir, "ns/pid", &ns, 0) < 0 || fstatat(piddir, "root", &root, 0) < 0)
+		return -errno;
+	*out = (struct mafsbx_proc_ident){ ns.st_dev, ns.st_ino, root.st_dev, root.st_ino };
+	return 0;
+}
+
+/* This process's own, through the checked /proc. */
+static int self_ident(struct mafsbx_proc_ident *out)
+{
+	pthread_once(&proc_once, proc_open_once);
+	if (proc_fd < 0)
+		return -(proc_errno ? proc_errno : EXDEV);
+	int d = openat(proc_fd, "self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -errno;
+	int r = mafsbx_proc_ident_of(d, out);
+	close(d);
+	return r;
+}
+
+/*
+ * Where the engine's own view of the container's root filesystem can be
+ * seen from here, the init's root must be it: GraphDriver.Data.MergedDir
+ * (overlay2) is the mount the runtime pivots into, so its root has the
+ * same device and inode as the container's "/". Only where that directory
+ * is a mount point in this mount namespace (its device differs from its
+ * parent's): a rootless engine mounts it in its own namespace, and here it
+ * is an empty directory, which proves nothing either way. 1 checked and
+ * equal, 0 not checkable, -1 different.
+ */
+static int root_is_merged(const struct mafsbx_proc_ident *init, const char *merged_dir)
+{
+	if (!merged_dir || !*merged_dir)
+		return 0;
+	int d = open(merged_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return 0;
+	struct stat m, parent;
+	int r = fstat(d, &m) == 0 && fstatat(d, "..", &parent, 0) == 0 ? 0 : -1;
+	close(d);
+	if (r < 0 || m.st_dev == parent.st_dev)
+		return 0;
+	return m.st_dev == init->root_dev && m.st_ino == init->root_ino ? 1 : -1;
+}
+
+int mafsbx_pin_prove_init(int piddir, pid_t pid, const char *id, const char *pidmode, const char *merged_dir,
+			  struct mafsbx_error *err)
+{
+	char text[4096];
+	if (read_small(piddir, "cgroup", text, sizeof(text)) < 0 ||
+	    (!mafsbx_cgroup_names_container(text, id) && !mafsbx_pid_shim_names(piddir, id))) {
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "the cgroup proof failed: PID %d is not in the container's cgroup, nor a "
+					     "child of its runtime shim (the engine runs in another PID namespace or on "
+					     "another host)", pid);
+	}
+	struct mafsbx_proc_ident init, self;
+	int r = mafsbx_proc_ident_of(piddir, &init);
+	if (r == 0)
+		r = self_ident(&self);
+	if (r == 0 && !mafsbx_pidmode_shared(pidmode) &&
+	    init.ns_dev == self.ns_dev && init.ns_ino == self.ns_ino) {
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "the PID namespace proof failed: PID %d is in this daemon's own PID "
+					     "namespace, but the engine gives the container its own (PidMode '%s')",
+					     pid, pidmode ? pidmode : "");
+	}
+	if (r < 0) {
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "cannot read the PID namespace and root of PID %d: %s", pid, strerror(-r));
+	}
+	if (root_is_merged(&init, merged_dir) < 0) {
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
+					     "the root filesystem proof failed: the root of PID %d is not the "
+					     "container's (the engine's GraphDriver MergedDir %s)", pid, merged_dir);
+	}
 	return 0;
 }
 
@@ -376,12 +467,9 @@ int mafsbx_pin_open(struct mafsbx_engine *e, const char *container, struct mafsb
 					     "sandbox %s: its init process (PID %d) is not visible in this PID namespace",
 					     container, p->pid);
 	}
-	if (read_small(piddir, "cgroup", text, sizeof(text)) < 0 ||
-	    (!mafsbx_cgroup_names_container(text, p->id) && !mafsbx_pid_shim_names(piddir, p->id))) {
-		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, EOPNOTSUPP, NULL,
-					     "sandbox %s: PID %d is not in the container's cgroup, nor a child of its "
-					     "runtime shim (the engine runs in another PID namespace or on another host)",
-					     container, p->pid);
+	if ((r = mafsbx_pin_prove_init(piddir, p->pid, p->id, a.pidmode, a.merged_dir, err)) < 0) {
+		mafsbx_error_prefix(err, "sandbox %s", container);
+		return r;
 	}
 	if (read_small(piddir, "uid_map", text, sizeof(text)) < 0 ||
 	    mafsbx_id_map_parse(text, p->uid_map, MAFSBX_PIN_MAP_MAX, &p->n_uid_map) < 0 ||

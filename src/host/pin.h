@@ -5,8 +5,11 @@
  * A pin is the container's init process held by a pidfd, checked against
  * the engine (inspect: same ID, same StartedAt, same PID, before and after
  * the pidfd was taken), checked against the kernel (the process's cgroup
- * names the container ID, or, where the engine gives containers no cgroup,
- * its parent is the runtime shim started for that ID), and an O_PATH handle of its root directory
+ * names the container ID where its engine puts it, or, where the engine
+ * gives containers no cgroup, its parent is the runtime shim started for
+ * that ID; its PID namespace is not this daemon's unless the engine says
+ * the container shares one; its root is the engine's GraphDriver MergedDir
+ * where that mount is visible here), and an O_PATH handle of its root directory
  * (/proc/PID/root) opened while the pidfd said the process was alive. So a
  * recycled PID is never followed into another process's root: if the
  * container's init died before the root was opened the pidfd says so and the
@@ -79,6 +82,33 @@ void mafsbx_pin_free(struct mafsbx_pin *p);
  * pass for an init.
  */
 bool mafsbx_pid_shim_names(int piddir, const char *id);
+
+/* A process's PID namespace and root directory, as (device, inode) pairs. */
+struct mafsbx_proc_ident {
+	dev_t ns_dev;
+	ino_t ns_ino;
+	dev_t root_dev;
+	ino_t root_ino;
+};
+
+/* Of the process whose /proc directory is piddir (stat of ns/pid and root). 0 or -errno. */
+int mafsbx_proc_ident_of(int piddir, struct mafsbx_proc_ident *out);
+
+/*
+ * The proofs that the process whose /proc directory is piddir (PID pid in
+ * this namespace) is container id's init, each refused with a message
+ * naming the proof that failed (EK_UNSUPPORTED EOPNOTSUPP):
+ *  - the cgroup proof: its cgroup names the container where the engine
+ *    puts it (cgroup.h), or its parent is the container's shim (above);
+ *  - the PID namespace proof: unless pidmode (HostConfig.PidMode) shares a
+ *    namespace, the process's is not this daemon's own;
+ *  - the root filesystem proof: where merged_dir (GraphDriver.Data.MergedDir;
+ *    NULL or "" for none) is a mount point in this mount namespace, the
+ *    process's root is that mount's root.
+ * The caller checks its pidfd afterwards, as for every /proc read. 0 or <0.
+ */
+int mafsbx_pin_prove_init(int piddir, pid_t pid, const char *id, const char *pidmode, const char *merged_dir,
+			  struct mafsbx_error *err);
 
 /* False once the pinned init process has exited (the pidfd is readable). */
 bool mafsbx_pin_alive(const struct mafsbx_pin *p);

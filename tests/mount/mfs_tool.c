@@ -18,6 +18,11 @@
  *   mfs_tool jget KEY[.KEY...]         a member of the JSON on stdin (strings raw)
  *   mfs_tool state NAME                running | paused | exited | ... | absent
  *   mfs_tool initpid NAME              the host PID of the container's init (State.Pid)
+ *   mfs_tool prove NAME PID            the proofs that PID is the container's (src/host):
+ *                                      three lines "cgroup: ", "init: ", "member: ",
+ *                                      each "OK" or the refusal: the cgroup proof
+ *                                      alone, the pin's proofs of its init, the
+ *                                      exec kill's proofs of one of its processes
  *   mfs_tool paused SCOPE              how many containers of that scope are paused
  *   mfs_tool handmade SCOPE THREAD AGENT KIND [CALL]
  *                                      create + start a sandbox by hand with the
@@ -65,6 +70,8 @@
 #include "endpoint.h"
 #include "engine.h"
 #include "error.h"
+#include "execkill.h"
+#include "cgroup.h"
 #include "names.h"
 
 static struct mafsbx_engine *engine_or_die(bool quiet)
@@ -324,6 +331,56 @@ static int cmd_initpid(const char *name)
 	}
 	json_t *pid = json_object_get(json_object_get(j, "State"), "Pid");
 	printf("%lld\n", json_is_integer(pid) ? (long long)json_integer_value(pid) : 0LL);
+	json_decref(j);
+	return 0;
+}
+
+static int open_proc(long pid)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/%ld", pid);
+	return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* The library's own proofs, on a process the test chose (the pin and the kill take the PID from the engine). */
+static int cmd_prove(const char *name, const char *pidarg)
+{
+	struct mafsbx_engine *e = engine_or_die(false);
+	json_t *j = NULL;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_container_inspect(e, name, &j, &err);
+	mafsbx_engine_close(e);
+	if (r < 0) {
+		fprintf(stderr, "mfs_tool prove %s: %s\n", name, err.message);
+		return 1;
+	}
+	const char *id = json_string_value(json_object_get(j, "Id"));
+	long init_pid = (long)json_integer_value(json_object_get(json_object_get(j, "State"), "Pid"));
+	const char *pidmode = json_string_value(json_object_get(json_object_get(j, "HostConfig"), "PidMode"));
+	const char *merged = json_string_value(
+		json_object_get(json_object_get(json_object_get(j, "GraphDriver"), "Data"), "MergedDir"));
+	long pid = atol(pidarg);
+	int dir = open_proc(pid), idir = open_proc(init_pid);
+	struct mafsbx_proc_ident init;
+	if (!id || dir < 0 || idir < 0 || mafsbx_proc_ident_of(idir, &init) < 0) {
+		fprintf(stderr, "mfs_tool prove %s %s: no such process, or no init\n", name, pidarg);
+		json_decref(j);
+		return 1;
+	}
+	char text[4096] = "";
+	int cfd = openat(dir, "cgroup", O_RDONLY | O_CLOEXEC);
+	ssize_t n = cfd >= 0 ? read(cfd, text, sizeof(text) - 1) : -1;
+	text[n > 0 ? n : 0] = '\0';
+	if (cfd >= 0)
+		close(cfd);
+	printf("cgroup: %s\n", mafsbx_cgroup_names_container(text, id) ? "OK" : "refused");
+	mafsbx_error_clear(&err);
+	printf("init: %s\n", mafsbx_pin_prove_init(dir, (pid_t)pid, id, pidmode, merged, &err) == 0 ? "OK" : err.message);
+	const char *why = NULL;
+	printf("member: %s\n", mafsbx_proc_prove_member(dir, id, &init, &why) == 0 ? "OK" : why);
+	close(dir);
+	close(idir);
 	json_decref(j);
 	return 0;
 }
@@ -699,6 +756,8 @@ int main(int argc, char **argv)
 		return cmd_state(argv[2]);
 	if (!strcmp(cmd, "initpid") && argc == 3)
 		return cmd_initpid(argv[2]);
+	if (!strcmp(cmd, "prove") && argc == 4)
+		return cmd_prove(argv[2], argv[3]);
 	if (!strcmp(cmd, "paused") && argc == 3)
 		return cmd_paused(argv[2]);
 	if (!strcmp(cmd, "handmade") && (argc == 6 || argc == 7))

@@ -6,7 +6,9 @@
  * Podman's libpod scope with its "container" child, nested engines, hybrid
  * v1+v2 files; and hostile look-alikes, every one refused: the ID as a
  * prefix or a suffix of another component, inside a longer hex string, with
- * an unknown or extra prefix, in the controller field, and malformed lines.
+ * an unknown or extra prefix, in the controller field, and malformed lines;
+ * and the right component in the wrong place: under a subtree delegated to
+ * a user, who may make any cgroup there, or another uid's rootless engine.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -23,6 +26,8 @@
 
 #define ID "f9d6b4c06b9c47768e509f4ed5a0010adab041a8e603693fe25c6b361ae06156"
 #define OTHER "397437190d01e6d88e8447ff8c56c5216dcadf20d8b342f42b077b1f415026d1"
+/* the uid of the rootless engines below (user-1000.slice) */
+#define RL 1000
 
 /* Docker 20.10, cgroupfs driver, cgroup v1 with the empty v2 hierarchy (this host). */
 static const char v1_cgroupfs[] = "9:name=systemd:/docker/" ID "\n"
@@ -68,16 +73,80 @@ static void test_real_forms_accepted(void **state)
 	const char *const texts[] = { v1_cgroupfs, v1_systemd, v2_cgroupfs, v2_systemd, v2_rootless,
 				      v2_rootless_cgroupfs, v2_podman, v2_podman_cgroupfs, v2_crio, v2_containerd,
 				      nested_v1, nested_v2, hybrid,
+				      /* Kubernetes' cgroupfs layout, and dockerd as a kubelet's runtime */
+				      "0::/kubepods/besteffort/pod1/" ID "\n",
+				      "0::/kubepods.slice/kubepods-pod1.slice/docker-" ID ".scope\n",
 				      /* a runtime's child cgroup under the container's */
 				      "0::/docker/" ID "/init\n",
 				      /* no final newline */
 				      "0::/docker/" ID };
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-		if (!mafsbx_cgroup_names_container(texts[i], ID))
+		if (!mafsbx_cgroup_names_container_as(texts[i], ID, RL))
 			fail_msg("refused a real form: %s", texts[i]);
 	}
 	/* the outer container of a nested engine is named too (the inner one's processes are in its subtree) */
-	assert_true(mafsbx_cgroup_names_container(nested_v2, OTHER));
+	assert_true(mafsbx_cgroup_names_container_as(nested_v2, OTHER, RL));
+	/* a rootful engine's layouts hold whatever the engine's uid */
+	assert_true(mafsbx_cgroup_names_container_as(v2_systemd, ID, 0));
+	assert_true(mafsbx_cgroup_names_container_as(v1_cgroupfs, ID, 0));
+	/* an engine nested in a rootless engine's container */
+	assert_true(mafsbx_cgroup_names_container_as(
+		"0::/user.slice/user-1000.slice/user@1000.service/user.slice/docker-" OTHER ".scope/docker/" ID "\n", ID,
+		RL));
+	/* a guest's deep subtree under the container's cgroup */
+	char deep[2048] = "0::/docker/" ID;
+	for (int i = 0; i < 40; i++)
+		strcat(deep, "/d");
+	strcat(deep, "\n");
+	assert_true(mafsbx_cgroup_names_container_as(deep, ID, RL));
+	/* the wrapper takes this process's uid as the engine's */
+	assert_true(mafsbx_cgroup_names_container(v2_cgroupfs, ID));
+	assert_int_equal(mafsbx_cgroup_names_container(v2_rootless, ID), geteuid() == RL);
+}
+
+/* The engine's component in a place the engine never puts it: a user's own subtree
+ * (cgroup v2 delegation gives user@UID.service, and whatever an admin chowns, to
+ * that user), another uid's rootless engine, a prefix that is no engine's. */
+static void test_foreign_subtree_refused(void **state)
+{
+	(void)state;
+	const char *const texts[] = {
+		"0::/user.slice/user-1000.slice/user@1000.service/docker-" ID ".scope\n",
+		"0::/user.slice/user-1000.slice/user@1000.service/app.slice/x/docker-" ID ".scope\n",
+		"0::/user.slice/user-1000.slice/user@1000.service/user.slice/x/docker-" ID ".scope\n",
+		"0::/user.slice/user-1000.slice/user@1000.service/docker/" ID "\n",
+		"0::/user.slice/user-1000.slice/user@1000.service/app.slice/docker/" ID "\n",
+		"0::/user.slice/user-1000.slice/session-3.scope/docker/" ID "\n",
+		"0::/home-delegated/x/docker/" ID "\n",
+		"0::/x/system.slice/docker-" ID ".scope\n",
+		"0::/docker/x/" ID "\n",
+		"0::/system.slice/x/docker-" ID ".scope\n",
+		"0::/machine.slice/x/libpod-" ID ".scope/container\n",
+		"0::/x/libpod_parent/libpod-" ID "\n",
+		"0::/user.slice/crio-" ID ".scope\n",
+		"0::/home/x/kubepods/" ID "\n",
+		"0::/user.slice/user-1000.slice/user@1000.service/kubepods.slice/docker-" ID ".scope\n",
+		"0::/docker-" ID ".scope\n",
+		"0::/" ID "\n",
+		/* a nested form whose outer part is not a container's own cgroup */
+		"0::/home/x/docker/" OTHER "/docker/" ID "\n",
+		"0::/x/docker/" ID "\n",
+		/* the user's subtree in the v1 name=systemd hierarchy, which systemd delegates to the user */
+		"1:name=systemd:/user.slice/user-1000.slice/user@1000.service/docker/" ID "\n0::/\n",
+		/* another uid's rootless engine, and a slice and a manager that disagree */
+		"0::/user.slice/user-1001.slice/user@1001.service/user.slice/docker-" ID ".scope\n",
+		"0::/user.slice/user-1000.slice/user@1001.service/user.slice/docker-" ID ".scope\n",
+		"0::/user.slice/user-01000.slice/user@01000.service/user.slice/docker-" ID ".scope\n",
+		"0::/user.slice/user-1001.slice/user@1001.service/app.slice/docker.service/docker/" ID "\n",
+		"0::/user.slice/user-1001.slice/user@1001.service/user.slice/libpod-" ID ".scope/container\n",
+	};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		if (mafsbx_cgroup_names_container_as(texts[i], ID, RL))
+			fail_msg("accepted the ID in a foreign subtree: %s", texts[i]);
+	}
+	/* a rootless engine's own layout, for a daemon of another uid (root here) */
+	assert_false(mafsbx_cgroup_names_container_as(v2_rootless, ID, 0));
+	assert_false(mafsbx_cgroup_names_container_as(v2_rootless_cgroupfs, ID, 1001));
 }
 
 static void test_other_container_refused(void **state)
@@ -203,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_real_forms_accepted),
 		cmocka_unit_test(test_other_container_refused),
 		cmocka_unit_test(test_look_alikes_refused),
+		cmocka_unit_test(test_foreign_subtree_refused),
 		cmocka_unit_test(test_some_container),
 		cmocka_unit_test(test_procs_path),
 	};

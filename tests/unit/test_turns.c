@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +124,54 @@ static void test_bad_key(void **state)
 	dir[0] = '/';
 	dir[sizeof(dir) - 1] = '\0';
 	assert_int_equal(mafsbx_turns_init(&t, dir, "k", NULL, &err), -ENAMETOOLONG);
+}
+
+/*
+ * A lock file is a regular file with no other name: `mafsbx thaw` as root
+ * works in every user's runtime directory, and a hard link or a fifo put
+ * there by its owner must not have root write a marker over another file
+ * or block on a read. One root makes in another user's directory is that
+ * user's.
+ */
+static void test_lock_file_kinds(void **state)
+{
+	struct fx *fx = *state;
+	char gate[PATH_MAX], victim[PATH_MAX];
+	mafsbx_turns_path(&fx->t, "gate", gate, sizeof(gate));
+	snprintf(victim, sizeof(victim), "%s/victim", fx->dir);
+	int v = open(victim, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(v >= 0);
+	assert_int_equal(write(v, "keep", 4), 4);
+	close(v);
+	assert_int_equal(link(victim, gate), 0);
+	struct mafsbx_turn a = MAFSBX_TURN_INIT;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	assert_true(freeze_in(&fx->t, &a, 100, &err) < 0);
+	assert_non_null(strstr(err.message, "not a regular file of its own"));
+	mafsbx_turn_release(&a);
+	struct stat st;
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(st.st_size, 4);
+	assert_int_equal(unlink(gate), 0);
+	assert_int_equal(unlink(victim), 0);
+
+	assert_int_equal(mkfifo(gate, 0600), 0);
+	mafsbx_error_clear(&err);
+	assert_true(freeze_in(&fx->t, &a, 100, &err) < 0);
+	assert_non_null(strstr(err.message, "not a regular file of its own"));
+	mafsbx_turn_release(&a);
+	assert_int_equal(unlink(gate), 0);
+
+	/* root in a directory of another uid: what it makes there is that uid's */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(fx->dir, 65534, 65534), 0);
+		assert_int_equal(freeze_in(&fx->t, &a, 100, NULL), MAFSBX_TURN_ALONE);
+		assert_int_equal(freeze_out(&fx->t, &a), 1);
+		assert_int_equal(stat(gate, &st), 0);
+		assert_int_equal(st.st_uid, 65534);
+		assert_int_equal(st.st_gid, 65534);
+	}
 }
 
 /* Freeze turns join each other; the last one out is told so. */
@@ -477,6 +526,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_bad_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock_file_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freezes_join, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_reentry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_turns_alternate, setup, teardown),
