@@ -16,6 +16,10 @@
  * and a new request replaces the reply. All state is per handle, under the
  * handle's mutex, so requests on one handle are strictly ordered while
  * different handles run in parallel.
+ *
+ * A writer interrupted while its request runs (lowlevel.c answers it EINTR)
+ * does not stop the request: its close() does not wait for it, and the
+ * handle, released meanwhile, stays until the request's end (`released`).
  */
 #include "mfs.h"
 
@@ -43,6 +47,7 @@ struct mfs_ctl {
 	 * `lock` released): every other call on this handle waits for its end */
 	bool running;
 	pthread_cond_t done;
+	bool released;               /* closed while running: the runner frees it */
 };
 
 /* With c->lock held: until no request of this handle runs. */
@@ -85,6 +90,27 @@ static void request_reset(struct mfs_ctl *c)
 	mafsbx_buf_free(&c->req);
 	c->started = false;
 	mafsbx_jsonscan_reset(&c->scan);
+}
+
+static void ctl_free(struct mfs_ctl *c)
+{
+	request_reset(c);
+	free(c->reply);
+	pthread_cond_destroy(&c->done);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* The end of a run (c->lock held, released here): the handle freed if it was closed meanwhile. */
+static void run_ended(struct mfs_ctl *c)
+{
+	request_reset(c);
+	c->running = false;
+	pthread_cond_broadcast(&c->done);
+	bool orphan = c->released;
+	pthread_mutex_unlock(&c->lock);
+	if (orphan)
+		ctl_free(c);
 }
 
 /* Replace the reply. Takes ownership of `text`. */
@@ -273,10 +299,7 @@ int mfs_ctl_write_run(struct mfs *fs, struct mfs_ctl *c, int taken)
 	 * for the request and the reply while the runner works. */
 	int r = run(fs, c);
 	pthread_mutex_lock(&c->lock);
-	request_reset(c);
-	c->running = false;
-	pthread_cond_broadcast(&c->done);
-	pthread_mutex_unlock(&c->lock);
+	run_ended(c);
 	return r < 0 ? r : taken;
 }
 
@@ -287,10 +310,7 @@ int mfs_ctl_write_cancel(struct mfs_ctl *c, int e, const char *why)
 	mafsbx_error_set_full(&err, MAFSBX_EK_CONFLICT, e, "RuntimeError", "%s: %s", mfs_ctl_kind_name(c->kind), why);
 	pthread_mutex_lock(&c->lock);
 	set_error_reply(c, &err, NULL);
-	request_reset(c);
-	c->running = false;
-	pthread_cond_broadcast(&c->done);
-	pthread_mutex_unlock(&c->lock);
+	run_ended(c);
 	return -e;
 }
 
@@ -342,9 +362,10 @@ void mfs_ctl_truncate(struct mfs_ctl *c)
 int mfs_ctl_flush(struct mfs_ctl *c)
 {
 	pthread_mutex_lock(&c->lock);
-	wait_idle(c);
-	/* The bytes stay: another descriptor of this open file may finish them. */
-	int r = c->started ? -EINVAL : 0;
+	/* A running request is complete: nothing to report, and no wait for it
+	 * (the close of an interrupted writer must not wait for its request).
+	 * Otherwise the bytes stay: another descriptor of this open file may finish them. */
+	int r = !c->running && c->started ? -EINVAL : 0;
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
@@ -353,9 +374,10 @@ void mfs_ctl_release(struct mfs_ctl *c)
 {
 	if (!c)
 		return;
-	request_reset(c);
-	free(c->reply);
-	pthread_cond_destroy(&c->done);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	pthread_mutex_lock(&c->lock);
+	bool running = c->running;
+	c->released = true;
+	pthread_mutex_unlock(&c->lock);
+	if (!running)   /* else the end of the run frees it */
+		ctl_free(c);
 }

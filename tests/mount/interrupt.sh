@@ -1,0 +1,133 @@
+#!/bin/bash
+# interrupt.sh: a caller killed while its request waits in the daemon is gone
+# at once (doc/protocol.md "Interrupted callers"); without FUSE interrupts
+# the kernel keeps it in state D until the daemon answers:
+#   1. a SIGKILLed reader of a detached exec's `wait` (command `sleep 60`)
+#      is gone within the bound; the command runs on, and a later reader of
+#      `wait` gets the reply when it ends (here: a cancel);
+#   2. readers of `wait` killed about when their command ends (the interrupt
+#      racing the end): each is gone, and `wait` still answers after;
+#   3. a SIGKILLed writer of `.ctl/exec` (a blocking `sleep`) is gone within
+#      the bound; its command runs on to its own end, and another descriptor
+#      of the same open file reads the request's reply once it ended.
+. "$(dirname "$0")/lib.sh"
+require_env
+
+# How long a killed caller may take to be gone: "within 1 s" on a quiet
+# machine; 3 s leaves room for a loaded one (without interrupts it is the
+# command's whole run, 60 s here).
+GONE_BOUND_S=3
+
+M=$T/mnt
+mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
+acquire "$M" t a x
+N=$SBX
+
+# detach JSON-MEMBERS: starts a detached exec; sets XID
+detach() {
+	ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, $1}"
+	[ "$CTL_STATUS" = OK ] || fail "detached exec ($1): $CTL_STATUS $CTL_REPLY"
+	XID=$(jget "$CTL_REPLY" exec)
+}
+# guest_procs PATTERN: the guest's live (not zombie) processes whose command line ends in PATTERN
+guest_procs() {
+	"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}" |
+		tail -n +2 | "$MFS_TOOL" jget stdout | tr -d '\n'
+}
+# blocked PID: the process is still there, waiting (not running, not gone)
+blocked() {
+	local st
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ "$st" = S ] || [ "$st" = D ]
+}
+# kill_and_time PID WHAT: SIGKILL, then the milliseconds until it is gone
+# (fails past GONE_BOUND_S); sets GONE_MS
+kill_and_time() {
+	local pid=$1 what=$2 t0 i
+	t0=$(date +%s%N)
+	kill -KILL "$pid" || fail "$what: cannot signal $pid"
+	for i in $(seq 1 $((GONE_BOUND_S * 50))); do
+		if gone "$pid"; then
+			GONE_MS=$((($(date +%s%N) - t0) / 1000000))
+			wait "$pid" 2>/dev/null
+			log "$what: gone ${GONE_MS} ms after SIGKILL"
+			return 0
+		fi
+		sleep 0.02
+	done
+	fail "$what: still there (state $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)) ${GONE_BOUND_S} s after SIGKILL"
+}
+
+# --- 1. a killed reader of `wait` -------------------------------------------------------
+detach '"command": "sleep 60"'
+X=$M/$N/execs/$XID
+cat "$X/wait" >/dev/null &
+READER=$!
+sleep 1.5
+blocked "$READER" || fail "the reader of wait is not waiting for the command"
+kill_and_time "$READER" "a reader of wait"
+expect_eq "$(jget "$(cat "$X/status")" running)" true "the command after its reader was killed"
+expect_eq "$(guest_procs 'sleep 60')" 1 "the command's process after its reader was killed"
+# the waiter was taken off: a new reader parks and is answered at the end
+timeout 60 cat "$X/wait" >"$T/wait1" &
+READER=$!
+sleep 1
+blocked "$READER" || fail "the second reader of wait is not waiting"
+rmdir "$X" || fail "rmdir (cancel) failed"
+wait "$READER" || fail "the second reader of wait failed after the cancel"
+expect_eq "$(jget "$(cat "$T/wait1")" cancelled)" true "wait after a cancel: cancelled"
+log "ok: a killed reader of wait is gone; the command ran on; wait answers later readers"
+
+# --- 2. interrupts racing the command's end -------------------------------------------
+for i in 1 2 3 4 5 6; do
+	detach '"command": "sleep 1"'
+	X=$M/$N/execs/$XID
+	cat "$X/wait" >/dev/null &
+	READER=$!
+	# from 0.8 s to 1.3 s: before, about and after the end
+	sleep "$(printf '%d.%d' $(((7 + i) / 10)) $(((7 + i) % 10)))"
+	kill -KILL "$READER" 2>/dev/null
+	for _ in $(seq 1 $((GONE_BOUND_S * 50))); do
+		gone "$READER" && break
+		sleep 0.02
+	done
+	gone "$READER" || fail "round $i: the killed reader of wait is still there after ${GONE_BOUND_S} s"
+	wait "$READER" 2>/dev/null
+	w=$(timeout 30 cat "$X/wait") || fail "round $i: wait after a killed reader"
+	expect_eq "$(jget "$w" ok)" true "round $i: wait's reply"
+	expect_eq "$(jget "$w" exit_code)" 0 "round $i: wait's exit_code"
+done
+log "ok: readers killed about the command's end are gone; wait still answers"
+
+# --- 3. a killed writer of .ctl/exec ------------------------------------------------------
+# The writer is a subshell holding the open file; a child of it keeps a
+# second descriptor of the same open file and reads the reply later.
+(
+	exec 3<>"$M/.ctl/exec"
+	(
+		sleep 2
+		timeout 60 cat <&3 >"$T/reply"
+	) &
+	printf '{"sandbox": "%s", "command": "sleep 12; echo slept"}\n' "$N" >&3
+	echo "the write returned" >"$T/returned"
+) &
+WRITER=$!
+sleep 1.5
+blocked "$WRITER" || fail "the writer of .ctl/exec is not waiting for its command"
+kill_and_time "$WRITER" "a writer of .ctl/exec"
+[ -e "$T/returned" ] && fail "the killed writer's write returned"
+expect_eq "$(guest_procs 'sleep 12')" 1 "the command after its writer was killed"
+for _ in $(seq 1 300); do
+	[ -s "$T/reply" ] && break
+	sleep 0.1
+done
+[ -s "$T/reply" ] || fail "no reply on the other descriptor within 30 s"
+r=$(cat "$T/reply")
+expect_eq "$(jget "$r" ok)" true "the reply of the killed writer's exec"
+expect_eq "$(jget "$r" stdout)" slept "the command ran to its end"
+run_exec "$M" "$N" "echo after"
+expect_eq "$CTL_STATUS" OK "an exec after the killed writer's"
+log "ok: a killed writer of .ctl/exec is gone; its command ran to its end; the reply is kept"
+
+umount_fs "$M" "$DAEMON_PID"
+log "ok"
