@@ -18,7 +18,8 @@
  *    wait their turn);
  *  - those, and a `wait` read parked until its command ends, honour FUSE
  *    interrupts (struct pending): a killed caller is answered EINTR at once
- *    and the work goes on without it;
+ *    and the work goes on without it; a file call waiting for a freeze is
+ *    cancelled (mfs_call_watch_begin);
  *  - cache invalidation by node (mfs_invalidate_path).
  *
  * The caller's PID and uid for the path operations (a writer killed
@@ -30,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -37,6 +39,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "cancel.h"
 #include "log.h"
 
 /* What readdir reports for an entry it gave no node (as libfuse's high-level API). */
@@ -49,6 +52,10 @@
 static __thread pid_t caller_pid;
 static __thread uid_t caller_uid;
 static __thread bool caller_known;
+/* The request at hand, until it is answered: a path operation run after the
+ * answer (the release of an open whose opener went away) clears it first
+ * (answered()), since the request is freed by the answer. */
+static __thread fuse_req_t caller_req;
 
 pid_t mfs_caller_pid(void)
 {
@@ -67,7 +74,13 @@ static struct mfs *begin(fuse_req_t req)
 	caller_pid = cx ? cx->pid : 0;
 	caller_uid = cx ? cx->uid : 0;
 	caller_known = cx != NULL;
+	caller_req = req;
 	return fuse_req_userdata(req);
+}
+
+static void answered(void)
+{
+	caller_req = NULL;
 }
 
 static void reply_err(fuse_req_t req, int r)
@@ -306,11 +319,20 @@ static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
  *    request for the call), after taking the work's callback back where it
  *    can (`withdraw`), before the answer lets the open file go.
  * Two references: the answer's and the work callback's.
+ *
+ * A request whose retry would do its work again (a .ctl write, rmdir NAME:
+ * `fatal_only`) gives way only to a caller being killed: a caught signal
+ * (SIGCHLD, a handler that returns) answered EINTR would make a caller that
+ * retries, as Python does, run the request twice. The kernel interrupts a
+ * request once, at the first signal: a caller that caught one and is
+ * killed later waits for the work as before.
  */
 enum pending_state { PENDING_SETUP, PENDING_WAITING, PENDING_ANSWERED };
 
 struct pending {
 	fuse_req_t req;
+	pid_t pid;                           /* the caller */
+	bool fatal_only;
 	void (*answer)(struct pending *p);   /* the ordinary answer, once the work is done */
 	bool (*withdraw)(struct pending *p); /* NULL, or: true when the work will not call back */
 	atomic_int refs;
@@ -327,9 +349,32 @@ static void pending_put(struct pending *p)
 	free(p);   /* the first member of what was allocated */
 }
 
+/* Whether `pid` (in the daemon's pid namespace) is being killed: a fatal
+ * signal leaves SIGKILL pending on every thread of its process. A caller
+ * that cannot be seen (no pid, gone already, no /proc) counts as dying. */
+static bool caller_dying(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	__do_close int fd = pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	static const char *const fields[] = { "\nSigPnd:", "\nShdPnd:" };
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const char *at = strstr(buf, fields[i]);
+		if (at && (strtoull(at + strlen(fields[i]), NULL, 16) & (1ULL << (SIGKILL - 1))))
+			return true;
+	}
+	return false;
+}
+
 static void pending_interrupted(fuse_req_t req, void *arg)
 {
 	struct pending *p = arg;
+	if (p->fatal_only && !caller_dying(p->pid))
+		return;   /* a caught signal: the request goes on */
 	pthread_mutex_lock(&p->mu);
 	bool mine = p->state == PENDING_WAITING;
 	if (p->state == PENDING_SETUP)
@@ -347,10 +392,13 @@ static void pending_interrupted(fuse_req_t req, void *arg)
 
 /* Set up `p` (zeroed, the first member of its allocation) for `req`; the
  * interrupt function is registered (an interrupt already there is recorded). */
-static void pending_start(struct pending *p, fuse_req_t req, void (*answer)(struct pending *p),
+static void pending_start(struct pending *p, fuse_req_t req, bool fatal_only, void (*answer)(struct pending *p),
 			  bool (*withdraw)(struct pending *p))
 {
+	const struct fuse_ctx *cx = fuse_req_ctx(req);
 	p->req = req;
+	p->pid = cx ? cx->pid : 0;
+	p->fatal_only = fatal_only;
 	p->answer = answer;
 	p->withdraw = withdraw;
 	atomic_init(&p->refs, 2);
@@ -406,8 +454,44 @@ static void pending_done(struct pending *p)
 	pending_put(p);   /* the work's */
 }
 
+/*
+ * An engine-plane file call of the request at hand, which may wait for a
+ * freeze behind an exec (work.c): a caller being killed cancels the wait
+ * (src/base/cancel.h: the freezer gives up with EINTR, nothing paused).
+ * Only a dying caller, as for the .ctl writes: a stat that failed EINTR on
+ * a caught signal would surprise every program that does not retry it.
+ * The flag is the thread's; end() clears the interrupt function (waiting
+ * out a call in progress) before the request is answered.
+ */
+static __thread atomic_bool call_cancel;
+static __thread unsigned call_watches;
+
+static void call_interrupted(fuse_req_t req, void *arg)
+{
+	const struct fuse_ctx *cx = fuse_req_ctx(req);
+	if (caller_dying(cx ? cx->pid : 0))
+		atomic_store((atomic_bool *)arg, true);
+}
+
+void mfs_call_watch_begin(void)
+{
+	if (!caller_req || call_watches++ > 0)
+		return;
+	atomic_store(&call_cancel, false);
+	mafsbx_cancel_watch(&call_cancel);
+	fuse_req_interrupt_func(caller_req, call_interrupted, &call_cancel);
+}
+
+void mfs_call_watch_end(void)
+{
+	if (!caller_req || !call_watches || --call_watches > 0)
+		return;
+	fuse_req_interrupt_func(caller_req, NULL, NULL);
+	mafsbx_cancel_watch(NULL);
+}
+
 /* rmdir NAME disposes a sandbox: a transaction, run on a transaction
- * thread. An interrupt answers EINTR; the disposal runs on to its end. */
+ * thread. A caller being killed is answered EINTR; the disposal runs on. */
 struct rmdir_job {
 	struct pending p;            /* must stay first */
 	struct mfs *fs;
@@ -445,7 +529,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (j) {
 			j->fs = fs;
 			j->path = path;
-			pending_start(&j->p, req, rmdir_answer, NULL);
+			pending_start(&j->p, req, true, rmdir_answer, NULL);
 			if ((r = mfs_txns_submit(&fs->txns, rmdir_run, j)) == 0) {
 				pending_armed(&j->p);
 				return;
@@ -522,6 +606,7 @@ static void open_common(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	if (r < 0) {
 		reply_err(req, r);
 	} else if (fuse_reply_open(req, fi) == -ENOENT) {   /* the opener went away: no release will come */
+		answered();
 		if (!dir)
 			mfs_passthrough_release(fs, req, fi);
 		(void)(dir ? mfs_operations.releasedir(path, fi) : mfs_operations.release(path, fi));
@@ -558,6 +643,7 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		mfs_operations.release(path, fi);
 		reply_err(req, r);
 	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		answered();
 		mfs_operations.release(path, fi);
 		mfs_nodes_forget(&fs->nodes, e.ino, 1);
 	}
@@ -605,7 +691,7 @@ static bool park_read(fuse_req_t req, struct mfs_exec_handle *x, size_t size, of
 	pr->fi = *fi;
 	pr->size = size;
 	pr->off = off;
-	pending_start(&pr->p, req, parked_answer, parked_withdraw);
+	pending_start(&pr->p, req, false, parked_answer, parked_withdraw);
 	*r = mfs_exec_when_done(x, parked_done, &pr->p);
 	if (*r != 0) {
 		pending_abandon(&pr->p);
@@ -648,8 +734,8 @@ static void serve_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_
 	free(buf);
 }
 
-/* The write that completed a transaction, on its transaction thread. An
- * interrupt answers the write EINTR; the transaction runs on to its end (an
+/* The write that completed a transaction, on its transaction thread. A
+ * writer being killed is answered EINTR; the transaction runs on to its end (an
  * exec's command to its own end or timeout, as a killed `docker exec`
  * client leaves it) and its reply is kept for the open file. */
 struct ctl_job {
@@ -694,7 +780,7 @@ static void ctl_write(fuse_req_t req, struct mfs *fs, struct mfs_ctl *c, const c
 		j->fs = fs;
 		j->c = c;
 		j->taken = r;
-		pending_start(&j->p, req, ctl_answer, NULL);
+		pending_start(&j->p, req, true, ctl_answer, NULL);
 		if ((r = mfs_txns_submit(&fs->txns, ctl_run, j)) == 0) {
 			pending_armed(&j->p);
 			return;

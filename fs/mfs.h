@@ -210,6 +210,11 @@ void mfs_invalidate_path(struct mfs *fs, const char *path);
 pid_t mfs_caller_pid(void);
 /* Its uid, and whether one is known (false: no FUSE request on this thread). */
 bool mfs_caller_uid(uid_t *uid);
+/* Around an engine-plane file call of the request at hand (paired on its
+ * thread; no-ops off a FUSE request): a caller being killed meanwhile
+ * cancels the call's wait for a freeze (EINTR). */
+void mfs_call_watch_begin(void);
+void mfs_call_watch_end(void);
 
 /* ---- the mount state ---------------------------------------------------- */
 

@@ -9,7 +9,13 @@
 #      racing the end): each is gone, and `wait` still answers after;
 #   3. a SIGKILLed writer of `.ctl/exec` (a blocking `sleep`) is gone within
 #      the bound; its command runs on to its own end, and another descriptor
-#      of the same open file reads the request's reply once it ended.
+#      of the same open file reads the request's reply once it ended;
+#   4. a writer of `.ctl/exec` that catches a signal meanwhile is not
+#      interrupted: its write succeeds and the command runs once;
+#   5. on the engine plane (MAFSBX_TEST_PLANE=engine), a SIGKILLed `stat`
+#      waiting for a freeze behind a running exec is gone within the bound,
+#      nothing is left paused, the exec runs on, and a stat after it works.
+# 1 to 4 do not depend on the plane: the engine variant runs 5 alone.
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -71,6 +77,7 @@ kill_and_time() {
 	log "$what: gone ${GONE_MS} ms after SIGKILL"
 }
 
+if [ "$PLANE" = local ]; then
 # --- 1. a killed reader of `wait` -------------------------------------------------------
 detach '"command": "sleep 60"'
 X=$M/$N/execs/$XID
@@ -144,6 +151,49 @@ expect_eq "$(jget "$r" stdout)" slept "the command ran to its end"
 run_exec "$M" "$N" "echo after"
 expect_eq "$CTL_STATUS" OK "an exec after the killed writer's"
 log "ok: a killed writer of .ctl/exec is gone; its command ran to its end; the reply is kept"
+
+# --- 4. a caught signal does not interrupt a .ctl write ------------------------------------
+# (an EINTR there would make a caller that retries run the request twice)
+(
+	trap 'echo caught >>"$T/caught"' USR1
+	exec 3<>"$M/.ctl/exec"
+	printf '{"sandbox": "%s", "command": "sleep 3; echo once >>/tmp/interrupt-once"}\n' "$N" >&3 ||
+		exit 1
+	cat <&3 >"$T/reply4"
+) &
+WRITER=$!
+for _ in $(seq 1 100); do
+	[ "$(guest_procs 'sleep 3')" = 1 ] && break
+	sleep 0.1
+done
+in_request "$WRITER" || fail "the writer of .ctl/exec is not waiting for its command"
+kill -USR1 "$WRITER"
+wait "$WRITER" || fail "a write of .ctl/exec failed on a caught signal"
+expect_eq "$(cat "$T/caught")" caught "the writer's signal handler ran"
+expect_eq "$(jget "$(cat "$T/reply4")" ok)" true "the reply after a caught signal"
+run_exec "$M" "$N" "cat /tmp/interrupt-once"
+expect_eq "$(jget "$CTL_REPLY" stdout)" once "the command ran once"
+log "ok: a caught signal leaves a .ctl write to its end"
+fi
+
+if [ "$PLANE" = engine ]; then
+# --- 5. a killed file call waiting for a freeze behind an exec ---------------------------
+detach '"command": "sleep 60"'
+X=$M/$N/execs/$XID
+sleep 1
+stat "$M/$N/work/absent-while-exec" >/dev/null 2>&1 &
+STATER=$!
+in_request "$STATER" || fail "the stat is not waiting for the daemon"
+sleep 1
+gone "$STATER" && fail "the stat did not wait for a freeze behind the exec"
+kill_and_time "$STATER" "a stat waiting for a freeze"
+expect_eq "$("$MFS_TOOL" paused "$SCOPE")" 0 "sandboxes paused after the killed stat"
+expect_eq "$(jget "$(cat "$X/status")" running)" true "the exec after the killed stat"
+rmdir "$X" || fail "rmdir (cancel) failed"
+expect_errno "a stat after the exec" ENOENT stat "$M/$N/work/absent-while-exec"
+no_paused
+log "ok: a killed file call waiting for a freeze is gone; nothing stays paused"
+fi
 
 umount_fs "$M" "$DAEMON_PID"
 log "ok"
