@@ -216,7 +216,7 @@ fi
 # ThreadSanitizer over the daemon's threads (FUSE workers, transaction
 # threads, detached execs, the burst timer, the watchdog, the janitor): the
 # mount suites of both planes, and the ones that stress the new threads.
-tsan_mount=(story story-engine badinput badinput-engine files files-engine execs parallel engine_down thaw interrupt)
+tsan_mount=(story story-engine badinput badinput-engine files files-engine execs parallel engine_down thaw interrupt interrupt-engine)
 if build build-tsan gcc -Db_sanitize=thread; then
 	rm -rf build-tsan/sanitizer-logs
 	mkdir -p build-tsan/sanitizer-logs
