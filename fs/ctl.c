@@ -17,7 +17,7 @@
  * handle's mutex, so requests on one handle are strictly ordered while
  * different handles run in parallel.
  *
- * A writer interrupted while its request runs (lowlevel.c answers it EINTR)
+ * A writer killed while its request runs (lowlevel.c answers it EINTR)
  * does not stop the request: its close() does not wait for it, and the
  * handle, released meanwhile, stays until the request's end (`released`).
  */
@@ -363,7 +363,7 @@ int mfs_ctl_flush(struct mfs_ctl *c)
 {
 	pthread_mutex_lock(&c->lock);
 	/* A running request is complete: nothing to report, and no wait for it
-	 * (the close of an interrupted writer must not wait for its request).
+	 * (the close of a killed writer must not wait for its request).
 	 * Otherwise the bytes stay: another descriptor of this open file may finish them. */
 	int r = !c->running && c->started ? -EINVAL : 0;
 	pthread_mutex_unlock(&c->lock);
