@@ -455,16 +455,18 @@ static void pending_done(struct pending *p)
 }
 
 /*
- * An engine-plane file call of the request at hand, which may wait for a
- * freeze behind an exec (work.c): a caller being killed cancels the wait
- * (src/base/cancel.h: the freezer gives up with EINTR, nothing paused).
- * Only a dying caller, as for the .ctl writes: a stat that failed EINTR on
- * a caught signal would surprise every program that does not retry it.
- * The flag is the thread's; end() clears the interrupt function (waiting
- * out a call in progress) before the request is answered.
+ * A file call (work/, root/) of the request at hand, which may wait for a
+ * freeze behind an exec (the engine plane, -o frozen_reads; work.c): a
+ * caller being killed cancels the wait (src/base/cancel.h: the freezer
+ * gives up with EINTR, nothing paused). Only a dying caller, as for the
+ * .ctl writes: a stat that failed EINTR on a caught signal would surprise
+ * every program that does not retry it. The flag is the thread's; end()
+ * clears the interrupt function (waiting out a call in progress) before the
+ * request is answered.
  */
 static __thread atomic_bool call_cancel;
 static __thread unsigned call_watches;
+static __thread fuse_req_t call_req;   /* the request watched (NULL: none) */
 
 static void call_interrupted(fuse_req_t req, void *arg)
 {
@@ -475,19 +477,20 @@ static void call_interrupted(fuse_req_t req, void *arg)
 
 void mfs_call_watch_begin(void)
 {
-	if (!caller_req || call_watches++ > 0)
-		return;
+	if (call_watches++ > 0 || !(call_req = caller_req))
+		return;   /* nested, or no request on this thread */
 	atomic_store(&call_cancel, false);
 	mafsbx_cancel_watch(&call_cancel);
-	fuse_req_interrupt_func(caller_req, call_interrupted, &call_cancel);
+	fuse_req_interrupt_func(call_req, call_interrupted, &call_cancel);
 }
 
 void mfs_call_watch_end(void)
 {
-	if (!caller_req || !call_watches || --call_watches > 0)
+	if (!call_watches || --call_watches > 0 || !call_req)
 		return;
-	fuse_req_interrupt_func(caller_req, NULL, NULL);
+	fuse_req_interrupt_func(call_req, NULL, NULL);
 	mafsbx_cancel_watch(NULL);
+	call_req = NULL;
 }
 
 /* rmdir NAME disposes a sandbox: a transaction, run on a transaction
