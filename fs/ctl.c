@@ -16,6 +16,10 @@
  * and a new request replaces the reply. All state is per handle, under the
  * handle's mutex, so requests on one handle are strictly ordered while
  * different handles run in parallel.
+ *
+ * A writer killed while its request runs (lowlevel.c answers it EINTR)
+ * does not stop the request: its close() does not wait for it, and the
+ * handle, released meanwhile, stays until the request's end (`released`).
  */
 #include "mfs.h"
 
@@ -44,6 +48,7 @@ struct mfs_ctl {
 	bool running;
 	bool pooled;                 /* the running request counts in the others' pool (mfs_request_charge) */
 	pthread_cond_t done;
+	bool released;               /* closed while running: the runner frees it */
 };
 
 /* With c->lock held: until no request of this handle runs. */
@@ -86,6 +91,38 @@ static void request_reset(struct mfs_ctl *c)
 	mafsbx_buf_free(&c->req);
 	c->started = false;
 	mafsbx_jsonscan_reset(&c->scan);
+}
+
+static void ctl_free(struct mfs_ctl *c)
+{
+	request_reset(c);
+	free(c->reply);
+	pthread_cond_destroy(&c->done);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* With c->lock held: the request ended; give back its place in the others' pool. */
+static void request_ended(struct mfs_ctl *c)
+{
+	if (c->pooled) {
+		c->pooled = false;
+		mfs_request_uncharge(mfs_get(), &c->h);
+	}
+}
+
+/* The end of a run (c->lock held, released here): its place in the
+ * others' pool given back, the handle freed if it was closed meanwhile. */
+static void run_ended(struct mfs_ctl *c)
+{
+	request_reset(c);
+	request_ended(c);
+	c->running = false;
+	pthread_cond_broadcast(&c->done);
+	bool orphan = c->released;
+	pthread_mutex_unlock(&c->lock);
+	if (orphan)
+		ctl_free(c);
 }
 
 /* Replace the reply. Takes ownership of `text`. */
@@ -206,15 +243,6 @@ static int refuse_pooled(struct mfs_ctl *c, int r)
 	return r;
 }
 
-/* With c->lock held: the request ended; give back its place in the others' pool. */
-static void request_ended(struct mfs_ctl *c)
-{
-	if (c->pooled) {
-		c->pooled = false;
-		mfs_request_uncharge(mfs_get(), &c->h);
-	}
-}
-
 int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *run_it)
 {
 	/* FUSE sends at most max_write (<= a few MiB) per write: the count fits. */
@@ -311,11 +339,7 @@ int mfs_ctl_write_run(struct mfs *fs, struct mfs_ctl *c, int taken)
 	 * for the request and the reply while the runner works. */
 	int r = run(fs, c);
 	pthread_mutex_lock(&c->lock);
-	request_reset(c);
-	request_ended(c);
-	c->running = false;
-	pthread_cond_broadcast(&c->done);
-	pthread_mutex_unlock(&c->lock);
+	run_ended(c);
 	return r < 0 ? r : taken;
 }
 
@@ -326,11 +350,7 @@ int mfs_ctl_write_cancel(struct mfs_ctl *c, int e, const char *why)
 	mafsbx_error_set_full(&err, MAFSBX_EK_CONFLICT, e, "RuntimeError", "%s: %s", mfs_ctl_kind_name(c->kind), why);
 	pthread_mutex_lock(&c->lock);
 	set_error_reply(c, &err, NULL);
-	request_reset(c);
-	request_ended(c);
-	c->running = false;
-	pthread_cond_broadcast(&c->done);
-	pthread_mutex_unlock(&c->lock);
+	run_ended(c);
 	return -e;
 }
 
@@ -382,9 +402,10 @@ void mfs_ctl_truncate(struct mfs_ctl *c)
 int mfs_ctl_flush(struct mfs_ctl *c)
 {
 	pthread_mutex_lock(&c->lock);
-	wait_idle(c);
-	/* The bytes stay: another descriptor of this open file may finish them. */
-	int r = c->started ? -EINVAL : 0;
+	/* A running request is complete: nothing to report, and no wait for it
+	 * (the close of a killed writer must not wait for its request).
+	 * Otherwise the bytes stay: another descriptor of this open file may finish them. */
+	int r = !c->running && c->started ? -EINVAL : 0;
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
@@ -393,9 +414,10 @@ void mfs_ctl_release(struct mfs_ctl *c)
 {
 	if (!c)
 		return;
-	request_reset(c);
-	free(c->reply);
-	pthread_cond_destroy(&c->done);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	pthread_mutex_lock(&c->lock);
+	bool running = c->running;
+	c->released = true;
+	pthread_mutex_unlock(&c->lock);
+	if (!running)   /* else the end of the run frees it */
+		ctl_free(c);
 }

@@ -714,6 +714,24 @@ int mfs_exec_when_done(struct mfs_exec_handle *x, void (*fn)(void *arg), void *a
 	return 0;
 }
 
+bool mfs_exec_unpark(struct mfs_exec_handle *x, void *arg)
+{
+	struct mfs_dexec *d = x->d;
+	bool found = false;
+	pthread_mutex_lock(&d->mu);
+	/* exec_main takes the whole list under mu: what is still here will not be called */
+	for (struct exec_waiter **pp = &d->waiters; *pp; pp = &(*pp)->next)
+		if ((*pp)->arg == arg) {
+			struct exec_waiter *w = *pp;
+			*pp = w->next;
+			free(w);
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&d->mu);
+	return found;
+}
+
 void mfs_exec_release(struct mfs_exec_handle *x)
 {
 	handle_free(x);

@@ -16,6 +16,10 @@
  *    transaction thread (txn.c), which sends the reply: a running exec
  *    holds no FUSE worker, and at most -o max_requests run at once (more
  *    wait their turn);
+ *  - those, and a `wait` read parked until its command ends, honour FUSE
+ *    interrupts (struct pending): a killed caller is answered EINTR at once
+ *    and the work goes on without it; a file call waiting for a freeze is
+ *    cancelled (mfs_call_watch_begin);
  *  - cache invalidation by node (mfs_invalidate_path).
  *
  * The caller's PID and uid for the path operations (a writer killed
@@ -27,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -34,6 +39,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "cancel.h"
 #include "log.h"
 
 /* What readdir reports for an entry it gave no node (as libfuse's high-level API). */
@@ -46,6 +52,10 @@
 static __thread pid_t caller_pid;
 static __thread uid_t caller_uid;
 static __thread bool caller_known;
+/* The request at hand, until it is answered: a path operation run after the
+ * answer (the release of an open whose opener went away) clears it first
+ * (answered()), since the request is freed by the answer. */
+static __thread fuse_req_t caller_req;
 
 pid_t mfs_caller_pid(void)
 {
@@ -64,7 +74,13 @@ static struct mfs *begin(fuse_req_t req)
 	caller_pid = cx ? cx->pid : 0;
 	caller_uid = cx ? cx->uid : 0;
 	caller_known = cx != NULL;
+	caller_req = req;
 	return fuse_req_userdata(req);
+}
+
+static void answered(void)
+{
+	caller_req = NULL;
 }
 
 static void reply_err(fuse_req_t req, int r)
@@ -283,12 +299,213 @@ static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	free(path);
 }
 
-/* rmdir NAME disposes a sandbox: a transaction, run on a transaction thread. */
-struct rmdir_job {
+/*
+ * A request answered later from another thread (a `wait` read parked until
+ * its command ends, a .ctl write whose transaction runs on a transaction
+ * thread), which honours FUSE interrupts: a caller killed meanwhile waits in
+ * state D until its request is answered, so an interrupt answers it with
+ * EINTR at once. Exactly one of the interrupt and the work's end answers.
+ *
+ * libfuse calls the interrupt function with the request's own lock held, at
+ * any time until the request is answered, even while another thread answers
+ * it; fuse_req_interrupt_func(req, NULL, NULL) waits out a call in progress
+ * and stops later ones. Hence:
+ *  - while the request is set up (SETUP) neither side answers, each only
+ *    records what happened, and the setup answers as it ends: an answer from
+ *    inside fuse_req_interrupt_func() would free the request under libfuse,
+ *    and an answer would let the kernel release the open file the setup uses;
+ *  - the work's end clears the interrupt function before it answers;
+ *  - the interrupt answers from inside the function (libfuse keeps the
+ *    request for the call), after taking the work's callback back where it
+ *    can (`withdraw`), before the answer lets the open file go.
+ * Two references: the answer's and the work callback's.
+ *
+ * A request whose retry would do its work again (a .ctl write, rmdir NAME:
+ * `fatal_only`) gives way only to a caller being killed: a caught signal
+ * (SIGCHLD, a handler that returns) answered EINTR would make a caller that
+ * retries, as Python does, run the request twice. The kernel interrupts a
+ * request once, at the first signal: a caller that caught one and is
+ * killed later waits for the work as before.
+ */
+enum pending_state { PENDING_SETUP, PENDING_WAITING, PENDING_ANSWERED };
+
+struct pending {
 	fuse_req_t req;
+	pid_t pid;                           /* the caller */
+	bool fatal_only;
+	void (*answer)(struct pending *p);   /* the ordinary answer, once the work is done */
+	bool (*withdraw)(struct pending *p); /* NULL, or: true when the work will not call back */
+	atomic_int refs;
+	pthread_mutex_t mu;                  /* the three below */
+	enum pending_state state;
+	bool interrupted, finished;          /* what happened during SETUP */
+};
+
+static void pending_put(struct pending *p)
+{
+	if (atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&p->mu);
+	free(p);   /* the first member of what was allocated */
+}
+
+/* Whether `pid` (in the daemon's pid namespace) is being killed: a fatal
+ * signal leaves SIGKILL pending on every thread of its process. A caller
+ * that cannot be seen (no pid, gone already, no /proc) counts as dying. */
+static bool caller_dying(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	__do_close int fd = pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	static const char *const fields[] = { "\nSigPnd:", "\nShdPnd:" };
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const char *at = strstr(buf, fields[i]);
+		if (at && (strtoull(at + strlen(fields[i]), NULL, 16) & (1ULL << (SIGKILL - 1))))
+			return true;
+	}
+	return false;
+}
+
+static void pending_interrupted(fuse_req_t req, void *arg)
+{
+	struct pending *p = arg;
+	if (p->fatal_only && !caller_dying(p->pid))
+		return;   /* a caught signal: the request goes on */
+	pthread_mutex_lock(&p->mu);
+	bool mine = p->state == PENDING_WAITING;
+	if (p->state == PENDING_SETUP)
+		p->interrupted = true;
+	else if (mine)
+		p->state = PENDING_ANSWERED;
+	pthread_mutex_unlock(&p->mu);
+	if (!mine)
+		return;
+	if (p->withdraw && p->withdraw(p))
+		pending_put(p);   /* the work's reference: it will not call back */
+	fuse_reply_err(req, EINTR);
+	pending_put(p);   /* the answer's */
+}
+
+/* Set up `p` (zeroed, the first member of its allocation) for `req`; the
+ * interrupt function is registered (an interrupt already there is recorded). */
+static void pending_start(struct pending *p, fuse_req_t req, bool fatal_only, void (*answer)(struct pending *p),
+			  bool (*withdraw)(struct pending *p))
+{
+	const struct fuse_ctx *cx = fuse_req_ctx(req);
+	p->req = req;
+	p->pid = cx ? cx->pid : 0;
+	p->fatal_only = fatal_only;
+	p->answer = answer;
+	p->withdraw = withdraw;
+	atomic_init(&p->refs, 2);
+	pthread_mutex_init(&p->mu, NULL);
+	p->state = PENDING_SETUP;
+	fuse_req_interrupt_func(req, pending_interrupted, p);
+}
+
+/* The work was not handed on: nothing else has `p`; the caller answers. */
+static void pending_abandon(struct pending *p)
+{
+	fuse_req_interrupt_func(p->req, NULL, NULL);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+/* The end of the setup: the work was handed on, and calls pending_done()
+ * when it ends (unless withdrawn). Whatever came meanwhile is answered now. */
+static void pending_armed(struct pending *p)
+{
+	pthread_mutex_lock(&p->mu);
+	bool interrupted = p->interrupted, finished = p->finished;
+	p->state = interrupted || finished ? PENDING_ANSWERED : PENDING_WAITING;
+	pthread_mutex_unlock(&p->mu);
+	if (!interrupted && !finished)
+		return;
+	fuse_req_interrupt_func(p->req, NULL, NULL);
+	if (finished) {
+		p->answer(p);
+	} else {
+		if (p->withdraw && p->withdraw(p))
+			pending_put(p);   /* the work's */
+		fuse_reply_err(p->req, EINTR);
+	}
+	pending_put(p);   /* the answer's */
+}
+
+/* The work ended (any thread): answer, unless an interrupt did. */
+static void pending_done(struct pending *p)
+{
+	pthread_mutex_lock(&p->mu);
+	bool mine = p->state == PENDING_WAITING;
+	if (p->state == PENDING_SETUP)
+		p->finished = true;   /* pending_armed() answers */
+	else if (mine)
+		p->state = PENDING_ANSWERED;
+	pthread_mutex_unlock(&p->mu);
+	if (mine) {
+		fuse_req_interrupt_func(p->req, NULL, NULL);   /* waits out an interrupt in progress */
+		p->answer(p);
+		pending_put(p);
+	}
+	pending_put(p);   /* the work's */
+}
+
+/*
+ * A file call (work/, root/) of the request at hand, which may wait for a
+ * freeze behind an exec (the engine plane, -o frozen_reads; work.c): a
+ * caller being killed cancels the wait (src/base/cancel.h: the freezer
+ * gives up with EINTR, nothing paused). Only a dying caller, as for the
+ * .ctl writes: a stat that failed EINTR on a caught signal would surprise
+ * every program that does not retry it. The flag is the thread's; end()
+ * clears the interrupt function (waiting out a call in progress) before the
+ * request is answered.
+ */
+static __thread atomic_bool call_cancel;
+static __thread unsigned call_watches;
+static __thread fuse_req_t call_req;   /* the request watched (NULL: none) */
+
+static void call_interrupted(fuse_req_t req, void *arg)
+{
+	const struct fuse_ctx *cx = fuse_req_ctx(req);
+	if (caller_dying(cx ? cx->pid : 0))
+		atomic_store((atomic_bool *)arg, true);
+}
+
+void mfs_call_watch_begin(void)
+{
+	if (call_watches++ > 0 || !(call_req = caller_req))
+		return;   /* nested, or no request on this thread */
+	atomic_store(&call_cancel, false);
+	mafsbx_cancel_watch(&call_cancel);
+	fuse_req_interrupt_func(call_req, call_interrupted, &call_cancel);
+}
+
+void mfs_call_watch_end(void)
+{
+	if (!call_watches || --call_watches > 0 || !call_req)
+		return;
+	fuse_req_interrupt_func(call_req, NULL, NULL);
+	mafsbx_cancel_watch(NULL);
+	call_req = NULL;
+}
+
+/* rmdir NAME disposes a sandbox: a transaction, run on a transaction
+ * thread. A caller being killed is answered EINTR; the disposal runs on. */
+struct rmdir_job {
+	struct pending p;            /* must stay first */
 	struct mfs *fs;
 	char *path;
+	int result;
 };
+
+static void rmdir_answer(struct pending *p)
+{
+	reply_err(p->req, ((struct rmdir_job *)p)->result);
+}
 
 static void rmdir_run(void *arg, bool cancelled)
 {
@@ -296,9 +513,10 @@ static void rmdir_run(void *arg, bool cancelled)
 	int r = cancelled ? -ESHUTDOWN : mfs_operations.rmdir(j->path);
 	if (r == 0)
 		mfs_nodes_detach(&j->fs->nodes, j->path);
-	reply_err(j->req, r);
+	j->result = r;
 	free(j->path);
-	free(j);
+	j->path = NULL;
+	pending_done(&j->p);
 }
 
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -310,12 +528,16 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int r;
 	struct mfs_node n;
 	if (mfs_classify(path, &n) == 0 && n.type == MFS_N_SBX_DIR) {
-		struct rmdir_job *j = malloc(sizeof(*j));
+		struct rmdir_job *j = calloc(1, sizeof(*j));
 		if (j) {
-			*j = (struct rmdir_job){ .req = req, .fs = fs, .path = path };
-			if ((r = mfs_txns_submit(&fs->txns, rmdir_run, j)) == 0)
+			j->fs = fs;
+			j->path = path;
+			pending_start(&j->p, req, true, rmdir_answer, NULL);
+			if ((r = mfs_txns_submit(&fs->txns, rmdir_run, j)) == 0) {
+				pending_armed(&j->p);
 				return;
-			free(j);
+			}
+			pending_abandon(&j->p);
 		} else {
 			r = -ENOMEM;
 		}
@@ -397,6 +619,7 @@ static void open_common(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	if (r < 0) {
 		reply_err(req, r);
 	} else if (fuse_reply_open(req, fi) == -ENOENT) {   /* the opener went away: no release will come */
+		answered();
 		if (!dir)
 			mfs_passthrough_release(fs, req, fi);
 		(void)(dir ? mfs_operations.releasedir(path, fi) : mfs_operations.release(path, fi));
@@ -433,15 +656,18 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		mfs_operations.release(path, fi);
 		reply_err(req, r);
 	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		answered();
 		mfs_operations.release(path, fi);
 		mfs_nodes_forget(&fs->nodes, e.ino, 1);
 	}
 	free(path);
 }
 
-/* A read of a detached exec's `wait`, parked until the command ends. */
+/* A read of a detached exec's `wait`, parked until the command ends. An
+ * interrupt answers EINTR and takes the read off the exec's list; the
+ * command runs on, and a later read of `wait` parks again. */
 struct parked_read {
-	fuse_req_t req;
+	struct pending p;            /* must stay first */
 	struct fuse_file_info fi;
 	size_t size;
 	off_t off;
@@ -449,11 +675,43 @@ struct parked_read {
 
 static void serve_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
 
+static void parked_answer(struct pending *p)
+{
+	struct parked_read *pr = (struct parked_read *)p;
+	serve_read(p->req, pr->size, pr->off, &pr->fi);
+}
+
+static bool parked_withdraw(struct pending *p)
+{
+	struct parked_read *pr = (struct parked_read *)p;
+	return mfs_exec_unpark((struct mfs_exec_handle *)mfs_handle_of(&pr->fi), p);
+}
+
 static void parked_done(void *arg)
 {
-	struct parked_read *p = arg;
-	serve_read(p->req, p->size, p->off, &p->fi);
-	free(p);
+	pending_done(arg);
+}
+
+/* A `wait` read: parked (true), or not to be parked (false, *r: 1 serve it now, or the error). */
+static bool park_read(fuse_req_t req, struct mfs_exec_handle *x, size_t size, off_t off,
+		      struct fuse_file_info *fi, int *r)
+{
+	struct parked_read *pr = calloc(1, sizeof(*pr));
+	if (!pr) {
+		*r = -ENOMEM;
+		return false;
+	}
+	pr->fi = *fi;
+	pr->size = size;
+	pr->off = off;
+	pending_start(&pr->p, req, false, parked_answer, parked_withdraw);
+	*r = mfs_exec_when_done(x, parked_done, &pr->p);
+	if (*r != 0) {
+		pending_abandon(&pr->p);
+		return false;
+	}
+	pending_armed(&pr->p);   /* answered from the exec's thread when the command ends */
+	return true;
 }
 
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -462,16 +720,9 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	begin(req);
 	struct mfs_handle *h = mfs_handle_of(fi);
 	if (h && h->type == MFS_H_EXEC) {
-		struct parked_read *p = malloc(sizeof(*p));
-		if (!p) {
-			reply_err(req, -ENOMEM);
+		int r;
+		if (park_read(req, (struct mfs_exec_handle *)h, size, off, fi, &r))
 			return;
-		}
-		*p = (struct parked_read){ .req = req, .fi = *fi, .size = size, .off = off };
-		int r = mfs_exec_when_done((struct mfs_exec_handle *)h, parked_done, p);
-		if (r == 0)
-			return;   /* answered from the exec's thread when the command ends */
-		free(p);
 		if (r < 0) {
 			reply_err(req, r);
 			return;
@@ -496,24 +747,33 @@ static void serve_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_
 	free(buf);
 }
 
-/* The write that completed a transaction, on its transaction thread. */
+/* The write that completed a transaction, on its transaction thread. A
+ * writer being killed is answered EINTR; the transaction runs on to its end (an
+ * exec's command to its own end or timeout, as a killed `docker exec`
+ * client leaves it) and its reply is kept for the open file. */
 struct ctl_job {
-	fuse_req_t req;
+	struct pending p;            /* must stay first */
 	struct mfs *fs;
 	struct mfs_ctl *c;
 	int taken;
+	int result;                  /* the write's answer, once run */
 };
+
+static void ctl_answer(struct pending *p)
+{
+	struct ctl_job *j = (struct ctl_job *)p;
+	if (j->result < 0)
+		reply_err(p->req, j->result);
+	else
+		fuse_reply_write(p->req, (size_t)j->result);
+}
 
 static void ctl_run(void *arg, bool cancelled)
 {
 	struct ctl_job *j = arg;
-	int r = cancelled ? mfs_ctl_write_cancel(j->c, ESHUTDOWN, "the mount is ending")
-			  : mfs_ctl_write_run(j->fs, j->c, j->taken);
-	if (r < 0)
-		reply_err(j->req, r);
-	else
-		fuse_reply_write(j->req, (size_t)r);
-	free(j);
+	j->result = cancelled ? mfs_ctl_write_cancel(j->c, ESHUTDOWN, "the mount is ending")
+			      : mfs_ctl_write_run(j->fs, j->c, j->taken);
+	pending_done(&j->p);
 }
 
 /* A write to a .ctl file: collected here; a completed request goes to a transaction thread. */
@@ -528,12 +788,17 @@ static void ctl_write(fuse_req_t req, struct mfs *fs, struct mfs_ctl *c, const c
 			fuse_reply_write(req, (size_t)r);
 		return;
 	}
-	struct ctl_job *j = malloc(sizeof(*j));
+	struct ctl_job *j = calloc(1, sizeof(*j));
 	if (j) {
-		*j = (struct ctl_job){ .req = req, .fs = fs, .c = c, .taken = r };
-		if ((r = mfs_txns_submit(&fs->txns, ctl_run, j)) == 0)
+		j->fs = fs;
+		j->c = c;
+		j->taken = r;
+		pending_start(&j->p, req, true, ctl_answer, NULL);
+		if ((r = mfs_txns_submit(&fs->txns, ctl_run, j)) == 0) {
+			pending_armed(&j->p);
 			return;
-		free(j);
+		}
+		pending_abandon(&j->p);
 	} else {
 		r = -ENOMEM;
 	}

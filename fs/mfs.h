@@ -216,6 +216,11 @@ void mfs_invalidate_path(struct mfs *fs, const char *path);
 pid_t mfs_caller_pid(void);
 /* Its uid, and whether one is known (false: no FUSE request on this thread). */
 bool mfs_caller_uid(uid_t *uid);
+/* Around an engine-plane file call of the request at hand (paired on its
+ * thread; no-ops off a FUSE request): a caller being killed meanwhile
+ * cancels the call's wait for a freeze (EINTR). */
+void mfs_call_watch_begin(void);
+void mfs_call_watch_end(void);
 
 /* ---- the mount state ---------------------------------------------------- */
 
@@ -389,6 +394,10 @@ int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off);
 /* A `wait` whose command still runs: fn(arg) is called once it ended (0);
  * 1 when a read can be served now; -ENOMEM. */
 int mfs_exec_when_done(struct mfs_exec_handle *x, void (*fn)(void *arg), void *arg);
+/* Take back a call registered with `arg` (its reader was interrupted): true
+ * when it was still waiting (fn will not be called), false when the
+ * command's end has taken it (fn is called, or is being called). */
+bool mfs_exec_unpark(struct mfs_exec_handle *x, void *arg);
 void mfs_exec_release(struct mfs_exec_handle *x);
 
 /* ---- freezes left behind (janitor.c) ------------------------------------- */
@@ -623,8 +632,10 @@ int mfs_ctl_write_cancel(struct mfs_ctl *c, int e, const char *why);
 int mfs_ctl_read(struct mfs_ctl *c, char *out, size_t size);
 /* O_TRUNC / truncate(0): forget a partial request. */
 void mfs_ctl_truncate(struct mfs_ctl *c);
-/* close(2) of one descriptor: -EINVAL when an unfinished request is pending. */
+/* close(2) of one descriptor: -EINVAL when an unfinished request is pending
+ * (a running request is complete: 0 at once, no wait for its end). */
 int mfs_ctl_flush(struct mfs_ctl *c);
+/* The last close: freed now, or by the end of a request still running. */
 void mfs_ctl_release(struct mfs_ctl *c);
 
 /* ---- replies (reply.c, textconv.c) ------------------------------------- */

@@ -80,6 +80,8 @@ static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_
  */
 static __thread bool call_charged;
 static __thread uid_t call_uid;
+/* The call is watched for its caller's death (mfs_call_watch_begin). */
+static __thread bool call_watched;
 
 /* Count this thread's call for its caller when that is another user. 0 or -EBUSY. */
 static int charge_call(struct mfs *fs)
@@ -126,6 +128,9 @@ static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const st
 			return NULL;
 		}
 	}
+	/* every plane: the engine's waits for a freeze, and -o frozen_reads' local ones */
+	call_watched = true;
+	mfs_call_watch_begin();
 	return s;
 }
 
@@ -133,6 +138,10 @@ static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const st
 static void target_put(struct mfs *fs, struct mfs_snapshot *s)
 {
 	mfs_snapshot_put(s);
+	if (call_watched) {
+		call_watched = false;
+		mfs_call_watch_end();
+	}
 	if (call_charged) {
 		call_charged = false;
 		mfs_call_uncharge(fs, call_uid);

@@ -47,9 +47,13 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cancel.h"
 #include "log.h"
 #include "names.h"
 #include "turns.h"
+
+/* How long an enter waits on the condition variable before it looks at its caller's cancel flag again. */
+#define CANCEL_POLL_MS 100
 
 enum fstate { FS_IDLE, FS_ENTERING, FS_HELD, FS_LEAVING, FS_RECOVERING };
 
@@ -776,6 +780,12 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 	struct mafsbx_turn turn = MAFSBX_TURN_INIT; /* announces the wait for execs */
 	bool poller = false;
 	for (unsigned polls = 0;;) {
+		/* the caller is gone (cancel.h): nothing was paused for it yet */
+		if (mafsbx_cancelled()) {
+			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EINTR, NULL,
+						  "freeze of %.12s: the caller was interrupted", container);
+			break;
+		}
 		/*
 		 * Join only a young freeze: a stream of arrivals must not keep the
 		 * guest frozen for ever. Later ones wait for it to drain and freeze again.
@@ -825,7 +835,9 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 			continue;
 		}
 		e->waiters++;
-		bool waited = wait_until(f, deadline_ms);
+		/* in slices, so that a cancelled caller is seen within one */
+		long long slice = mafsbx_now_ms() + CANCEL_POLL_MS;
+		bool waited = wait_until(f, slice < deadline_ms ? slice : deadline_ms);
 		e->waiters--;
 		if (!waited) {
 			if (e->poller)

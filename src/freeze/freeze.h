@@ -123,7 +123,9 @@ const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f);
  * is running in sandbox X; retry when it ends" (nothing was paused). Errors:
  * EK_PAUSED (paused by someone else), EK_NOT_RUNNING, EK_NO_CONTAINER,
  * EK_TIMEOUT (deadline), EK_CONFLICT EBUSY (execs), the engine's error for a
- * refused pause, EK_SYSTEM for the lock files.
+ * refused pause, EK_SYSTEM for the lock files, and EK_SYSTEM EINTR, nothing
+ * paused, as soon as the thread's cancellation flag is set (cancel.h: the
+ * caller is gone; seen within about 100 ms while it waits).
  */
 int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long long deadline_ms,
 			struct mafsbx_freeze **out, struct mafsbx_error *err);

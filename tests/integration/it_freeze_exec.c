@@ -16,6 +16,10 @@
  *   documented message (nothing paused), and one with a longer deadline
  *   succeed after the exec ended; a held freeze makes an exec registration
  *   time out, then succeed after the leave.
+ * - A freeze enter waiting behind a long exec gives up with EINTR, nothing
+ *   paused, soon after its thread's cancellation flag is set (cancel.h: the
+ *   daemon's caller was killed), whether it polls for the exec or waits for
+ *   the thread that polls.
  * - Across processes: a child process (this program re-executed with
  *   "--exec-child ID RUNDIR") holding an exec makes the parent's freeze
  *   wait for it; a child holding a freeze ("--freeze-child ID RUNDIR")
@@ -39,6 +43,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "cancel.h"
 #include "engine.h"
 #include "files.h"
 #include "freeze.h"
@@ -330,6 +335,63 @@ static void test_long_exec_refuses_then_admits(void **state)
 	assert_false(is_paused(cid));
 }
 
+/* A freeze enter that watches `cancel`: its result and when it returned. */
+struct cancelled_enter {
+	atomic_bool cancel;
+	int r;
+	struct mafsbx_error err;
+	long long done_ms;
+};
+
+static void *cancelled_enter_thread(void *arg)
+{
+	struct cancelled_enter *c = arg;
+	struct mafsbx_freeze *h = NULL;
+	mafsbx_error_clear(&c->err);
+	mafsbx_cancel_watch(&c->cancel);
+	c->r = mafsbx_freeze_enter(fz, cid, mafsbx_now_ms() + 20000, &h, &c->err);
+	mafsbx_cancel_watch(NULL);
+	c->done_ms = mafsbx_now_ms();
+	mafsbx_freeze_leave(h);
+	return NULL;
+}
+
+static void test_cancelled_enter_gives_up(void **state)
+{
+	(void)state;
+	const char *const argv[] = { "sleep", "4", NULL };
+	struct long_exec l = { .argv = argv };
+	pthread_t th, w[2];
+	pthread_create(&th, NULL, long_exec_thread, &l);
+	wait_flag(&l.in_flight, 1);
+	/* two waiters: one polls for the exec, the other waits for it */
+	struct cancelled_enter c[2];
+	for (int i = 0; i < 2; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		atomic_init(&c[i].cancel, false);
+		pthread_create(&w[i], NULL, cancelled_enter_thread, &c[i]);
+	}
+	usleep(500 * 1000);
+	long long t0 = mafsbx_now_ms();
+	for (int i = 0; i < 2; i++)
+		atomic_store(&c[i].cancel, true);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(w[i], NULL);
+		if (c[i].r != -EINTR)
+			fail_msg("a cancelled freeze enter gave %d (%s), expected EINTR", c[i].r, c[i].err.message);
+		assert_int_equal(c[i].err.err, EINTR);
+		/* generous for a loaded machine: the exec alone would hold it 3.5 s more */
+		if (c[i].done_ms - t0 > 2500)
+			fail_msg("a cancelled freeze enter took %lld ms to give up", c[i].done_ms - t0);
+	}
+	assert_int_equal(atomic_load(&l.in_flight), 1); /* the exec still runs */
+	assert_false(is_paused(cid));
+	pthread_join(th, NULL);
+	if (l.code != 0)
+		fail_msg("the sleep exec gave %d: %s", l.code, l.err.message);
+	assert_false(is_paused(cid));
+}
+
 struct holder {
 	atomic_int held;          /* 1 holding, 2 left */
 	long ms;
@@ -580,6 +642,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_storm_in_process),
 		cmocka_unit_test(test_long_exec_refuses_then_admits),
+		cmocka_unit_test(test_cancelled_enter_gives_up),
 		cmocka_unit_test(test_held_freeze_delays_exec),
 		cmocka_unit_test(test_cross_process_exec_delays_freeze),
 		cmocka_unit_test(test_cross_process_freeze_delays_exec),

@@ -5,8 +5,10 @@
  * one handle, a read before any write, O_TRUNC, an oversized request,
  * malformed and trailing data, the framing (a byte that cannot continue a
  * JSON object fails its write at once; a write ending in a newline ends the
- * request), a failing request's errno and reply, and the pipe-like open
- * flags; and the others' pool of open files and waiting calls (mount.c).
+ * request), a failing request's errno and reply, the pipe-like open
+ * flags, a file closed while its request runs (its writer was killed:
+ * the close does not wait, the request's end frees the handle); and the
+ * others' pool of open files and waiting calls (mount.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -509,6 +511,26 @@ static void test_failing_request(void **state)
 	mfs_operations.release("/.ctl/exec", &fi);
 }
 
+static void test_closed_while_running(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	struct mfs_ctl *c = (struct mfs_ctl *)mfs_handle_of(&fi);
+	const char *req = "{\"who\": \"gone\"}";
+	bool run_it = false;
+	int taken = mfs_ctl_write_take(c, req, strlen(req), &run_it);
+	assert_true(run_it);
+	assert_int_equal(taken, (int)strlen(req));
+	/* as lowlevel.c's transaction thread would run it, after the writer's close */
+	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), 0);   /* no wait for the run */
+	assert_int_equal(mfs_operations.release("/.ctl/exec", &fi), 0);
+	assert_int_equal(runs, 0);
+	assert_int_equal(mfs_ctl_write_run(&fs, c, taken), taken);   /* runs, then frees the handle */
+	assert_int_equal(runs, 1);
+	assert_string_equal(last_req, "{\"who\":\"gone\"}");
+}
+
 static void test_parallel_handles_are_private(void **state)
 {
 	(void)state;
@@ -700,6 +722,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_framing_bad_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_framing_newline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_request, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_closed_while_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runner_budget, setup, teardown),
