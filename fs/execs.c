@@ -498,8 +498,10 @@ struct mfs_exec_handle {
 	struct mfs_handle h;         /* must stay first */
 	struct mfs_dexec *d;
 	enum mfs_exec_file file;
-	char *text;                  /* status: the snapshot; wait: the reply, once built */
-	size_t len;
+	/* status: the snapshot; wait: the reply, once built. Shared with the
+	 * exec's other handles (texts.c); set once (a compare-and-swap: two
+	 * first reads of one handle keep one reference, never two). */
+	struct mfs_text *_Atomic text;
 };
 
 /* With d->mu held: the status JSON. */
@@ -603,10 +605,70 @@ static int wait_reply(struct mfs_dexec *d, char **text, size_t *len)
 	return *text ? 0 : -ENOMEM;
 }
 
+/* texts.c's builder of `wait`: the reply, its peak counted against the reply budget. */
+static int build_wait(struct mfs *fs, void *arg, char **text, size_t *len, struct mafsbx_error *err)
+{
+	struct mfs_dexec *d = arg;
+	pthread_mutex_lock(&d->mu);
+	size_t out = (size_t)d->len[0], errl = (size_t)d->len[1];
+	pthread_mutex_unlock(&d->mu);
+	/* the streams' copies beside what the reply's views and encodings hold */
+	size_t cost = out + errl + mfs_exec_reply_cost(out, errl);
+	char what[160];
+	snprintf(what, sizeof(what), "%s/execs/%s/wait (%zu bytes of output)", d->sandbox, d->id, out + errl);
+	int r = mfs_reply_budget_take(fs, cost, what, err);
+	if (r < 0) {
+		log_warn("%s", err->message);
+		return r;
+	}
+	r = wait_reply(d, text, len);
+	mfs_reply_budget_put(fs, cost);
+	mfs_memory_trim(cost);
+	return r < 0 ? mafsbx_error_set(err, MAFSBX_EK_NOMEM, "%s: out of memory building the reply", what) : 0;
+}
+
+/* texts.c's builder of an exec's `status`. */
+static int build_status(struct mfs *fs, void *arg, char **text, size_t *len, struct mafsbx_error *err)
+{
+	(void)fs;
+	struct mfs_dexec *d = arg;
+	pthread_mutex_lock(&d->mu);
+	json_t *o = status_json(d);
+	pthread_mutex_unlock(&d->mu);
+	*text = o ? mfs_reply_dump(o, len) : NULL;
+	json_decref(o);
+	return *text ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "exec %s: out of memory for its status", d->id);
+}
+
+/* This handle's text, made (or joined) by the first read or open that needs it. */
+static int handle_text(struct mfs_exec_handle *x, const char **data, size_t *len)
+{
+	struct mfs_text *t = atomic_load(&x->text);
+	if (!t) {
+		struct mfs_dexec *d = x->d;
+		bool wait = x->file == MFS_EXEC_WAIT;
+		char key[160];
+		snprintf(key, sizeof(key), "%s/execs/%s/%s", d->sandbox, d->id, wait ? "wait" : "status");
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		/* a finished exec's reply never changes: handles still holding it share it */
+		int r = mfs_text_get(d->fs, key, wait, wait ? build_wait : build_status, d, &t, &e);
+		if (r < 0)
+			return mafsbx_error_errno(&e, r);
+		struct mfs_text *none = NULL;
+		if (!atomic_compare_exchange_strong(&x->text, &none, t)) {
+			mfs_text_put(t);   /* another read of this handle stored its own first */
+			t = none;
+		}
+	}
+	*data = mfs_text_data(t, len);
+	return 0;
+}
+
 static void handle_free(struct mfs_exec_handle *x)
 {
 	dexec_put(x->d);
-	free(x->text);
+	mfs_text_put(atomic_load(&x->text));
 	free(x);
 }
 
@@ -631,15 +693,14 @@ int mfs_exec_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_inf
 	x->h.discard = handle_discard;
 	x->d = d;
 	x->file = n->exec_file;
+	atomic_init(&x->text, NULL);
 	if (x->file == MFS_EXEC_STATUS) {
-		pthread_mutex_lock(&d->mu);
-		json_t *o = status_json(d);
-		pthread_mutex_unlock(&d->mu);
-		x->text = o ? mfs_reply_dump(o, &x->len) : NULL;
-		json_decref(o);
-		if (!x->text) {
+		const char *data;
+		size_t len;
+		int r = handle_text(x, &data, &len);
+		if (r < 0) {
 			handle_free(x);
-			return -ENOMEM;
+			return r;
 		}
 	}
 	fi->fh = (uint64_t)(uintptr_t)x;
@@ -678,17 +739,17 @@ int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off)
 		return got < 0 ? -errno : (int)got;
 	}
 	case MFS_EXEC_STATUS:
-		return text_read(x->text, x->len, buf, size, off);
-	case MFS_EXEC_WAIT:
-		if (!x->text) {
+	case MFS_EXEC_WAIT: {
+		if (x->file == MFS_EXEC_WAIT && !atomic_load(&x->text)) {
 			pthread_mutex_lock(&d->mu);
 			wait_end(d, 24LL * 3600 * 1000);   /* lowlevel.c parks the read until the end instead */
 			pthread_mutex_unlock(&d->mu);
-			int r = wait_reply(d, &x->text, &x->len);
-			if (r < 0)
-				return r;
 		}
-		return text_read(x->text, x->len, buf, size, off);
+		const char *text;
+		size_t len;
+		int r = handle_text(x, &text, &len);
+		return r < 0 ? r : text_read(text, len, buf, size, off);
+	}
 	}
 	return -EBADF;
 }

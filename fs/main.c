@@ -400,6 +400,7 @@ int main(int argc, char *argv[])
 	rn.ready_fd = -1;
 	mafsbx_error_clear(&err);
 	mafsbx_log_init(PROG, MAFSBX_LOG_WARN);
+	mfs_memory_init();
 
 	int ret = parse_command_line(&rn.args, &rn.fs, &rn.copts);
 	if (ret < 0) {

@@ -247,6 +247,12 @@ static size_t exec_reply_cost(const struct mafsbx_exec_result *res)
 	return 3 * (views + b64) + 4096;
 }
 
+size_t mfs_exec_reply_cost(size_t out_len, size_t err_len)
+{
+	struct mafsbx_exec_result res = { .out_len = out_len, .err_len = err_len };
+	return exec_reply_cost(&res);
+}
+
 json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 {
 	json_t *o = json_object();

@@ -1,0 +1,101 @@
+#!/bin/bash
+# budgets.sh: no read of a virtual file, in any number of opens and
+# threads, grows the daemon past its budgets; one sandbox's finished execs
+# never starve another's output (doc/protocol.md "Budgets"):
+#   1. 20 opens x 16 concurrent 1-byte preads of a detached exec's `wait`
+#      (8 MiB of stdout, 8 MiB of stderr): the daemon's RSS moves by less
+#      than 64 MiB; the same against NAME/status and NAME/egress (one text
+#      per object, shared by its handles, counted against the reply budget);
+#   2. a small reply budget: a `wait` whose reply needs more is ENOMEM,
+#      logged naming the budget, and the daemon stays as it was;
+#   3. one sandbox's 32 finished execs of 16 MiB each (a 64 MiB spool
+#      budget): another sandbox's 1 MiB exec output is whole, and an
+#      open spool still opens.
+. "$(dirname "$0")/lib.sh"
+require_env
+command -v python3 >/dev/null || skip_or_fail "python3 is missing"
+
+M=$T/mnt
+# A 64 MiB spool budget: the 32 execs of part 3 hold eight times that.
+MAFSBX_SPOOL_BUDGET_MB=64 mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
+acquire "$M" t a x
+A=$SBX
+acquire "$M" t b x
+B=$SBX
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status"; }
+
+# hammer FILE: 20 times: open, 16 threads pread(fd, 1, 0) at once, close.
+# Prints the bytes each round's reads got, or the errno of a failed one.
+hammer() {
+	python3 - "$1" <<'PY'
+import os, sys, threading
+out = []
+for _ in range(20):
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    got = []
+    def one():
+        try:
+            got.append(len(os.pread(fd, 1, 0)))
+        except OSError as e:
+            got.append(os.strerror(e.errno))
+    ts = [threading.Thread(target=one) for _ in range(16)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    os.close(fd)
+    out.append(",".join(sorted(set(str(g) for g in got))))
+print(" ".join(sorted(set(out))))
+PY
+}
+
+# rss_bound WHAT FILE [BYTES]: hammer FILE; every pread got BYTES (default 1);
+# the RSS moves by less than 64 MiB
+rss_bound() {
+	local before after got
+	before=$(rss_kib)
+	got=$(hammer "$2") || fail "$1: the reads failed: $got"
+	expect_eq "$got" "${3:-1}" "$1: every 1-byte pread's answer"
+	after=$(rss_kib)
+	log "$1: RSS $((before / 1024)) MiB -> $((after / 1024)) MiB"
+	[ $((after - before)) -lt $((64 * 1024)) ] ||
+		fail "$1: 320 reads grew the daemon by $(((after - before) / 1024)) MiB"
+	[ $((before - after)) -lt $((64 * 1024)) ] || fail "$1: RSS fell by $(((before - after) / 1024)) MiB"
+}
+
+# detach SANDBOX COMMAND: a detached exec; sets XID
+detach() {
+	ctl "$M" exec "{\"sandbox\": \"$1\", \"detach\": true, \"command\": \"$2\"}"
+	[ "$CTL_STATUS" = OK ] || fail "detached exec in $1 ($2): $CTL_STATUS $CTL_REPLY"
+	XID=$(jget "$CTL_REPLY" exec)
+}
+
+# --- 1. wait, status, egress: one text per object ------------------------------------------
+BIG="head -c 8388608 /dev/zero; head -c 8388608 /dev/zero >&2"
+detach "$A" "$BIG"
+W=$M/$A/execs/$XID/wait
+timeout 120 cat "$W" >/dev/null || fail "the first wait read"
+rss_bound "wait of 16 MiB of output" "$W"
+got=$(timeout 60 python3 -c 'import base64, json, sys
+r = json.load(open(sys.argv[1]))
+print(len(base64.b64decode(r["stdout_b64"])), len(base64.b64decode(r["stderr_b64"])))' "$W") || fail "wait after the reads"
+expect_eq "$got" "8388608 8388608" "the reply still holds all of the output"
+rss_bound "status" "$M/$A/status"
+# egress: a closed sandbox's log is empty (every read at EOF); its one text is shared all the same
+rss_bound "egress" "$M/$A/egress" 0
+log "ok: 320 reads of wait, status and egress each"
+
+# --- 2. a reply past the reply budget -------------------------------------------------------
+M2=$T/mnt2
+MAFSBX_REPLY_BUDGET_MB=16 mount_fs "$M2" -o "image=$IMAGE,scope=$SCOPE"
+D2=$DAEMON_PID
+ctl "$M2" exec "{\"sandbox\": \"$A\", \"detach\": true, \"command\": \"$BIG\"}"
+[ "$CTL_STATUS" = OK ] || fail "detached exec on the small budget: $CTL_STATUS $CTL_REPLY"
+X2=$(jget "$CTL_REPLY" exec)
+timeout 120 cat "$M2/$A/execs/$X2/stdout" >/dev/null
+expect_errno "a wait past the reply budget" ENOMEM read "$M2/$A/execs/$X2/wait"
+daemon_log_has "$T/daemon.$(basename "$M2").log" "replies being built hold" ||
+	fail "the refusal is not logged naming the budget"
+umount_fs "$M2" "$D2"
+log "ok: a wait past the reply budget is ENOMEM, logged"
