@@ -71,8 +71,9 @@ detach() {
 	XID=$(jget "$CTL_REPLY" exec)
 }
 
+BIG="head -c 8388608 /dev/zero; head -c 8388608 /dev/zero >&2"   # 16 MiB of output
+
 # --- 1. wait, status, egress: one text per object ------------------------------------------
-BIG="head -c 8388608 /dev/zero; head -c 8388608 /dev/zero >&2"
 detach "$A" "$BIG"
 W=$M/$A/execs/$XID/wait
 timeout 120 cat "$W" >/dev/null || fail "the first wait read"
@@ -99,3 +100,21 @@ daemon_log_has "$T/daemon.$(basename "$M2").log" "replies being built hold" ||
 	fail "the refusal is not logged naming the budget"
 umount_fs "$M2" "$D2"
 log "ok: a wait past the reply budget is ENOMEM, logged"
+
+# --- 3. finished execs never starve another sandbox ---------------------------------------
+# 32 finished execs of A with 16 MiB of output each: eight times the 64 MiB budget.
+for i in $(seq 1 32); do
+	detach "$A" "$BIG"
+	timeout 120 cat "$M/$A/execs/$XID/stdout" >/dev/null
+	until [ "$(jget "$(cat "$M/$A/execs/$XID/status")" running)" = false ]; do sleep 0.1; done
+done
+st=$(cat "$M/$A/execs/$XID/status")
+expect_eq "$(jget "$st" stdout_bytes) $(jget "$st" stderr_bytes)" "8388608 8388608" "the newest of A's execs keeps its output"
+expect_eq "$(jget "$st" truncated)" false "the newest of A's execs is whole"
+detach "$B" "head -c 1048576 /dev/zero | tr '\\\\0' x"
+timeout 60 cat "$M/$B/execs/$XID/wait" >/dev/null || fail "wait of B's exec"
+st=$(cat "$M/$B/execs/$XID/status")
+expect_eq "$(jget "$st" truncated)" false "B's exec beside A's 32 finished ones: truncated"
+expect_eq "$(jget "$st" stdout_bytes)" 1048576 "B's exec's stdout"
+expect_eq "$(tr -d x <"$M/$B/execs/$XID/stdout" | wc -c) $(wc -c <"$M/$B/execs/$XID/stdout")" "0 1048576" "B's output read back"
+log "ok: B's 1 MiB beside A's 32 finished execs of 16 MiB is whole"
