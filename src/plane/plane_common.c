@@ -147,11 +147,6 @@ static int spool_refused(struct mafsbx_planes *ps, uint64_t held, struct mafsbx_
 				     (unsigned long long)held, (unsigned long long)ps->cfg.spool_budget);
 }
 
-int mafsbx_plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err)
-{
-	uint64_t held = atomic_load(&ps->spool_used);
-	return held >= ps->cfg.spool_budget ? spool_refused(ps, held, err) : 0;
-}
 
 /* With spool_mu held: 0 when `more` bytes fit every bound of a's owners, else ENOMEM naming the bound. */
 static int spool_fits(struct mafsbx_planes *ps, const struct mafsbx_spool_share *a, uint64_t more,
@@ -176,6 +171,15 @@ static int spool_fits(struct mafsbx_planes *ps, const struct mafsbx_spool_share 
 					     "of the spool budget of %llu)",
 					     (unsigned)a->uid, (unsigned long long)us->bytes, (unsigned long long)b);
 	return 0;
+}
+
+int mafsbx_plane_spool_room(struct mafsbx_planes *ps, const struct mafsbx_spool_share *a, struct mafsbx_error *err)
+{
+	/* a share that could not take one more byte: every bound that applies is full */
+	pthread_mutex_lock(&ps->spool_mu);
+	int r = spool_fits(ps, a, 1, tally(ps, a, false, false), tally(ps, a, true, false), err);
+	pthread_mutex_unlock(&ps->spool_mu);
+	return r;
 }
 
 int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted, uint64_t want,

@@ -108,7 +108,7 @@ int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, struct mafsbx_spool_share 
 /* Refuses (ENOMEM) a new spool while the open files hold the whole budget,
  * before anything is fetched: a doomed open neither freezes the guest nor
  * copies a byte. */
-int mafsbx_plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err);
+int mafsbx_plane_spool_room(struct mafsbx_planes *ps, const struct mafsbx_spool_share *a, struct mafsbx_error *err);
 void mafsbx_plane_spool_release(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted);
 void mafsbx_plane_spool_fini(struct mafsbx_planes *ps);
 
