@@ -9,11 +9,17 @@
 #   2. a small reply budget: a `wait` whose reply needs more is ENOMEM,
 #      logged naming the budget, and the daemon stays as it was;
 #   3. one sandbox's 32 finished execs of 16 MiB each (a 64 MiB spool
-#      budget): another sandbox's 1 MiB exec output is whole, and an
-#      open spool still opens.
+#      budget): another sandbox's 1 MiB exec output is whole;
+#   4. the spool budget's shares on the engine plane (8 MiB): another user
+#      holds at most a quarter of it, one sandbox at most half, and the
+#      mounting user still opens files of another sandbox.
 . "$(dirname "$0")/lib.sh"
 require_env
 command -v python3 >/dev/null || skip_or_fail "python3 is missing"
+
+OTHER=mafsbxtest-other
+id "$OTHER" >/dev/null 2>&1 || useradd -M -s /bin/sh "$OTHER" || fail "useradd"
+chmod 755 "$T"
 
 M=$T/mnt
 # A 64 MiB spool budget: the 32 execs of part 3 hold eight times that.
@@ -118,3 +124,53 @@ expect_eq "$(jget "$st" truncated)" false "B's exec beside A's 32 finished ones:
 expect_eq "$(jget "$st" stdout_bytes)" 1048576 "B's exec's stdout"
 expect_eq "$(tr -d x <"$M/$B/execs/$XID/stdout" | wc -c) $(wc -c <"$M/$B/execs/$XID/stdout")" "0 1048576" "B's output read back"
 log "ok: B's 1 MiB beside A's 32 finished execs of 16 MiB is whole"
+
+# --- 4. the spool budget's shares -----------------------------------------------------------
+M4=$T/mnt4
+PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M4" -o "allow_other,burst_ms=0,scope=$SCOPE"
+PLANE=local
+D4=$DAEMON_PID
+for s in "$A" "$B"; do
+	head -c 1048576 /dev/urandom >"$M4/$s/work/one.bin" || fail "write 1 MiB into $s"
+done
+# hold FILE FLAG: opens FILE 20 times, holding what opens; prints "OPENED
+# REFUSED" (refused: ENOMEM), then holds them until FLAG exists
+cat >"$T/hold.py" <<'PY'
+import errno, os, sys, time
+fds, refused = [], 0
+for i in range(20):
+    try:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY))
+    except OSError as e:
+        if e.errno != errno.ENOMEM:
+            raise
+        refused += 1
+print(len(fds), refused, flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.1)
+PY
+chmod 644 "$T/hold.py"
+su -s /bin/sh "$OTHER" -c "python3 '$T/hold.py' '$M4/$A/work/one.bin' '$T/done'" >"$T/other.out" 2>&1 &
+HOLD1=$!
+BGPIDS+=("$HOLD1")
+for i in $(seq 1 300); do [ -s "$T/other.out" ] && break; sleep 0.1; done
+expect_eq "$(cat "$T/other.out")" "2 18" "another user's opens of 1 MiB: a quarter of the 8 MiB budget"
+# the mounting user, while the other user holds its share: A holds at most half the budget
+python3 "$T/hold.py" "$M4/$A/work/one.bin" "$T/done2" >"$T/own.out" 2>&1 &
+HOLD2=$!
+BGPIDS+=("$HOLD2")
+for i in $(seq 1 300); do [ -s "$T/own.out" ] && break; sleep 0.1; done
+expect_eq "$(cat "$T/own.out")" "2 18" "the mounting user's opens of A's file: A's half of the budget is full"
+# ... and B, another sandbox, still has room for the mounting user
+got=$(python3 - "$M4/$B/work/one.bin" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(len(os.read(fd, 2 << 20)))
+os.close(fd)
+PY
+) || fail "the mounting user's open of B's file: $got"
+expect_eq "$got" 1048576 "the mounting user reads B's file beside the full shares"
+touch "$T/done" "$T/done2"
+wait "$HOLD1" "$HOLD2"
+umount_fs "$M4" "$D4"
+log "ok: another user holds a quarter of the spool budget, a sandbox half, the mounting user the rest"
