@@ -314,6 +314,7 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 		struct mafsbx_error be;
 		mafsbx_error_clear(&be);
 		if (mfs_reply_budget_take(fs, cost, what, &be) < 0) {
+			log_warn("%s", be.message);
 			/* the command ran; only its reply is refused: say so, with the exit code */
 			if (r == 0) {
 				json_t *o = json_pack("{s:i, s:b, s:b}", "exit_code", res.exit_code, "timed_out",

@@ -12,7 +12,10 @@
 #      budget): another sandbox's 1 MiB exec output is whole;
 #   4. the spool budget's shares on the engine plane (8 MiB): another user
 #      holds at most a quarter of it, one sandbox at most half, and the
-#      mounting user still opens files of another sandbox.
+#      mounting user still opens files of another sandbox;
+#   5. .ctl replies held unread count against the reply budget: past it the
+#      write is ENOMEM (the reply says the command ran), and once the
+#      replies are read and their files closed, execs answer again.
 . "$(dirname "$0")/lib.sh"
 require_env
 command -v python3 >/dev/null || skip_or_fail "python3 is missing"
@@ -174,3 +177,50 @@ touch "$T/done" "$T/done2"
 wait "$HOLD1" "$HOLD2"
 umount_fs "$M4" "$D4"
 log "ok: another user holds a quarter of the spool budget, a sandbox half, the mounting user the rest"
+
+# --- 5. .ctl replies held for reading ------------------------------------------------------
+M5=$T/mnt5
+MAFSBX_REPLY_BUDGET_MB=64 mount_fs "$M5" -o "scope=$SCOPE"
+D5=$DAEMON_PID
+# 12 execs of 4 MiB of output, each reply (about 7 MiB) held unread on its own
+# open file: 84 MiB, past the 64 MiB budget
+got=$(python3 - "$M5/.ctl/exec" "$A" <<'PY'
+import errno, json, os, sys
+req = json.dumps({"sandbox": sys.argv[2], "command": "head -c 4194304 /dev/zero | tr '\\0' a"}).encode()
+fds, res = [], []
+for i in range(12):
+    fd = os.open(sys.argv[1], os.O_RDWR)
+    fds.append(fd)
+    try:
+        os.write(fd, req + b"\n")
+        res.append("OK")
+    except OSError as e:
+        res.append(errno.errorcode[e.errno])
+held = 0
+for fd, r in zip(fds, res):
+    reply = b""
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            break
+        reply += b
+    o = json.loads(reply)
+    if r == "OK":
+        held += len(reply)
+    elif "the request ran" not in o["error"]["message"] and "exec in" not in o["error"]["message"]:
+        print("unexplained", r, o["error"]["message"])
+for fd in fds:
+    os.close(fd)
+print(res.count("OK"), res.count("ENOMEM"), held <= 64 << 20)
+PY
+) || fail "the held replies: $got"
+log "held replies: $got (held, refused, within the budget)"
+read -r ok refused within <<<"$got"
+[ "$refused" -ge 1 ] || fail "12 replies of 7 MiB held within a 64 MiB reply budget: none refused ($got)"
+expect_eq "$((ok + refused))" 12 "every write answered OK or ENOMEM"
+expect_eq "$within" True "the replies held together fit the budget"
+daemon_log_has "$T/daemon.$(basename "$M5").log" "of the mount's" || fail "the refusal is not logged naming the budget"
+run_exec "$M5" "$A" "echo again"
+expect_eq "$CTL_STATUS" OK "an exec once the replies are closed"
+umount_fs "$M5" "$D5"
+log "ok: .ctl replies held unread count against the reply budget"
