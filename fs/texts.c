@@ -201,14 +201,6 @@ int mfs_text_get(struct mfs *fs, const char *key, bool stable, mfs_text_build_fn
 		 struct mfs_text **out, struct mafsbx_error *err)
 {
 	*out = NULL;
-	pthread_mutex_lock(&texts_lock);
-	struct mfs_text *t = find_locked(fs, key);
-	if (t && (t->building || stable)) {
-		int r = join_locked(t, out, err);
-		pthread_mutex_unlock(&texts_lock);
-		return r;
-	}
-	pthread_mutex_unlock(&texts_lock);
 	struct mfs_text *n = calloc(1, sizeof(*n));
 	if (n)
 		n->key = strdup(key);
@@ -219,7 +211,16 @@ int mfs_text_get(struct mfs *fs, const char *key, bool stable, mfs_text_build_fn
 	n->fs = fs;
 	n->refs = 1;
 	n->building = true;
+	/* the look and the insertion under one hold: two first opens never both build */
 	pthread_mutex_lock(&texts_lock);
+	struct mfs_text *t = find_locked(fs, key);
+	if (t && (t->building || stable)) {
+		int r = join_locked(t, out, err);
+		pthread_mutex_unlock(&texts_lock);
+		free(n->key);
+		free(n);
+		return r;
+	}
 	n->next = texts;
 	texts = n;
 	n->linked = true;
