@@ -21,6 +21,7 @@
  *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
  *   reply.c    reply JSON: error replies, the exec reply with its text views
  *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
+ *   texts.c    the read-only files' texts, one per file shared by its handles, under the reply budget
  *   janitor.c  background recovery of freezes left behind
  *   daemon.c   going into the background: the fork first, one thread, a readiness pipe
  *   ops.c      the fuse_operations table and the per-open handle dispatch
@@ -32,7 +33,8 @@
  *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
  *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
  *   mount.c    -> root.c (the list's teardown only)
- *   ctl.c      -> reply.c, textconv.c   reply.c -> textconv.c   janitor.c -> root.c
+ *   ctl.c      -> reply.c, textconv.c, texts.c   reply.c -> textconv.c   janitor.c -> root.c
+ *   ops.c, execs.c, main.c -> texts.c      texts.c -> reply.c (the budget)
  * ctl.c reaches the runner only through fs->run, and mount.c frees open
  * handles only through each handle's discard pointer.
  */
