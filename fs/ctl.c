@@ -43,6 +43,8 @@ struct mfs_ctl {
 	/* the last reply */
 	char *reply;
 	size_t reply_len, reply_pos;
+	struct mfs *reply_fs;        /* whose reply budget holds reply_charged bytes for it */
+	size_t reply_charged;
 	/* a completed request is running (maybe on a transaction thread, with
 	 * `lock` released): every other call on this handle waits for its end */
 	bool running;
@@ -93,10 +95,12 @@ static void request_reset(struct mfs_ctl *c)
 	mafsbx_jsonscan_reset(&c->scan);
 }
 
+static int set_reply_text(struct mfs_ctl *c, char *text, size_t len);
+
 static void ctl_free(struct mfs_ctl *c)
 {
 	request_reset(c);
-	free(c->reply);
+	(void)set_reply_text(c, NULL, 0);   /* its hold on the reply budget too */
 	pthread_cond_destroy(&c->done);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -125,33 +129,68 @@ static void run_ended(struct mfs_ctl *c)
 		ctl_free(c);
 }
 
-/* Replace the reply. Takes ownership of `text`. */
-static void set_reply_text(struct mfs_ctl *c, char *text, size_t len)
+static const char nomem_reply[] =
+	"{\"ok\": false, \"error\": {\"errno\": \"ENOMEM\", \"type\": \"MemoryError\", "
+	"\"message\": \"out of memory building the reply\"}}\n";
+
+/*
+ * Replace the reply. Takes ownership of `text`. A reply held by its open
+ * file counts against the mount's reply budget until it is replaced or the
+ * file closed, so unread replies cannot pile up; one past the budget is
+ * replaced by an ENOMEM reply (logged, naming the budget).
+ */
+static int set_reply_text(struct mfs_ctl *c, char *text, size_t len)
 {
+	int r = 0;
+	if (c->reply_charged)
+		mfs_reply_budget_put(c->reply_fs, c->reply_charged);
+	c->reply_charged = 0;
 	free(c->reply);
+	struct mfs *fs = mfs_get();
+	if (text && fs && len > sizeof(nomem_reply)) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		char what[64];
+		snprintf(what, sizeof(what), "%s: the request ran, but the reply to hold for reading",
+			 mfs_ctl_kind_name(c->kind));
+		if ((r = mfs_reply_budget_take(fs, len, what, &e)) < 0) {
+			log_warn("%s", e.message);
+			free(text);
+			mfs_memory_trim(len);
+			json_t *o = mfs_error_reply(&e, NULL);
+			text = o ? mfs_json_dump_line(o, 0, &len) : NULL;
+			json_decref(o);
+			if (!text) {
+				text = strdup(nomem_reply);
+				len = text ? sizeof(nomem_reply) - 1 : 0;
+			}
+		} else {
+			c->reply_fs = fs;
+			c->reply_charged = len;
+		}
+	}
 	c->reply = text;
 	c->reply_len = len;
 	c->reply_pos = 0;
+	return r;
 }
 
-static void set_reply(struct mfs_ctl *c, const json_t *reply)
+/* 0, or -ENOMEM when the reply is past the reply budget (an ENOMEM reply stands for it). */
+static int set_reply(struct mfs_ctl *c, const json_t *reply)
 {
 	size_t len = 0;
 	char *text = reply ? mfs_reply_dump(reply, &len) : NULL;
 	if (!text) {
-		static const char fallback[] =
-			"{\"ok\": false, \"error\": {\"errno\": \"ENOMEM\", \"type\": \"MemoryError\", "
-			"\"message\": \"out of memory building the reply\"}}\n";
-		text = strdup(fallback);
-		len = text ? sizeof(fallback) - 1 : 0;
+		text = strdup(nomem_reply);
+		len = text ? sizeof(nomem_reply) - 1 : 0;
 	}
-	set_reply_text(c, text, len);
+	return set_reply_text(c, text, len);
 }
 
 static void set_error_reply(struct mfs_ctl *c, const struct mafsbx_error *e, const json_t *extra)
 {
 	json_t *r = mfs_error_reply(e, extra);
-	set_reply(c, r);
+	(void)set_reply(c, r);
 	json_decref(r);
 }
 
@@ -204,9 +243,9 @@ static int run(struct mfs *fs, struct mfs_ctl *c)
 		log_debug("%s: %s (%s)", mfs_ctl_kind_name(c->kind), e.message, mafsbx_errno_name(e.err));
 		return -e.err;
 	}
-	set_reply(c, reply);
+	r = set_reply(c, reply);
 	json_decref(reply);
-	return 0;
+	return r;
 }
 
 static int refuse_byte(struct mfs_ctl *c, unsigned char ch, size_t at, const char *why)

@@ -16,7 +16,10 @@
  *
  * Bounds: at most MFS_EXECS_KEPT per sandbox (the oldest finished one is
  * forgotten for a new one; EBUSY when all of them still run) and
- * MFS_EXECS_RUNNING running on the mount (EBUSY past it).
+ * MFS_EXECS_RUNNING running on the mount (EBUSY past it). A running exec's
+ * output counts against the spool budget (and its sandbox's share of it);
+ * a finished one's against its sandbox's kept allowance (keep_output), so
+ * finished execs never starve running ones or the engine plane's opens.
  *
  * Locks: fs->execs_lock guards the list and the running count; each exec's
  * `mu` its state and output lengths. Never both at once except list, then
@@ -58,8 +61,9 @@ struct mfs_dexec {
 	pthread_mutex_t mu;          /* everything below */
 	pthread_cond_t ended;
 	uint64_t len[2];
-	uint64_t accounted;          /* spool budget held */
+	struct mafsbx_spool_share accounted;  /* spool budget held; once finished, the kept allowance */
 	bool truncated, running, timed_out, cancelled, disposed;
+	bool output_dropped;         /* finished, its output dropped for newer execs' (keep_output) */
 	int exit_code;
 	bool launch_failed;
 	char container_id[65], exec_id[65];
@@ -97,8 +101,8 @@ static int on_output(int stream, const void *data, size_t len, void *ctx)
 	if (take) {
 		struct mafsbx_error e;
 		mafsbx_error_clear(&e);
-		/* the budget is for the mount's whole spool: past it, keep no more */
-		if (mafsbx_planes_spool_grow(d->fs->planes, &d->accounted, d->accounted + take, &e) < 0) {
+		/* past the mount's or the sandbox's share of the spool budget, keep no more */
+		if (mafsbx_planes_spool_grow(d->fs->planes, &d->accounted, d->accounted.bytes + take, &e) < 0) {
 			d->truncated = true;
 			take = 0;
 		}
@@ -133,6 +137,72 @@ static bool engine_local(const struct mfs *fs)
 	return fs->ep.scheme == MAFSBX_EP_UNIX;
 }
 
+/* A finished exec's output goes: its bytes given back, its files emptied. */
+static void drop_output(struct mfs_dexec *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->len[0] = d->len[1] = 0;
+	d->output_dropped = true;
+	if (d->fs->planes)
+		mafsbx_planes_spool_release(d->fs->planes, &d->accounted);
+	pthread_mutex_unlock(&d->mu);
+	/* a reader that saw the old length reads EOF past the new end */
+	for (int i = 0; i < 2; i++)
+		if (ftruncate(d->fd[i], 0) < 0)
+			log_warn("exec %s: cannot empty its output: %s", d->id, strerror(errno));
+}
+
+/* Drop the output of the oldest finished exec that keeps some, of `sandbox`
+ * only when given, never `self`'s. false when there is none. */
+static bool drop_oldest(struct mfs *fs, const struct mfs_dexec *self, const char *sandbox)
+{
+	struct mfs_dexec *oldest = NULL;
+	pthread_mutex_lock(&fs->execs_lock);
+	for (struct mfs_dexec *d = fs->execs; d; d = d->next) {
+		if (d == self || (sandbox && strcmp(d->sandbox, sandbox) != 0))
+			continue;
+		pthread_mutex_lock(&d->mu);
+		bool kept = !d->running && d->accounted.kept && d->accounted.bytes;
+		pthread_mutex_unlock(&d->mu);
+		if (kept)
+			oldest = d;   /* the list is newest first */
+	}
+	if (oldest)
+		atomic_fetch_add(&oldest->refs, 1);
+	pthread_mutex_unlock(&fs->execs_lock);
+	if (!oldest)
+		return false;
+	log_info("exec %s of %s: its output is dropped to keep newer output (status says output_dropped)",
+		 oldest->id, oldest->sandbox);
+	drop_output(oldest);
+	dexec_put(oldest);
+	return true;
+}
+
+/*
+ * The command ended: its output leaves the spool budget, where it would
+ * starve the running execs and open files of every sandbox, for its
+ * sandbox's kept allowance. Room is made there by dropping the output of
+ * the oldest finished execs (of this sandbox when its allowance is full,
+ * of any when the mount's is); output that cannot fit at all is dropped.
+ */
+static void keep_output(struct mfs *fs, struct mfs_dexec *d)
+{
+	while (fs->planes) {
+		pthread_mutex_lock(&d->mu);
+		int r = mafsbx_planes_spool_keep(fs->planes, &d->accounted);
+		pthread_mutex_unlock(&d->mu);
+		if (r == 0)
+			return;
+		if (!drop_oldest(fs, d, r == -1 ? d->sandbox : NULL)) {
+			log_warn("exec %s of %s: its output is more than the kept allowance holds: dropped", d->id,
+				 d->sandbox);
+			drop_output(d);
+			return;
+		}
+	}
+}
+
 static void *exec_main(void *arg)
 {
 	struct mfs_dexec *d = arg;
@@ -143,13 +213,16 @@ static void *exec_main(void *arg)
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	int r = mafsbx_sandbox_exec_run(fs->backend, d->spec, &h, &res, &e);
+	keep_output(fs, d);
 	pthread_mutex_lock(&d->mu);
 	d->running = false;
 	d->exit_code = res.exit_code;
 	d->timed_out = res.timed_out;
 	d->disposed = d->disposed || res.sandbox_disposed;
 	d->launch_failed = res.launch_failed;
-	d->truncated = d->truncated || res.truncated;
+	/* res.truncated speaks of the few bytes the engine keeps beside the
+	 * stream (a launch failure's message), not of the output: on_output
+	 * says whether the output was cut */
 	d->duration_ms = mafsbx_now_ms() - d->t0_ms;
 	if (r < 0 && !d->cancelled)
 		d->error = e;
@@ -253,6 +326,8 @@ static struct mfs_dexec *dexec_new(struct mfs *fs, struct mafsbx_exec_spec *spec
 	pthread_cond_init(&d->ended, NULL);
 	atomic_init(&d->refs, 1);
 	d->fs = fs;
+	if (fs->planes)
+		mafsbx_planes_spool_owner(fs->planes, &d->accounted, spec->sandbox);
 	if (d->fd[0] < 0 || d->fd[1] < 0) {
 		int e = errno;
 		dexec_put(d);
@@ -498,8 +573,10 @@ struct mfs_exec_handle {
 	struct mfs_handle h;         /* must stay first */
 	struct mfs_dexec *d;
 	enum mfs_exec_file file;
-	char *text;                  /* status: the snapshot; wait: the reply, once built */
-	size_t len;
+	/* status: the snapshot; wait: the reply, once built. Shared with the
+	 * exec's other handles (texts.c); set once (a compare-and-swap: two
+	 * first reads of one handle keep one reference, never two). */
+	struct mfs_text *_Atomic text;
 };
 
 /* With d->mu held: the status JSON. */
@@ -523,6 +600,8 @@ static json_t *status_json(const struct mfs_dexec *d)
 	bad |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)d->len[0]));
 	bad |= json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)d->len[1]));
 	bad |= json_object_set_new(o, "truncated", json_boolean(d->truncated));
+	if (d->output_dropped)   /* for newer execs' output (doc/protocol.md "Budgets") */
+		bad |= json_object_set_new(o, "output_dropped", json_true());
 	/* a remote engine's timeout or cancel disposes the sandbox, as upstream */
 	bad |= json_object_set_new(o, "sandbox_disposed", json_boolean(d->disposed));
 	if (d->error.err)
@@ -569,13 +648,17 @@ static int wait_reply(struct mfs_dexec *d, char **text, size_t *len)
 	res.timed_out = d->timed_out;
 	res.truncated = d->truncated;
 	res.duration_ms = d->duration_ms;
-	bool cancelled = d->cancelled, disposed = d->disposed;
+	bool cancelled = d->cancelled, disposed = d->disposed, dropped = d->output_dropped;
 	struct mafsbx_error error = d->error;
 	pthread_mutex_unlock(&d->mu);
 	json_t *o = mfs_exec_fields(&res, false);
 	mafsbx_exec_result_free(&res);
 	if (!o)
 		return -ENOMEM;
+	if (dropped && json_object_set_new(o, "output_dropped", json_true()) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
 	if (json_object_set_new(o, "exec", json_string(d->id)) < 0 ||
 	    json_object_set_new(o, "cancelled", json_boolean(cancelled)) < 0 ||
 	    json_object_set_new(o, "sandbox_disposed", json_boolean(disposed)) < 0) {
@@ -603,10 +686,70 @@ static int wait_reply(struct mfs_dexec *d, char **text, size_t *len)
 	return *text ? 0 : -ENOMEM;
 }
 
+/* texts.c's builder of `wait`: the reply, its peak counted against the reply budget. */
+static int build_wait(struct mfs *fs, void *arg, char **text, size_t *len, struct mafsbx_error *err)
+{
+	struct mfs_dexec *d = arg;
+	pthread_mutex_lock(&d->mu);
+	size_t out = (size_t)d->len[0], errl = (size_t)d->len[1];
+	pthread_mutex_unlock(&d->mu);
+	/* the streams' copies beside what the reply's views and encodings hold */
+	size_t cost = out + errl + mfs_exec_reply_cost(out, errl);
+	char what[160];
+	snprintf(what, sizeof(what), "%s/execs/%s/wait (%zu bytes of output)", d->sandbox, d->id, out + errl);
+	int r = mfs_reply_budget_take(fs, cost, what, err);
+	if (r < 0) {
+		log_warn("%s", err->message);
+		return r;
+	}
+	r = wait_reply(d, text, len);
+	mfs_reply_budget_put(fs, cost);
+	mfs_memory_trim(cost);
+	return r < 0 ? mafsbx_error_set(err, MAFSBX_EK_NOMEM, "%s: out of memory building the reply", what) : 0;
+}
+
+/* texts.c's builder of an exec's `status`. */
+static int build_status(struct mfs *fs, void *arg, char **text, size_t *len, struct mafsbx_error *err)
+{
+	(void)fs;
+	struct mfs_dexec *d = arg;
+	pthread_mutex_lock(&d->mu);
+	json_t *o = status_json(d);
+	pthread_mutex_unlock(&d->mu);
+	*text = o ? mfs_reply_dump(o, len) : NULL;
+	json_decref(o);
+	return *text ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "exec %s: out of memory for its status", d->id);
+}
+
+/* This handle's text, made (or joined) by the first read or open that needs it. */
+static int handle_text(struct mfs_exec_handle *x, const char **data, size_t *len)
+{
+	struct mfs_text *t = atomic_load(&x->text);
+	if (!t) {
+		struct mfs_dexec *d = x->d;
+		bool wait = x->file == MFS_EXEC_WAIT;
+		char key[160];
+		snprintf(key, sizeof(key), "%s/execs/%s/%s", d->sandbox, d->id, wait ? "wait" : "status");
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		/* a finished exec's reply never changes: handles still holding it share it */
+		int r = mfs_text_get(d->fs, key, wait, wait ? build_wait : build_status, d, &t, &e);
+		if (r < 0)
+			return mafsbx_error_errno(&e, r);
+		struct mfs_text *none = NULL;
+		if (!atomic_compare_exchange_strong(&x->text, &none, t)) {
+			mfs_text_put(t);   /* another read of this handle stored its own first */
+			t = none;
+		}
+	}
+	*data = mfs_text_data(t, len);
+	return 0;
+}
+
 static void handle_free(struct mfs_exec_handle *x)
 {
 	dexec_put(x->d);
-	free(x->text);
+	mfs_text_put(atomic_load(&x->text));
 	free(x);
 }
 
@@ -631,15 +774,14 @@ int mfs_exec_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_inf
 	x->h.discard = handle_discard;
 	x->d = d;
 	x->file = n->exec_file;
+	atomic_init(&x->text, NULL);
 	if (x->file == MFS_EXEC_STATUS) {
-		pthread_mutex_lock(&d->mu);
-		json_t *o = status_json(d);
-		pthread_mutex_unlock(&d->mu);
-		x->text = o ? mfs_reply_dump(o, &x->len) : NULL;
-		json_decref(o);
-		if (!x->text) {
+		const char *data;
+		size_t len;
+		int r = handle_text(x, &data, &len);
+		if (r < 0) {
 			handle_free(x);
-			return -ENOMEM;
+			return r;
 		}
 	}
 	fi->fh = (uint64_t)(uintptr_t)x;
@@ -678,17 +820,17 @@ int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off)
 		return got < 0 ? -errno : (int)got;
 	}
 	case MFS_EXEC_STATUS:
-		return text_read(x->text, x->len, buf, size, off);
-	case MFS_EXEC_WAIT:
-		if (!x->text) {
+	case MFS_EXEC_WAIT: {
+		if (x->file == MFS_EXEC_WAIT && !atomic_load(&x->text)) {
 			pthread_mutex_lock(&d->mu);
 			wait_end(d, 24LL * 3600 * 1000);   /* lowlevel.c parks the read until the end instead */
 			pthread_mutex_unlock(&d->mu);
-			int r = wait_reply(d, &x->text, &x->len);
-			if (r < 0)
-				return r;
 		}
-		return text_read(x->text, x->len, buf, size, off);
+		const char *text;
+		size_t len;
+		int r = handle_text(x, &text, &len);
+		return r < 0 ? r : text_read(text, len, buf, size, off);
+	}
 	}
 	return -EBADF;
 }

@@ -230,6 +230,7 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 		.burst_ms = fs->opt.burst_ms,
 		.listing = (enum mafsbx_plane_listing)fs->opt.listing,
 		.local_max_read = fs->opt.max_read_given ? fs->opt.max_read : 0,
+		.caller_uid = mfs_caller_uid,   /* spools are charged to the user who opens them */
 	};
 	/* The engine plane's spool budget (default 1 GiB); tests make it small. */
 	const char *sb = getenv("MAFSBX_SPOOL_BUDGET_MB");
@@ -400,6 +401,7 @@ int main(int argc, char *argv[])
 	rn.ready_fd = -1;
 	mafsbx_error_clear(&err);
 	mafsbx_log_init(PROG, MAFSBX_LOG_WARN);
+	mfs_memory_init();
 
 	int ret = parse_command_line(&rn.args, &rn.fs, &rn.copts);
 	if (ret < 0) {

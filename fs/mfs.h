@@ -21,6 +21,7 @@
  *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
  *   reply.c    reply JSON: error replies, the exec reply with its text views
  *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
+ *   texts.c    the read-only files' texts, one per file shared by its handles, under the reply budget
  *   janitor.c  background recovery of freezes left behind
  *   daemon.c   going into the background: the fork first, one thread, a readiness pipe
  *   ops.c      the fuse_operations table and the per-open handle dispatch
@@ -32,7 +33,8 @@
  *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
  *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
  *   mount.c    -> root.c (the list's teardown only)
- *   ctl.c      -> reply.c, textconv.c   reply.c -> textconv.c   janitor.c -> root.c
+ *   ctl.c      -> reply.c, textconv.c, texts.c   reply.c -> textconv.c   janitor.c -> root.c
+ *   ops.c, execs.c, main.c -> texts.c      texts.c -> reply.c (the budget)
  * ctl.c reaches the runner only through fs->run, and mount.c frees open
  * handles only through each handle's discard pointer.
  */
@@ -604,10 +606,32 @@ int mfs_handles_each(struct mfs *fs, int (*fn)(struct mfs_handle *h, void *arg),
  */
 void mfs_handles_discard_all(struct mfs *fs);
 
-/* A snapshot of a read-only virtual file, taken at open. */
+/*
+ * The shared texts of the read-only virtual files (texts.c): one text per
+ * key (".ctl/engine", "status/NAME", ...) held by every handle reading it,
+ * counted against the reply budget while held. get() joins a build of the
+ * key in progress, else builds (`build` fills a malloc'd text; 0 or a
+ * negative errno with `err`) and shares the result with any held text of
+ * the same bytes; `stable` (content that never changes) reuses a held text
+ * without building. Past the reply budget: ENOMEM, logged, naming it.
+ */
+struct mfs_text;
+typedef int (*mfs_text_build_fn)(struct mfs *fs, void *arg, char **text, size_t *len, struct mafsbx_error *err);
+int mfs_text_get(struct mfs *fs, const char *key, bool stable, mfs_text_build_fn build, void *arg,
+		 struct mfs_text **out, struct mafsbx_error *err);
+void mfs_text_put(struct mfs_text *t);
+const char *mfs_text_data(const struct mfs_text *t, size_t *len);
+/* After `freed` bytes went back to the heap: past a few MiB, give them to the system. */
+void mfs_memory_trim(size_t freed);
+/* At the daemon's start: big blocks (texts, replies) are mapped apart from the
+ * arenas, so that freeing them gives them back to the system. */
+void mfs_memory_init(void);
+
+/* A snapshot of a read-only virtual file, taken at open (shared: texts.c). */
 struct mfs_blob {
 	struct mfs_handle h;
-	char *data;
+	struct mfs_text *text;       /* the reference this handle holds */
+	const char *data;
 	size_t len;
 };
 
@@ -646,6 +670,8 @@ json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra);
  * views of both streams, timed_out, truncated, duration; "ok" when asked. */
 struct mafsbx_exec_result;
 json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok);
+/* What building that reply holds at its peak for this much output (the reply budget's charge). */
+size_t mfs_exec_reply_cost(size_t out_len, size_t err_len);
 /* Dump a reply as one line ending in "\n" (malloc'd). */
 char *mfs_reply_dump(const json_t *reply, size_t *len);
 

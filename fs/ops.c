@@ -21,7 +21,7 @@
 
 static void blob_free(struct mfs_blob *b)
 {
-	free(b->data);
+	mfs_text_put(b->text);
 	free(b);
 }
 
@@ -389,35 +389,43 @@ static int mfs_op_utimens(const char *path, const struct timespec tv[2], struct 
 	return r < 0 ? r : mfs_work_utimens(mfs_get(), &n, tv, fi);
 }
 
+/* The builders of the shared texts (texts.c): `arg` is the node. */
+static int build_blob(struct mfs *fs, void *arg, char **text, size_t *len, struct mafsbx_error *err)
+{
+	const struct mfs_node *n = arg;
+	if (n->type == MFS_N_CTL_DECLARATIONS)
+		return mfs_declarations_text(fs, text, len, err);
+	if (n->type == MFS_N_CTL_ENGINE)
+		return mfs_engine_text(fs, text, len, err);
+	if (n->type == MFS_N_SBX_EGRESS)
+		return mfs_egress_text(fs, n->name, text, len, err);
+	return mfs_status_text(fs, n->name, text, len, err);
+}
+
 static int open_blob(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	char *text = NULL;
-	size_t len = 0;
-	int r;
-	if (n->type == MFS_N_CTL_DECLARATIONS)
-		r = mfs_declarations_text(fs, &text, &len, &e);
-	else if (n->type == MFS_N_CTL_ENGINE)
-		r = mfs_engine_text(fs, &text, &len, &e);
-	else if (n->type == MFS_N_SBX_EGRESS)  /* egress */
-		r = mfs_egress_text(fs, n->name, &text, &len, &e);
+	char key[300];
+	if (n->type == MFS_N_CTL_DECLARATIONS || n->type == MFS_N_CTL_ENGINE)
+		snprintf(key, sizeof(key), ".ctl/%s", n->type == MFS_N_CTL_ENGINE ? "engine" : "declarations");
 	else
-		r = mfs_status_text(fs, n->name, &text, &len, &e);
-	if (r < 0) {
-		if (e.err != ENOENT)
-			log_warn("open %s: %s", n->type == MFS_N_SBX_STATUS ? n->name : ".ctl", e.message);
-		return mafsbx_error_errno(&e, r);
-	}
+		snprintf(key, sizeof(key), "%s/%s", n->name, n->type == MFS_N_SBX_EGRESS ? "egress" : "status");
 	struct mfs_blob *b = calloc(1, sizeof(*b));
-	if (!b) {
-		free(text);
+	if (!b)
 		return -ENOMEM;
+	/* Each open is a fresh snapshot, shared with the opens it coincides
+	 * with (one build) and with held opens of the same bytes. */
+	int r = mfs_text_get(fs, key, false, build_blob, (void *)n, &b->text, &e);
+	if (r < 0) {
+		free(b);
+		if (e.err != ENOENT)
+			log_warn("open %s: %s", key, e.message);
+		return mafsbx_error_errno(&e, r);
 	}
 	b->h.type = MFS_H_BLOB;
 	b->h.discard = blob_discard;
-	b->data = text;
-	b->len = len;
+	b->data = mfs_text_data(b->text, &b->len);
 	fi->fh = (uint64_t)(uintptr_t)b;
 	/* Generated content: the size in getattr is not the reply's. */
 	fi->direct_io = 1;

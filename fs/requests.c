@@ -247,6 +247,12 @@ static size_t exec_reply_cost(const struct mafsbx_exec_result *res)
 	return 3 * (views + b64) + 4096;
 }
 
+size_t mfs_exec_reply_cost(size_t out_len, size_t err_len)
+{
+	struct mafsbx_exec_result res = { .out_len = out_len, .err_len = err_len };
+	return exec_reply_cost(&res);
+}
+
 json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
 {
 	json_t *o = json_object();
@@ -308,6 +314,7 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 		struct mafsbx_error be;
 		mafsbx_error_clear(&be);
 		if (mfs_reply_budget_take(fs, cost, what, &be) < 0) {
+			log_warn("%s", be.message);
 			/* the command ran; only its reply is refused: say so, with the exit code */
 			if (r == 0) {
 				json_t *o = json_pack("{s:i, s:b, s:b}", "exit_code", res.exit_code, "timed_out",

@@ -99,6 +99,8 @@ struct mafsbx_planes *mafsbx_planes_new(struct mafsbx_engine *e, struct mafsbx_f
 	}
 	pthread_mutex_init(&ps->mu, NULL);
 	atomic_init(&ps->spool_used, 0);
+	pthread_mutex_init(&ps->spool_mu, NULL);
+	ps->own_uid = geteuid();
 	if (b)
 		mafsbx_backend_set_base_preparer(b, planes_prepare_base, ps);
 	return ps;
@@ -125,6 +127,7 @@ void mafsbx_planes_free(struct mafsbx_planes *ps)
 		pe = next;
 	}
 	pthread_mutex_destroy(&ps->mu);
+	mafsbx_plane_spool_fini(ps);
 	free(ps);
 }
 
@@ -422,12 +425,13 @@ void mafsbx_plane_closedir(struct mafsbx_plane_dir *d)
 	free(d);
 }
 
-static struct mafsbx_plane_file *file_new(struct mafsbx_planes *ps)
+static struct mafsbx_plane_file *file_new(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t)
 {
 	struct mafsbx_plane_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	f->ps = ps;
+	mafsbx_planes_spool_owner(ps, &f->accounted, t->name ? t->name : t->id);
 	f->fd = -1;
 	f->parent = -1;
 	pthread_mutex_init(&f->mu, NULL);
@@ -443,7 +447,7 @@ int mafsbx_plane_open_read(struct mafsbx_planes *ps, const struct mafsbx_plane_t
 	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_plane_file *f = file_new(ps);
+	struct mafsbx_plane_file *f = file_new(ps, t);
 	if (!f)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if ((r = entry_get(ps, t, &f->entry, err)) == 0) {
@@ -470,7 +474,7 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 	if (!*rel)
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EISDIR, NULL,
 					     "the working directory itself cannot be written");
-	struct mafsbx_plane_file *f = file_new(ps);
+	struct mafsbx_plane_file *f = file_new(ps, t);
 	if (!f)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	f->writable = true;

@@ -58,6 +58,9 @@ struct mafsbx_plane_config {
 	int burst_ms;
 	/* engine plane: how a directory is listed (plane_engine.c; mafsbxfs(1) -o listing) */
 	enum mafsbx_plane_listing listing;
+	/* The uid of the call at hand on this thread (false: none known): whom a
+	 * new spool is charged to. NULL: every spool is the daemon's own. */
+	bool (*caller_uid)(uid_t *uid);
 };
 
 struct mafsbx_planes;
@@ -89,11 +92,32 @@ struct mafsbx_plane_target {
  */
 enum mafsbx_plane_kind mafsbx_plane_which(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, char *why,
 					  size_t why_size);
-/* The spool budget, for other spools of the mount (a detached exec's
- * output): grow *accounted to `want` bytes (ENOMEM past the budget), and
- * give it all back. */
-int mafsbx_planes_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err);
-void mafsbx_planes_spool_release(struct mafsbx_planes *ps, uint64_t *accounted);
+/*
+ * The spool budget (cfg.spool_budget, B) and its shares (plane_common.c):
+ * all spools of the mount hold at most B; those of one sandbox at most B/2;
+ * those opened by users other than the daemon's own uid at most 3B/4
+ * together and B/4 each, so the mounting user always keeps a reserve. A
+ * finished exec's output moves out of B into its sandbox's kept allowance
+ * (B/4 per sandbox, B/2 on the mount).
+ */
+struct mafsbx_spool_share {
+	uint64_t bytes;              /* held */
+	uid_t uid;                   /* charged to (the opener; the daemon's own: no user bound) */
+	char sandbox[64];            /* the sandbox the bytes are for ("": no sandbox bound) */
+	bool kept;                   /* in the kept allowance, not the budget */
+};
+/* A new share for `sandbox`, charged to the caller on this thread (cfg.caller_uid). */
+void mafsbx_planes_spool_owner(struct mafsbx_planes *ps, struct mafsbx_spool_share *a, const char *sandbox);
+/* For other spools of the mount (a detached exec's output): grow the share
+ * to `want` bytes (ENOMEM naming the bound past any of them), and give it
+ * all back. */
+int mafsbx_planes_spool_grow(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted, uint64_t want,
+			     struct mafsbx_error *err);
+void mafsbx_planes_spool_release(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted);
+/* Move a share out of the budget into its sandbox's kept allowance: 0, or
+ * -1 when the sandbox's allowance is full, -2 when the mount's is (the
+ * caller drops older kept output and asks again). */
+int mafsbx_planes_spool_keep(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted);
 
 /* Forget what is known of a container (disposed): unpins it, drops its spool accounting. */
 void mafsbx_planes_forget(struct mafsbx_planes *ps, const char *id);

@@ -384,7 +384,7 @@ static int reserve_spool(void *ctx, uint64_t size, struct mafsbx_error *err)
 static int spool_in(struct mafsbx_plane_file *f, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		    const char *rel, uint64_t max_bytes, int fd, struct mafsbx_read_info *ri, struct mafsbx_error *err)
 {
-	int r = mafsbx_plane_spool_room(f->ps, err);
+	int r = mafsbx_plane_spool_room(f->ps, &f->accounted, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_files_target ft;

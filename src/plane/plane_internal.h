@@ -38,7 +38,12 @@ struct mafsbx_planes {
 	pthread_mutex_t mu;          /* guards entries, n_entries, every entry's refs/linked */
 	struct plane_entry *entries;
 	size_t n_entries;
-	atomic_uint_fast64_t spool_used;  /* bytes held by engine-plane spools */
+	atomic_uint_fast64_t spool_used;  /* bytes held by all spools (changed under spool_mu) */
+	pthread_mutex_t spool_mu;    /* the spool tallies below (plane_common.c) */
+	struct plane_spool_tally *spool_tallies;  /* per sandbox and per user, while they hold bytes */
+	uint64_t spool_users;        /* held by users other than own_uid */
+	uint64_t spool_kept;         /* in the kept allowances */
+	uid_t own_uid;               /* the daemon's */
 };
 
 struct mafsbx_plane_dir {
@@ -84,7 +89,7 @@ struct mafsbx_plane_file {
 	uid_t owner_uid;
 	gid_t owner_gid;
 	uint64_t size;               /* bytes in the spool */
-	uint64_t accounted;          /* bytes of spool_used this file holds */
+	struct mafsbx_spool_share accounted;  /* the spool bytes this file holds */
 	struct timespec mtime;
 };
 
@@ -98,12 +103,14 @@ int mafsbx_plane_identity(struct mafsbx_planes *ps, const char *name, uid_t *uid
 int mafsbx_plane_guest_cred(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const char *name,
 		     struct mafsbx_guestcred *out, struct mafsbx_error *err);
 /* Spool accounting: reserve `more` bytes (EK_NOMEM ENOMEM past the budget). */
-int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, uint64_t *accounted, uint64_t want, struct mafsbx_error *err);
+int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted, uint64_t want,
+			    struct mafsbx_error *err);
 /* Refuses (ENOMEM) a new spool while the open files hold the whole budget,
  * before anything is fetched: a doomed open neither freezes the guest nor
  * copies a byte. */
-int mafsbx_plane_spool_room(struct mafsbx_planes *ps, struct mafsbx_error *err);
-void mafsbx_plane_spool_release(struct mafsbx_planes *ps, uint64_t *accounted);
+int mafsbx_plane_spool_room(struct mafsbx_planes *ps, const struct mafsbx_spool_share *a, struct mafsbx_error *err);
+void mafsbx_plane_spool_release(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted);
+void mafsbx_plane_spool_fini(struct mafsbx_planes *ps);
 
 /* ---- plane_local.c ------------------------------------------------------- */
 int mafsbx_plane_local_stat(struct mafsbx_planes *ps, const struct mafsbx_pin *pin, const struct mafsbx_plane_target *t,
