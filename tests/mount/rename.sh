@@ -2,8 +2,9 @@
 # rename.sh: renameat2(2)'s flags through the mount, on the plane named by
 # MAFSBX_TEST_PLANE (meson runs it on both; see
 # mafsbxfs(1) READING AND WRITING FILES). Never a silent move:
-# RENAME_EXCHANGE of two files and of two directories leaves the host (reading through the mount) and the guest
-# (reading with cat in the sandbox) agreeing on every name, and a write
+# RENAME_EXCHANGE of two files and of two directories leaves the host
+# (reading through the mount) and the guest (reading with cat in the
+# sandbox) agreeing on every name, and a write
 # through an exchanged name lands in the file that name now holds (local
 # plane), or is refused with EINVAL with nothing changed (engine plane, which
 # has no rename); RENAME_NOREPLACE onto an existing name is EEXIST and moves
