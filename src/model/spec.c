@@ -8,6 +8,7 @@
 #include "spec.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -836,6 +837,8 @@ static int exec_stdin(const json_t *req, struct mafsbx_exec_spec *s, struct mafs
 	return 0;
 }
 
+_Static_assert(LONG_MAX / 1000 >= MAFSBX_EXEC_TIMEOUT_LIMIT_S, "timeout_ms holds the longest timeout kept");
+
 /* timeout: seconds, > 0 and at most the ceiling (-o max_exec_timeout; none
  * when it is 0), rounded up to whole milliseconds; -o exec_timeout when absent. */
 static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec *s,
@@ -858,7 +861,7 @@ static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg,
 		return bad(err, "timeout", "must be positive");
 	if (secs > (double)ceiling_s) {
 		if (!no_ceiling)
-			return bad(err, "timeout", "%g s is over the ceiling of %ld s (-o max_exec_timeout)", secs,
+			return bad(err, "timeout", "%.10g s is over the ceiling of %ld s (-o max_exec_timeout)", secs,
 				   ceiling_s);
 		secs = (double)ceiling_s;   /* also keeps the conversion below in range */
 	}
