@@ -209,7 +209,7 @@ build build-clang clang || failures+=("clang build failed")
 # threads (a read must finish within 10 s behind 9 s of execs) and
 # concurrency (a 30 s soak) tests, which ASan's slowdown makes flaky.
 asan_integration=(engine files exec freeze_exec dispose sandbox burst)
-asan_mount=(badinput bigfile engine_down interop story story-engine rename interrupt)
+asan_mount=(badinput bigfile engine_down interop story story-engine rename interrupt timeouts)
 if build build-asan gcc -Db_sanitize=address,undefined; then
 	run_tests asan-ubsan-unit build-asan --setup sanitize --suite unit
 	rm -rf build-asan/sanitizer-logs

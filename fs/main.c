@@ -216,7 +216,8 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 	json_decref(pimg);
 	sc.egress_proxy_image = fs->opt.egress_proxy_image;
 	sc.egress_outbound_network = fs->opt.egress_outbound_network;
-	sc.exec_timeout_max_s = fs->opt.exec_timeout;
+	sc.exec_timeout_s = fs->opt.exec_timeout;
+	sc.exec_timeout_max_s = fs->opt.max_exec_timeout ? fs->opt.max_exec_timeout : MAFSBX_EXEC_TIMEOUT_NO_CEILING;
 	sc.pull_timeout_ms = fs->opt.pull_timeout * 1000;
 	sc.max_read_bytes = fs->opt.max_read;
 	sc.max_write_bytes = fs->opt.max_write;

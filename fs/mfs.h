@@ -73,6 +73,8 @@ struct mafsbx_sandbox_info;
 #define MFS_DEFAULT_MAX_READ (64 * MFS_MIB)
 #define MFS_DEFAULT_MAX_WRITE (64 * MFS_MIB)
 #define MFS_DEFAULT_EXEC_TIMEOUT 300
+#define MFS_DEFAULT_MAX_EXEC_TIMEOUT 86400     /* -o max_exec_timeout: 24 h */
+#define MFS_MAX_EXEC_TIMEOUT_CEILING 31536000  /* its largest value (a year); 0 is none */
 #define MFS_DEFAULT_PULL_TIMEOUT 600
 #define MFS_DEFAULT_PIDS_LIMIT 512
 #define MFS_DEFAULT_MAX_THREADS 64u
@@ -107,7 +109,8 @@ struct mfs_options {
 	unsigned max_calls_per_user; /* engine-plane file calls per user but the daemon's; 0: max_threads / 4 */
 	uint64_t max_read;
 	uint64_t max_write;
-	long exec_timeout;           /* seconds */
+	long exec_timeout;           /* seconds: an exec's timeout when it names none */
+	long max_exec_timeout;       /* seconds: the ceiling of an exec's timeout; 0 = none */
 	long pull_timeout;           /* seconds: an image pull of an acquire */
 	int loglevel;                /* enum mafsbx_log_level: -o loglevel (default warning) */
 	bool loglevel_given;

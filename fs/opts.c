@@ -34,7 +34,7 @@
 /* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
 struct raw_opts {
 	char *host, *context, *image, *scope;
-	char *attr_timeout, *max_read, *max_write, *exec_timeout, *pids_limit;
+	char *attr_timeout, *max_read, *max_write, *exec_timeout, *max_exec_timeout, *pids_limit;
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
 	char *plane, *uid, *gid, *umask, *burst_ms, *listing, *entry_timeout, *max_requests, *max_open_per_user,
 		*max_calls_per_user;
@@ -72,6 +72,7 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("max_read=%s", max_read),
 	RAW("max_write=%s", max_write),
 	RAW("exec_timeout=%s", exec_timeout),
+	RAW("max_exec_timeout=%s", max_exec_timeout),
 	RAW("pull_timeout=%s", pull_timeout),
 	RAW("loglevel=%s", loglevel),
 	RAW("pids_limit=%s", pids_limit),
@@ -190,7 +191,7 @@ static int take_mountpoint(struct raw_opts *r, struct fuse_args *args, struct mf
 static void raw_free(struct raw_opts *r)
 {
 	char **all[] = { &r->host, &r->context, &r->image, &r->scope, &r->attr_timeout, &r->max_read,
-			 &r->max_write, &r->exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
+			 &r->max_write, &r->exec_timeout, &r->max_exec_timeout, &r->pids_limit, &r->memory, &r->cpus,
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
 			 &r->nonopt[0], &r->nonopt[1], &r->extra,
 			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user, &r->pull_timeout,
@@ -273,7 +274,7 @@ static char *take(char **p)
 	return v;
 }
 
-/* -o attr_timeout, max_read, max_write, exec_timeout, pids_limit, memory, cpus. 0 or -EINVAL. */
+/* -o attr_timeout, max_read, max_write, exec_timeout, max_exec_timeout, pids_limit, memory, cpus. 0 or -EINVAL. */
 static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct mafsbx_error *err)
 {
 	if (r->attr_timeout) {
@@ -328,6 +329,17 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 	if (r->exec_timeout && parse_long(r->exec_timeout, 1, 7 * 86400, &o->exec_timeout) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
 					"-o exec_timeout=%s: expected whole seconds from 1 to 604800", r->exec_timeout);
+	if (r->max_exec_timeout &&
+	    parse_long(r->max_exec_timeout, 0, MFS_MAX_EXEC_TIMEOUT_CEILING, &o->max_exec_timeout) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"-o max_exec_timeout=%s: expected whole seconds from 0 (no ceiling) to %d",
+					r->max_exec_timeout, MFS_MAX_EXEC_TIMEOUT_CEILING);
+	/* the default a request gets must be one it could ask for */
+	if (o->max_exec_timeout && o->exec_timeout > o->max_exec_timeout)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+					"-o exec_timeout=%ld is over -o max_exec_timeout=%ld: the default timeout "
+					"cannot pass the ceiling (raise max_exec_timeout, or 0 for none)",
+					o->exec_timeout, o->max_exec_timeout);
 	if (r->pull_timeout && parse_long(r->pull_timeout, 1, 7 * 86400, &o->pull_timeout) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID,
 					"-o pull_timeout=%s: expected whole seconds from 1 to 604800", r->pull_timeout);
@@ -421,6 +433,7 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 	o->max_read = MFS_DEFAULT_MAX_READ;
 	o->max_write = MFS_DEFAULT_MAX_WRITE;
 	o->exec_timeout = MFS_DEFAULT_EXEC_TIMEOUT;
+	o->max_exec_timeout = MFS_DEFAULT_MAX_EXEC_TIMEOUT;
 	o->pull_timeout = MFS_DEFAULT_PULL_TIMEOUT;
 	o->pids_limit = MFS_DEFAULT_PIDS_LIMIT;
 	o->max_threads = MFS_DEFAULT_MAX_THREADS;
@@ -521,7 +534,9 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"    -o max_read=BYTES      largest file a read fetches (default 64M on the\n"
 		"                           engine plane; none on the local plane unless given)\n"
 		"    -o max_write=BYTES     largest file a write sends (default 64M)\n"
-		"    -o exec_timeout=SECS   default and ceiling of exec timeouts (default %d)\n"
+		"    -o exec_timeout=SECS   an exec's timeout when it names none (default %d)\n"
+		"    -o max_exec_timeout=SECS\n"
+		"                           ceiling of an exec's timeout; 0: none (default %d)\n"
 		"    -o pull_timeout=SECS   bound on pulling an absent image for an acquire\n"
 		"                           (default %d)\n"
 		"    -o pids_limit=N        --pids-limit of every sandbox (default 512)\n"
@@ -582,6 +597,6 @@ void mfs_options_usage(FILE *out, const char *prog)
 		"\n"
 		"File contents are never cached by the kernel (direct_io): libfuse's caching\n"
 		"options do not apply. Sandbox files are always nodev,nosuid.\n",
-		prog, MFS_DEFAULT_EXEC_TIMEOUT, MFS_DEFAULT_PULL_TIMEOUT, MFS_DEFAULT_MAX_REQUESTS,
-		MFS_DEFAULT_MAX_THREADS);
+		prog, MFS_DEFAULT_EXEC_TIMEOUT, MFS_DEFAULT_MAX_EXEC_TIMEOUT, MFS_DEFAULT_PULL_TIMEOUT,
+		MFS_DEFAULT_MAX_REQUESTS, MFS_DEFAULT_MAX_THREADS);
 }

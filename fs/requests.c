@@ -7,7 +7,12 @@
  *   acquire  ok, name, id, state, path, work_dir, uid, gid
  *   dispose  ok, disposed, failures (with "reclaim": ok, reclaimed)
  *   exec     ok, exit_code, stdout, stderr, stdout_b64, stderr_b64,
- *            timed_out, truncated, duration_ms
+ *            timed_out, truncated, duration_ms (a timeout: sandbox_disposed)
+ *
+ * A blocking exec that times out kills the command's processes and keeps the
+ * sandbox where the engine runs on this host (a unix socket: the same proof
+ * detached execs use, src/host/execkill.c), unless the request says
+ * "on_timeout": "dispose"; on a remote engine it disposes, as upstream.
  *
  * With -o scope=S the mount serves only scope S: a request naming another
  * scope is refused (EACCES), and a sandbox of another scope is not there
@@ -303,10 +308,12 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 	mfs_snapshot_put(s);
 	if (spec->detach)
 		return mfs_exec_detach(fs, move_ptr(spec), reply, err);
-	r = mafsbx_sandbox_exec(fs->backend, spec, &res, err);
+	/* a timeout kills the command where this host can (the sandbox stays); else it disposes */
+	struct mafsbx_exec_hooks h = { .kill_on_timeout = fs->ep.scheme == MAFSBX_EP_UNIX };
+	r = mafsbx_sandbox_exec_run(fs->backend, spec, &h, &res, err);
 	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed || res.exit_code >= 0;
-	if (res.timed_out)
-		mfs_invalidate_sandbox(fs, spec->sandbox);  /* a timed-out sandbox is disposed */
+	if (res.timed_out && !res.killed)
+		mfs_invalidate_sandbox(fs, spec->sandbox);  /* disposed (or meant to be) */
 	if (fields) {
 		size_t cost = exec_reply_cost(&res);
 		char what[160];
@@ -329,6 +336,12 @@ static int run_exec(struct mfs *fs, const struct mafsbx_spec_config *cfg, const 
 			return r;
 		}
 		*reply = mfs_exec_fields(&res, r == 0);
+		/* what the timeout did to the sandbox: kept (its command killed) or disposed */
+		if (*reply && res.timed_out &&
+		    json_object_set_new(*reply, "sandbox_disposed", json_boolean(res.sandbox_disposed)) < 0) {
+			json_decref(*reply);
+			*reply = NULL;
+		}
 		mfs_reply_budget_hold_until_dump(fs, cost);
 		if (!*reply && r == 0)
 			r = mafsbx_error_set(err, MAFSBX_EK_NOMEM,

@@ -16,8 +16,11 @@
  *    its whole life, as every exec must be (freeze.h); the parent returns
  *    once the process runs (the engine gives it a PID) or has ended. A
  *    command the runtime cannot start is reported by the parent (126/127),
- *    as a foreground run would. --timeout (default and ceiling 300 s) ends
- *    it: killed, the sandbox kept, where the engine runs on this host.
+ *    as a foreground run would.
+ *  - --timeout (default 300 s, ceiling 24 h, as a mount's defaults) ends the
+ *    command, foreground or -d: its processes killed and the sandbox kept
+ *    where the engine runs on this host (--on-timeout dispose: disposed, as
+ *    upstream); elsewhere the sandbox is disposed.
  *
  * Exit status: the guest's; 124 on timeout (as timeout(1)); 125 when the
  * request itself failed (usage, a bad or absent sandbox, the engine; as
@@ -46,13 +49,14 @@
 #define EXEC_EXIT_CANNOT_RUN 126
 #define EXEC_EXIT_NOT_FOUND 127
 
-enum { O_CONTEXT = 256, O_CWD, O_ENV, O_USER, O_INTERACTIVE, O_TTY, O_DETACH, O_TIMEOUT };
+enum { O_CONTEXT = 256, O_CWD, O_ENV, O_USER, O_INTERACTIVE, O_TTY, O_DETACH, O_TIMEOUT, O_ON_TIMEOUT };
 
 static void exec_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROGRAM " exec NAME [-w|--workdir DIR] [-e|--env K=V]... [-u|--user USER] [-i] [-d]\n"
-		"                   [--timeout SECS] [-H URL | --context NAME] [--] ARGV...\n"
+		"                   [--timeout SECS] [--on-timeout kill|dispose] [-H URL | --context NAME]\n"
+		"                   [--] ARGV...\n"
 		"\n"
 		"Run ARGV (no shell) in sandbox NAME, as a write to .ctl/exec does (same\n"
 		"rules): the guest's stdout and stderr are streamed to this command's as\n"
@@ -71,10 +75,12 @@ static void exec_usage(FILE *out)
 		"  -d, --detach         start the command in the background, print its exec ID\n"
 		"                       and return (its output is not kept)\n"
 		"  -t, --tty            refused: no terminal is allocated (-it: use -i)\n"
-		"      --timeout SECS   bound on the whole run (default and ceiling 300); on\n"
-		"                       expiry the sandbox is disposed, as for .ctl/exec; with\n"
-		"                       -d the command is killed instead where the engine runs\n"
-		"                       on this host\n" CLI_ENGINE_OPTIONS_HELP
+		"      --timeout SECS   bound on the whole run (default 300, at most 86400); on\n"
+		"                       expiry the command is killed and the sandbox kept where\n"
+		"                       the engine runs on this host, else the sandbox is disposed\n"
+		"      --on-timeout kill|dispose\n"
+		"                       dispose: a timeout disposes the sandbox everywhere (as\n"
+		"                       upstream); kill (default): as above\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: the command's; 124 timed out; 125 the request failed (usage,\n"
@@ -143,6 +149,8 @@ static int exec_option(int c, json_t *req, struct exec_flags *f, char **argv)
 		return -1;
 	case O_TIMEOUT:
 		return put_timeout(req, optarg);
+	case O_ON_TIMEOUT:
+		return verb_set_str(req, "on_timeout", optarg);
 	}
 	cli_option_error("exec", c, argv);
 	return -1;
@@ -165,6 +173,7 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 		{ "detach", no_argument, NULL, O_DETACH },
 		{ "tty", no_argument, NULL, O_TTY },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "on-timeout", required_argument, NULL, O_ON_TIMEOUT },
 		{ "host", required_argument, NULL, 'H' },
 		{ "context", required_argument, NULL, O_CONTEXT },
 		{ "help", no_argument, NULL, 'h' },
@@ -467,7 +476,9 @@ int cmd_exec(int argc, char **argv)
 		struct verb_env v;
 		if ((code = verb_open(&vo, &v, EXEC_EXIT_FAILED)) == MAFSBX_EXIT_OK) {
 			/* without -i the guest's stdin is empty (not attached) */
+			/* a timeout kills the command where this host can (execkill.c's proofs), as -d does */
 			struct mafsbx_exec_hooks h = { .on_output = exec_sink,
+						       .kill_on_timeout = true,
 						       .stdin_from_fd = flags.interactive,
 						       .stdin_fd = STDIN_FILENO };
 			struct mafsbx_exec_result res;

@@ -16,7 +16,7 @@ _mafsbx_commands="acquire exec dispose mkimage reap ls fingerprint thaw help"
 # Each command's options, as its --help lists them (engine options and -h
 # are added below for every command).
 _mafsbx_opts_acquire="--scope --thread --agent --call --kind --image --image-id --output --egress-allow --work-dir --cap --env --label --isolation-scope --pull-timeout --json"
-_mafsbx_opts_exec="-w --cwd --workdir -e --env -u --user -i --interactive -d --detach -t --tty --timeout"
+_mafsbx_opts_exec="-w --cwd --workdir -e --env -u --user -i --interactive -d --detach -t --tty --timeout --on-timeout"
 _mafsbx_opts_dispose="--scope --thread --agent --call --kind --id"
 _mafsbx_opts_mkimage="-t --tag --egress-proxy --proxy-program --busybox"
 _mafsbx_opts_reap="--older-than --scope --dry-run --json -v --verbose"
@@ -26,7 +26,7 @@ _mafsbx_opts_thaw="--rundir --json -v --verbose"
 _mafsbx_opts_engine="-H --host --context -h --help"
 
 # Options that take an argument (the word after them is that argument).
-_mafsbx_takes_arg=" --scope --thread --agent --call --kind --image --image-id --output --egress-allow --work-dir --cap --env --label --isolation-scope --pull-timeout -w --cwd --workdir -e -u --user --timeout --id -t --tag --proxy-program --busybox --older-than --format -o --diff --max-entries --max-hash-bytes --max-ms --max-depth --rundir -H --host --context "
+_mafsbx_takes_arg=" --scope --thread --agent --call --kind --image --image-id --output --egress-allow --work-dir --cap --env --label --isolation-scope --pull-timeout -w --cwd --workdir -e -u --user --timeout --on-timeout --id -t --tag --proxy-program --busybox --older-than --format -o --diff --max-entries --max-hash-bytes --max-ms --max-depth --rundir -H --host --context "
 
 # The command line up to the cursor split at blanks only (bash also splits
 # COMP_WORDS at '=' and ':', which would cut "-e K=V" or "-o plane=auto"
@@ -173,7 +173,7 @@ _mafsbx_complete()
 }
 
 # mafsbxfs: its own -o options and libfuse's that apply (mafsbxfs --help).
-_mafsbxfs_o="host= context= image= scope= attr_timeout= entry_timeout= max_read= max_write= exec_timeout= pull_timeout= pids_limit= cap_drop_all memory= cpus= egress_proxy_image= egress_outbound_network= plane= frozen_reads burst_ms= listing= uid= gid= umask= loglevel= max_requests= max_open_per_user= max_calls_per_user= max_threads= max_idle_threads= clone_fd allow_other allow_root default_permissions auto_unmount fsname= subtype= debug"
+_mafsbxfs_o="host= context= image= scope= attr_timeout= entry_timeout= max_read= max_write= exec_timeout= max_exec_timeout= pull_timeout= pids_limit= cap_drop_all memory= cpus= egress_proxy_image= egress_outbound_network= plane= frozen_reads burst_ms= listing= uid= gid= umask= loglevel= max_requests= max_open_per_user= max_calls_per_user= max_threads= max_idle_threads= clone_fd allow_other allow_root default_permissions auto_unmount fsname= subtype= debug"
 
 _mafsbxfs()
 {

@@ -8,6 +8,7 @@
 #include "spec.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -836,14 +837,21 @@ static int exec_stdin(const json_t *req, struct mafsbx_exec_spec *s, struct mafs
 	return 0;
 }
 
-/* timeout: seconds, > 0 and at most the ceiling (its default), rounded up to whole milliseconds. */
+_Static_assert(LONG_MAX / 1000 >= MAFSBX_EXEC_TIMEOUT_LIMIT_S, "timeout_ms holds the longest timeout kept");
+
+/* timeout: seconds, > 0 and at most the ceiling (-o max_exec_timeout; none
+ * when it is 0), rounded up to whole milliseconds; -o exec_timeout when absent. */
 static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg, struct mafsbx_exec_spec *s,
 			struct mafsbx_error *err)
 {
-	long ceiling_s = cfg && cfg->exec_timeout_max_s > 0 ? cfg->exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
+	long ceiling_s = cfg && cfg->exec_timeout_max_s ? cfg->exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_MAX_S;
+	if (ceiling_s < 0 || ceiling_s > MAFSBX_EXEC_TIMEOUT_LIMIT_S)
+		ceiling_s = MAFSBX_EXEC_TIMEOUT_LIMIT_S;   /* no ceiling: the longest deadline kept */
+	bool no_ceiling = cfg && cfg->exec_timeout_max_s < 0;
+	long default_s = cfg && cfg->exec_timeout_s > 0 ? cfg->exec_timeout_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
 	json_t *t = json_object_get(req, "timeout");
 	if (!t || json_is_null(t)) {
-		s->timeout_ms = ceiling_s * 1000;
+		s->timeout_ms = (default_s < ceiling_s ? default_s : ceiling_s) * 1000;
 		return 0;
 	}
 	if (!json_is_number(t))
@@ -851,8 +859,12 @@ static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg,
 	double secs = json_number_value(t);
 	if (!(secs > 0))
 		return bad(err, "timeout", "must be positive");
-	if (secs > (double)ceiling_s)
-		return bad(err, "timeout", "over the ceiling of %ld s", ceiling_s);
+	if (secs > (double)ceiling_s) {
+		if (!no_ceiling)
+			return bad(err, "timeout", "%.10g s is over the ceiling of %ld s (-o max_exec_timeout)", secs,
+				   ceiling_s);
+		secs = (double)ceiling_s;   /* also keeps the conversion below in range */
+	}
 	/* round up: a fraction of a millisecond still asks for a bound */
 	double ms = secs * 1000.0;
 	s->timeout_ms = (long)ms;
@@ -860,6 +872,22 @@ static int exec_timeout(const json_t *req, const struct mafsbx_spec_config *cfg,
 		s->timeout_ms++;
 	if (s->timeout_ms < 1)
 		s->timeout_ms = 1;
+	return 0;
+}
+
+/* on_timeout: "kill" (default) or "dispose" (upstream's behaviour). */
+static int exec_on_timeout(const json_t *req, struct mafsbx_exec_spec *s, struct mafsbx_error *err)
+{
+	const char *v;
+	int r = get_str(req, "on_timeout", false, false, &v, err);
+	if (r || !v)
+		return r;
+	if (strcmp(v, "kill") == 0)
+		s->on_timeout = MAFSBX_ON_TIMEOUT_KILL;
+	else if (strcmp(v, "dispose") == 0)
+		s->on_timeout = MAFSBX_ON_TIMEOUT_DISPOSE;
+	else
+		return bad(err, "on_timeout", "want \"kill\" or \"dispose\"");
 	return 0;
 }
 
@@ -909,7 +937,7 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 			   struct mafsbx_error *err)
 {
 	static const char *const allowed[] = { "sandbox", "argv", "command", "cwd", "env", "stdin", "stdin_b64",
-					       "timeout", "detach", "user", NULL };
+					       "timeout", "on_timeout", "detach", "user", NULL };
 	*out = NULL;
 	int r = check_fields(req, allowed, err);
 	if (r)
@@ -924,7 +952,8 @@ int mafsbx_exec_spec_parse(const json_t *req, const struct mafsbx_spec_config *c
 		return bad(err, "sandbox", "not a sandbox name (want %s<12 hex>)", MAFSBX_NAME_PREFIX);
 	if ((r = dup_to(&s->sandbox, sandbox, err)) || (r = exec_argv(req, s, err)) || (r = exec_cwd(req, s, err)) ||
 	    (r = parse_env(req, &s->env, &s->n_env, err)) || (r = exec_stdin(req, s, err)) ||
-	    (r = exec_timeout(req, cfg, s, err)) || (r = exec_detach(req, s, err)) || (r = exec_user(req, s, err)))
+	    (r = exec_timeout(req, cfg, s, err)) || (r = exec_on_timeout(req, s, err)) || (r = exec_detach(req, s, err)) ||
+	    (r = exec_user(req, s, err)))
 		return r;
 	*out = move_ptr(s);
 	return 0;

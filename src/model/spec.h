@@ -81,7 +81,13 @@ enum mafsbx_os_family { MAFSBX_OS_ANY = 0, MAFSBX_OS_POSIX = 1, MAFSBX_OS_WINDOW
 #define MAFSBX_DEFAULT_FILES 64u
 
 #define MAFSBX_WORK_DIR_MAX 4095
-#define MAFSBX_DEFAULT_EXEC_TIMEOUT_S 300
+#define MAFSBX_DEFAULT_EXEC_TIMEOUT_S 300          /* a request's timeout when it names none */
+#define MAFSBX_DEFAULT_EXEC_TIMEOUT_MAX_S 86400     /* the ceiling of a request's timeout: 24 h */
+/* exec_timeout_max_s: no ceiling (the mount's -o max_exec_timeout=0) */
+#define MAFSBX_EXEC_TIMEOUT_NO_CEILING (-1L)
+/* Without a ceiling a request's timeout is still kept as a finite deadline:
+ * anything longer (100 years) is this, which no clock reaches. */
+#define MAFSBX_EXEC_TIMEOUT_LIMIT_S (100L * 365 * 86400)
 
 struct mafsbx_transfer_limits {
 	uint64_t max_bytes_per_file;
@@ -92,7 +98,8 @@ struct mafsbx_transfer_limits {
 /* Parsing context: what the mount was configured with. NULL means defaults. */
 struct mafsbx_spec_config {
 	const char *default_image;   /* -o image=; NULL or "" = none, so "image" is required */
-	long exec_timeout_max_s;     /* ceiling and default for exec timeout; <= 0 means 300 */
+	long exec_timeout_max_s;     /* ceiling of an exec's timeout: 0 = 86400, MAFSBX_EXEC_TIMEOUT_NO_CEILING = none */
+	long exec_timeout_s;         /* an exec's timeout when it names none: <= 0 = 300; at most the ceiling */
 };
 
 /* ---- acquire ----------------------------------------------------------- */
@@ -152,6 +159,12 @@ void mafsbx_dispose_spec_free(struct mafsbx_dispose_spec *s);
 
 /* ---- exec -------------------------------------------------------------- */
 
+/* "on_timeout": what a timeout does where the command can be killed (doc/protocol.md) */
+enum mafsbx_on_timeout {
+	MAFSBX_ON_TIMEOUT_KILL = 0,    /* "kill" (default): kill the command's processes, keep the sandbox */
+	MAFSBX_ON_TIMEOUT_DISPOSE = 1, /* "dispose": dispose the sandbox, as upstream */
+};
+
 struct mafsbx_exec_spec {
 	char *sandbox;               /* workload name */
 	char **argv;                 /* NULL-terminated, owned; `command` becomes {"sh","-c",cmd} */
@@ -164,6 +177,7 @@ struct mafsbx_exec_spec {
 	size_t stdin_len;
 	bool has_stdin;
 	long timeout_ms;             /* > 0 */
+	enum mafsbx_on_timeout on_timeout;
 	bool detach;                 /* "detach": true (the caller runs it in the background) */
 	char *user;                  /* "user" (docker exec -u: NAME, UID, NAME:GROUP, UID:GID); NULL: the image's */
 };

@@ -20,7 +20,8 @@ void mafsbx_sandbox_config_defaults(struct mafsbx_sandbox_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->pids_limit = 512;
-	c->exec_timeout_max_s = MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
+	c->exec_timeout_max_s = MAFSBX_DEFAULT_EXEC_TIMEOUT_MAX_S;
+	c->exec_timeout_s = MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
 	c->pull_timeout_ms = 600000;
 	c->probe_timeout_ms = 10000;
 	c->command_timeout_ms = 60000;
@@ -58,8 +59,12 @@ struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx
 	}
 	if (b->cfg.pids_limit < 0)
 		b->cfg.pids_limit = 0;
-	if (b->cfg.exec_timeout_max_s <= 0)
-		b->cfg.exec_timeout_max_s = MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
+	if (b->cfg.exec_timeout_max_s == 0)
+		b->cfg.exec_timeout_max_s = MAFSBX_DEFAULT_EXEC_TIMEOUT_MAX_S;
+	else if (b->cfg.exec_timeout_max_s < 0)
+		b->cfg.exec_timeout_max_s = MAFSBX_EXEC_TIMEOUT_NO_CEILING;
+	if (b->cfg.exec_timeout_s <= 0)
+		b->cfg.exec_timeout_s = MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
 	if (b->cfg.probe_timeout_ms <= 0)
 		b->cfg.probe_timeout_ms = 10000;
 	if (b->cfg.command_timeout_ms <= 0)
@@ -118,7 +123,8 @@ const struct mafsbx_sandbox_config *mafsbx_backend_config(const struct mafsbx_ba
 void mafsbx_backend_spec_config(const struct mafsbx_backend *b, struct mafsbx_spec_config *out)
 {
 	out->default_image = b ? b->cfg.default_image : NULL;
-	out->exec_timeout_max_s = b ? b->cfg.exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
+	out->exec_timeout_max_s = b ? b->cfg.exec_timeout_max_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_MAX_S;
+	out->exec_timeout_s = b ? b->cfg.exec_timeout_s : MAFSBX_DEFAULT_EXEC_TIMEOUT_S;
 }
 
 const char *mafsbx_acquire_state_name(enum mafsbx_acquire_state s)

@@ -3,9 +3,11 @@
  * argv runs as given, `command` through `sh -c`; the working directory is
  * resolved under the sandbox's work_dir (read from its work-dir.v1 label, so
  * a sandbox made elsewhere resolves the same way); env and stdin as given;
- * the timeout bounds the whole run and, on expiry, the sandbox is disposed
- * (as upstream: a command that outlived its bound may still be running, and
- * the next acquire starts clean). Output is kept as exact bytes, capped per
+ * the timeout bounds the whole run. On expiry the command's process tree is
+ * killed and the sandbox kept where the engine runs on this host and the
+ * caller asks for it (kill_on_timeout; not with "on_timeout": "dispose");
+ * otherwise the sandbox is disposed (as upstream: a command that outlived its
+ * bound may still be running, and the next acquire starts clean). Output is kept as exact bytes, capped per
  * stream. A command the runtime could not start is reported as `docker exec`
  * reports it: a result with exit code 127 (the program does not exist) or
  * 126 (anything else: the working directory, permissions), the runtime's
@@ -161,7 +163,7 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 		.on_output = h && h->on_output ? hook_output : NULL,
 		.on_created = h && h->on_created ? hook_created : NULL,
 		.output_ctx = &hc,
-		.kill_on_timeout = h && h->kill_on_timeout,
+		.kill_on_timeout = h && h->kill_on_timeout && spec->on_timeout != MAFSBX_ON_TIMEOUT_DISPOSE,
 	};
 	mafsbx_error_clear(&e);
 	r = mafsbx_sbx_exec(b, id, &rq, res, &e);

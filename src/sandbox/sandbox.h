@@ -44,7 +44,8 @@ struct mafsbx_sandbox_config {
 	const char *egress_proxy_image; /* NULL or "" = none (copied) */
 	const char *egress_outbound_network; /* the proxy's second leg; NULL or "" = "bridge" (copied) */
 	bool egress_allow_nonglobal;    /* TESTS ONLY: the proxy lets private peers through */
-	long exec_timeout_max_s;        /* 300: default and ceiling of exec timeouts */
+	long exec_timeout_max_s;        /* 86400: ceiling of exec timeouts; MAFSBX_EXEC_TIMEOUT_NO_CEILING: none */
+	long exec_timeout_s;            /* 300: an exec's timeout when the request names none */
 	long pull_timeout_ms;           /* 600000: an image pull. The pull runs on the engine handle, which
 					   bounds it with its own timeouts.pull_ms: open the engine with the
 					   same value (this field documents it; the backend cannot override it) */
@@ -194,8 +195,11 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
  * it to lift, bounded by the timeout).
  * Returns 0 with the result for any exit code. Failures:
  *  - not a sandbox / no such container: EK_NO_CONTAINER (ENOENT);
- *  - timeout: EK_TIMEOUT (ETIMEDOUT), res->timed_out set, and the sandbox is
- *    disposed (as upstream);
+ *  - timeout: EK_TIMEOUT (ETIMEDOUT), res->timed_out set; the command's
+ *    processes killed and the sandbox kept (res->killed) when the hooks ask
+ *    for it (kill_on_timeout), the spec does not say "on_timeout": "dispose"
+ *    and the engine runs on this host; otherwise the sandbox is disposed (as
+ *    upstream; res->sandbox_disposed);
  *  - a command the runtime could not start is a result, as `docker exec`
  *    gives it: exit 127 (no such program) or 126, the runtime's message on
  *    stderr, res->launch_failed set.
@@ -207,9 +211,10 @@ int mafsbx_sandbox_exec(struct mafsbx_backend *b, const struct mafsbx_exec_spec 
  * The same, streamed (the shell verb `mafsbx exec`): every output chunk goes
  * to on_output(stream 1 or 2, ...) as it arrives, and res keeps only the
  * first 64 KiB of each stream (res->truncated past that). Same rules, same
- * freezer registration, same timeout (the sandbox is disposed). A negative
- * return from on_output (-EPIPE: the reader went away) ends the run with an
- * error; the guest's side of the stream is then closed.
+ * freezer registration, same timeout (no kill_on_timeout here: the sandbox is
+ * disposed; mafsbx_sandbox_exec_run takes it). A negative return from
+ * on_output (-EPIPE: the reader went away) ends the run with an error; the
+ * guest's side of the stream is then closed.
  */
 int mafsbx_sandbox_exec_stream(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
 			       int (*on_output)(int stream, const void *data, size_t len, void *ctx), void *ctx,
@@ -223,7 +228,8 @@ struct mafsbx_exec_hooks {
 	void (*on_created)(const char *container_id, const char *exec_id, void *ctx);
 	void *ctx;
 	/* a timeout kills the command's process tree where the engine runs on
-	 * this host (the sandbox stays); elsewhere it disposes, as always */
+	 * this host (the sandbox stays), unless the spec says "on_timeout":
+	 * "dispose"; elsewhere it disposes, as always */
 	bool kill_on_timeout;
 	/* stdin streamed from this descriptor as it gives (the shell verb's -i),
 	 * both ways at once, instead of the spec's stdin; see engine.h */

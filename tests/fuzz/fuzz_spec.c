@@ -26,11 +26,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(req == NULL);
 		return 0;
 	}
-	const struct mafsbx_spec_config cfgs[2] = {
+	const struct mafsbx_spec_config cfgs[3] = {
 		{ .default_image = NULL, .exec_timeout_max_s = 0 },
 		{ .default_image = "mafsbx/busybox:latest", .exec_timeout_max_s = 30 },
+		{ .default_image = NULL, .exec_timeout_max_s = MAFSBX_EXEC_TIMEOUT_NO_CEILING, .exec_timeout_s = 700 },
 	};
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		struct mafsbx_acquire_spec *a = NULL;
 		mafsbx_error_clear(&err);
 		int r = mafsbx_acquire_spec_parse(req, &cfgs[i], &a, &err);
@@ -50,7 +51,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r = mafsbx_exec_spec_parse(req, &cfgs[i], &x, &err);
 		if (r == 0) {
 			FUZZ_CHECK(x && x->sandbox && x->argv && x->argc > 0 && x->argv[x->argc] == NULL);
-			FUZZ_CHECK(x->timeout_ms > 0 && x->timeout_ms <= (cfgs[i].exec_timeout_max_s > 0 ? cfgs[i].exec_timeout_max_s : 300) * 1000L);
+			long ceiling_s = cfgs[i].exec_timeout_max_s > 0    ? cfgs[i].exec_timeout_max_s
+					 : cfgs[i].exec_timeout_max_s == 0 ? MAFSBX_DEFAULT_EXEC_TIMEOUT_MAX_S
+									   : MAFSBX_EXEC_TIMEOUT_LIMIT_S;
+			FUZZ_CHECK(x->timeout_ms > 0 && x->timeout_ms <= ceiling_s * 1000L);
+			FUZZ_CHECK(x->on_timeout == MAFSBX_ON_TIMEOUT_KILL || x->on_timeout == MAFSBX_ON_TIMEOUT_DISPOSE);
 			FUZZ_CHECK(x->cwd != NULL);
 			char *cwd = mafsbx_exec_cwd_resolve("/maf-sandbox/work", x->cwd, &err);
 			FUZZ_CHECK(!cwd || cwd[0] == '/');

@@ -488,8 +488,22 @@ static void test_exec_codes(void **state)
 	RUN(&r, "exec", plain, "--", "true");
 	expect_code(&r, 125);
 	run_free(&r);
-	/* timeout: 124, and the sandbox is disposed as .ctl/exec does */
+	/* past the old 300 s ceiling: taken (24 h, as a mount's default) */
+	RUN(&r, "exec", a.name, "--timeout", "900", "--", "true");
+	expect_code(&r, 0);
+	run_free(&r);
+	RUN(&r, "exec", a.name, "--on-timeout", "later", "--", "true");
+	expect_code(&r, 125);
+	assert_non_null(strstr(r.err.data, "on_timeout"));
+	run_free(&r);
+	/* timeout: 124; the command killed on this host, the sandbox kept, as .ctl/exec does */
 	RUN(&r, "exec", a.name, "--timeout", "1", "--", "sleep", "30");
+	expect_code(&r, 124);
+	assert_non_null(strstr(r.err.data, "the sandbox kept"));
+	run_free(&r);
+	assert_true(sbxt_exists(a.id));
+	/* --on-timeout dispose: disposed, as upstream */
+	RUN(&r, "exec", a.name, "--timeout", "1", "--on-timeout", "dispose", "--", "sleep", "30");
 	expect_code(&r, 124);
 	assert_non_null(strstr(r.err.data, "timed out"));
 	run_free(&r);

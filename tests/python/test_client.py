@@ -167,20 +167,38 @@ class ClientTest(MountCase):
         with self.assertRaises(ValueError):
             self.m.sandbox("../etc")
 
+        # A timeout past the old 300 s ceiling is taken (24 h by default).
+        self.assertEqual(sbx.exec(["true"], timeout=900).exit_code, 0)
+        with self.assertRaises(ValueError):
+            sbx.exec(["true"], on_timeout="later")
+
         # A timeout fails the request with TimeoutError; the result rides on
-        # the error, and the sandbox is disposed (as the Python backend does).
+        # the error. On this host's engine the command is killed and the
+        # sandbox kept, its files too.
+        (sbx.work / "kept.txt").write_text("kept\n")
         t0 = time.monotonic()
         with self.assertRaises(TimeoutError) as cm7:
             sbx.exec(["sh", "-c", "echo before; sleep 30"], timeout=1)
         took = time.monotonic() - t0
-        self.assertLess(took, 10)
+        self.assertLess(took, 20)
         te = cm7.exception
         assert isinstance(te, MafsbxError)
         self.assertEqual(te.errno, errno.ETIMEDOUT)
         self.assertIsNotNone(te.result)
         assert te.result is not None
         self.assertTrue(te.result.timed_out)
+        self.assertFalse(te.result.sandbox_disposed)
         self.assertEqual(te.result.stdout, "before\n")
+        self.assertEqual(sbx.status()["state"], "running")
+        self.assertEqual((sbx.work / "kept.txt").read_text(), "kept\n")
+
+        # on_timeout="dispose": the sandbox is disposed, as the Python backend does.
+        with self.assertRaises(TimeoutError) as cm8:
+            sbx.exec(["sh", "-c", "echo before; sleep 30"], timeout=1, on_timeout="dispose")
+        te = cm8.exception
+        assert isinstance(te, MafsbxError) and te.result is not None
+        self.assertTrue(te.result.timed_out)
+        self.assertTrue(te.result.sandbox_disposed)
         with self.assertRaises(FileNotFoundError):
             sbx.status()
         self.assertFalse(container_exists(sbx.name))

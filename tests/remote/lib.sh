@@ -283,7 +283,8 @@ expect_mount_refused() {
 
 # remote_subset URL KIND: the real subset through a mount and the CLI over URL:
 # .ctl/engine, acquire (created, then reused), write/stat/read through the
-# sandbox's files (the engine plane), exec with stdin, dispose, reap.
+# sandbox's files (the engine plane), exec with stdin, a blocking timeout
+# (it disposes), dispose, reap.
 remote_subset() {
 	local url=$1 kind=$2
 	local M=$T/mnt-$kind
@@ -320,6 +321,16 @@ remote_subset() {
 	[ "$CTL_STATUS" = OK ] || fail "exec with stdin over $kind: $CTL_STATUS $CTL_REPLY"
 	expect_eq "$(jget "$CTL_REPLY" stdout)" "$(printf '12\nafter-eof')" "exec with stdin over $kind"
 	expect_eq "$(jget "$CTL_REPLY" exit_code)" 0 "exec with stdin exit code"
+
+	# a blocking exec's timeout on a remote engine disposes the sandbox (its
+	# processes are not this host's to kill), and the reply says so
+	acquire "$M" t3 a python
+	local D=$SBX
+	ctl "$M" exec "{\"sandbox\": \"$D\", \"command\": \"echo started; sleep 30\", \"timeout\": 2}"
+	expect_eq "$CTL_STATUS" ETIMEDOUT "a timeout over $kind ($CTL_REPLY)"
+	expect_eq "$(jget "$CTL_REPLY" timed_out)" true "timed_out over $kind"
+	expect_eq "$(jget "$CTL_REPLY" sandbox_disposed)" true "sandbox_disposed over $kind"
+	[ -e "$M/$D" ] && fail "a sandbox timed out over $kind is still there"
 
 	# dispose through rmdir; a second sandbox is left for reap
 	rmdir "$M/$N" || fail "rmdir (dispose) over $kind"

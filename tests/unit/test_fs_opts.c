@@ -57,6 +57,7 @@ static void test_options_defaults(void **state)
 	assert_int_equal(o.max_read, 64ull << 20);
 	assert_int_equal(o.max_write, 64ull << 20);
 	assert_int_equal(o.exec_timeout, 300);
+	assert_int_equal(o.max_exec_timeout, 86400);
 	assert_int_equal(o.pull_timeout, 600);
 	assert_int_equal(o.loglevel, MAFSBX_LOG_WARN);
 	assert_false(o.loglevel_given);
@@ -167,6 +168,12 @@ static void test_options_bad(void **state)
 		{ "max_write=", "max_write" },
 		{ "exec_timeout=0", "exec_timeout" },
 		{ "exec_timeout=1.5", "exec_timeout" },
+		{ "max_exec_timeout=-1", "-o max_exec_timeout=-1: expected whole seconds from 0 (no ceiling)" },
+		{ "max_exec_timeout=1h", "max_exec_timeout" },
+		{ "max_exec_timeout=31536001", "max_exec_timeout" },
+		/* the default may not pass the ceiling */
+		{ "exec_timeout=700,max_exec_timeout=600", "-o exec_timeout=700 is over -o max_exec_timeout=600" },
+		{ "max_exec_timeout=200", "-o exec_timeout=300 is over -o max_exec_timeout=200" },
 		{ "pids_limit=-3", "pids_limit" },
 		{ "memory=1k", "memory" },
 		{ "cpus=0", "cpus" },
@@ -196,6 +203,33 @@ static void test_options_bad(void **state)
 		int r = parse(&o, &args, &e, "-o", bad[i].opt, "/mnt", NULL);
 		if (r != -EINVAL || !strstr(e.message, bad[i].needle))
 			fail_msg("-o %s: got %d '%s'", bad[i].opt, r, e.message);
+		fuse_opt_free_args(&args);
+	}
+}
+
+/* -o exec_timeout is the default of a request's timeout, -o max_exec_timeout its ceiling (0: none). */
+static void test_exec_timeout_bounds(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *opt;
+		long def, max;
+	} good[] = {
+		{ "max_exec_timeout=600", 300, 600 },
+		{ "exec_timeout=600,max_exec_timeout=600", 600, 600 },
+		{ "exec_timeout=3600", 3600, 86400 },
+		{ "exec_timeout=604800,max_exec_timeout=0", 604800, 0 },
+		{ "max_exec_timeout=31536000", 300, 31536000 },
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct mfs_options o;
+		struct fuse_args args;
+		struct mafsbx_error e;
+		int r = parse(&o, &args, &e, "-o", good[i].opt, "/mnt", NULL);
+		if (r != 0 || o.exec_timeout != good[i].def || o.max_exec_timeout != good[i].max)
+			fail_msg("-o %s: got %d (%s), exec_timeout %ld, max_exec_timeout %ld", good[i].opt, r, e.message,
+				 o.exec_timeout, o.max_exec_timeout);
+		mfs_options_free(&o);
 		fuse_opt_free_args(&args);
 	}
 }
@@ -274,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_options_defaults),
 		cmocka_unit_test(test_options_all),
 		cmocka_unit_test(test_options_bad),
+		cmocka_unit_test(test_exec_timeout_bounds),
 		cmocka_unit_test(test_source_argument),
 		cmocka_unit_test(test_parse_bytes),
 	};

@@ -358,8 +358,10 @@ static void test_verbs_exec(void **state)
 	expect(&r, 125, NULL, "field 'sandbox': not a sandbox name");
 	run(&r, "exec", SBX, "--timeout", "0", "--", "true", NULL);
 	expect(&r, 125, NULL, "field 'timeout': must be positive");
-	run(&r, "exec", SBX, "--timeout", "301", "--", "true", NULL);
-	expect(&r, 125, NULL, "field 'timeout': over the ceiling of 300 s");
+	run(&r, "exec", SBX, "--timeout", "86401", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'timeout': 86401 s is over the ceiling of 86400 s");
+	run(&r, "exec", SBX, "--on-timeout", "later", "--", "true", NULL);
+	expect(&r, 125, NULL, "field 'on_timeout': want \"kill\" or \"dispose\"");
 	run(&r, "exec", SBX, "--timeout", "5x", "--", "true", NULL);
 	expect(&r, 125, NULL, "--timeout: want a number of seconds");
 	run(&r, "exec", SBX, "--cwd", "..", "--", "true", NULL);

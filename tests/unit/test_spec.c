@@ -142,7 +142,12 @@ static const struct bad_row bad_rows[] = {
 	{ EXEC, "{" SB ",\"command\":\"x\",\"stdin\":5}", EINVAL, "field 'stdin': must be a string" },
 	{ EXEC, "{" SB ",\"command\":\"x\",\"timeout\":0}", EINVAL, "field 'timeout': must be positive" },
 	{ EXEC, "{" SB ",\"command\":\"x\",\"timeout\":-1}", EINVAL, "field 'timeout': must be positive" },
-	{ EXEC, "{" SB ",\"command\":\"x\",\"timeout\":301}", EINVAL, "field 'timeout': over the ceiling of 300 s" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"timeout\":301}", EINVAL,
+	  "field 'timeout': 301 s is over the ceiling of 300 s (-o max_exec_timeout)" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"on_timeout\":\"later\"}", EINVAL,
+	  "field 'on_timeout': want \"kill\" or \"dispose\"" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"on_timeout\":\"\"}", EINVAL, "field 'on_timeout': must not be empty" },
+	{ EXEC, "{" SB ",\"command\":\"x\",\"on_timeout\":true}", EINVAL, "field 'on_timeout': must be a string" },
 	{ EXEC, "{" SB ",\"command\":\"x\",\"timeout\":\"5\"}", EINVAL, "field 'timeout': must be a number" },
 	{ EXEC, "{" SB ",\"command\":\"x\",\"timeout\":true}", EINVAL, "field 'timeout'" },
 	{ EXEC, "{" SB ",\"command\":\"x\",\"cwd\":\"..\"}", EINVAL, "field 'cwd': climbs above" },
@@ -163,7 +168,7 @@ static const struct bad_row bad_rows[] = {
 static void test_bad_requests(void **state)
 {
 	(void)state;
-	struct mafsbx_spec_config cfg = { NULL, 300 };
+	struct mafsbx_spec_config cfg = { NULL, 300, 0 };
 	for (size_t i = 0; i < sizeof(bad_rows) / sizeof(bad_rows[0]); i++) {
 		const struct bad_row *row = &bad_rows[i];
 		json_error_t jerr;
@@ -249,7 +254,7 @@ static void test_acquire_full(void **state)
 static void test_acquire_defaults(void **state)
 {
 	(void)state;
-	struct mafsbx_spec_config cfg = { "mafsbx/busybox:latest", 0 };
+	struct mafsbx_spec_config cfg = { "mafsbx/busybox:latest", 0, 0 };
 	json_t *req = load("{\"scope\":\"\",\"thread\":\"t\",\"agent\":\"a\",\"kind\":\"k\",\"work_dir\":\"/srv/w\","
 			   "\"capabilities\":[],\"egress\":\"allowlist\",\"egress_allow\":[\"*.x.com\"]}");
 	struct mafsbx_acquire_spec *s = NULL;
@@ -367,7 +372,7 @@ static void test_exec_shapes(void **state)
 	(void)state;
 	struct mafsbx_exec_spec *s = NULL;
 	struct mafsbx_error e;
-	struct mafsbx_spec_config cfg = { NULL, 60 };
+	struct mafsbx_spec_config cfg = { NULL, 60, 0 };
 	json_t *req = load("{\"sandbox\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"command\":\"echo hi\"}");
 	assert_int_equal(mafsbx_exec_spec_parse(req, &cfg, &s, &e), 0);
 	assert_true(s->shell);
@@ -413,6 +418,77 @@ static void test_exec_shapes(void **state)
 		req = load(text);
 		assert_int_equal(mafsbx_exec_spec_parse(req, &cfg, &s, &e), 0);
 		assert_string_equal(s->user, users[i]);
+		mafsbx_exec_spec_free(s);
+		json_decref(req);
+	}
+}
+
+/* One exec request with `timeout` (JSON text, or NULL for none) under cfg: its
+ * timeout_ms, or -errno with the message in *e. */
+static long timeout_of(const struct mafsbx_spec_config *cfg, const char *timeout, struct mafsbx_error *e)
+{
+	char text[256];
+	snprintf(text, sizeof(text), "{\"sandbox\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"argv\":[\"true\"]%s%s}",
+		 timeout ? ",\"timeout\":" : "", timeout ? timeout : "");
+	json_t *req = load(text);
+	struct mafsbx_exec_spec *s = NULL;
+	mafsbx_error_clear(e);
+	int r = mafsbx_exec_spec_parse(req, cfg, &s, e);
+	json_decref(req);
+	long ms = r < 0 ? r : s->timeout_ms;
+	mafsbx_exec_spec_free(s);
+	return ms;
+}
+
+/* -o exec_timeout is the default, -o max_exec_timeout the ceiling (0: none). */
+static void test_exec_timeout_bounds(void **state)
+{
+	(void)state;
+	struct mafsbx_error e;
+	/* the defaults (a mount's, the shell verb's): 300 s when none is named, up to 24 h */
+	assert_int_equal(timeout_of(NULL, NULL, &e), 300000);
+	assert_int_equal(timeout_of(NULL, "900", &e), 900000);
+	assert_int_equal(timeout_of(NULL, "86400", &e), 86400000);
+	assert_int_equal(timeout_of(NULL, "86401", &e), -EINVAL);
+	assert_non_null(strstr(e.message, "field 'timeout': 86401 s is over the ceiling of 86400 s (-o max_exec_timeout)"));
+	/* -o max_exec_timeout=600 */
+	struct mafsbx_spec_config c600 = { NULL, 600, 0 };
+	assert_int_equal(timeout_of(&c600, "900", &e), -EINVAL);
+	assert_non_null(strstr(e.message, "-o max_exec_timeout"));
+	assert_int_equal(timeout_of(&c600, "600", &e), 600000);
+	assert_int_equal(timeout_of(&c600, NULL, &e), 300000);
+	/* a default over the ceiling is cut to it (the mount refuses that pair; a library caller may not) */
+	struct mafsbx_spec_config c60 = { NULL, 60, 300 };
+	assert_int_equal(timeout_of(&c60, NULL, &e), 60000);
+	/* no ceiling: any timeout, still a finite deadline; the default still applies */
+	struct mafsbx_spec_config none = { NULL, MAFSBX_EXEC_TIMEOUT_NO_CEILING, 700 };
+	assert_int_equal(timeout_of(&none, NULL, &e), 700000);
+	assert_int_equal(timeout_of(&none, "31536000", &e), 31536000000L);
+	assert_int_equal(timeout_of(&none, "1e300", &e), MAFSBX_EXEC_TIMEOUT_LIMIT_S * 1000);
+}
+
+/* on_timeout: "kill" (the default) or "dispose". */
+static void test_exec_on_timeout(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *member;
+		enum mafsbx_on_timeout want;
+	} rows[] = {
+		{ "", MAFSBX_ON_TIMEOUT_KILL },
+		{ ",\"on_timeout\":null", MAFSBX_ON_TIMEOUT_KILL },
+		{ ",\"on_timeout\":\"kill\"", MAFSBX_ON_TIMEOUT_KILL },
+		{ ",\"on_timeout\":\"dispose\"", MAFSBX_ON_TIMEOUT_DISPOSE },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char text[200];
+		snprintf(text, sizeof(text), "{\"sandbox\":\"maf-sandbox-docker-6f8a8ed7a21c\",\"argv\":[\"true\"]%s}",
+			 rows[i].member);
+		json_t *req = load(text);
+		struct mafsbx_exec_spec *s = NULL;
+		struct mafsbx_error e;
+		assert_int_equal(mafsbx_exec_spec_parse(req, NULL, &s, &e), 0);
+		assert_int_equal(s->on_timeout, rows[i].want);
 		mafsbx_exec_spec_free(s);
 		json_decref(req);
 	}
@@ -514,6 +590,8 @@ int main(void)
 		cmocka_unit_test(test_acquire_image_id),
 		cmocka_unit_test(test_dispose_shapes),
 		cmocka_unit_test(test_exec_shapes),
+		cmocka_unit_test(test_exec_timeout_bounds),
+		cmocka_unit_test(test_exec_on_timeout),
 		cmocka_unit_test(test_output_names),
 		cmocka_unit_test(test_cwd_resolve),
 		cmocka_unit_test(test_names_of_enums),

@@ -102,6 +102,7 @@ class AsyncSandbox:
         *,
         detach: Literal[False] = False,
         user: Optional[str] = None,
+        on_timeout: Optional[str] = None,
     ) -> ExecResult: ...
 
     @overload
@@ -115,6 +116,7 @@ class AsyncSandbox:
         *,
         detach: Literal[True],
         user: Optional[str] = None,
+        on_timeout: Optional[str] = None,
     ) -> AsyncJob: ...
 
     async def exec(
@@ -127,16 +129,21 @@ class AsyncSandbox:
         *,
         detach: bool = False,
         user: Optional[str] = None,
+        on_timeout: Optional[str] = None,
     ) -> Union[ExecResult, AsyncJob]:
         """As :meth:`mafsbx.Sandbox.exec`."""
         sync = self.sync
         if detach:
             job = await asyncio.to_thread(
-                lambda: sync.exec(argv_or_command, cwd, env, stdin, timeout, detach=True, user=user)
+                lambda: sync.exec(
+                    argv_or_command, cwd, env, stdin, timeout, detach=True, user=user, on_timeout=on_timeout
+                )
             )
             return AsyncJob(job, self)
         return await asyncio.to_thread(
-            lambda: sync.exec(argv_or_command, cwd, env, stdin, timeout, detach=False, user=user)
+            lambda: sync.exec(
+                argv_or_command, cwd, env, stdin, timeout, detach=False, user=user, on_timeout=on_timeout
+            )
         )
 
     async def jobs(self) -> List[AsyncJob]:

@@ -121,7 +121,7 @@ class PermissionError(MafsbxError, builtins.PermissionError):
 
 
 class TimeoutError(MafsbxError, builtins.TimeoutError):
-    """An engine call or a command timed out (a blocking exec's timeout disposes the sandbox)."""
+    """An engine call or a command timed out (``result.sandbox_disposed`` says whether the sandbox went)."""
 
 
 class BlockingIOError(MafsbxError, builtins.BlockingIOError):

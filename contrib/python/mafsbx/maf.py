@@ -18,9 +18,11 @@ does not, and ``import mafsbx`` never imports this module.
 
 How each call is served:
 
-* ``exec`` is the mount's exec; a timeout raises ``TimeoutError`` and
-  disposes the sandbox, as upstream. The mount's ``-o exec_timeout`` (300 s)
-  is the ceiling: a longer ``timeout`` is refused with ``ValueError``.
+* ``exec`` is the mount's exec with ``"on_timeout": "dispose"``: a timeout
+  raises ``TimeoutError`` and disposes the sandbox, as upstream (the mount
+  alone would kill the command and keep the sandbox). The mount's
+  ``-o max_exec_timeout`` (24 h) is the ceiling: a longer ``timeout`` is
+  refused with ``ValueError``.
   Output past the mount's cap (8 MiB per stream) raises ``RuntimeError``
   rather than returning a cut result.
 * ``stat_file`` and ``read_file`` read ``MOUNT/NAME/work`` (or ``root`` for a
@@ -328,7 +330,8 @@ class MafsbxSandbox:
 
         def run() -> MountExecResult:
             try:
-                return self.handle.exec(command, cwd=cwd, timeout=timeout)
+                # upstream's semantics: a timeout disposes the sandbox
+                return self.handle.exec(command, cwd=cwd, timeout=timeout, on_timeout="dispose")
             except MafsbxError as e:
                 _reraise(e)
 

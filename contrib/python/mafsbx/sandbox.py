@@ -107,6 +107,9 @@ class ExecResult:
     truncated: bool = False
     #: A detached command ended by :meth:`Job.cancel`.
     cancelled: bool = False
+    #: A timeout disposed the sandbox (``on_timeout="dispose"``, or a remote
+    #: engine); false when the command was killed and the sandbox kept.
+    sandbox_disposed: bool = False
 
     @property
     def stdout(self) -> str:
@@ -131,6 +134,7 @@ class ExecResult:
             duration_ms=duration if isinstance(duration, int) else 0,
             truncated=reply.get("truncated") is True,
             cancelled=reply.get("cancelled") is True,
+            sandbox_disposed=reply.get("sandbox_disposed") is True,
         )
 
 
@@ -177,6 +181,7 @@ def _exec_request(
     stdin: Union[str, bytes, None],
     timeout: Optional[float],
     user: Optional[str],
+    on_timeout: Optional[str] = None,
 ) -> Dict[str, Any]:
     req: Dict[str, Any] = {"sandbox": name}
     if isinstance(command, str):
@@ -200,6 +205,8 @@ def _exec_request(
         req["timeout"] = timeout
     if user is not None:
         req["user"] = user
+    if on_timeout is not None:
+        req["on_timeout"] = on_timeout
     return req
 
 
@@ -361,6 +368,7 @@ class Sandbox:
         *,
         detach: Literal[False] = False,
         user: Optional[str] = None,
+        on_timeout: Optional[str] = None,
     ) -> ExecResult: ...
 
     @overload
@@ -374,6 +382,7 @@ class Sandbox:
         *,
         detach: Literal[True],
         user: Optional[str] = None,
+        on_timeout: Optional[str] = None,
     ) -> Job: ...
 
     def exec(
@@ -386,6 +395,7 @@ class Sandbox:
         *,
         detach: bool = False,
         user: Optional[str] = None,
+        on_timeout: Optional[str] = None,
     ) -> Union[ExecResult, Job]:
         """Run a command in the sandbox.
 
@@ -396,19 +406,23 @@ class Sandbox:
                 an absolute one may name any directory of the guest.
             env: extra environment variables.
             stdin: the command's standard input (str as UTF-8); empty if None.
-            timeout: seconds; default and ceiling are the mount's
-                ``-o exec_timeout`` (300). A blocking exec that times out
-                raises ``TimeoutError`` and the sandbox is disposed, as the
-                Python backend does; a detached one is killed and the sandbox
-                kept (on a local engine).
+            timeout: seconds; the mount's ``-o exec_timeout`` (300) when
+                None, at most its ``-o max_exec_timeout`` (24 h; a longer one
+                raises ``ValueError``). A blocking exec that times out raises
+                ``TimeoutError`` (the output so far on ``error.result``); a
+                timeout kills the command and keeps the sandbox where the
+                engine runs on the mount's host, and disposes it elsewhere.
             detach: return a :class:`Job` at once instead of waiting.
             user: run as this user (``NAME``, ``UID``, ``NAME:GROUP``...),
                 as ``docker exec -u``.
+            on_timeout: ``"kill"`` (the mount's default: the sandbox kept
+                where it can be) or ``"dispose"``: a timeout disposes the
+                sandbox, as the Python backend does.
 
         Returns:
             the :class:`ExecResult` (any exit code), or the :class:`Job`.
         """
-        req = _exec_request(self.name, argv_or_command, cwd, env, stdin, timeout, user)
+        req = _exec_request(self.name, argv_or_command, cwd, env, stdin, timeout, user, on_timeout)
         if detach:
             req["detach"] = True
             reply = self.mount.transaction("exec", req)
