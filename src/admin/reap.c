@@ -355,6 +355,12 @@ static int listing_add(json_t *ent, void *ctx)
 	struct listing *ls = ctx;
 	if (mafsbx_array_grow(&ls->l, &ls->cap, ls->n + 1, sizeof(*ls->l), 64, 0) < 0)
 		return -ENOMEM;
+	if (!ls->network) {
+		/* the engine's list is a superset (mafsbx_list_filters): what it used to filter out is skipped here */
+		const char *const want[3] = { ls->scope_label, NULL, NULL };
+		if (!mafsbx_list_entry_selected(ent, want))
+			return 0;
+	}
 	struct listed *x = &ls->l[ls->n];
 	memset(x, 0, sizeof(*x));
 	const char *id = json_string_value(json_object_get(ent, "Id"));
@@ -382,7 +388,9 @@ static int list_half(struct mafsbx_engine *e, struct listing *ls, struct mafsbx_
 	int first = 0;
 	struct mafsbx_error lerr;
 	mafsbx_error_clear(&lerr);
-	json_t *filters = mafsbx_reap_filters(ls->scope_label);
+	const char *const want[3] = { ls->scope_label, NULL, NULL };
+	/* networks: the engine's filters as ever; containers: the cheapest list, checked in listing_add */
+	json_t *filters = ls->network ? mafsbx_reap_filters(ls->scope_label) : mafsbx_list_filters(want);
 	if (!filters)
 		return oom(err);
 	int r;
