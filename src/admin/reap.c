@@ -410,7 +410,7 @@ static int list_half(struct mafsbx_engine *e, struct listing *ls, struct mafsbx_
 		}
 		json_decref(list);
 	} else {
-		r = mafsbx_container_list_each(e, filters, true, listing_add, ls, &lerr);
+		r = mafsbx_container_list_each_keep(e, filters, true, 0, mafsbx_list_keys, listing_add, ls, &lerr);
 	}
 	json_decref(filters);
 	if (r < 0) {

@@ -416,6 +416,10 @@ bool mafsbx_has_identity_labels(const json_t *labels)
 /* The keys of want[] in mafsbx_list_filters and mafsbx_list_entry_selected. */
 static const char *const want_keys[3] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT };
 
+/* Config: Podman's list entry carries "Config": null (mafsbx_sbx_labels_of); HostConfig: its NetworkMode. */
+const char *const mafsbx_list_keys[] = { "Id", "Names", "Image", "State", "Created", "Labels", "HostConfig", "Config",
+					 NULL };
+
 json_t *mafsbx_list_filters(const char *const want[3])
 {
 	json_t *f = json_object();

@@ -85,6 +85,8 @@ bool mafsbx_has_identity_labels(const json_t *labels);
  * per value given. New object, NULL without memory.
  */
 json_t *mafsbx_list_filters(const char *const want[3]);
+/* The members of a list entry the listings read (NULL-terminated): the rest is never parsed. */
+extern const char *const mafsbx_list_keys[];
 /*
  * True when the list entry `ent` (GET /containers/json) passes the filters
  * the listings sent the engine before: a name starting with

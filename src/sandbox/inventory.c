@@ -228,7 +228,8 @@ static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], u
 	if (!filters)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	struct list_acc acc = { .b = b, .want = want };
-	int r = mafsbx_container_list_each_limit(b->engine, filters, true, limit, list_one, &acc, err);
+	int r = mafsbx_container_list_each_keep(b->engine, filters, true, limit, mafsbx_list_keys, list_one, &acc,
+						 err);
 	json_decref(filters);
 	if (listed)
 		*listed = acc.listed;
