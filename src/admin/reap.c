@@ -353,14 +353,14 @@ static int young_from_listing(const json_t *ent, const char *scope_label, struct
 static int listing_add(json_t *ent, void *ctx)
 {
 	struct listing *ls = ctx;
-	if (mafsbx_array_grow(&ls->l, &ls->cap, ls->n + 1, sizeof(*ls->l), 64, 0) < 0)
-		return -ENOMEM;
 	if (!ls->network) {
 		/* the engine's list is a superset (mafsbx_list_filters): what it used to filter out is skipped here */
 		const char *const want[3] = { ls->scope_label, NULL, NULL };
 		if (!mafsbx_list_entry_selected(ent, want))
 			return 0;
 	}
+	if (mafsbx_array_grow(&ls->l, &ls->cap, ls->n + 1, sizeof(*ls->l), 64, 0) < 0)
+		return -ENOMEM;
 	struct listed *x = &ls->l[ls->n];
 	memset(x, 0, sizeof(*x));
 	const char *id = json_string_value(json_object_get(ent, "Id"));
