@@ -247,6 +247,7 @@ struct ls_acc {
 	size_t n, cap;
 	struct proxy_key *proxies;
 	size_t n_proxies, cap_proxies;
+	const char *want[3];     /* the scope label value, or none (mafsbx_list_entry_selected) */
 };
 
 static char *dup_or_null(const char *s)
@@ -263,6 +264,8 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
 static int ls_one(json_t *ent, void *ctx)
 {
 	struct ls_acc *acc = ctx;
+	if (!mafsbx_list_entry_selected(ent, acc->want))
+		return 0;   /* the engine's list is a superset (mafsbx_list_filters) */
 	const char *name = json_string_value(json_array_get(json_object_get(ent, "Names"), 0));
 	const json_t *labels = json_object_get(ent, "Labels");
 	enum mafsbx_reap_kind kind;
@@ -335,23 +338,27 @@ static void acc_free(struct ls_acc *acc)
 }
 
 /*
- * ONE container list call, filtered as reap's inventory (of `scope` only,
- * when given), read as a stream into rows, oldest first. An exit code.
+ * ONE container list call, the cheapest that holds reap's inventory (of
+ * `scope` only, when given: mafsbx_list_filters), read as a stream into
+ * rows, oldest first, what the filter leaves out checked as it streams. An
+ * exit code.
  */
 static int ls_rows(struct mafsbx_engine *e, const char *scope, struct ls_acc *acc)
 {
 	char lv[MAFSBX_LABEL_VALUE_MAX + 1];
 	if (scope)
 		mafsbx_label_value(scope, lv);
-	json_t *filters = mafsbx_reap_filters(scope ? lv : NULL);
+	acc->want[0] = scope ? lv : NULL;
+	json_t *filters = mafsbx_list_filters(acc->want);
 	if (!filters) {
 		cli_error("ls: out of memory");
 		return MAFSBX_EXIT_FAILURE;
 	}
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
-	int r = mafsbx_container_list_each(e, filters, true, ls_one, acc, &err);
+	int r = mafsbx_container_list_each_keep(e, filters, true, 0, mafsbx_list_keys, ls_one, acc, &err);
 	json_decref(filters);
+	acc->want[0] = NULL;   /* lv goes */
 	if (r < 0) {
 		cli_error("ls: could not list containers: %s", err.message);
 		return err.kind == MAFSBX_EK_NOMEM ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_ENGINE;

@@ -353,6 +353,12 @@ static int young_from_listing(const json_t *ent, const char *scope_label, struct
 static int listing_add(json_t *ent, void *ctx)
 {
 	struct listing *ls = ctx;
+	if (!ls->network) {
+		/* the engine's list is a superset (mafsbx_list_filters): what it used to filter out is skipped here */
+		const char *const want[3] = { ls->scope_label, NULL, NULL };
+		if (!mafsbx_list_entry_selected(ent, want))
+			return 0;
+	}
 	if (mafsbx_array_grow(&ls->l, &ls->cap, ls->n + 1, sizeof(*ls->l), 64, 0) < 0)
 		return -ENOMEM;
 	struct listed *x = &ls->l[ls->n];
@@ -382,7 +388,9 @@ static int list_half(struct mafsbx_engine *e, struct listing *ls, struct mafsbx_
 	int first = 0;
 	struct mafsbx_error lerr;
 	mafsbx_error_clear(&lerr);
-	json_t *filters = mafsbx_reap_filters(ls->scope_label);
+	const char *const want[3] = { ls->scope_label, NULL, NULL };
+	/* networks: the engine's filters as ever; containers: the cheapest list, checked in listing_add */
+	json_t *filters = ls->network ? mafsbx_reap_filters(ls->scope_label) : mafsbx_list_filters(want);
 	if (!filters)
 		return oom(err);
 	int r;
@@ -402,7 +410,7 @@ static int list_half(struct mafsbx_engine *e, struct listing *ls, struct mafsbx_
 		}
 		json_decref(list);
 	} else {
-		r = mafsbx_container_list_each(e, filters, true, listing_add, ls, &lerr);
+		r = mafsbx_container_list_each_keep(e, filters, true, 0, mafsbx_list_keys, listing_add, ls, &lerr);
 	}
 	json_decref(filters);
 	if (r < 0) {

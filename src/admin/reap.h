@@ -138,7 +138,9 @@ bool mafsbx_reap_parse_name(const char *name, bool network, enum mafsbx_reap_kin
  * The inventory's filter: names starting with MAFSBX_NAME_PREFIX and the four
  * identity labels (scope, thread, agent, kind) present; with `scope_label`
  * (already through mafsbx_label_value), only that scope. New object, NULL
- * without memory. `mafsbx ls` lists with it too.
+ * without memory. The network half of the inventory lists with it; the
+ * container half, and `mafsbx ls`, ask for the cheaper mafsbx_list_filters
+ * and check the same with mafsbx_list_entry_selected.
  */
 json_t *mafsbx_reap_filters(const char *scope_label);
 

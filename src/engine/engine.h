@@ -106,6 +106,10 @@ int mafsbx_container_list_each(struct mafsbx_engine *e, const json_t *filters, b
 /* The same, the engine giving at most `limit` (0: all) of the matching containers, the newest. */
 int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
 				     mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err);
+/* The same, each object holding only the top-level members `keep` names (mafsbx_listreader_keep; NULL: all). */
+int mafsbx_container_list_each_keep(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
+				    const char *const *keep, mafsbx_list_each_fn each, void *ctx,
+				    struct mafsbx_error *err);
 /* DELETE /containers/C?force=..&v=1. Missing: EK_NO_CONTAINER (callers decide if that is fine). */
 int mafsbx_container_delete(struct mafsbx_engine *e, const char *container, bool force,
 			    struct mafsbx_error *err);

@@ -115,6 +115,13 @@ int mafsbx_container_list_each(struct mafsbx_engine *e, const json_t *filters, b
 int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
 				     mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err)
 {
+	return mafsbx_container_list_each_keep(e, filters, all, limit, NULL, each, ctx, err);
+}
+
+int mafsbx_container_list_each_keep(struct mafsbx_engine *e, const json_t *filters, bool all, unsigned limit,
+				    const char *const *keep, mafsbx_list_each_fn each, void *ctx,
+				    struct mafsbx_error *err)
+{
 	if (!e || !each || (filters && !json_is_object(filters)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list containers: bad arguments");
 	const char *what = "list containers";
@@ -132,6 +139,7 @@ int mafsbx_container_list_each_limit(struct mafsbx_engine *e, const json_t *filt
 	struct list_sink ls = { .lr = mafsbx_listreader_new(each, ctx, 0) };
 	if (!ls.lr)
 		return mafsbx_eng_nomem(err);
+	mafsbx_listreader_keep(ls.lr, keep);
 	mafsbx_error_clear(&ls.err);
 	/* The list is streamed: no bound on its total size, only on one element. */
 	struct mafsbx_http_req rq = { .method = "GET", .target = t, .sink = list_sink_fn, .sink_ctx = &ls,

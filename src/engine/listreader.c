@@ -3,7 +3,9 @@
  * (listreader.h). A small state machine finds where each top-level element
  * starts and ends (tracking strings, escapes and nesting); the element's
  * bytes alone are parsed by jansson, which judges their grammar, and the
- * object is handed to the callback and released at once.
+ * object is handed to the callback and released at once. With a keep list
+ * (mafsbx_listreader_keep) only the members asked for are copied out of
+ * the element, so jansson builds nothing for the rest.
  */
 #include "listreader.h"
 
@@ -37,6 +39,14 @@ struct mafsbx_listreader {
 	size_t count;
 	struct mafsbx_error failure;   /* kept to repeat after a failure */
 	int failure_r;
+	/* the keep list: where a top-level member stands (depth 1 only) */
+	const char *const *keep;
+	enum { M_BEFORE_KEY, M_KEY, M_VALUE } member;
+	bool keep_cur;                 /* the member's bytes are copied */
+	bool key_escaped;
+	size_t key_len;                /* bytes of the key; over sizeof(key) - 1: no key asked for is as long */
+	char key[64];
+	size_t kept;                   /* members copied so far in this element */
 };
 
 struct mafsbx_listreader *mafsbx_listreader_new(mafsbx_list_each_fn each, void *ctx, size_t max_element)
@@ -59,6 +69,12 @@ void mafsbx_listreader_free(struct mafsbx_listreader *lr)
 		return;
 	mafsbx_buf_free(&lr->elem);
 	free(lr);
+}
+
+void mafsbx_listreader_keep(struct mafsbx_listreader *lr, const char *const *keys)
+{
+	if (lr)
+		lr->keep = keys;
 }
 
 size_t mafsbx_listreader_count(const struct mafsbx_listreader *lr)
@@ -150,6 +166,96 @@ static size_t scan_element(struct mafsbx_listreader *lr, const unsigned char *p,
 	return i;
 }
 
+/* The key just read (lr->key): is it asked for? */
+static bool key_wanted(const struct mafsbx_listreader *lr)
+{
+	if (lr->key_len >= sizeof(lr->key))
+		return false;   /* a key asked for is short, escaped or not */
+	if (lr->key_escaped)
+		return true;
+	for (const char *const *k = lr->keep; *k; k++)
+		if (strlen(*k) == lr->key_len && !memcmp(*k, lr->key, lr->key_len))
+			return true;
+	return false;
+}
+
+/* The key's closing quote: its member is copied (with a separating comma) or passed over. */
+static int key_done(struct mafsbx_listreader *lr)
+{
+	lr->member = M_VALUE;
+	lr->keep_cur = key_wanted(lr);
+	if (!lr->keep_cur)
+		return 0;
+	if ((lr->kept++ && mafsbx_buf_append(&lr->elem, ",", 1) < 0) || mafsbx_buf_append(&lr->elem, "\"", 1) < 0 ||
+	    mafsbx_buf_append(&lr->elem, lr->key, lr->key_len) < 0 || mafsbx_buf_append(&lr->elem, "\"", 1) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * scan_element with a keep list: the element's '{', the members asked for
+ * and its '}' are appended to lr->elem as they are scanned (a run of kept
+ * bytes at a time). Returns bytes consumed, or -ENOMEM as (size_t)-1.
+ */
+static size_t scan_element_keep(struct mafsbx_listreader *lr, const unsigned char *p, size_t n, bool *done)
+{
+	size_t run = 0;   /* start of the bytes being kept, when keeping */
+	bool ok = true;
+	*done = false;
+#define KEEPING (lr->member == M_VALUE && lr->keep_cur)
+#define FLUSH(end) (ok = ok && (!KEEPING || mafsbx_buf_append(&lr->elem, p + run, (end) - run) == 0))
+	size_t i = 0;
+	for (; i < n && ok; i++) {
+		unsigned char c = p[i];
+		if (lr->in_string) {
+			bool key = lr->depth == 1 && lr->member == M_KEY;
+			if (lr->escape) {
+				lr->escape = false;
+			} else if (c == '\\') {
+				lr->escape = true;
+				lr->key_escaped |= key;
+			} else if (c == '"') {
+				lr->in_string = false;
+				if (key)
+					ok = key_done(lr) == 0, run = i + 1;
+				continue;
+			}
+			if (key && lr->key_len++ < sizeof(lr->key) - 1)
+				lr->key[lr->key_len - 1] = (char)c;
+			continue;
+		}
+		if (c == '"') {
+			lr->in_string = true;
+			if (lr->depth == 1 && lr->member == M_BEFORE_KEY) {
+				lr->member = M_KEY;
+				lr->key_len = 0;
+				lr->key_escaped = false;
+			}
+		} else if (c == '{' || c == '[') {
+			if (lr->depth++ == 0) {
+				lr->member = M_BEFORE_KEY;
+				lr->kept = 0;
+				ok = mafsbx_buf_append(&lr->elem, "{", 1) == 0;
+			}
+		} else if (c == '}' || c == ']') {
+			if (--lr->depth == 0) {
+				FLUSH(i);
+				ok = ok && mafsbx_buf_append(&lr->elem, "}", 1) == 0;
+				*done = true;
+				return ok ? i + 1 : (size_t)-1;
+			}
+		} else if (c == ',' && lr->depth == 1) {
+			FLUSH(i);
+			lr->member = M_BEFORE_KEY;
+			lr->keep_cur = false;
+		}
+	}
+	FLUSH(i);
+#undef FLUSH
+#undef KEEPING
+	return ok ? i : (size_t)-1;
+}
+
 int mafsbx_listreader_feed(struct mafsbx_listreader *lr, const void *data, size_t len, struct mafsbx_error *err)
 {
 	if (!lr)
@@ -192,6 +298,26 @@ int mafsbx_listreader_feed(struct mafsbx_listreader *lr, const void *data, size_
 			break;
 		case LR_IN: {
 			bool done;
+			if (lr->keep) {
+				size_t k = scan_element_keep(lr, p + i, len - i, &done);
+				if (k == (size_t)-1)
+					return fail(lr, err, MAFSBX_EK_NOMEM, "out of memory reading list element %zu",
+						    lr->count);
+				if (lr->elem.len > lr->max_element)
+					return fail(lr, err, MAFSBX_EK_TOO_BIG, "list element %zu is over %zu bytes",
+						    lr->count, lr->max_element);
+				i += k;
+				if (done) {
+					lr->offset += i;
+					p += i;
+					len -= i;
+					i = 0;
+					int r = element_done(lr, err);
+					if (r < 0)
+						return r;
+				}
+				break;
+			}
 			size_t k = scan_element(lr, p + i, len - i, &done);
 			if (lr->elem.len + k > lr->max_element)
 				return fail(lr, err, MAFSBX_EK_TOO_BIG, "list element %zu is over %zu bytes", lr->count,

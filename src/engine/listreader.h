@@ -25,6 +25,16 @@ struct mafsbx_listreader;
 /* A reader that calls `each` per element; max_element 0: MAFSBX_LIST_ELEMENT_MAX. NULL when out of memory. */
 struct mafsbx_listreader *mafsbx_listreader_new(mafsbx_list_each_fn each, void *ctx, size_t max_element);
 void mafsbx_listreader_free(struct mafsbx_listreader *lr);
+/*
+ * Hand the callback only these top-level members of each element (`keys`:
+ * NULL-terminated, borrowed for the reader's life; NULL: every member, the
+ * default). The others' bytes are passed over by the scanner, never copied
+ * nor parsed: a container's list entry is mostly NetworkSettings, Ports and
+ * Mounts, which a listing of sandboxes does not read (doc/performance.md).
+ * Their strings and nesting are still followed, their grammar no longer
+ * judged; a member whose key has an escape is kept (it may spell a key asked for).
+ */
+void mafsbx_listreader_keep(struct mafsbx_listreader *lr, const char *const *keys);
 
 /*
  * Feed the next bytes of the body. 0, or a negative errno with `err` set

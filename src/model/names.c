@@ -412,3 +412,76 @@ bool mafsbx_has_identity_labels(const json_t *labels)
 	}
 	return true;
 }
+
+/* The keys of want[] in mafsbx_list_filters and mafsbx_list_entry_selected. */
+static const char *const want_keys[3] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT };
+
+/* Config: Podman's list entry carries "Config": null (mafsbx_sbx_labels_of); HostConfig: its NetworkMode. */
+const char *const mafsbx_list_keys[] = { "Id", "Names", "Image", "State", "Created", "Labels", "HostConfig", "Config",
+					 NULL };
+
+json_t *mafsbx_list_filters(const char *const want[3])
+{
+	json_t *f = json_object();
+	json_t *labels = json_array();
+	if (!f || !labels || json_object_set(f, "label", labels) < 0) {
+		json_decref(f);
+		json_decref(labels);
+		return NULL;
+	}
+	json_decref(labels);   /* f holds it */
+	/*
+	 * One label: dockerd evaluates every filter on every container it holds,
+	 * and a name regex or more labels cost it more than they save
+	 * (doc/performance.md); a value keeps a scope's list that scope's size.
+	 */
+	int r = 0;
+	for (size_t k = 0; k < 3 && r == 0; k++) {
+		if (!want[k])
+			continue;
+		char kv[sizeof(MAFSBX_LABEL_THREAD) + MAFSBX_LABEL_VALUE_MAX + 2];
+		snprintf(kv, sizeof(kv), "%s=%s", want_keys[k], want[k]);
+		r = json_array_append_new(labels, json_string(kv));
+	}
+	if (r == 0 && json_array_size(labels) == 0)
+		r = json_array_append_new(labels, json_string(MAFSBX_LABEL_SCOPE));
+	if (r < 0) {
+		json_decref(f);
+		return NULL;
+	}
+	return f;
+}
+
+/* The container's own name among a list entry's Names, without its '/': the one without a second '/'. */
+static const char *canonical_name(const json_t *ent)
+{
+	size_t i;
+	const json_t *v;
+	json_array_foreach(json_object_get(ent, "Names"), i, v) {
+		const char *nm = json_string_value(v);
+		if (!nm)
+			continue;
+		if (*nm == '/')
+			nm++;
+		if (!strchr(nm, '/'))
+			return nm;
+	}
+	return NULL;
+}
+
+bool mafsbx_list_entry_selected(const json_t *ent, const char *const want[3])
+{
+	const char *nm = canonical_name(ent);
+	const json_t *labels = json_object_get(ent, "Labels");
+	if (!nm || strncmp(nm, MAFSBX_NAME_PREFIX, strlen(MAFSBX_NAME_PREFIX)) != 0 || !json_is_object(labels))
+		return false;
+	for (size_t k = 0; k < MAFSBX_IDENTITY_LABELS; k++)
+		if (!json_object_get(labels, mafsbx_identity_labels[k]))
+			return false;
+	for (size_t k = 0; k < 3; k++) {
+		const char *v = json_string_value(json_object_get(labels, want_keys[k]));
+		if (want[k] && (!v || strcmp(v, want[k]) != 0))
+			return false;
+	}
+	return true;
+}

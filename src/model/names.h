@@ -74,6 +74,29 @@ extern const char *const mafsbx_identity_labels[MAFSBX_IDENTITY_LABELS];
 /* True when `labels` is an object holding each identity label as a non-empty string. */
 bool mafsbx_has_identity_labels(const json_t *labels);
 
+/*
+ * The sandbox listings (the mount's, `mafsbx ls`, `mafsbx reap`) ask the
+ * engine for the cheapest list that holds every sandbox (doc/performance.md
+ * "The engine's list filters") and check the rest here as the list streams.
+ * want[3] are the scope, thread and agent label values to match (NULL: any;
+ * a thread only with a scope, an agent only with a thread).
+ *
+ * mafsbx_list_filters: {"label": ["maf-sandbox.scope"]}, or one "KEY=VALUE"
+ * per value given. New object, NULL without memory.
+ */
+json_t *mafsbx_list_filters(const char *const want[3]);
+/* The members of a list entry the listings read (NULL-terminated): the rest is never parsed. */
+extern const char *const mafsbx_list_keys[];
+/*
+ * True when the list entry `ent` (GET /containers/json) passes the filters
+ * the listings sent the engine before: a name starting with
+ * MAFSBX_NAME_PREFIX (the canonical name, one leading '/' optional: a
+ * legacy link's alias "/PARENT/ALIAS" is not the container's name), each
+ * identity label present (any value) and each label value of `want` equal.
+ * Byte for byte the engine's own "name" regex and "label" matches.
+ */
+bool mafsbx_list_entry_selected(const json_t *ent, const char *const want[3]);
+
 /* True when `name` is a workload name (prefix + 12 lowercase hex, no suffix). */
 bool mafsbx_is_workload_name(const char *name);
 

@@ -2,7 +2,9 @@
  * inventory.c: what the filesystem shows (doc/protocol.md "The tree"): the sandboxes on
  * the engine, by listing workload containers named maf-sandbox-docker-* that
  * carry the four identity labels (proxies, which carry maf-sandbox.role, are
- * not sandboxes), and one sandbox by name. The labels are the record, so a
+ * not sandboxes), and one sandbox by name. The engine is asked for the
+ * cheapest list that holds them all (one label: mafsbx_list_filters) and
+ * the rest is checked here as the list streams. The labels are the record, so a
  * fresh mount or a sandbox made by the Python backend shows up the same.
  * The key behind digested labels comes from maf-sandbox.key.v1, trusted only
  * when it maps back onto the ownership labels (doc/upstream.md §2.3).
@@ -184,6 +186,7 @@ struct list_acc {
 	struct mafsbx_sandbox_info *a;
 	size_t n, cap;
 	size_t listed;               /* containers the engine gave, sandboxes or not */
+	const char *const *want;     /* the scope, thread, agent values (mafsbx_list_entry_selected) */
 };
 
 /* One listed container: kept (compactly, only what the tree shows) when it is a sandbox. */
@@ -191,6 +194,8 @@ static int list_one(json_t *c, void *ctx)
 {
 	struct list_acc *acc = ctx;
 	acc->listed++;
+	if (!mafsbx_list_entry_selected(c, acc->want))
+		return 0;   /* the engine's list is a superset (mafsbx_list_filters) */
 	const char *nm = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 	if (nm && *nm == '/')
 		nm++;
@@ -219,25 +224,12 @@ static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], u
 	*n = 0;
 	if (!b)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: no backend");
-	json_t *filters = mafsbx_filters_new();
-	static const char *const keys[] = { MAFSBX_LABEL_SCOPE, MAFSBX_LABEL_THREAD, MAFSBX_LABEL_AGENT,
-					    MAFSBX_LABEL_KIND };
-	int r = filters ? mafsbx_filters_add(filters, "name", "^/?" MAFSBX_NAME_PREFIX) : -ENOMEM;
-	for (size_t k = 0; r == 0 && k < 4; k++)
-		r = mafsbx_filters_add(filters, "label", keys[k]);
-	for (size_t k = 0; r == 0 && k < 3; k++) {
-		if (!want[k])
-			continue;
-		char f[sizeof(MAFSBX_LABEL_THREAD) + MAFSBX_LABEL_VALUE_MAX + 2];
-		snprintf(f, sizeof(f), "%s=%s", keys[k], want[k]);
-		r = mafsbx_filters_add(filters, "label", f);
-	}
-	if (r < 0) {
-		json_decref(filters);
+	json_t *filters = mafsbx_list_filters(want);
+	if (!filters)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	}
-	struct list_acc acc = { .b = b };
-	r = mafsbx_container_list_each_limit(b->engine, filters, true, limit, list_one, &acc, err);
+	struct list_acc acc = { .b = b, .want = want };
+	int r = mafsbx_container_list_each_keep(b->engine, filters, true, limit, mafsbx_list_keys, list_one, &acc,
+						 err);
 	json_decref(filters);
 	if (listed)
 		*listed = acc.listed;

@@ -4,7 +4,8 @@
  * the upstream name and labels (found, reused by acquire, removed by
  * dispose by conversation); what the filesystem shows (list by scope,
  * lookup by name, the key behind digested labels, outputs, work dir,
- * paused state, proxies excluded); the declarations; and an absent image
+ * paused state, proxies excluded, containers that only partly look like a
+ * sandbox excluded, in `mafsbx ls` too); the declarations; and an absent image
  * pulled from a local registry (Debian's docker-registry on 127.0.0.1),
  * by the library and by `mafsbx acquire` (MAFSBX_CLI), which draws the
  * pull's progress on its stderr when that is a terminal (a pseudo-terminal
@@ -167,6 +168,87 @@ static void test_inventory(void **state)
 	assert_int_equal(sbxt_dispose_scope(scope), 2);
 	assert_false(sbxt_exists(proxy));
 	assert_int_equal(sbxt_dispose_scope(other), 1);
+}
+
+/* `mafsbx ls -q --scope SCOPE`: its stdout (names, one a line), malloc'd. */
+static char *cli_ls_quiet(const char *scope)
+{
+	const char *cli = getenv("MAFSBX_CLI");
+	if (!cli)
+		fail_msg("MAFSBX_CLI is not set (meson sets it to the built mafsbx)");
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "'%s' ls -q --scope '%s'", cli, scope);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	struct mafsbx_buf b = { 0 };
+	char chunk[4096];
+	size_t got;
+	while ((got = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		assert_int_equal(mafsbx_buf_append(&b, chunk, got), 0);
+	assert_int_equal(pclose(p), 0);
+	assert_int_equal(mafsbx_buf_append(&b, "", 1), 0);
+	return b.data;
+}
+
+/*
+ * The listings ask the engine for one label and check the rest as the list
+ * streams (mafsbx_list_filters): a container that only partly looks like a
+ * sandbox (the identity labels under another name; the name without a
+ * label) still does not show, in the mount's lists and in `mafsbx ls`,
+ * while one the Python backend made does.
+ */
+static void test_lookalikes_not_listed(void **state)
+{
+	(void)state;
+	char scope[HARNESS_NAME_MAX], up[MAFSBX_NAME_LEN + 1], upid[65], other[HARNESS_NAME_MAX];
+	sbxt_scope(scope);
+	sbxt_upstream_container(scope, "a", "k", NULL, false, up, upid);
+
+	/* the identity labels (of the same key), another name */
+	struct mafsbx_key k = { scope, SBXT_THREAD, "b", "" };
+	json_t *cfg = json_pack("{s:o}", "Labels", mafsbx_workload_labels(&k, "k", NULL, NULL));
+	harness_container_cfg("lookalike", cfg, false, other);
+	json_decref(cfg);
+	/* the name, all labels but kind */
+	char nolabel[MAFSBX_NAME_LEN + 1], id[65];
+	struct mafsbx_key k2 = { scope, SBXT_THREAD, "c", "" };
+	mafsbx_container_name(&k2, "k", "", nolabel);
+	json_t *l = mafsbx_workload_labels(&k2, "k", NULL, NULL);
+	json_object_del(l, MAFSBX_LABEL_KIND);
+	cfg = json_pack("{s:s, s:[s,s], s:o, s:{s:s}}", "Image", harness_image(), "Cmd", "sleep", "infinity", "Labels",
+			l, "HostConfig", "NetworkMode", "none");
+	harness_register_container(nolabel);
+	struct mafsbx_error e;
+	harness_check(mafsbx_container_create(harness_engine(), nolabel, cfg, id, &e), &e, "create");
+	json_decref(cfg);
+
+	struct mafsbx_sandbox_info *list;
+	size_t n;
+	harness_check(mafsbx_sandbox_list(sbxt_g.b, scope, &list, &n, &e), &e, "list");
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0].name, up);
+	mafsbx_sandbox_info_free_array(list, n);
+	harness_check(mafsbx_sandbox_list_labels(sbxt_g.b, scope, SBXT_THREAD, NULL, 0, NULL, &list, &n, &e), &e,
+		      "list thread");
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0].name, up);
+	mafsbx_sandbox_info_free_array(list, n);
+	/* the whole list: the upstream one, neither lookalike */
+	harness_check(mafsbx_sandbox_list(sbxt_g.b, NULL, &list, &n, &e), &e, "list all");
+	size_t seen = 0;
+	for (size_t j = 0; j < n; j++) {
+		assert_string_not_equal(list[j].name, nolabel);
+		assert_string_not_equal(list[j].name, other);
+		seen += strcmp(list[j].name, up) == 0;
+	}
+	assert_int_equal(seen, 1);
+	mafsbx_sandbox_info_free_array(list, n);
+
+	char *out = cli_ls_quiet(scope);
+	char want[MAFSBX_NAME_LEN + 2];
+	snprintf(want, sizeof(want), "%s\n", up);
+	assert_string_equal(out, want);
+	free(out);
 }
 
 static void test_declarations(void **state)
@@ -473,6 +555,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interop_upstream_container),
 		cmocka_unit_test(test_inventory),
+		cmocka_unit_test(test_lookalikes_not_listed),
 		cmocka_unit_test(test_declarations),
 		cmocka_unit_test(test_pull_from_local_registry),
 	};

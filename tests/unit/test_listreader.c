@@ -3,7 +3,7 @@
  * (src/engine/listreader.h) fed whole, byte by byte and cut at every offset; and
  * hostile answers: truncated, trailing bytes, non-objects, strings holding
  * brackets and escaped quotes, deep nesting, elements over the bound, a
- * callback that stops the list.
+ * callback that stops the list; and a keep list (only the members asked for).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -229,6 +229,78 @@ static void test_many(void **state)
 	mafsbx_listreader_free(lr);
 }
 
+/* Each element as compact JSON with sorted keys, one a line (for the keep-list test). */
+struct dumped {
+	char text[4096];
+	size_t len;
+};
+
+static int dump(json_t *obj, void *ctx)
+{
+	struct dumped *d = ctx;
+	char *t = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_non_null(t);
+	int n = snprintf(d->text + d->len, sizeof(d->text) - d->len, "%s\n", t);
+	assert_true(n > 0 && (size_t)n < sizeof(d->text) - d->len);
+	d->len += (size_t)n;
+	free(t);
+	return 0;
+}
+
+/*
+ * A keep list hands over only the members asked for, whatever the others
+ * hold (strings with brackets, commas and quotes, nesting, a key of 70
+ * bytes), at every chunk size; a member whose key has an escape is kept
+ * as jansson reads it; an element with none asked for is "{}".
+ */
+static void test_keep(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"[{\"Ports\":[{\"a\":\",}]\\\"\"}],\"Id\":\"a\",\"NetworkSettings\":{\"Networks\":{\"x\":{\"y\":[1,{}]}}},"
+		"\"Names\":[\"/x\",\"/p/x\"] , \"Labels\":{\"Id\":\"no\",\"k\":\"{v,}\"},\"Mounts\":[]},\n"
+		"{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":1,\"Created\":7,"
+		"\"\\u0049d\":\"e\",\"Status\":\"Up, {\\\\\"},"
+		"{\"Other\":{\"Id\":\"inner\"}},"
+		"{ \"Id\" : \"last\" }]";
+	static const char want[] = "{\"Id\":\"a\",\"Labels\":{\"Id\":\"no\",\"k\":\"{v,}\"},\"Names\":[\"/x\",\"/p/x\"]}\n"
+				   "{\"Created\":7,\"Id\":\"e\"}\n"
+				   "{}\n"
+				   "{\"Id\":\"last\"}\n";
+	static const char *const keep[] = { "Id", "Names", "Labels", "Created", NULL };
+	for (size_t chunk = 1; chunk <= sizeof(text); chunk++) {
+		struct dumped d = { .len = 0 };
+		struct mafsbx_listreader *lr = mafsbx_listreader_new(dump, &d, 0);
+		assert_non_null(lr);
+		mafsbx_listreader_keep(lr, keep);
+		struct mafsbx_error e;
+		int r = 0;
+		size_t len = strlen(text);
+		for (size_t off = 0; r == 0 && off < len; off += chunk)
+			r = mafsbx_listreader_feed(lr, text + off, len - off < chunk ? len - off : chunk, &e);
+		if (r == 0)
+			r = mafsbx_listreader_finish(lr, &e);
+		if (r != 0)
+			fail_msg("chunk %zu: %s", chunk, e.message);
+		assert_string_equal(d.text, want);
+		mafsbx_listreader_free(lr);
+	}
+	/* what is still refused: a list cut short, an element that is not an object */
+	struct dumped d = { .len = 0 };
+	struct mafsbx_listreader *lr = mafsbx_listreader_new(dump, &d, 0);
+	mafsbx_listreader_keep(lr, keep);
+	struct mafsbx_error e;
+	assert_int_equal(mafsbx_listreader_feed(lr, "[{\"Id\":\"a\",\"Ports\":[", 19, &e), 0);
+	assert_true(mafsbx_listreader_finish(lr, &e) < 0);
+	assert_int_equal(e.kind, MAFSBX_EK_PROTOCOL);
+	mafsbx_listreader_free(lr);
+	lr = mafsbx_listreader_new(dump, &d, 0);
+	mafsbx_listreader_keep(lr, keep);
+	assert_true(mafsbx_listreader_feed(lr, "[{\"Id\":}]", 9, &e) < 0);
+	assert_int_equal(e.kind, MAFSBX_EK_PROTOCOL);
+	mafsbx_listreader_free(lr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_huge_element),
 		cmocka_unit_test(test_callback_stops),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_keep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -298,6 +298,86 @@ static void test_side_names(void **state)
 	assert_int_equal(mafsbx_name_parse(net, NULL), MAFSBX_NAME_NETWORK);
 }
 
+/* A list entry: Names as given, labels scope, thread, agent, kind (NULL: absent). */
+static json_t *entry(json_t *names, const char *scope, const char *thread, const char *agent, const char *kind)
+{
+	json_t *l = json_object();
+	const char *v[4] = { scope, thread, agent, kind };
+	for (size_t k = 0; k < 4; k++)
+		if (v[k])
+			json_object_set_new(l, mafsbx_identity_labels[k], json_string(v[k]));
+	return json_pack("{s:s, s:o, s:o}", "Id", "x", "Names", names, "Labels", l);
+}
+
+/* The engine is asked for one label; the list entry check is what the old filters selected. */
+static void test_list_filters(void **state)
+{
+	(void)state;
+	const char *const none[3] = { NULL, NULL, NULL };
+	json_t *f = mafsbx_list_filters(none);
+	char *s = json_dumps(f, JSON_COMPACT);
+	assert_string_equal(s, "{\"label\":[\"maf-sandbox.scope\"]}");
+	free(s);
+	json_decref(f);
+	const char *const st[3] = { "s1", "t1", NULL };
+	f = mafsbx_list_filters(st);
+	s = json_dumps(f, JSON_COMPACT);
+	assert_string_equal(s, "{\"label\":[\"maf-sandbox.scope=s1\",\"maf-sandbox.thread=t1\"]}");
+	free(s);
+	json_decref(f);
+}
+
+static void test_list_entry_selected(void **state)
+{
+	(void)state;
+	const char *const none[3] = { NULL, NULL, NULL };
+	const char *const s1[3] = { "s1", NULL, NULL };
+	const char *const s1t2[3] = { "s1", "t2", NULL };
+	const char *const s1t1a1[3] = { "s1", "t1", "a1" };
+	const char *wl = "/maf-sandbox-docker-0123456789ab";
+	struct {
+		json_t *ent;
+		const char *const *want;
+		bool selected;
+	} c[] = {
+		{ entry(json_pack("[s]", wl), "s1", "t1", "a1", "k"), none, true },
+		{ entry(json_pack("[s]", wl + 1), "s1", "t1", "a1", "k"), s1t1a1, true },   /* Podman: no '/' */
+		/* a proxy or any name of the prefix: as the engine's regex, the rest is the caller's */
+		{ entry(json_pack("[s]", "/maf-sandbox-docker-0123456789ab-proxy"), "s1", "t1", "a1", "k"), s1, true },
+		{ entry(json_pack("[s]", "/maf-sandbox-docker-x"), "s1", "t1", "a1", "k"), none, true },
+		/* an empty value is a present label (the engine's "label=KEY") */
+		{ entry(json_pack("[s]", wl), "s1", "", "a1", "k"), none, true },
+		/* the label keys without the name prefix */
+		{ entry(json_pack("[s]", "/other-0123456789ab"), "s1", "t1", "a1", "k"), none, false },
+		{ entry(json_pack("[s]", "/xmaf-sandbox-docker-0123456789ab"), "s1", "t1", "a1", "k"), none, false },
+		/* the name prefix without a label key */
+		{ entry(json_pack("[s]", wl), "s1", "t1", "a1", NULL), none, false },
+		{ entry(json_pack("[s]", wl), NULL, "t1", "a1", "k"), none, false },
+		{ entry(json_pack("[s]", wl), "s1", NULL, "a1", "k"), none, false },
+		{ entry(json_pack("[s]", wl), "s1", "t1", NULL, "k"), none, false },
+		/* a legacy link's alias of the prefix is not the container's name */
+		{ entry(json_pack("[s,s]", "/other", "/maf-sandbox-docker-0123456789ab/db"), "s1", "t1", "a1", "k"), none,
+		  false },
+		{ entry(json_pack("[s,s]", "/maf-sandbox-docker-0123456789ab/db", wl), "s1", "t1", "a1", "k"), none,
+		  true },
+		{ entry(json_pack("[]"), "s1", "t1", "a1", "k"), none, false },
+		/* the values asked for */
+		{ entry(json_pack("[s]", wl), "s2", "t1", "a1", "k"), s1, false },
+		{ entry(json_pack("[s]", wl), "s1", "t1", "a1", "k"), s1t2, false },
+		{ entry(json_pack("[s]", wl), "s1", "t1", "a2", "k"), s1t1a1, false },
+		{ entry(json_pack("[s]", wl), "s1x", "t1", "a1", "k"), s1, false },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (mafsbx_list_entry_selected(c[i].ent, c[i].want) != c[i].selected)
+			fail_msg("case %zu: selected %d", i, !c[i].selected);
+		json_decref(c[i].ent);
+	}
+	/* no Labels object, no Names */
+	json_t *bare = json_pack("{s:[s]}", "Names", wl);
+	assert_false(mafsbx_list_entry_selected(bare, none));
+	json_decref(bare);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +393,8 @@ int main(void)
 		cmocka_unit_test(test_workload_labels),
 		cmocka_unit_test(test_is_workload_name),
 		cmocka_unit_test(test_side_names),
+		cmocka_unit_test(test_list_filters),
+		cmocka_unit_test(test_list_entry_selected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
