@@ -567,20 +567,21 @@ class Sandbox:
                 raises ``TimeoutError`` and the sandbox is disposed, as the
                 Python backend does; a detached one is killed and the sandbox
                 kept (on a local engine).
-            check: raise :class:`~mafsbx.errors.ExitCodeError` (with the exit
-                code and the output) when the command exits non-zero, as
-                ``subprocess.run(check=True)``; a blocking exec only.
             detach: return a :class:`Job` at once instead of waiting.
             user: run as this user (``NAME``, ``UID``, ``NAME:GROUP``...),
                 as ``docker exec -u``.
 
         Returns:
             the :class:`ExecResult` (any exit code), or the :class:`Job`.
+
+        With ``check=True`` (a blocking exec only), a command that exits
+        non-zero raises :class:`~mafsbx.errors.ExitCodeError`, with the exit
+        code and the output, as ``subprocess.run(check=True)`` does.
         """
         req = _exec_request(self.name, argv_or_command, cwd, env, stdin, timeout, user)
-        if detach and check:
-            raise TypeError("exec: check=True needs the exit code, which a detached exec does not wait for")
         if detach:
+            if check:
+                raise TypeError("exec: check=True needs the exit code, which a detached exec does not wait for")
             req["detach"] = True
             reply = self.mount.transaction("exec", req)
             exec_id = reply.get("exec")
