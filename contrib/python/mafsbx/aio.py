@@ -16,7 +16,8 @@ serving while a command runs, and many calls proceed at once::
 
 Waiting is done on the loop, not in a thread: :meth:`AsyncJob.wait` and
 :meth:`AsyncJob.stream` look at the job between ``asyncio.sleep`` pauses
-(10 ms doubling up to 100 ms), so a thousand waiting jobs hold no thread. A
+(10 ms, doubling up to 100 ms for a stream and 250 ms for a wait), so a
+thousand waiting jobs hold no thread. A
 blocking :meth:`AsyncSandbox.exec` holds one worker thread of the loop's
 default executor until the command ends; for many at once, give the loop a
 larger executor, or use ``detach=True``.
