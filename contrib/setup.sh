@@ -91,6 +91,9 @@ test_packages=(
 	valgrind
 	# the Python client's type check (tests/python: python-typecheck)
 	mypy
+	# its offline venv install (tests/python: python-install): ensurepip's
+	# wheels, and the build backend pip uses with --no-build-isolation
+	python3-venv python3-setuptools python3-wheel
 	# the Debian package (suite packaging: dpkg-buildpackage, lintian, and a
 	# Debian 12 root filesystem made with debootstrap to install it on)
 	dpkg-dev debhelper dh-python lintian debootstrap

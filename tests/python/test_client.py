@@ -1,8 +1,16 @@
 """The mafsbx package (contrib/python) through a real mafsbxfs mount.
 
 The story of a sandbox, the errors as their replies name them, 32 threads at
-once on one Mount, detached jobs, the asyncio wrapper, and the package itself
-(version, py.typed, mafsbx.maf imported only on request).
+once on one Mount, detached jobs, the asyncio wrapper, the context managers
+(``with mount.acquire(...) as sb:`` leaves no container, on an exception
+too), following a job's output as it is written (a line every 0.2 s arrives
+within a generous 1.5 s of its printing, measured against the guest's
+/proc/uptime, which is the host's CLOCK_BOOTTIME; 32 jobs at once on one
+event loop, which never blocks for more than a generous 250 ms), check=True,
+one exception class per timeout, and the package itself (version, py.typed,
+mafsbx.maf imported only on request, no built-in names exported).
+
+The measured figures go to stderr (meson's log).
 """
 
 from __future__ import annotations
@@ -16,16 +24,33 @@ import sys
 import threading
 import time
 import unittest
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import mafsbx
 from mafsbx import aio
 from mafsbx.errors import MafsbxError
 
-from mountcase import IMAGE, MountCase, container_exists, main
+from mountcase import IMAGE, MountCase, container_exists, is_mounted, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT = os.path.dirname(os.path.abspath(mafsbx.__file__))
+
+# A guest loop printing "I UPTIME" every 0.2 s: UPTIME is /proc/uptime's, the
+# host's CLOCK_BOOTTIME to 10 ms (no time namespace), read by the shell itself.
+TICKS = ("i=0; while [ $i -lt {n} ]; do read up idle < /proc/uptime; echo \"$i $up\"; "
+         "i=$((i+1)); sleep 0.2; done")
+# How late a line may arrive on this loaded machine (the aim is 0.5 s).
+LATE = 1.5
+
+
+def boottime() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def lateness(line: str, now: float) -> Tuple[int, float]:
+    """(line number, seconds from its printing to now) of a TICKS line."""
+    i, up = line.split()
+    return int(i), now - float(up)
 
 
 class ClientTest(MountCase):
@@ -329,6 +354,201 @@ class ClientTest(MountCase):
         asyncio.run(story())
 
 
+    def test_with_disposes(self) -> None:
+        """``with mount.acquire(...) as sb:`` disposes at the end, on an exception too."""
+        with self.acquire("with") as sb:
+            name = sb.name
+            self.assertTrue(container_exists(name))
+            self.assertEqual(sb.exec(["echo", "in"], check=True).stdout, "in\n")
+        self.assertFalse(container_exists(name))
+        self.assertFalse(sb.path.exists())
+
+        class Boom(Exception):
+            pass
+
+        with self.assertRaises(Boom):
+            with self.acquire("with-raise") as sb:
+                name = sb.name
+                raise Boom()
+        self.assertFalse(container_exists(name))
+        with self.assertRaises(mafsbx.ExitCodeError):
+            with self.acquire("with-check") as sb:
+                name = sb.name
+                sb.exec("exit 4", check=True)
+        self.assertFalse(container_exists(name))
+        # a sandbox disposed inside the block: the exit's dispose finds none
+        with self.acquire("with-gone") as sb:
+            name = sb.name
+            self.assertEqual(sb.dispose().disposed, 1)
+        self.assertFalse(container_exists(name))
+
+        # A Mount's block closes the object: nothing is unmounted, nothing disposed
+        with mafsbx.Mount(self.mnt) as m:
+            kept = m.acquire(scope=self.scope, thread="with-mount", agent="a", kind="k")
+        self.assertTrue(m.closed)
+        self.assertTrue(is_mounted(self.mnt))
+        self.assertTrue(container_exists(kept.name))
+        with self.assertRaises(ValueError):
+            m.acquire(scope=self.scope, thread="with-mount", agent="a", kind="k")
+        with self.assertRaises(ValueError):
+            kept.exec(["true"])   # its requests go through the closed Mount
+        with self.assertRaises(ValueError):
+            with m:
+                pass
+        self.assertEqual(self.m.dispose(scope=self.scope, thread="with-mount").disposed, 1)
+
+    def test_stream(self) -> None:
+        """Job.lines() and Job.stream() follow the output as the guest writes it."""
+        n = 10
+        with self.acquire("stream") as sbx:
+            job = sbx.exec(["sh", "-c", TICKS.format(n=n)], detach=True)
+            late: List[float] = []
+            for k, line in enumerate(job.lines()):
+                i, delay = lateness(line, boottime())
+                self.assertEqual(i, k)
+                late.append(delay)
+            self.assertEqual(len(late), n)
+            print(f"stream: {n} lines 0.2 s apart, each read {min(late):.3f}..{max(late):.3f} s "
+                  f"after its printing (median {sorted(late)[n // 2]:.3f})", file=sys.stderr)
+            self.assertLess(max(late), LATE, late)
+            self.assertTrue(job.done())   # lines() ends at the job's end
+
+            # chunks of both streams, in order per stream, the exact bytes
+            job = sbx.exec(["sh", "-c", "printf 'a\\377'; echo e1 >&2; sleep 0.5; echo b; echo e2 >&2; exit 2"],
+                           detach=True)
+            chunks = list(job.stream())
+            self.assertTrue(all(isinstance(c, mafsbx.OutputChunk) for c in chunks))
+            out = b"".join(c.data for c in chunks if c.stream == "stdout")
+            err = b"".join(c.data for c in chunks if c.stream == "stderr")
+            self.assertEqual((out, err), (b"a\xffb\n", b"e1\ne2\n"))
+            self.assertEqual(job.wait().exit_code, 2)
+            self.assertEqual(list(job.lines("stderr")), ["e1", "e2"])   # an ended job: all at once
+            self.assertEqual(list(job.stream(stdout=False, stderr=False)), [])
+            with self.assertRaises(ValueError):
+                next(job.stream(interval=0))
+            # a job cancelled while followed: the iteration ends
+            job = sbx.exec(["sh", "-c", "echo first; sleep 60"], detach=True)
+            it = job.lines()
+            self.assertEqual(next(it), "first")
+            job.cancel()
+            self.assertEqual(list(it), [])
+
+    def test_stream_async(self) -> None:
+        """32 jobs followed at once on one event loop, which stays responsive."""
+        n_jobs, n_lines = 32, 8
+
+        async def follow(job: aio.AsyncJob) -> List[float]:
+            late: List[float] = []
+            async for line in job.lines():
+                i, delay = lateness(line, boottime())
+                self.assertEqual(i, len(late))
+                late.append(delay)
+            return late
+
+        async def story() -> Tuple[List[List[float]], float]:
+            gaps = [0.0]
+            stop = asyncio.Event()
+
+            async def ticker() -> None:
+                while not stop.is_set():
+                    t0 = time.monotonic()
+                    await asyncio.sleep(0.01)
+                    gaps[0] = max(gaps[0], time.monotonic() - t0 - 0.01)
+
+            async with aio.AsyncMount(self.mnt) as m:
+                async with await m.acquire(scope=self.scope, thread="stream-aio", agent="a", kind="k") as sbx:
+                    tick = asyncio.create_task(ticker())
+                    jobs = await asyncio.gather(*(
+                        sbx.exec(["sh", "-c", TICKS.format(n=n_lines)], detach=True) for _ in range(n_jobs)))
+                    lates = await asyncio.gather(*(follow(j) for j in jobs))
+                    results = await asyncio.gather(*(j.wait() for j in jobs))
+                    stop.set()
+                    await tick
+                    self.assertEqual([r.exit_code for r in results], [0] * n_jobs)
+                    name = sbx.name
+            self.assertFalse(container_exists(name))
+            return lates, gaps[0]
+
+        lates, blocked = asyncio.run(story())
+        flat = sorted(x for late in lates for x in late)
+        self.assertEqual([len(late) for late in lates], [n_lines] * n_jobs)
+        print(f"stream aio: {n_jobs} jobs x {n_lines} lines, each read {flat[0]:.3f}..{flat[-1]:.3f} s "
+              f"after its printing (median {flat[len(flat) // 2]:.3f}); the loop blocked at most "
+              f"{blocked * 1000:.1f} ms", file=sys.stderr)
+        self.assertLess(flat[-1], LATE)
+        self.assertLess(blocked, 0.25)
+
+    def test_check(self) -> None:
+        with self.acquire("check") as sbx:
+            r = sbx.exec("echo fine", check=True)
+            self.assertEqual((r.exit_code, r.stdout), (0, "fine\n"))
+            with self.assertRaises(mafsbx.ExitCodeError) as cm:
+                sbx.exec(["sh", "-c", "echo out; echo bad thing >&2; exit 3"], check=True)
+            e = cm.exception
+            self.assertNotIsInstance(e, MafsbxError)   # the request succeeded
+            self.assertEqual((e.exit_code, e.stdout, e.stderr), (3, "out\n", "bad thing\n"))
+            self.assertEqual(e.result.stdout_bytes, b"out\n")
+            self.assertEqual(e.command, ["sh", "-c", "echo out; echo bad thing >&2; exit 3"])
+            self.assertIn("exited with 3: bad thing", str(e))
+            copy = pickle.loads(pickle.dumps(e))
+            self.assertEqual((type(copy), copy.exit_code, copy.stderr), (mafsbx.ExitCodeError, 3, "bad thing\n"))
+            # without check a non-zero exit is a result
+            self.assertEqual(sbx.exec("exit 3").exit_code, 3)
+            with self.assertRaises(TypeError):
+                sbx.exec(["true"], check=True, detach=True)  # type: ignore[call-overload]
+
+            async def in_aio() -> None:
+                asbx = aio.AsyncMount(self.mnt).sandbox(sbx.name)
+                with self.assertRaises(mafsbx.ExitCodeError) as cm2:
+                    await asbx.exec("exit 9", check=True)
+                self.assertEqual(cm2.exception.exit_code, 9)
+
+            asyncio.run(in_aio())
+
+    def test_timeouts(self) -> None:
+        """One class per meaning: ExecTimeout (the exec's own bound, and whether
+        the sandbox was kept); the built-in TimeoutError for a wait that gave up."""
+        sbx = self.acquire("timeouts")
+        job = sbx.exec(["sh", "-c", "echo x; sleep 60"], timeout=1, detach=True)
+        with self.assertRaises(mafsbx.ExecTimeout) as cm:
+            job.wait()
+        e = cm.exception
+        self.assertIsInstance(e, TimeoutError)
+        self.assertIsInstance(e, MafsbxError)
+        self.assertIsInstance(e, mafsbx.errors.TimeoutError)   # the name of earlier versions
+        self.assertNotIsInstance(e, mafsbx.EngineTimeout)
+        self.assertFalse(e.sandbox_disposed)   # a detached exec's timeout keeps it (local engine)
+        assert e.result is not None
+        self.assertEqual(e.result.stdout, "x\n")
+        self.assertTrue(container_exists(sbx.name))
+        job.cancel()
+
+        job = sbx.exec(["sleep", "30"], detach=True)
+        with self.assertRaises(TimeoutError) as cm2:
+            job.wait(timeout=0.2)
+        self.assertIs(type(cm2.exception), TimeoutError)   # the built-in: no request failed
+        self.assertFalse(job.done())
+
+        async def in_aio() -> None:
+            ajob = aio.AsyncMount(self.mnt).sandbox(sbx.name)
+            j = (await ajob.jobs())[0]
+            with self.assertRaises(TimeoutError) as cm3:
+                await j.wait(timeout=0.2)
+            self.assertIs(type(cm3.exception), TimeoutError)
+
+        asyncio.run(in_aio())
+        job.cancel()
+
+        # a blocking exec's own bound: ExecTimeout, sandbox_disposed tells the truth
+        with self.assertRaises(mafsbx.ExecTimeout) as cm4:
+            sbx.exec(["sh", "-c", "echo y; sleep 30"], timeout=1)
+        e = cm4.exception
+        assert e.result is not None
+        self.assertTrue(e.result.timed_out)
+        self.assertEqual(e.sandbox_disposed, not container_exists(sbx.name))
+        sbx.dispose()
+
+
 class PackageTest(unittest.TestCase):
     """The package itself: no mount needed."""
 
@@ -367,6 +587,45 @@ class PackageTest(unittest.TestCase):
         self.assertIs(type(err("SomeNewError", "EIO")), mafsbx.errors.RuntimeError)
         self.assertEqual(err("SomeNewError", "EIO").error_type, "SomeNewError")
         self.assertEqual(str(err("ValueError", "EINVAL")), "m")
+
+    def test_timeout_classes(self) -> None:
+        from mafsbx.errors import error_from_oserror, error_from_reply
+
+        def reply(**fields: object) -> MafsbxError:
+            return error_from_reply({"ok": False, **fields,
+                                     "error": {"errno": "ETIMEDOUT", "type": "TimeoutError", "message": "m"}})
+
+        # a reply carrying a command that ran out of its own time
+        e = reply(exit_code=-1, timed_out=True, sandbox_disposed=False, stdout_b64="")
+        self.assertIs(type(e), mafsbx.ExecTimeout)
+        assert isinstance(e, mafsbx.ExecTimeout)
+        self.assertFalse(e.sandbox_disposed)
+        self.assertEqual(e.error_type, "TimeoutError")
+        self.assertTrue(reply(timed_out=True, sandbox_disposed=True).sandbox_disposed)  # type: ignore[attr-defined]
+        # an engine call that timed out: no command's bound
+        self.assertIs(type(reply()), mafsbx.EngineTimeout)
+        self.assertIs(type(reply(timed_out=False)), mafsbx.EngineTimeout)
+        self.assertIs(type(error_from_oserror(OSError(errno.ETIMEDOUT, "t"), "x")), mafsbx.EngineTimeout)
+        for cls in (mafsbx.ExecTimeout, mafsbx.EngineTimeout):
+            self.assertTrue(issubclass(cls, TimeoutError) and issubclass(cls, MafsbxError))
+        self.assertIs(type(pickle.loads(pickle.dumps(e))), mafsbx.ExecTimeout)
+
+    def test_errors_shadow_no_builtin(self) -> None:
+        import builtins
+
+        import mafsbx.errors as errors
+
+        shadowing = [n for n in errors.__all__ if hasattr(builtins, n)]
+        self.assertEqual(shadowing, [])
+        ns: Dict[str, object] = {}
+        exec("from mafsbx.errors import *", ns)
+        self.assertNotIn("TimeoutError", ns)
+        self.assertIn("ExecTimeout", ns)
+        for name in errors.__all__:
+            self.assertTrue(hasattr(errors, name), name)
+        # the names of earlier versions remain, as aliases
+        self.assertIs(errors.LookupError, errors.MafsbxLookupError)
+        self.assertTrue(issubclass(errors.MafsbxFileNotFoundError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,26 @@
 """The client for asyncio: the same API, each call awaited.
 
-Every call runs the blocking client in a worker thread
-(``asyncio.to_thread``), so an event loop keeps serving while a command runs
-and many calls proceed at once::
+Every call that touches the mount runs the blocking client in a worker
+thread (``asyncio.to_thread``): no file I/O on the event loop, which keeps
+serving while a command runs, and many calls proceed at once::
 
     from mafsbx import aio
 
     async def main() -> None:
-        m = aio.AsyncMount("/tmp/sbx")
-        sbx = await m.acquire(scope="demo", thread="t1", agent="a", kind="python")
-        results = await asyncio.gather(*(sbx.exec(["echo", str(i)]) for i in range(8)))
-        await sbx.dispose()
+        async with aio.AsyncMount("/tmp/sbx") as m:
+            async with await m.acquire(scope="demo", thread="t1", agent="a", kind="python") as sbx:
+                results = await asyncio.gather(*(sbx.exec(["echo", str(i)]) for i in range(8)))
+                job = await sbx.exec(["sh", "-c", "echo a; sleep 1; echo b"], detach=True)
+                async for line in job.lines():
+                    print(line)
+
+Waiting is done on the loop, not in a thread: :meth:`AsyncJob.wait` and
+:meth:`AsyncJob.stream` look at the job between ``asyncio.sleep`` pauses
+(10 ms, doubling up to 100 ms for a stream and 250 ms for a wait), so a
+thousand waiting jobs hold no thread. A
+blocking :meth:`AsyncSandbox.exec` holds one worker thread of the loop's
+default executor until the command ends; for many at once, give the loop a
+larger executor, or use ``detach=True``.
 
 Cancelling the awaiting task does not stop a request already sent: its
 thread finishes the transaction (a blocking exec runs to its end or its
@@ -21,11 +31,25 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Mapping, Optional, Union, overload
+from typing import Any, AsyncIterator, Dict, List, Literal, Mapping, Optional, Union, overload
 
 from .mount import Mount
-from .sandbox import Command, Disposal, ExecResult, Job, JobStatus, Sandbox, SandboxStatus
+from .sandbox import (
+    _FIRST_PAUSE,
+    Command,
+    Disposal,
+    ExecResult,
+    Job,
+    JobStatus,
+    OutputChunk,
+    Sandbox,
+    SandboxStatus,
+    _Follower,
+    _gave_up,
+    _split_lines,
+)
 
 __all__ = ["AsyncMount", "AsyncSandbox", "AsyncJob"]
 
@@ -62,7 +86,55 @@ class AsyncJob:
         return await asyncio.to_thread(self.sync.stderr_bytes, offset)
 
     async def wait(self, timeout: Optional[float] = None) -> ExecResult:
-        return await asyncio.to_thread(self.sync.wait, timeout)
+        """As :meth:`mafsbx.Job.wait`: the result once the command ended (the
+        built-in ``TimeoutError`` when ``timeout`` passes first, the command
+        running on). Waits on the loop, between looks at ``status``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = _FIRST_PAUSE
+        while not await self.done():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise _gave_up(f"job {self.id} of {self.sandbox.name} still runs after {timeout} s")
+            await asyncio.sleep(pause if left is None else min(pause, left))
+            pause = min(pause * 2, 0.25)
+        return await asyncio.to_thread(self.sync.wait)
+
+    async def stream(
+        self, *, stdout: bool = True, stderr: bool = True, interval: float = 0.1
+    ) -> AsyncIterator[OutputChunk]:
+        """As :meth:`mafsbx.Job.stream`: ``async for chunk in job.stream()``.
+        Each read runs in a worker thread; the pauses are ``asyncio.sleep``."""
+        if interval <= 0:
+            raise ValueError(f"stream: interval must be positive, not {interval!r}")
+        names = [n for n, on in (("stdout", stdout), ("stderr", stderr)) if on]
+        follower = _Follower(self.sync, names)
+        pause = _FIRST_PAUSE
+        try:
+            while True:
+                chunks, ended = await asyncio.to_thread(follower.poll)
+                for chunk in chunks:
+                    yield chunk
+                if ended:
+                    return
+                if chunks:
+                    pause = _FIRST_PAUSE
+                else:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, interval)
+        finally:
+            await asyncio.to_thread(follower.close)
+
+    async def lines(
+        self, which: Literal["stdout", "stderr"] = "stdout", *, interval: float = 0.1
+    ) -> AsyncIterator[str]:
+        """As :meth:`mafsbx.Job.lines`: ``async for line in job.lines()``."""
+        pending = b""
+        async for chunk in self.stream(stdout=which == "stdout", stderr=which == "stderr", interval=interval):
+            done, pending = _split_lines(pending, chunk.data)
+            for line in done:
+                yield line
+        if pending:
+            yield pending.decode("utf-8", "replace")
 
     async def cancel(self) -> ExecResult:
         return await asyncio.to_thread(self.sync.cancel)
@@ -88,6 +160,13 @@ class AsyncSandbox:
     def __repr__(self) -> str:
         return f"AsyncSandbox({self.name!r}, mount={str(self.mount.path)!r})"
 
+    async def __aenter__(self) -> "AsyncSandbox":
+        return self
+
+    async def __aexit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Any) -> None:
+        """As :meth:`mafsbx.Sandbox.__exit__`: disposes of the sandbox."""
+        await asyncio.to_thread(self.sync.__exit__, exc_type, exc, tb)
+
     async def status(self) -> SandboxStatus:
         return await asyncio.to_thread(self.sync.status)
 
@@ -100,6 +179,7 @@ class AsyncSandbox:
         stdin: Union[str, bytes, None] = None,
         timeout: Optional[float] = None,
         *,
+        check: bool = False,
         detach: Literal[False] = False,
         user: Optional[str] = None,
         on_timeout: Optional[str] = None,
@@ -114,6 +194,7 @@ class AsyncSandbox:
         stdin: Union[str, bytes, None] = None,
         timeout: Optional[float] = None,
         *,
+        check: bool = False,
         detach: Literal[True],
         user: Optional[str] = None,
         on_timeout: Optional[str] = None,
@@ -127,12 +208,15 @@ class AsyncSandbox:
         stdin: Union[str, bytes, None] = None,
         timeout: Optional[float] = None,
         *,
+        check: bool = False,
         detach: bool = False,
         user: Optional[str] = None,
         on_timeout: Optional[str] = None,
     ) -> Union[ExecResult, AsyncJob]:
         """As :meth:`mafsbx.Sandbox.exec`."""
         sync = self.sync
+        if detach and check:
+            raise TypeError("exec: check=True needs the exit code, which a detached exec does not wait for")
         if detach:
             job = await asyncio.to_thread(
                 lambda: sync.exec(
@@ -142,7 +226,15 @@ class AsyncSandbox:
             return AsyncJob(job, self)
         return await asyncio.to_thread(
             lambda: sync.exec(
-                argv_or_command, cwd, env, stdin, timeout, detach=False, user=user, on_timeout=on_timeout
+                argv_or_command,
+                cwd,
+                env,
+                stdin,
+                timeout,
+                check=check,
+                detach=False,
+                user=user,
+                on_timeout=on_timeout,
             )
         )
 
@@ -157,12 +249,29 @@ class AsyncMount:
     """:class:`mafsbx.Mount` for asyncio."""
 
     def __init__(self, path: Union[str, "os.PathLike[str]", Mount]) -> None:
+        """No file I/O here (this runs on the loop): a path that is not a
+        mount fails the first request, or ``async with``, with
+        ``FileNotFoundError``; :meth:`open` checks at once."""
         #: The blocking mount underneath.
-        self.sync = path if isinstance(path, Mount) else Mount(path)
+        self.sync = path if isinstance(path, Mount) else Mount.unchecked(path)
         self.path: Path = self.sync.path
+
+    @classmethod
+    async def open(cls, path: Union[str, "os.PathLike[str]"]) -> "AsyncMount":
+        """The mount at ``path``, checked in a worker thread as ``Mount(path)`` checks it."""
+        return cls(await asyncio.to_thread(Mount, path))
 
     def __repr__(self) -> str:
         return f"AsyncMount({str(self.path)!r})"
+
+    async def __aenter__(self) -> "AsyncMount":
+        self.sync._check_open()
+        await asyncio.to_thread(Mount, self.path)   # the check Mount(path) makes
+        return self
+
+    async def __aexit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Any) -> None:
+        """As :meth:`mafsbx.Mount.__exit__`: closes this object, nothing more."""
+        self.sync.close()
 
     async def transaction(self, op: str, request: Mapping[str, Any]) -> Dict[str, Any]:
         return await asyncio.to_thread(self.sync.transaction, op, request)

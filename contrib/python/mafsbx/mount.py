@@ -1,11 +1,20 @@
-"""A mafsbxfs mount: acquire, dispose and list its sandboxes."""
+"""A mafsbxfs mount: acquire, dispose and list its sandboxes.
+
+The client does not mount anything: ``Mount`` names a mount point that
+``mafsbxfs`` serves. As a context manager (``with Mount(path) as m:``) it is
+closed at the end of the block, as a file or docker-py's ``DockerClient``:
+the mount stays mounted and its sandboxes stay (``with`` on a
+:class:`~mafsbx.Sandbox` disposes of one), but the closed ``Mount`` refuses
+further requests with ``ValueError``, so a call made after the block by
+mistake fails instead of reaching the mount.
+"""
 
 from __future__ import annotations
 
 import errno
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from . import _wire
 from .errors import error_from_oserror
@@ -30,6 +39,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+_M = TypeVar("_M", bound="Mount")
+
+
 class Mount:
     """A mafsbxfs mount point.
 
@@ -42,13 +54,41 @@ class Mount:
     def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """``path`` is the mount point; ``FileNotFoundError`` if it is not a mafsbxfs mount."""
         self.path = Path(os.path.abspath(os.fspath(path)))
+        #: Set by :meth:`close`: requests are refused from then on.
+        self.closed = False
         if not os.path.isdir(self.path / ".ctl"):
             raise error_from_oserror(
                 OSError(errno.ENOENT, "not a mafsbxfs mount (no .ctl directory)"), str(self.path)
             )
 
+    @classmethod
+    def unchecked(cls: Type[_M], path: Union[str, "os.PathLike[str]"]) -> _M:
+        """The mount at ``path`` without looking at it (no file I/O: for an
+        event loop; the first request tells whether it is a mount)."""
+        self = cls.__new__(cls)
+        self.path = Path(os.path.abspath(os.fspath(path)))
+        self.closed = False
+        return self
+
     def __repr__(self) -> str:
-        return f"Mount({str(self.path)!r})"
+        return f"Mount({str(self.path)!r}{', closed' if self.closed else ''})"
+
+    def __enter__(self: _M) -> _M:
+        self._check_open()
+        return self
+
+    def __exit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Refuse further requests through this object. Nothing is unmounted
+        and no sandbox is disposed: the object holds no open file (each call
+        opens its own), so closing releases nothing but the right to call."""
+        self.closed = True
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError(f"{self!r}: the Mount is closed (its with block ended)")
 
     def transaction(self, op: str, request: Mapping[str, Any]) -> Dict[str, Any]:
         """One raw request on ``.ctl/OP`` (``acquire``, ``dispose`` or ``exec``).
@@ -58,6 +98,7 @@ class Mount:
         """
         if op not in ("acquire", "dispose", "exec"):
             raise ValueError(f"no control file .ctl/{op} (want acquire, dispose or exec)")
+        self._check_open()
         return _wire.transaction(str(self.path), op, request)
 
     def acquire(self, *, scope: str, thread: str, agent: str, kind: str, **fields: Any) -> Sandbox:
@@ -108,6 +149,7 @@ class Mount:
 
     def sandboxes(self) -> List[Sandbox]:
         """Every sandbox the mount shows (all of its scope, or all on the engine)."""
+        self._check_open()
         try:
             names = sorted(n for n in os.listdir(self.path) if n.startswith(SANDBOX_PREFIX))
         except OSError as e:
@@ -116,8 +158,10 @@ class Mount:
 
     def declarations(self) -> Dict[str, Any]:
         """``.ctl/declarations``: isolation, capabilities, egress_modes, limits..."""
+        self._check_open()
         return _wire.read_json(str(self.path / ".ctl" / "declarations"))
 
     def engine(self) -> Dict[str, Any]:
         """``.ctl/engine``: the endpoint, its kind, the file plane, the versions."""
+        self._check_open()
         return _wire.read_json(str(self.path / ".ctl" / "engine"))

@@ -1,4 +1,12 @@
-"""A sandbox of a mount, its command results, and its detached commands."""
+"""A sandbox of a mount, its command results, and its detached commands.
+
+A :class:`Job` follows its command's output as the guest writes it
+(:meth:`Job.stream`, :meth:`Job.lines`) by reading the growing
+``NAME/execs/ID/stdout`` and ``stderr`` files: FUSE has no inotify, so the
+reader looks again after a pause that starts at 10 ms and doubles while
+nothing comes, up to ``interval`` (100 ms by default), and ends when the
+job's ``status`` says it ended and the files are read to their end.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +14,18 @@ import base64
 import errno
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import (
     TYPE_CHECKING,
     Any,
     Dict,
+    Iterator,
     List,
     Literal,
     Mapping,
+    NamedTuple,
     Optional,
     Sequence,
     Tuple,
@@ -24,7 +35,7 @@ from typing import (
 )
 
 from . import _wire
-from .errors import MafsbxError, error_from_oserror, error_from_reply
+from .errors import ExitCodeError, MafsbxError, error_from_oserror, error_from_reply
 
 if TYPE_CHECKING:
     from .mount import Mount
@@ -38,6 +49,7 @@ __all__ = [
     "Disposal",
     "DisposalFailure",
     "Command",
+    "OutputChunk",
 ]
 
 #: What :meth:`Sandbox.exec` runs: an argv (run as given, no shell) or a
@@ -210,6 +222,99 @@ def _exec_request(
     return req
 
 
+class OutputChunk(NamedTuple):
+    """Bytes a detached command wrote, in the order they were read:
+    ``stream`` is ``"stdout"`` or ``"stderr"``."""
+
+    stream: str
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        """The bytes as text (UTF-8, invalid bytes replaced; a character cut
+        between two chunks shows as replacement characters: use
+        :meth:`Job.lines` for text)."""
+        return self.data.decode("utf-8", "replace")
+
+
+#: The first pause of a follower that found nothing new; it doubles up to the
+#: caller's interval while nothing comes, and starts again at each new byte.
+_FIRST_PAUSE = 0.01
+
+
+class _Follower:
+    """One pass at a time over a job's growing output files (shared by
+    :meth:`Job.stream` and :meth:`mafsbx.aio.AsyncJob.stream`).
+
+    :meth:`poll` never waits: it reads what is new and, when nothing is,
+    looks at ``status``; the caller sleeps between passes. The files stay open
+    from the first pass to :meth:`close` (they are direct-I/O files: a read at
+    an offset sees what the guest wrote since).
+    """
+
+    def __init__(self, job: "Job", streams: Sequence[str]) -> None:
+        self.job = job
+        self.streams = list(streams)
+        self.fds: Dict[str, int] = {}
+        self.offsets: Dict[str, int] = {name: 0 for name in self.streams}
+        self.ended = False
+
+    def _open(self) -> None:
+        for name in self.streams:
+            if name not in self.fds:
+                where = str(self.job.path / name)
+                try:
+                    self.fds[name] = os.open(where, os.O_RDONLY | os.O_CLOEXEC)
+                except OSError as e:
+                    raise error_from_oserror(e, where) from None
+
+    def _drain(self) -> List[OutputChunk]:
+        chunks: List[OutputChunk] = []
+        for name in self.streams:
+            while True:
+                try:
+                    data = os.pread(self.fds[name], _wire._READ_CHUNK, self.offsets[name])
+                except OSError as e:
+                    raise error_from_oserror(e, str(self.job.path / name)) from None
+                if not data:
+                    break
+                self.offsets[name] += len(data)
+                chunks.append(OutputChunk(name, data))
+        return chunks
+
+    def poll(self) -> Tuple[List[OutputChunk], bool]:
+        """What is new since the last pass, and whether the command has ended
+        and everything it wrote has been returned."""
+        if self.ended:
+            return [], True
+        self._open()
+        chunks = self._drain()
+        if chunks:
+            return chunks, False
+        try:
+            running = self.job.status().get("running") is not False
+        except FileNotFoundError:   # cancelled and forgotten: nothing more comes
+            running = False
+        if running:
+            return [], False
+        # Ended: what it wrote before the end is in the files now.
+        self.ended = True
+        return self._drain(), True
+
+    def close(self) -> None:
+        fds, self.fds = self.fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _split_lines(pending: bytes, data: bytes) -> Tuple[List[str], bytes]:
+    """The complete lines of ``pending + data`` (as text, without their
+    newline) and the bytes of a line not complete yet."""
+    buf = pending + data
+    *done, rest = buf.split(b"\n")
+    return [line.decode("utf-8", "replace") for line in done], rest
+
+
 class Job:
     """A command started with ``detach=True``: ``MOUNT/NAME/execs/ID/``.
 
@@ -252,6 +357,46 @@ class Job:
     def stderr(self) -> str:
         """The standard error so far, as text."""
         return self.stderr_bytes().decode("utf-8", "replace")
+
+    def stream(
+        self, *, stdout: bool = True, stderr: bool = True, interval: float = 0.1
+    ) -> Iterator[OutputChunk]:
+        """The command's output as it is written, chunk by chunk, from its
+        first byte to its end (or its cancel).
+
+        A pass reads what is new; when nothing is, the next one comes after a
+        pause that starts at 10 ms and doubles up to ``interval`` seconds
+        (FUSE files have no inotify). The iteration ends once the job's
+        ``status`` says it ended and every byte has been yielded.
+        """
+        if interval <= 0:
+            raise ValueError(f"stream: interval must be positive, not {interval!r}")
+        names = [n for n, on in (("stdout", stdout), ("stderr", stderr)) if on]
+        follower = _Follower(self, names)
+        pause = _FIRST_PAUSE
+        try:
+            while True:
+                chunks, ended = follower.poll()
+                yield from chunks
+                if ended:
+                    return
+                if chunks:
+                    pause = _FIRST_PAUSE
+                else:
+                    time.sleep(pause)
+                    pause = min(pause * 2, interval)
+        finally:
+            follower.close()
+
+    def lines(self, which: Literal["stdout", "stderr"] = "stdout", *, interval: float = 0.1) -> Iterator[str]:
+        """The lines of one stream as they are written, as text without the
+        newline (a last line without one comes at the end)."""
+        pending = b""
+        for chunk in self.stream(stdout=which == "stdout", stderr=which == "stderr", interval=interval):
+            done, pending = _split_lines(pending, chunk.data)
+            yield from done
+        if pending:
+            yield pending.decode("utf-8", "replace")
 
     def wait(self, timeout: Optional[float] = None) -> ExecResult:
         """Block until the command ends; its result, as a blocking exec's.
@@ -347,6 +492,24 @@ class Sandbox:
     def __repr__(self) -> str:
         return f"Sandbox({self.name!r}, mount={str(self.mount.path)!r})"
 
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, exc_type: Optional[type], exc: Optional[BaseException], tb: Any) -> None:
+        """Dispose of the sandbox at the end of a ``with`` block, an exception
+        or not. A disposal that fails while an exception is already on its
+        way is a warning, so the exception that ended the block is the one
+        raised; a disposal that reports failures is a ``ResourceWarning``."""
+        try:
+            disposal = self.dispose()
+        except MafsbxError as e:
+            if exc is None:
+                raise
+            warnings.warn(f"{self.name} may still exist: {e}", ResourceWarning, stacklevel=2)
+            return
+        if disposal.failures:
+            warnings.warn(f"{self.name} may still exist: {disposal.failures}", ResourceWarning, stacklevel=2)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sandbox) and (other.mount.path, other.name) == (self.mount.path, self.name)
 
@@ -366,6 +529,7 @@ class Sandbox:
         stdin: Union[str, bytes, None] = None,
         timeout: Optional[float] = None,
         *,
+        check: bool = False,
         detach: Literal[False] = False,
         user: Optional[str] = None,
         on_timeout: Optional[str] = None,
@@ -380,6 +544,7 @@ class Sandbox:
         stdin: Union[str, bytes, None] = None,
         timeout: Optional[float] = None,
         *,
+        check: bool = False,
         detach: Literal[True],
         user: Optional[str] = None,
         on_timeout: Optional[str] = None,
@@ -393,6 +558,7 @@ class Sandbox:
         stdin: Union[str, bytes, None] = None,
         timeout: Optional[float] = None,
         *,
+        check: bool = False,
         detach: bool = False,
         user: Optional[str] = None,
         on_timeout: Optional[str] = None,
@@ -421,9 +587,15 @@ class Sandbox:
 
         Returns:
             the :class:`ExecResult` (any exit code), or the :class:`Job`.
+
+        With ``check=True`` (a blocking exec only), a command that exits
+        non-zero raises :class:`~mafsbx.errors.ExitCodeError`, with the exit
+        code and the output, as ``subprocess.run(check=True)`` does.
         """
         req = _exec_request(self.name, argv_or_command, cwd, env, stdin, timeout, user, on_timeout)
         if detach:
+            if check:
+                raise TypeError("exec: check=True needs the exit code, which a detached exec does not wait for")
             req["detach"] = True
             reply = self.mount.transaction("exec", req)
             exec_id = reply.get("exec")
@@ -439,7 +611,10 @@ class Sandbox:
                 assert e.reply is not None
                 e.result = ExecResult.from_reply(e.reply)
             raise
-        return ExecResult.from_reply(reply)
+        result = ExecResult.from_reply(reply)
+        if check and result.exit_code != 0:
+            raise ExitCodeError(argv_or_command, result)
+        return result
 
     def jobs(self) -> List[Job]:
         """The detached commands of this sandbox started through this mount."""
