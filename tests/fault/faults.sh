@@ -263,16 +263,26 @@ scenarios_exec() {
 	[ "$(fired "$RULE")" = 1 ] || problem "exec stream cut: the fault never fired"
 	after "exec stream cut after the first output"
 
-	# An exec's answer stalled past its own timeout: ETIMEDOUT, the sandbox is
-	# disposed (as upstream); on its own sandbox.
+	# An exec's answer stalled past its own timeout: ETIMEDOUT; the engine
+	# runs on this host (the relay is a unix socket), so the command's
+	# processes are killed and the sandbox kept, running, not paused
+	# (doc/protocol.md); with "on_timeout": "dispose" it is disposed, as
+	# upstream. On its own sandbox.
 	acquire "$M" t a timeout-kind
 	X=$SBX
 	rule stall POST '*/exec/*/start' resp=0 ms=5000
 	ctl "$M" exec "{\"sandbox\": \"$X\", \"argv\": [\"true\"], \"timeout\": 2}"
 	[ "$CTL_STATUS" = ETIMEDOUT ] || problem "exec stalled past its timeout: got $CTL_STATUS ($CTL_REPLY)"
 	expect_eq "$(jget "$CTL_REPLY" timed_out)" true "exec stalled past its timeout: timed_out"
+	expect_eq "$(jget "$CTL_REPLY" sandbox_disposed)" false "exec stalled past its timeout: sandbox_disposed"
 	rctl clear >/dev/null
-	[ "$("$MFS_TOOL" state "$X")" = absent ] || problem "exec stalled past its timeout: $X was not disposed"
+	st=$("$MFS_TOOL" state "$X")
+	[ "$st" = running ] || problem "exec stalled past its timeout: $X is $st, not kept running"
+	rule stall POST '*/exec/*/start' resp=0 ms=5000
+	ctl "$M" exec "{\"sandbox\": \"$X\", \"argv\": [\"true\"], \"timeout\": 2, \"on_timeout\": \"dispose\"}"
+	[ "$CTL_STATUS" = ETIMEDOUT ] || problem "exec stalled past its timeout, dispose: got $CTL_STATUS ($CTL_REPLY)"
+	rctl clear >/dev/null
+	[ "$("$MFS_TOOL" state "$X")" = absent ] || problem "exec stalled past its timeout: $X was not disposed (on_timeout dispose)"
 	after "exec stalled past its timeout"
 }
 

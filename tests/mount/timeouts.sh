@@ -25,8 +25,11 @@ N=$SBX
 
 # guest_procs PATTERN: the guest's live (not zombie) processes whose command line ends in PATTERN
 guest_procs() {
-	"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}" |
-		tail -n +2 | "$MFS_TOOL" jget stdout | tr -d '\n'
+	local out status reply
+	out=$("$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}")
+	status=${out%%$'\n'*} reply=${out#*$'\n'}
+	[ "$status" = OK ] || fail "counting '$1' in the guest: the exec gave $status ($reply)"
+	printf '%s' "$reply" | "$MFS_TOOL" jget stdout | tr -d '\n'
 }
 
 # --- 1. a timeout past the old ceiling -------------------------------------------------
