@@ -64,11 +64,26 @@ static int pidfd_signal(int pidfd, int sig)
 	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-static bool pidfd_exited(int pidfd)
+/* The process of `pidfd` has exited, or does so within `ms`. */
+static bool pidfd_exited_within(int pidfd, int ms)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	return poll(&p, 1, 0) > 0;
+	int r;
+	while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	return r > 0;
 }
+
+static bool pidfd_exited(int pidfd)
+{
+	return pidfd_exited_within(pidfd, 0);
+}
+
+/* A process that is exiting gives up its namespaces and root before its
+ * pidfd says it exited (do_exit releases them first), so a proof may fail
+ * for a process that is only going away: it is given this long to finish
+ * before the failure counts as a refusal. */
+#define EXITING_GRACE_MS 250
 
 /* The cgroup of the process whose /proc directory is piddir names container `id` (cgroup.h). */
 static bool cgroup_names(int piddir, const char *id)
@@ -130,8 +145,9 @@ static int open_checked(struct tree *t, long pid)
 	int r = dir >= 0 ? mafsbx_proc_prove_member(dir, t->id, &t->init, &why) : -EPERM;
 	if (dir >= 0)
 		close(dir);
-	/* it ended while we looked: what we read may be its successor's */
-	if (pidfd_exited(fd))
+	/* it ended while we looked (what we read may be its successor's), or
+	 * is ending: a failed proof of a dying process is no refusal */
+	if (pidfd_exited_within(fd, r < 0 ? EXITING_GRACE_MS : 0))
 		r = -ESRCH;
 	else if (r < 0)
 		t->refused = why;
