@@ -113,9 +113,9 @@ static uid_t owner_by_name(const char *dir)
 {
 	static const char tmp[] = "/tmp/mafsbxfs-", run[] = "/run/user/", tail[] = "/mafsbxfs";
 	uid_t uid;
-	if (strncmp(dir, tmp, sizeof(tmp) - 1) == 0 && parse_uid(dir + sizeof(tmp) - 1, strlen(dir + sizeof(tmp) - 1), &uid))
+	size_t n = strlen(dir), tl = sizeof(tmp) - 1;
+	if (n > tl && strncmp(dir, tmp, tl) == 0 && parse_uid(dir + tl, n - tl, &uid))
 		return uid;
-	size_t n = strlen(dir);
 	if (strncmp(dir, run, sizeof(run) - 1) == 0 && n > sizeof(run) - 1 + sizeof(tail) - 1 &&
 	    strcmp(dir + n - (sizeof(tail) - 1), tail) == 0 &&
 	    parse_uid(dir + sizeof(run) - 1, n - (sizeof(run) - 1) - (sizeof(tail) - 1), &uid))
