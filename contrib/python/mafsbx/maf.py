@@ -35,9 +35,10 @@ How each call is served:
   refused with ``ValueError``.
   Output past the mount's cap (8 MiB per stream) raises ``RuntimeError``
   rather than returning a cut result. ``TimeoutError`` comes only from the
-  exec's own bound (the reply says ``timed_out``); an engine call the mount
-  gave up on is a ``RuntimeError``. The ``timeout`` goes to the mount as
-  given (fractions too): any value the mount takes is the command's bound.
+  exec's own bound (the client's ``ExecTimeout``); an engine call the mount
+  gave up on (``EngineTimeout``) is a ``RuntimeError``. The ``timeout`` goes
+  to the mount as given (fractions too): any value the mount takes is the
+  command's bound.
 * ``stat_file`` and ``read_file`` read ``MOUNT/NAME/work`` (or ``root`` for a
   guest path outside the work dir), where the mount refuses a link anywhere on
   the path; the final component is described by ``lstat``, as upstream.
@@ -79,7 +80,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, NoReturn, Optional, Sequence, Tuple, Type, TypeVar, Union, cast
 
-from .errors import MafsbxError
+from .errors import EngineTimeout, ExecTimeout, MafsbxError
 from .mount import Mount
 from .sandbox import DisposalFailure as _MountDisposalFailure
 from .sandbox import ExecResult as MountExecResult
@@ -313,16 +314,15 @@ def _file_error(e: OSError, verb: str, path: str) -> BaseException:
 
 def _exec_failure(exc: MafsbxError, name: str, timeout: float) -> BaseException:
     """What a failed exec raises. ``TimeoutError`` only when the exec's own
-    bound expired (the reply says ``timed_out``, beside its output): the protocol
-    reserves it for that. Any other timeout (an engine call the mount gave up
-    on) is a ``RuntimeError``, so a caller never reads it as its budget spent."""
-    reply = exc.reply if isinstance(exc.reply, dict) else {}
-    if reply.get("timed_out") is True or getattr(getattr(exc, "result", None), "timed_out", False) is True:
+    bound expired (the client's ``ExecTimeout``: the reply says ``timed_out``):
+    the protocol reserves it for that. An engine call the mount gave up on
+    (``EngineTimeout``) is a ``RuntimeError``, so a caller never reads it as its
+    budget spent. Anything else is raised as it is."""
+    if isinstance(exc, ExecTimeout):
         return TimeoutError(errno.ETIMEDOUT, f"exec in {name} ran past its timeout of {timeout:g} s")
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, EngineTimeout):
         return RuntimeError(f"exec in {name}: {exc.message} (the engine's timeout, not the exec's)")
-    # (the cast: past the isinstance test mypy no longer types exc as the MafsbxError it is)
-    return cast(BaseException, exc)
+    return exc
 
 
 def _is_link(st: Optional[os.stat_result]) -> bool:
@@ -394,8 +394,9 @@ class MafsbxSandbox:
     ) -> ExecResult:
         """Run ``command`` (argv, or a ``sh -c`` string) in ``working_directory``.
 
-        ``TimeoutError`` means the caller's ``timeout`` passed, and the sandbox
-        is disposed, as upstream.
+        ``TimeoutError`` means the caller's ``timeout`` passed, and nothing
+        else (an engine call that timed out is a ``RuntimeError``); the
+        sandbox is then disposed, as upstream.
         """
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
