@@ -1,13 +1,15 @@
 """A pytest plugin that runs upstream's live suite through a mount.
 
-maf-sandbox-docker's own ``tests/test_docker_e2e.py`` (vendored read-only in
-../shared/vendor/maf-extensions, never copied here) builds its backend with
-``DockerSandboxBackend(...)``. Loaded with ``-p upstream_e2e``, this plugin
-mounts mafsbxfs (``-o image=IMAGE:upstream-e2e``, no scope: upstream's tests pick their
-own ``e2e-UUID`` scopes), sets ``MAF_SANDBOX_DOCKER_E2E_IMAGE`` to the test
-image, and replaces that name in the test module's namespace with a factory
-returning ``mafsbx.maf.MafsbxBackend(MOUNT)``: every test then runs
-unchanged through the mount and the adapter.
+maf-sandbox-docker's own live suite,
+``packages/maf-sandbox-docker/tests/test_docker_e2e.py`` of the tree vendored
+read-only in ../shared/vendor/maf-extensions (never copied here), builds its
+backend with ``DockerSandboxBackend(...)``. Loaded with ``-p upstream_e2e``,
+this plugin mounts mafsbxfs (``-o image=IMAGE:upstream-e2e``, no scope:
+upstream's tests pick their own ``e2e-UUID`` scopes), sets
+``MAF_SANDBOX_DOCKER_E2E_IMAGE`` to the test image, and replaces that name in
+the test module's namespace with a factory returning
+``mafsbx.maf.MafsbxBackend(MOUNT)``: every test then runs unchanged through
+the mount and the adapter.
 
 What does not run, and why (printed in the summary):
 
