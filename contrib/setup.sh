@@ -94,6 +94,8 @@ test_packages=(
 	# its offline venv install (tests/python: python-install): ensurepip's
 	# wheels, and the build backend pip uses with --no-build-isolation
 	python3-venv python3-setuptools python3-wheel
+	# upstream's live suite through mafsbx.maf (tests/python: python-maf-upstream-e2e)
+	python3-pytest
 	# the Debian package (suite packaging: dpkg-buildpackage, lintian, and a
 	# Debian 12 root filesystem made with debootstrap to install it on)
 	dpkg-dev debhelper dh-python lintian debootstrap

@@ -95,9 +95,13 @@ class AdapterTest(MountCase):
         d = b.declarations
         self.assertIsInstance(d, ms.BackendDeclarations)
         C = ms.Capability
+        self.assertEqual(adapter.PROTOCOL, "0.26")
+        # FILES_LIST: the adapter lists through the mount (list_dir), on both planes
         self.assertEqual(d.capabilities, frozenset({C.EXEC, C.FILES_IN, C.FILES_OUT, C.FILES_DELETE,
-                                                    C.HOST_TOOLS, C.RECLAIM}))
-        self.assertNotIn(C.FILES_LIST, d.capabilities)
+                                                    C.FILES_LIST, C.HOST_TOOLS, C.RECLAIM}))
+        # the same values as 0.21 reads them, from attributes of the backend
+        self.assertEqual((b.capabilities, b.limits, b.egress_modes, b.os_families),
+                         (d.capabilities, d.limits, d.egress_modes, d.os_families))
         ceiling = ms.TransferLimits(64 << 20, 256 << 20, 256)
         self.assertEqual(d.limits, ms.SandboxLimits(ceiling, ceiling))
         self.assertIn(ms.Egress.CLOSED, d.egress_modes)
@@ -119,6 +123,7 @@ class AdapterTest(MountCase):
         sbx, twin = run(both())
         self.assertIsInstance(sbx, ms.Sandbox)
         self.assertEqual(sbx.name, twin.name)
+        self.assertEqual(sbx.container_name, sbx.name)  # what upstream's tests read
         self.assertEqual(len(sbx.instance_id or ""), 64)
         self.assertEqual(sbx.work_dir, W)
         run(sbx.write_file("nested/deep/main.txt", "param naïve string\n", working_directory=W))
@@ -151,9 +156,12 @@ class AdapterTest(MountCase):
             ex(["true"], t=0)
         with self.assertRaises(ValueError):
             ex(["true"], t=100000)  # over the mount's ceiling: refused, not a TimeoutError
-        # run_code and list_dir are not declared
+        # run_code is not declared
         self.refuses(NotImplementedError, sbx.run_code("1", timeout=5))
-        self.refuses(NotImplementedError, sbx.list_dir(".", working_directory=W))
+        # any timeout the mount takes is the command's: fractions, and past
+        # the mount's default (-o exec_timeout, 300 s) up to its ceiling
+        self.assertEqual(ex(["true"], t=0.5).exit_code, 0)
+        self.assertEqual(ex(["true"], t=3600).exit_code, 0)
         # the timeout probe (last: it discards the container)
         t0 = time.monotonic()
         with self.assertRaises(TimeoutError):
@@ -227,6 +235,35 @@ class AdapterTest(MountCase):
         self.assertEqual(run(read("secret.txt", O)), SECRET)
         self.assertEqual(run(sbx.stat_file("sub", working_directory=O)).kind,  # type: ignore[union-attr]
                          ms.EntryKind.DIRECTORY)
+
+    # ---- listing (FILES_LIST) --------------------------------------------------------
+
+    def test_listing_probes(self) -> None:
+        # a spec requiring FILES_LIST is served (the mount is not asked for it)
+        sbx = self.acquire("listing", requires=frozenset({ms.Capability.EXEC, ms.Capability.FILES_IN,
+                                                          ms.Capability.FILES_LIST}))
+        self.plant(sbx)
+        ls = lambda p, wd=W: run(sbx.list_dir(p, working_directory=wd))  # noqa: E731
+        E, K = ms.SandboxEntry, ms.EntryKind
+        top = {e.path: e for e in ls(".")}
+        self.assertEqual(top["link-file"], E("link-file", K.SYMLINK, None))  # named, as a link
+        self.assertEqual(top["link-dir"], E("link-dir", K.SYMLINK, None))
+        self.assertEqual(top["plain.txt"], E("plain.txt", K.FILE, 16))
+        self.assertEqual(top["real"], E("real", K.DIRECTORY, None))
+        self.assertEqual(ls("real"), (E("real/inside.txt", K.FILE, 20),))
+        self.assertEqual(ls(".", f"{W}/real"), (E("inside.txt", K.FILE, 20),))
+        # a linked directory, a linked parent, a linked ancestor of the working directory
+        self.assertIn("link", str(self.refuses(ValueError, sbx.list_dir("link-dir", working_directory=W))))
+        self.refuses(ValueError, sbx.list_dir("link-dir/sub", working_directory=W))
+        self.refuses(ValueError, sbx.list_dir(".", working_directory=f"{W}/link-dir/sub"))
+        self.refuses(ValueError, sbx.list_dir(".", working_directory=f"{W}/link-dir"))
+        self.refuses(ValueError, sbx.list_dir("..", working_directory=W))  # an escape by name
+        self.refuses(NotADirectoryError, sbx.list_dir("plain.txt", working_directory=W))
+        self.refuses(FileNotFoundError, sbx.list_dir("nothing", working_directory=W))
+        # kinds: a fifo is other; outside the work dir (root/) lists as well
+        self.sh(sbx, "mkfifo real/fifo")
+        self.assertEqual(ls("real")[0], E("real/fifo", K.OTHER, None))
+        self.assertEqual(ls(".", O), (E("secret.txt", K.FILE, len(SECRET)), E("sub", K.DIRECTORY, None)))
 
     # ---- files-in probes -----------------------------------------------------------
 
@@ -418,6 +455,20 @@ class ShapesTest(unittest.TestCase):
             adapter.ExecResult = saved  # type: ignore[misc]
         self.assertEqual(r, TextResult("ok \ufffd", "", 3))
         self.assertEqual(adapter._exec_result(b"\xff", b"e", 1), ms.ExecResult(b"\xff", b"e", 1))
+
+    def test_only_the_execs_own_bound_is_a_timeout(self) -> None:
+        def failure(reply: Any) -> BaseException:
+            return adapter._exec_failure(mafsbx.errors.error_from_reply(reply), "sbx", 1)
+
+        base = {"ok": False, "error": {"errno": "ETIMEDOUT", "type": "TimeoutError", "message": "timed out"}}
+        own = failure({**base, "stdout_b64": "", "stderr_b64": "", "exit_code": -1, "timed_out": True})
+        self.assertIsInstance(own, TimeoutError)
+        engine = failure(base)  # an engine call that timed out: not the caller's budget
+        self.assertNotIsInstance(engine, TimeoutError)
+        self.assertIsInstance(engine, RuntimeError)
+        other = mafsbx.errors.error_from_reply(
+            {"ok": False, "error": {"errno": "EINVAL", "type": "ValueError", "message": "bad"}})
+        self.assertIs(adapter._exec_failure(other, "sbx", 1), other)
 
     def test_confinement_by_name(self) -> None:
         self.assertEqual(adapter._confine("a/../b", W), f"{W}/b")

@@ -16,6 +16,16 @@ Both see and manage the same sandboxes (same names and labels on one engine).
 This module needs the ``maf_sandbox`` package; the rest of :mod:`mafsbx`
 does not, and ``import mafsbx`` never imports this module.
 
+Two generations of the protocol are served, told apart at import
+(:data:`PROTOCOL`): 0.26+ (one ``BackendDeclarations``, ``SandboxKey.call_id``,
+``SandboxSpec.isolation_scope``; ``dispose`` returns a ``DisposalFailure`` or
+None, ``dispose_scope`` a ``ScopePurge``) and the published 0.21 (the
+declarations as the backend's ``capabilities``, ``limits``, ``egress_modes``
+and ``os_families`` attributes, which the backend has under 0.26+ too;
+``dispose`` returns None and ``dispose_scope`` the number disposed, a failure
+being logged). A sandbox's ``container_name`` is its ``name``, as the Docker
+backend's sandboxes have it.
+
 How each call is served:
 
 * ``exec`` is the mount's exec with ``"on_timeout": "dispose"``: a timeout
@@ -24,10 +34,19 @@ How each call is served:
   ``-o max_exec_timeout`` (24 h) is the ceiling: a longer ``timeout`` is
   refused with ``ValueError``.
   Output past the mount's cap (8 MiB per stream) raises ``RuntimeError``
-  rather than returning a cut result.
+  rather than returning a cut result. ``TimeoutError`` comes only from the
+  exec's own bound (the client's ``ExecTimeout``); an engine call the mount
+  gave up on (``EngineTimeout``) is a ``RuntimeError``. The ``timeout`` goes
+  to the mount as given (fractions too): any value the mount takes is the
+  command's bound.
 * ``stat_file`` and ``read_file`` read ``MOUNT/NAME/work`` (or ``root`` for a
   guest path outside the work dir), where the mount refuses a link anywhere on
   the path; the final component is described by ``lstat``, as upstream.
+* ``list_dir`` (``FILES_LIST``, declared by the adapter: the mount lists
+  directories on both planes; it is not asked of the mount at acquire) lists
+  the same directories through a descriptor opened without following a link:
+  the directory and its parents must be real directories (a link is
+  ``ValueError``), and an entry that is a link is listed as one.
 * ``write_file`` under the work dir writes through ``work/`` (the mount
   writes at the guest's authority and replaces the file atomically),
   creating missing directories (0755); a target outside the work dir, which
@@ -49,6 +68,7 @@ import enum
 import errno
 import inspect
 import json
+import logging
 import math
 import os
 import posixpath
@@ -58,28 +78,40 @@ import subprocess
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, NoReturn, Optional, Sequence, Tuple, Type, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, NoReturn, Optional, Sequence, Tuple, Type, TypeVar, Union, cast
+
+from .errors import EngineTimeout, ExecTimeout, MafsbxError
+from .mount import Mount
+from .sandbox import DisposalFailure as _MountDisposalFailure
+from .sandbox import ExecResult as MountExecResult
+from .sandbox import Sandbox as MountSandbox
+
+
+def _fold_failures(failures: Sequence[Any]) -> Optional[Any]:
+    """0.21 has no fold_disposal_failures (its disposals report no failure):
+    the failures of one request as one, for a log and for reap's result."""
+    if not failures:
+        return None
+    if len(failures) == 1:
+        return failures[0]
+    return _MountDisposalFailure(failures[0].code, "; ".join(f.detail for f in failures))
+
 
 try:
     import maf_sandbox
     from maf_sandbox import (
-        BackendDeclarations,
         Capability,
-        DisposalFailure,
         Egress,
         EntryKind,
         ExecResult,
         Isolation,
-        IsolationScope,
         OsFamily,
         SandboxEntry,
         SandboxKey,
         SandboxLimits,
         SandboxSpec,
         SandboxTransferCapExceeded,
-        ScopePurge,
         TransferLimits,
-        fold_disposal_failures,
     )
 except ImportError as _missing:  # pragma: no cover - depends on the host
     raise ImportError(
@@ -88,12 +120,33 @@ except ImportError as _missing:  # pragma: no cover - depends on the host
         f"mafsbx works without it ({_missing})"
     ) from _missing
 
-from .errors import MafsbxError
-from .mount import Mount
-from .sandbox import ExecResult as MountExecResult
-from .sandbox import Sandbox as MountSandbox
+# Two generations of the protocol are in use. 0.26+ (the seed's target) has
+# one BackendDeclarations object, SandboxKey.call_id, SandboxSpec.isolation_scope,
+# and disposals that return what failed; the published 0.21 has the four
+# declarations as backend attributes, none of those fields, and a
+# dispose_scope that returns a count. The names 0.21 lacks are read here
+# once; the type checker sees the 0.26+ ones.
+if TYPE_CHECKING:
+    from maf_sandbox import (
+        BackendDeclarations,
+        DisposalFailure,
+        IsolationScope,
+        ScopePurge,
+        fold_disposal_failures,
+    )
+else:
+    BackendDeclarations = getattr(maf_sandbox, "BackendDeclarations", None)
+    IsolationScope = getattr(maf_sandbox, "IsolationScope", None)
+    ScopePurge = getattr(maf_sandbox, "ScopePurge", None)
+    DisposalFailure = getattr(maf_sandbox, "DisposalFailure", None) or _MountDisposalFailure
+    fold_disposal_failures = getattr(maf_sandbox, "fold_disposal_failures", None) or _fold_failures
 
-__all__ = ["BACKEND_NAME", "MafsbxBackend", "MafsbxSandbox", "ReapResult"]
+#: Which protocol the installed maf_sandbox speaks: ``"0.26"`` (a
+#: ``declarations`` object) or ``"0.21"`` (declarations as attributes).
+PROTOCOL = "0.26" if BackendDeclarations is not None else "0.21"
+
+
+__all__ = ["BACKEND_NAME", "PROTOCOL", "MafsbxBackend", "MafsbxSandbox", "ReapResult"]
 
 #: The name the backend registers under by default: the Python Docker
 #: backend's, since both serve the same sandboxes of the same engine.
@@ -107,6 +160,8 @@ DEFAULT_WORK_DIR = "/maf-sandbox/work"
 _EXEC_WRITE_MAX = 700 * 1024
 
 _E = TypeVar("_E", bound=enum.Enum)
+
+_log = logging.getLogger(__name__)
 
 
 # ---- helpers -----------------------------------------------------------------
@@ -257,6 +312,19 @@ def _file_error(e: OSError, verb: str, path: str) -> BaseException:
     return RuntimeError(f"could not {verb} {path!r}: {e.strerror or os.strerror(n or errno.EIO)}")
 
 
+def _exec_failure(exc: MafsbxError, name: str, timeout: float) -> BaseException:
+    """What a failed exec raises. ``TimeoutError`` only when the exec's own
+    bound expired (the client's ``ExecTimeout``: the reply says ``timed_out``):
+    the protocol reserves it for that. An engine call the mount gave up on
+    (``EngineTimeout``) is a ``RuntimeError``, so a caller never reads it as its
+    budget spent. Anything else is raised as it is."""
+    if isinstance(exc, ExecTimeout):
+        return TimeoutError(errno.ETIMEDOUT, f"exec in {name} ran past its timeout of {timeout:g} s")
+    if isinstance(exc, EngineTimeout):
+        return RuntimeError(f"exec in {name}: {exc.message} (the engine's timeout, not the exec's)")
+    return exc
+
+
 def _is_link(st: Optional[os.stat_result]) -> bool:
     return st is not None and stat.S_ISLNK(st.st_mode)
 
@@ -282,6 +350,11 @@ class MafsbxSandbox:
 
     def __repr__(self) -> str:
         return f"MafsbxSandbox({self.name!r})"
+
+    @property
+    def container_name(self) -> str:
+        """The container's name, as the Docker backend's sandboxes call it."""
+        return self.name
 
     # -- paths
 
@@ -321,8 +394,9 @@ class MafsbxSandbox:
     ) -> ExecResult:
         """Run ``command`` (argv, or a ``sh -c`` string) in ``working_directory``.
 
-        ``TimeoutError`` means the caller's ``timeout`` passed, and the sandbox
-        is disposed, as upstream.
+        ``TimeoutError`` means the caller's ``timeout`` passed, and nothing
+        else (an engine call that timed out is a ``RuntimeError``); the
+        sandbox is then disposed, as upstream.
         """
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -335,7 +409,13 @@ class MafsbxSandbox:
             except MafsbxError as e:
                 _reraise(e)
 
-        r = await asyncio.to_thread(run)
+        try:
+            r = await asyncio.to_thread(run)
+        except MafsbxError as e:
+            mapped = _exec_failure(e, self.name, timeout)
+            if mapped is e:
+                raise
+            raise mapped from e
         if r.truncated:
             raise RuntimeError(
                 f"exec in {self.name}: the output passed the mount's cap of 8 MiB per stream "
@@ -347,7 +427,45 @@ class MafsbxSandbox:
         raise NotImplementedError("this backend does not declare RUN_CODE: use exec")
 
     async def list_dir(self, path: str, *, working_directory: str) -> Tuple[SandboxEntry, ...]:
-        raise NotImplementedError("this backend does not declare FILES_LIST (as the Docker backend)")
+        """The entries directly under the directory ``path``, sorted by name; a
+        link is listed as a link; the directory itself and every parent must be
+        real directories (a link there is refused with ``ValueError``)."""
+        return await asyncio.to_thread(self._list_dir, path, working_directory)
+
+    def _list_dir(self, path: str, working_directory: str) -> Tuple[SandboxEntry, ...]:
+        wd = self._wd(working_directory)
+        guest = _confine(path, wd)
+        st = self._lstat(guest, "list", path)
+        if _is_link(st):
+            raise ValueError(f"{path!r} is a link rather than a real directory: a listing never follows one")
+        if st is None:
+            raise FileNotFoundError(errno.ENOENT, f"{path!r}: no such directory in the sandbox")
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, f"{path!r} is not a directory")
+        host = self._host(guest)
+        # Listed through a descriptor opened without following: a link put in
+        # its place after the lstat is refused rather than listed.
+        try:
+            fd = os.open(host, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise ValueError(f"{path!r} was replaced by a link or a file while being listed") from None
+            raise _file_error(e, "list", path) from None
+        try:
+            with os.scandir(fd) as it:
+                found = [(e.name, e.stat(follow_symlinks=False)) for e in it]
+        except OSError as e:
+            raise _file_error(e, "list", path) from None
+        finally:
+            os.close(fd)
+        base = posixpath.relpath(guest, wd)
+        out = []
+        for name, est in sorted(found):
+            rel = name if base == "." else posixpath.join(base, name)
+            entry = _describe(est, rel, host / name)
+            if entry is not None:
+                out.append(entry)
+        return tuple(out)
 
     async def reset(self, *, timeout: float) -> None:
         raise NotImplementedError("this backend does not declare SNAPSHOT")
@@ -575,7 +693,7 @@ class MafsbxBackend:
         self._mafsbx = mafsbx
         self._reap_timeout = reap_timeout
         # Read once: the router reads declarations synchronously, before any sandbox.
-        self._declarations = self._read_declarations(self.mount.declarations())
+        self._declared = self._read_declarations(self.mount.declarations())
 
     def __repr__(self) -> str:
         return f"MafsbxBackend({str(self.mount.path)!r})"
@@ -591,11 +709,34 @@ class MafsbxBackend:
 
     @property
     def declarations(self) -> BackendDeclarations:
-        """What the mount serves, from ``.ctl/declarations`` (read at construction)."""
-        return self._declarations
+        """What the mount serves, from ``.ctl/declarations`` (read at
+        construction), as 0.26+ reads it. On 0.21, which has no such object,
+        an ``AttributeError``: that generation reads the four attributes below."""
+        if BackendDeclarations is None:
+            raise AttributeError("maf_sandbox 0.21 has no BackendDeclarations: read capabilities, limits, ...")
+        return cast(BackendDeclarations, _construct(BackendDeclarations, **self._declared))
+
+    # 0.21 reads the declarations as attributes of the backend (by getattr);
+    # 0.26+ ignores them. The same values either way.
+
+    @property
+    def capabilities(self) -> "frozenset[Capability]":
+        return cast("frozenset[Capability]", self._declared["capabilities"])
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return cast(SandboxLimits, self._declared["limits"])
+
+    @property
+    def egress_modes(self) -> "frozenset[Egress]":
+        return cast("frozenset[Egress]", self._declared["egress_modes"])
+
+    @property
+    def os_families(self) -> "frozenset[OsFamily]":
+        return cast("frozenset[OsFamily]", self._declared["os_families"])
 
     @staticmethod
-    def _read_declarations(d: Mapping[str, Any]) -> BackendDeclarations:
+    def _read_declarations(d: Mapping[str, Any]) -> Dict[str, Any]:
         raw = d.get("limits")
         limits: Dict[str, Any] = raw if isinstance(raw, dict) else {}
 
@@ -608,24 +749,29 @@ class MafsbxBackend:
                 max_files=int(t.get("max_files", 0)),
             )
 
-        declared = _construct(
-            BackendDeclarations,
-            capabilities=_members(Capability, d.get("capabilities")),
-            limits=SandboxLimits(files_in=transfer("files_in"), files_out=transfer("files_out")),
-            egress_modes=_members(Egress, d.get("egress_modes")),
-            os_families=_members(OsFamily, d.get("os_families")),
-            isolation_scopes=_members(IsolationScope, d.get("isolation_scopes")),
+        caps = _members(Capability, d.get("capabilities"))
+        # Listing is this adapter's (list_dir reads the mount's directories,
+        # on both planes), not a capability the mount is asked for.
+        caps |= {Capability.FILES_LIST}
+        declared: Dict[str, Any] = {
+            "capabilities": caps,
+            "limits": SandboxLimits(files_in=transfer("files_in"), files_out=transfer("files_out")),
+            "egress_modes": _members(Egress, d.get("egress_modes")),
+            "os_families": _members(OsFamily, d.get("os_families")),
             # The mount keeps the proxy's decisions (NAME/egress), but this
             # adapter reports none to an observer.
-            observes_egress=False,
-        )
-        return cast(BackendDeclarations, declared)
+            "observes_egress": False,
+        }
+        if IsolationScope is not None:
+            declared["isolation_scopes"] = _members(IsolationScope, d.get("isolation_scopes"))
+        return declared
 
     @staticmethod
     def _acquire_fields(key: SandboxKey, spec: SandboxSpec) -> Dict[str, Any]:
         f: Dict[str, Any] = {"scope": key.scope, "thread": key.thread_id, "agent": key.agent_dir, "kind": spec.kind}
-        if key.call_id:
-            f["call"] = key.call_id
+        call = getattr(key, "call_id", "")  # 0.26+
+        if call:
+            f["call"] = call
         if spec.image is not None:
             f["image"] = spec.image
         if spec.image_id is not None:
@@ -633,7 +779,8 @@ class MafsbxBackend:
         if spec.work_dir is not None:
             f["work_dir"] = spec.work_dir
         required: Iterable[Any] = getattr(spec, "required_capabilities", None) or spec.requires
-        f["capabilities"] = sorted({_text(c) for c in required})
+        # FILES_LIST is served here, not by the mount (which refuses it at acquire).
+        f["capabilities"] = sorted({_text(c) for c in required} - {_text(Capability.FILES_LIST)})
         f["egress"] = _text(spec.egress)
         if spec.egress_allow:
             f["egress_allow"] = list(spec.egress_allow)
@@ -641,7 +788,9 @@ class MafsbxBackend:
             f["outputs"] = [o.path for o in spec.declared_outputs]
         if spec.labels:
             f["labels"] = dict(spec.labels)
-        f["isolation_scope"] = _text(spec.isolation_scope)
+        scope = getattr(spec, "isolation_scope", None)  # 0.26+; 0.21 is per conversation
+        if scope is not None:
+            f["isolation_scope"] = _text(scope)
         if spec.requires_os_family is not None:
             f["requires_os_family"] = _text(spec.requires_os_family)
         f["limits"] = {
@@ -682,20 +831,33 @@ class MafsbxBackend:
         self, key: SandboxKey, *, kind: Optional[str] = None, instance_id: Optional[str] = None
     ) -> Optional[DisposalFailure]:
         """Dispose the key's sandboxes (every kind, or ``kind``); never raises:
-        returns a ``DisposalFailure`` when one may still be there, else None."""
+        returns a ``DisposalFailure`` when one may still be there, else None
+        (always None on 0.21, whose dispose returns nothing: the failure is logged)."""
         req: Dict[str, Any] = {"scope": key.scope, "thread": key.thread_id, "agent": key.agent_dir}
-        if key.call_id:
-            req["call"] = key.call_id
+        call = getattr(key, "call_id", "")  # 0.26+
+        if call:
+            req["call"] = call
         if kind is not None:
             req["kind"] = kind
         if instance_id is not None:
             req["instance_id"] = instance_id
-        return (await self._dispose_request(req))[1]
+        failure = (await self._dispose_request(req))[1]
+        if PROTOCOL == "0.21":
+            if failure is not None:
+                _log.warning("dispose of %s/%s/%s left a sandbox: %s", key.scope, key.thread_id, key.agent_dir, failure)
+            return None
+        return failure
 
     async def dispose_scope(self, scope: str, thread_id: str) -> ScopePurge:
         """Dispose every sandbox of the conversation, found by label (also those
-        this process never made); never raises."""
+        this process never made); never raises. A ``ScopePurge`` on 0.26+; on
+        0.21 the count disposed (an ``int``, as that protocol says; a failure
+        is logged)."""
         count, failure = await self._dispose_request({"scope": scope, "thread": thread_id})
+        if ScopePurge is None:
+            if failure is not None:
+                _log.warning("dispose of scope %s thread %s left sandboxes: %s", scope, thread_id, failure)
+            return cast(ScopePurge, count)
         return ScopePurge(disposed=count, undisposed=failure)
 
     async def reap(self, older_than: timedelta, *, scope: Optional[str] = None) -> ReapResult:
