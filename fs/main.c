@@ -108,7 +108,8 @@ static void end_watch_stop(struct end_watch *w)
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, PROG ": %s\nTry '" PROG " --help' for more information.\n", msg);
+	log_error("%s", msg);
+	fputs("Try '" PROG " --help' for more information.\n", stderr);
 	return 2;
 }
 
@@ -158,7 +159,7 @@ static int add_fuse_opts(struct fuse_args *args, const struct mfs_options *o)
 	if ((!o->fsname_given && add_opt(args, "fsname", PROG)) || (!o->subtype_given && add_opt(args, "subtype", PROG)) ||
 	    /* Other users reach the mount only through the modes it shows. */
 	    (o->allow_other && !o->default_permissions_given && fuse_opt_add_arg(args, "-odefault_permissions"))) {
-		fprintf(stderr, PROG ": out of memory\n");
+		log_error("out of memory");
 		return -1;
 	}
 	return 0;
@@ -172,8 +173,8 @@ static int open_engine(struct mfs *fs, struct mafsbx_error *err)
 	if (mafsbx_endpoint_resolve(&eo, NULL, NULL, &fs->ep, err) < 0)
 		goto fail;
 	if (fs->opt.plane == MAFSBX_PLANE_LOCAL && fs->ep.scheme != MAFSBX_EP_UNIX) {
-		fprintf(stderr, PROG ": -o plane=local: the engine at %s is not reached through a unix socket on this "
-				"host; use plane=auto or plane=engine\n", fs->ep.url);
+		log_error("-o plane=local: the engine at %s is not reached through a unix socket on this "
+			  "host; use plane=auto or plane=engine", fs->ep.url);
 		return -1;
 	}
 	struct mafsbx_engine_timeouts to = { .pull_ms = fs->opt.pull_timeout * 1000 };
@@ -181,14 +182,14 @@ static int open_engine(struct mfs *fs, struct mafsbx_error *err)
 	if (!fs->engine)
 		goto fail;
 	if (mafsbx_engine_ping(fs->engine, err) < 0) {
-		fprintf(stderr, PROG ": cannot reach the Docker engine at %s: %s\n", fs->ep.url, err->message);
+		log_error("cannot reach the Docker engine at %s: %s", fs->ep.url, err->message);
 		return -1;
 	}
 	fs->fz = mafsbx_freezer_new(fs->engine, NULL, err);
 	if (fs->fz)
 		return 0;
 fail:
-	fprintf(stderr, PROG ": %s\n", err->message);
+	log_error("%s", err->message);
 	return -1;
 }
 
@@ -245,7 +246,7 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 		goto fail;
 	return 0;
 fail:
-	fprintf(stderr, PROG ": %s\n", err->message);
+	log_error("%s", err->message);
 	return -1;
 }
 
@@ -297,7 +298,7 @@ static int start(struct run *rn, struct mafsbx_error *err)
 	rn->inited = true;
 	mfs_set_current(fs);
 	if (mfs_lowlevel_start(fs) < 0) {
-		fprintf(stderr, PROG ": out of memory\n");
+		log_error("out of memory");
 		return 1;
 	}
 	rn->lowlevel = true;
@@ -308,7 +309,7 @@ static int start(struct run *rn, struct mafsbx_error *err)
 	fs->se = rn->se;
 
 	if (fuse_session_mount(rn->se, rn->copts.mountpoint) != 0) {
-		fprintf(stderr, PROG ": cannot mount on %s\n", rn->copts.mountpoint);
+		log_error("cannot mount on %s", rn->copts.mountpoint);
 		return 1;
 	}
 	rn->mounted = true;

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "envfile.h"
 #include "log.h"
 #include "mafsbx.h"
 #include "sandbox.h"
@@ -49,13 +52,14 @@
 #define EXEC_EXIT_CANNOT_RUN 126
 #define EXEC_EXIT_NOT_FOUND 127
 
-enum { O_CONTEXT = 256, O_CWD, O_ENV, O_USER, O_INTERACTIVE, O_TTY, O_DETACH, O_TIMEOUT, O_ON_TIMEOUT };
+enum { O_CONTEXT = 256, O_CWD, O_ENV, O_ENV_FILE, O_USER, O_INTERACTIVE, O_TTY, O_DETACH, O_TIMEOUT, O_ON_TIMEOUT };
 
 static void exec_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " exec NAME [-w|--workdir DIR] [-e|--env K=V]... [-u|--user USER] [-i] [-d]\n"
-		"                   [--timeout SECS] [--on-timeout kill|dispose] [-H URL | --context NAME]\n"
+		"Usage: " PROGRAM " exec NAME [-w|--workdir DIR] [-e|--env K[=V]]... [--env-file FILE]...\n"
+		"                   [-u|--user USER] [-i] [-d] [--timeout SECS]\n"
+		"                   [--on-timeout kill|dispose] [-H URL | --context NAME]\n"
 		"                   [--] ARGV...\n"
 		"\n"
 		"Run ARGV (no shell) in sandbox NAME, as a write to .ctl/exec does (same\n"
@@ -66,7 +70,10 @@ static void exec_usage(FILE *out)
 		"  -w, --workdir, --cwd DIR\n"
 		"                       working directory: relative to the sandbox's work dir\n"
 		"                       (default), or absolute\n"
-		"  -e, --env K=V        environment variable, repeatable\n"
+		"  -e, --env K=V        environment variable, repeatable; K alone: its value\n"
+		"                       here, none when K is unset here (as docker)\n"
+		"      --env-file FILE  K=V or K lines (docker's format: '#' comments, blank\n"
+		"                       lines skipped), repeatable; -e wins over a file\n"
 		"  -u, --user USER      run as USER: NAME, UID, NAME:GROUP or UID:GID\n"
 		"                       (default: the image's user)\n"
 		"  -i, --interactive    stream this command's standard input to the command as\n"
@@ -93,6 +100,7 @@ struct exec_flags {
 	const char *host, *context;
 	bool interactive;            /* -i */
 	bool detach;                 /* -d */
+	json_t *file_env;            /* --env-file's variables, under -e's (docker's precedence) */
 };
 
 /* The verb's argument parser has one context pointer for the rest: this run's flags. */
@@ -111,6 +119,62 @@ static int put_timeout(json_t *req, const char *s)
 	return json_object_set_new(req, "timeout", json_real(secs));
 }
 
+/* The request's "env" object, made on first use. */
+static json_t *env_of(json_t *req)
+{
+	json_t *env = json_object_get(req, "env");
+	if (!env && json_object_set_new(req, "env", env = json_object()) < 0)
+		return NULL;
+	return env;
+}
+
+/* -e KEY=VALUE, or -e KEY: the value here, or nothing when KEY is unset here (as docker exec). */
+static int put_env(json_t *req, const char *opt, const char *word)
+{
+	char why[512];
+	json_t *env = env_of(req);
+	if (!env) {
+		cli_error("exec: out of memory");
+		return -1;
+	}
+	if (envfile_put(env, word, why, sizeof(why)) < 0) {
+		cli_usage_error("exec", "%s: %s", opt, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* --env-file FILE: into f->file_env, merged under -e's once the whole command line is read. */
+static int put_env_file(struct exec_flags *f, const char *path)
+{
+	char why[PATH_MAX + 512];
+	if (!f->file_env && !(f->file_env = json_object())) {
+		cli_error("exec: out of memory");
+		return -1;
+	}
+	if (envfile_load(f->file_env, path, why, sizeof(why)) < 0) {
+		cli_usage_error("exec", "--env-file %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The files' variables that no -e set (docker: -e wins, whatever the order on the line). */
+static int merge_file_env(json_t *req, json_t *file_env)
+{
+	if (!file_env || !json_object_size(file_env))
+		return 0;
+	json_t *env = env_of(req);
+	const char *k;
+	json_t *v;
+	if (!env)
+		return -1;
+	json_object_foreach (file_env, k, v)
+		if (!json_object_get(env, k) && json_object_set(env, k, v) < 0)
+			return -1;
+	return 0;
+}
+
 /* One option into the request or the flags: 0, or -1 when refused (said). */
 static int exec_option(int c, json_t *req, struct exec_flags *f, char **argv)
 {
@@ -126,7 +190,9 @@ static int exec_option(int c, json_t *req, struct exec_flags *f, char **argv)
 		return verb_set_str(req, "cwd", optarg);
 	case 'e':
 	case O_ENV:
-		return verb_put_kv("exec", req, "env", c == 'e' ? "-e" : "--env", optarg);
+		return put_env(req, c == 'e' ? "-e" : "--env", optarg);
+	case O_ENV_FILE:
+		return put_env_file(f, optarg);
 	case 'u':
 	case O_USER:
 		return verb_set_str(req, "user", optarg);
@@ -168,6 +234,7 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 		{ "cwd", required_argument, NULL, O_CWD },
 		{ "workdir", required_argument, NULL, O_CWD },
 		{ "env", required_argument, NULL, O_ENV },
+		{ "env-file", required_argument, NULL, O_ENV_FILE },
 		{ "user", required_argument, NULL, O_USER },
 		{ "interactive", no_argument, NULL, O_INTERACTIVE },
 		{ "detach", no_argument, NULL, O_DETACH },
@@ -212,6 +279,10 @@ static int exec_args(int argc, char **argv, json_t *req, const char **host, cons
 	}
 	if (f->detach && f->interactive) {
 		cli_usage_error("exec", "-d and -i: a command started in the background has no standard input");
+		return EXEC_EXIT_FAILED;
+	}
+	if (merge_file_env(req, f->file_env) < 0) {
+		cli_error("exec: out of memory");
 		return EXEC_EXIT_FAILED;
 	}
 	if (verb_set_str(req, "sandbox", name) < 0)
@@ -455,11 +526,13 @@ static int exec_detached(const struct verb_open_opts *vo, const struct mafsbx_ex
 
 int cmd_exec(int argc, char **argv)
 {
-	struct exec_flags flags = { NULL, NULL, false, false };
+	__do_json json_t *file_env = NULL;
+	struct exec_flags flags = { NULL, NULL, false, false, NULL };
 	exec_flags_of_run = &flags;
 	const char *host = NULL, *context = NULL;
 	int code;
 	json_t *req = verb_request("exec", exec_args, argc, argv, &host, &context, EXEC_EXIT_FAILED, &code);
+	file_env = flags.file_env;
 	if (!req)
 		return code;
 	struct mafsbx_exec_spec *spec = NULL;

@@ -8,7 +8,7 @@
  *   mafsbx fingerprint --diff before.json NAME     # exit 0: nothing changed
  *
  * Exit status: 0 nothing changed (or a snapshot taken), 1 something changed
- * (diff), 2 usage, 3 engine unreachable, 4 the measurement was refused or
+ * (diff), 125 usage (as docker), 3 engine unreachable, 4 the measurement was refused or
  * failed (a refusal is never a "no change": a proof that could not be taken
  * is not a proof).
  */
@@ -58,7 +58,7 @@ static void fp_usage(FILE *out)
 		"  -h, --help               show this help\n"
 		"\n"
 		"Exit status: 0 nothing changed (or snapshot taken), 1 something changed,\n"
-		"2 usage, 3 engine unreachable, 4 the measurement was refused or failed.\n");
+		"125 usage, 3 engine unreachable, 4 the measurement was refused or failed.\n");
 }
 
 static bool is_snapshot_arg(const char *a)

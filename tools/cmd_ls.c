@@ -41,7 +41,7 @@ static void ls_usage(FILE *out)
 		"      --json           print one JSON array of those objects\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
 		"\n"
-		"Exit status: 0 done, 2 usage, 3 engine unreachable or the listing failed.\n");
+		"Exit status: 0 done, 125 usage, 3 engine unreachable or the listing failed.\n");
 }
 
 /*

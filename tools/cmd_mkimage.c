@@ -58,7 +58,7 @@ static void mkimage_usage(FILE *out)
 		"      --busybox PATH   static busybox to copy (default " MAFSBX_ROOTFS_BUSYBOX ")\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
 		"\n"
-		"Exit status: 0 done, 1 failed, 2 usage, 3 engine unreachable.\n");
+		"Exit status: 0 done, 1 failed, 125 usage, 3 engine unreachable.\n");
 }
 
 /*

@@ -2,7 +2,7 @@
  * cmd_reap.c: `mafsbx reap`, the cron helper (mafsbx(1) REAP): parse the
  * command line, bind the engine, run src/admin/reap.c, print one summary line or
  * one JSON object, and map the outcome to the exit codes 0 (done), 1 (some
- * removals failed), 2 (usage) and 3 (engine unreachable or inventory
+ * removals failed), 125 (usage, as docker) and 3 (engine unreachable or inventory
  * failed: nothing deleted). Needs no mount.
  */
 #include <stdbool.h>
@@ -37,7 +37,7 @@ static void reap_usage(FILE *out)
 		"  -v, --verbose        log every removal on stderr\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help           show this help\n"
 		"\n"
-		"Exit status: 0 done, 1 some removals failed, 2 usage,\n"
+		"Exit status: 0 done, 1 some removals failed, 125 usage,\n"
 		"3 engine unreachable or inventory failed (nothing deleted).\n");
 }
 

@@ -11,7 +11,7 @@
  * stderr when stderr is a terminal (never into a pipe or a log).
  *
  * Exit status: 0 done, 1 the request failed (or, dispose, some removals
- * failed), 2 usage or a refused request, 3 engine unreachable.
+ * failed), 125 usage or a refused request (as docker), 3 engine unreachable.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -66,7 +66,7 @@ static void acquire_usage(FILE *out)
 		"      --json               print the whole reply of .ctl/acquire instead\n" CLI_ENGINE_OPTIONS_HELP
 		"  -h, --help               show this help\n"
 		"\n"
-		"Exit status: 0 done, 1 the acquire failed, 2 usage or a refused request,\n"
+		"Exit status: 0 done, 1 the acquire failed, 125 usage or a refused request,\n"
 		"3 engine unreachable.\n");
 }
 
@@ -292,8 +292,8 @@ static void dispose_usage(FILE *out)
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: 0 done, 1 some removals failed (or the container is not a\n"
-		"sandbox), 2 usage or a refused request (with several names: the others\n"
-		"are still disposed), 3 engine unreachable.\n");
+		"sandbox), 125 usage or a refused request, 3 engine unreachable; with\n"
+		"several names the others are still disposed and the highest status wins.\n");
 }
 
 static int dispose_args(int argc, char **argv, json_t *req, const char **host, const char **context)

@@ -68,7 +68,7 @@ static void thaw_usage(FILE *out)
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: 0 done (a refused directory is only a warning), 1 some freeze\n"
-		"found could not be lifted, 2 usage, 3 engine unreachable or the listing failed.\n");
+		"found could not be lifted, 125 usage, 3 engine unreachable or the listing failed.\n");
 }
 
 struct dirs {

@@ -21,7 +21,10 @@
 enum {
 	MAFSBX_EXIT_OK = 0,
 	MAFSBX_EXIT_FAILURE = 1,  /* the work failed (or, for reap, some removals failed) */
-	MAFSBX_EXIT_USAGE = 2,    /* bad command line */
+	/* A bad command line or a refused request, on every verb: docker's 125
+	 * ("the docker command itself failed"), never a status a guest's
+	 * command or a cron check could give for something else. */
+	MAFSBX_EXIT_USAGE = 125,
 	MAFSBX_EXIT_ENGINE = 3,   /* engine unreachable / endpoint refused */
 };
 

@@ -16,7 +16,7 @@ _mafsbx_commands="acquire exec dispose mkimage reap ls fingerprint thaw help"
 # Each command's options, as its --help lists them (engine options and -h
 # are added below for every command).
 _mafsbx_opts_acquire="--scope --thread --agent --call --kind --image --image-id --output --egress-allow --work-dir --cap --env --label --isolation-scope --pull-timeout --json"
-_mafsbx_opts_exec="-w --cwd --workdir -e --env -u --user -i --interactive -d --detach -t --tty --timeout --on-timeout"
+_mafsbx_opts_exec="-w --cwd --workdir -e --env --env-file -u --user -i --interactive -d --detach -t --tty --timeout --on-timeout"
 _mafsbx_opts_dispose="--scope --thread --agent --call --kind --id"
 _mafsbx_opts_mkimage="-t --tag --egress-proxy --proxy-program --busybox"
 _mafsbx_opts_reap="--older-than --scope --dry-run --json -v --verbose"
@@ -26,7 +26,7 @@ _mafsbx_opts_thaw="--rundir --json -v --verbose"
 _mafsbx_opts_engine="-H --host --context -h --help"
 
 # Options that take an argument (the word after them is that argument).
-_mafsbx_takes_arg=" --scope --thread --agent --call --kind --image --image-id --output --egress-allow --work-dir --cap --env --label --isolation-scope --pull-timeout -w --cwd --workdir -e -u --user --timeout --on-timeout --id -t --tag --proxy-program --busybox --older-than --format -o --diff --max-entries --max-hash-bytes --max-ms --max-depth --rundir -H --host --context "
+_mafsbx_takes_arg=" --scope --thread --agent --call --kind --image --image-id --output --egress-allow --work-dir --cap --env --label --isolation-scope --pull-timeout -w --cwd --workdir -e --env-file -u --user --timeout --on-timeout --id -t --tag --proxy-program --busybox --older-than --format -o --diff --max-entries --max-hash-bytes --max-ms --max-depth --rundir -H --host --context "
 
 # The command line up to the cursor split at blanks only (bash also splits
 # COMP_WORDS at '=' and ':', which would cut "-e K=V" or "-o plane=auto"
@@ -137,9 +137,16 @@ _mafsbx_complete()
 		compopt -o nospace 2>/dev/null
 		return 0
 		;;
-	--busybox | --proxy-program | --diff | --rundir)
+	--busybox | --proxy-program | --diff | --rundir | --env-file)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return 0
+		;;
+	-e | --env)
+		# exec -e KEY takes KEY's value from here: offer this shell's variable names
+		if [[ $cmd == exec && $cur != *=* ]]; then
+			mapfile -t COMPREPLY < <(compgen -e -- "$cur")
+			return 0
+		fi
 		;;
 	-o | --output)
 		if [[ $cmd == fingerprint ]]; then

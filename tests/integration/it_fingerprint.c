@@ -464,7 +464,7 @@ static void test_cli(void **state)
 	assert_int_equal(run_cli("%s --max-entries 5 2>/dev/null", g_sbx.name), 4);
 	assert_int_equal(run_cli("--diff %s/before.json %s --max-entries 5 2>/dev/null", dir, g_sbx.name), 4);
 	assert_int_equal(run_cli("--diff %s/missing.json %s 2>/dev/null", dir, g_sbx.name), 4);
-	assert_int_equal(run_cli("2>/dev/null"), 2);
+	assert_int_equal(run_cli("2>/dev/null"), 125);
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);

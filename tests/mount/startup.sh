@@ -4,6 +4,9 @@
 #    naming the option; nothing is mounted.
 #  - an unreachable engine, a context that does not exist and a malformed
 #    ssh:// endpoint exit non-zero with "mafsbxfs: message" BEFORE mounting.
+#  - with stderr the journal (JOURNAL_STREAM names its device:inode, as
+#    systemd sets it) that message starts with sd-daemon's "<3>" (err), so
+#    journalctl -p err shows it; the variable naming another stream: plain.
 #  - the mount shows as fuse.mafsbxfs in /proc/self/mountinfo.
 #  - SIGTERM and SIGINT unmount cleanly (exit 0); so does fusermount3 -u;
 #    SIGTERM in the middle of reads leaves nothing frozen; a freeze left by
@@ -48,6 +51,15 @@ expect_eq "$?" 2 "exit status without a mount point"
 expect_contains "$err" "mafsbxfs: no mount point" "message without a mount point"
 refused 1 "cannot reach" -o "host=unix://$T/nobody-listens.sock"
 refused nonzero "no-such-context-$SCOPE" -o "context=no-such-context-$SCOPE"
+# stderr as the journal: a file whose dev:ino JOURNAL_STREAM names
+jlog=$T/journal-stream
+: >"$jlog"
+jstream=$(stat -c '%d:%i' "$jlog")
+JOURNAL_STREAM=$jstream timeout 60 "$MAFSBXFS" -f -o "host=unix://$T/nobody-listens.sock" "$M" 2>>"$jlog" </dev/null
+expect_eq "$(head -c 40 "$jlog")" "<3>mafsbxfs: cannot reach the Docker eng" "an error line on the journal"
+: >"$jlog"
+JOURNAL_STREAM=${jstream%:*}:1 timeout 60 "$MAFSBXFS" -f -o "host=unix://$T/nobody-listens.sock" "$M" 2>>"$jlog" </dev/null
+expect_eq "$(head -c 37 "$jlog")" "mafsbxfs: cannot reach the Docker eng" "the line with another stream's JOURNAL_STREAM"
 refused nonzero "must not start with '-'" -o host=ssh://user@-example.com
 refused nonzero "not-an-option" -o not-an-option
 

@@ -112,7 +112,7 @@ out=$("$MAFSBX_CLI" thaw --rundir "$R2" --json) || fail "thaw after removal: exi
 [ "$(jget "$out" lock_files_collected)" -ge 1 ] || fail "thaw collected no lock files: $out"
 expect_eq "$(locks_of "$R2" "$ID3")" 0 "lock files of $N3 after its removal"
 "$MAFSBX_CLI" thaw --bogus >/dev/null 2>&1
-expect_eq "$?" 2 "thaw usage error"
+expect_eq "$?" 125 "thaw usage error"
 log "ok: mafsbx thaw"
 
 # --- 4. an exec whose output stream is cut stays registered until it ends -------

@@ -93,6 +93,12 @@ expect "mafsbx acquire --isolation-scope c" conversation call
 expect "mafsbx ls --format " table json
 expect "mafsbx ls --q" --quiet
 expect "mafsbx exec box sh -" ""
+# exec -e KEY takes KEY from here: this shell's variable names; --env-file: a file
+export MAFSBX_COMPLETION_VAR=1
+expect "mafsbx exec -e MAFSBX_COMPLETION_V" MAFSBX_COMPLETION_VAR
+expect "mafsbx exec box --env MAFSBX_COMPLETION_V" MAFSBX_COMPLETION_VAR
+expect "mafsbx acquire --env MAFSBX_COMPLETION_V" ""
+expect "mafsbx exec --env-file ${script%/*}/mafsbx.ba" "${script%/*}/mafsbx.bash"
 expect "mafsbx exec box -- " ""
 expect "mafsbxfs -o pl" plane=
 expect "mafsbxfs -o plane=lo" local

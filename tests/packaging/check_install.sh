@@ -99,6 +99,25 @@ if [ -f "$svc" ]; then
 	grep -q '^StartLimitBurst=' "$svc" || bad "mafsbxfs@.service sets no StartLimitBurst (restarts while docker starts)"
 	grep -q '^LimitNOFILE=' "$svc" || bad "mafsbxfs@.service sets no LimitNOFILE"
 	grep -Eq '^Exec(Stop|StopPost)=.*fusermount3? -u' "$svc" || bad "mafsbxfs@.service does not unmount on stop"
+	# hardened, but with no directive that gives the service a mount namespace of its own:
+	# a FUSE mount made there would be seen by no other process
+	for d in NoNewPrivileges=yes CapabilityBoundingSet= RestrictNamespaces= ProtectClock=yes \
+		'DeviceAllow=/dev/fuse rw' ProtectHostname=yes RestrictRealtime=yes LockPersonality=yes \
+		MemoryDenyWriteExecute=yes SystemCallArchitectures=native; do
+		grep -q "^$d" "$svc" || bad "mafsbxfs@.service lacks $d"
+	done
+	if grep -q '^CapabilityBoundingSet=' "$svc" && ! grep -q '^CapabilityBoundingSet=.*CAP_SYS_ADMIN' "$svc"; then
+		bad "mafsbxfs@.service bounds away CAP_SYS_ADMIN (mount)"
+	fi
+	if grep -q '^RestrictNamespaces=' "$svc" && ! grep -Eq '^RestrictNamespaces=(.* )?net( |$)' "$svc"; then
+		bad "mafsbxfs@.service forbids setns into a network namespace (the egress checks)"
+	fi
+	for d in ProtectSystem ProtectHome PrivateTmp PrivateDevices PrivateMounts PrivateNetwork PrivateUsers PrivateIPC \
+		ReadOnlyPaths ReadWritePaths InaccessiblePaths TemporaryFileSystem BindPaths BindReadOnlyPaths \
+		ProtectKernelTunables ProtectKernelModules ProtectKernelLogs ProtectControlGroups ProtectProc ProcSubset \
+		MountFlags RootDirectory RootImage; do
+		grep -q "^$d=" "$svc" && bad "mafsbxfs@.service sets $d=, which gives it a mount namespace: the mount would be invisible"
+	done
 fi
 
 # 2b. systemd itself accepts the units: no "file:line: ..." diagnostic (an

@@ -1,7 +1,7 @@
 /*
  * test_mafsbx_cli.c: the `mafsbx` program's command line, run as a real
  * process (path given by meson as argv[1]): --help/--version/help, usage
- * errors (exit 2, "mafsbx: ..." on stderr), mkimage's refusals of bad image
+ * errors (exit 125 as docker, "mafsbx: ..." on stderr), mkimage's refusals of bad image
  * names, of a missing or dynamically linked busybox (exit 1), of refused
  * endpoints and of an engine that does not answer (exit 3). The child runs
  * with a clean environment (HOME with no Docker config, DOCKER_HOST naming a
@@ -163,37 +163,37 @@ static void test_usage_errors(void **state)
 	(void)state;
 	struct run r;
 	run(&r, NULL);
-	expect(&r, 2, NULL, "mafsbx: no command given");
+	expect(&r, 125, NULL, "mafsbx: no command given");
 	run(&r, "frobnicate", NULL);
-	expect(&r, 2, NULL, "mafsbx: unknown command 'frobnicate'");
+	expect(&r, 125, NULL, "mafsbx: unknown command 'frobnicate'");
 	run(&r, "--frob", NULL);
-	expect(&r, 2, NULL, "unknown option '--frob'");
+	expect(&r, 125, NULL, "unknown option '--frob'");
 	run(&r, "-x", NULL);
-	expect(&r, 2, NULL, "unknown option '-x'");
+	expect(&r, 125, NULL, "unknown option '-x'");
 	run(&r, "help", "frobnicate", NULL);
-	expect(&r, 2, NULL, "unknown command 'frobnicate'");
+	expect(&r, 125, NULL, "unknown command 'frobnicate'");
 	run(&r, "mkimage", "--tag", NULL);
-	expect(&r, 2, NULL, "option '--tag' needs an argument");
+	expect(&r, 125, NULL, "option '--tag' needs an argument");
 	run(&r, "mkimage", "-H", NULL);
-	expect(&r, 2, NULL, "option '-H' needs an argument");
+	expect(&r, 125, NULL, "option '-H' needs an argument");
 	run(&r, "mkimage", "--bogus", NULL);
-	expect(&r, 2, NULL, "unknown option '--bogus'");
+	expect(&r, 125, NULL, "unknown option '--bogus'");
 	run(&r, "mkimage", "extra", NULL);
-	expect(&r, 2, NULL, "unexpected argument 'extra'");
+	expect(&r, 125, NULL, "unexpected argument 'extra'");
 	run(&r, "mkimage", "--tag", "Upper/case", NULL);
-	expect(&r, 2, NULL, "invalid image name 'Upper/case'");
+	expect(&r, 125, NULL, "invalid image name 'Upper/case'");
 	run(&r, "mkimage", "--tag", "x@sha256:abcd", NULL);
-	expect(&r, 2, NULL, "digest");
+	expect(&r, 125, NULL, "digest");
 	run(&r, "mkimage", "--tag", "x:", NULL);
-	expect(&r, 2, NULL, "invalid tag");
+	expect(&r, 125, NULL, "invalid tag");
 	run(&r, "mkimage", "--tag", "x:bad/tag", NULL);
-	expect(&r, 2, NULL, "invalid registry port");
+	expect(&r, 125, NULL, "invalid registry port");
 	run(&r, "mkimage", "--tag", "", NULL);
-	expect(&r, 2, NULL, "empty image name");
+	expect(&r, 125, NULL, "empty image name");
 	run(&r, "mkimage", "--tag", "/x", NULL);
-	expect(&r, 2, NULL, "invalid image name");
+	expect(&r, 125, NULL, "invalid image name");
 	run(&r, "mkimage", "--tag", "a/b:c/d", NULL);
-	expect(&r, 2, NULL, "invalid image name");
+	expect(&r, 125, NULL, "invalid image name");
 }
 
 static void test_mkimage_refusals(void **state)
@@ -261,19 +261,19 @@ static void test_fingerprint_files(void **state)
 	expect(&r, 4, NULL, "/nonexistent/x.json");
 	/* usage */
 	run(&r, "fingerprint", NULL);
-	expect(&r, 2, NULL, "no sandbox named");
+	expect(&r, 125, NULL, "no sandbox named");
 	run(&r, "fingerprint", a, NULL);
-	expect(&r, 2, NULL, "looks like a file");
+	expect(&r, 125, NULL, "looks like a file");
 	run(&r, "fingerprint", "--json", "--diff", a, b, NULL);
-	expect(&r, 2, NULL, "--json does not go with --diff");
+	expect(&r, 125, NULL, "--json does not go with --diff");
 	run(&r, "fingerprint", "--max-entries", "0", "box", NULL);
-	expect(&r, 2, NULL, "--max-entries");
+	expect(&r, 125, NULL, "--max-entries");
 	run(&r, "fingerprint", "--max-ms", "-5", "box", NULL);
-	expect(&r, 2, NULL, "--max-ms");
+	expect(&r, 125, NULL, "--max-ms");
 	run(&r, "fingerprint", "--strict", "box", NULL);
-	expect(&r, 2, NULL, "--strict goes with --diff");
+	expect(&r, 125, NULL, "--strict goes with --diff");
 	run(&r, "fingerprint", "--diff", a, b, "-o", "c.json", NULL);
-	expect(&r, 2, NULL, "-o saves a snapshot taken now");
+	expect(&r, 125, NULL, "-o saves a snapshot taken now");
 	/* a sandbox name with no engine answering: 3, never 0 or 1 */
 	run(&r, "fingerprint", "box", NULL);
 	expect(&r, 3, NULL, NULL);
@@ -301,42 +301,77 @@ static void test_verbs_acquire(void **state)
 	run(&r, "help", "acquire", NULL);
 	expect(&r, 0, "Exit status: 0 done", NULL);
 	run(&r, "acquire", NULL);
-	expect(&r, 2, NULL, "field 'scope': required");
+	expect(&r, 125, NULL, "field 'scope': required");
 	run(&r, "acquire", "--scope", "s", "--thread", "t", "--agent", "a", NULL);
-	expect(&r, 2, NULL, "field 'kind': required");
+	expect(&r, 125, NULL, "field 'kind': required");
 	run(&r, "acquire", KEY, NULL);
-	expect(&r, 2, NULL, "field 'image': required");
+	expect(&r, 125, NULL, "field 'image': required");
 	run(&r, "acquire", KEY, "--image", "i", "--output", "/etc/passwd", NULL);
-	expect(&r, 2, NULL, "field 'outputs[0]': must be a relative path");
+	expect(&r, 125, NULL, "field 'outputs[0]': must be a relative path");
 	run(&r, "acquire", KEY, "--image", "i", "--egress-allow", "a,b", NULL);
-	expect(&r, 2, NULL, "field 'egress_allow[0]'");
+	expect(&r, 125, NULL, "field 'egress_allow[0]'");
 	run(&r, "acquire", KEY, "--image-id", "", NULL);
-	expect(&r, 2, NULL, "field 'image_id': must not be empty");
+	expect(&r, 125, NULL, "field 'image_id': must not be empty");
 	run(&r, "acquire", KEY, "--image", "i", "--env", "NOEQUALS", NULL);
-	expect(&r, 2, NULL, "--env: want KEY=VALUE");
+	expect(&r, 125, NULL, "--env: want KEY=VALUE");
 	run(&r, "acquire", KEY, "--image", "i", "--env", "1X=v", NULL);
-	expect(&r, 2, NULL, "field 'env': invalid variable name");
+	expect(&r, 125, NULL, "field 'env': invalid variable name");
 	run(&r, "acquire", KEY, "--image", "i", "--cap", "files_list", NULL);
-	expect(&r, 2, NULL, "field 'capabilities[0]'");
+	expect(&r, 125, NULL, "field 'capabilities[0]'");
 	run(&r, "acquire", KEY, "--image", "i", "--isolation-scope", "call", NULL);
-	expect(&r, 2, NULL, "field 'call': isolation_scope 'call' requires");
+	expect(&r, 125, NULL, "field 'call': isolation_scope 'call' requires");
 	run(&r, "acquire", KEY, "--image", "i", "--work-dir", "rel", NULL);
-	expect(&r, 2, NULL, "field 'work_dir': must be an absolute path");
+	expect(&r, 125, NULL, "field 'work_dir': must be an absolute path");
 	run(&r, "acquire", "--bogus", NULL);
-	expect(&r, 2, NULL, "unknown option '--bogus'");
+	expect(&r, 125, NULL, "unknown option '--bogus'");
 	run(&r, "acquire", KEY, "--image", NULL);
-	expect(&r, 2, NULL, "needs an argument");
+	expect(&r, 125, NULL, "needs an argument");
 	run(&r, "acquire", KEY, "--image", "i", "extra", NULL);
-	expect(&r, 2, NULL, "unexpected argument 'extra'");
+	expect(&r, 125, NULL, "unexpected argument 'extra'");
 	run(&r, "acquire", KEY, "--image", "i", "--pull-timeout", "0", NULL);
-	expect(&r, 2, NULL, "--pull-timeout: want whole seconds from 1 to 604800, not '0'");
+	expect(&r, 125, NULL, "--pull-timeout: want whole seconds from 1 to 604800, not '0'");
 	run(&r, "acquire", KEY, "--image", "i", "--pull-timeout", "10m", NULL);
-	expect(&r, 2, NULL, "--pull-timeout: want whole seconds");
+	expect(&r, 125, NULL, "--pull-timeout: want whole seconds");
 	run(&r, "acquire", "--help", NULL);
 	expect(&r, 0, "--pull-timeout SECS", NULL);
 	/* a good request with no engine answering: 3, nothing printed */
 	run(&r, "acquire", KEY, "--image", "i", "--image-id", "sha256:abc", NULL);
 	expect(&r, 3, NULL, NULL);
+}
+
+/* Write `text` to HOME/name; its path in `path`. */
+static void write_home_file(const char *name, const char *text, char *path, size_t n)
+{
+	snprintf(path, n, "%s/%s", home, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* --env-file: a bad line is a usage error naming the file and line; a good file goes on to the engine. */
+static void test_verbs_exec_env_file(void **state)
+{
+	(void)state;
+	struct run r;
+	char bad[PATH_MAX], good[PATH_MAX], want[PATH_MAX + 64];
+	write_home_file("bad.env", "# comment\nA=1\nMY VAR=2\n", bad, sizeof(bad));
+	write_home_file("good.env", "# comment\n\nA=1\nFROM_HERE\n", good, sizeof(good));
+	run(&r, "exec", SBX, "--env-file", bad, "--", "true", NULL);
+	snprintf(want, sizeof(want), "--env-file %s:3: 'MY VAR': not a variable name", bad);
+	expect(&r, 125, NULL, want);
+	run(&r, "exec", "--env-file", good, "-e", "B=2", "--env-file", bad, SBX, "true", NULL);
+	expect(&r, 125, NULL, want);
+	run(&r, "exec", SBX, "--env-file", "/nonexistent/env", "--", "true", NULL);
+	expect(&r, 125, NULL, "--env-file /nonexistent/env: No such file or directory");
+	run(&r, "exec", SBX, "--env-file", NULL);
+	expect(&r, 125, NULL, "option '--env-file' needs an argument");
+	run(&r, "exec", SBX, "--env-file", good, "--", "true", NULL);
+	expect(&r, 125, NULL, "cannot be reached");
+	run(&r, "exec", "--help", NULL);
+	expect(&r, 0, "--env-file FILE", NULL);
+	assert_int_equal(unlink(bad), 0);
+	assert_int_equal(unlink(good), 0);
 }
 
 static void test_verbs_exec(void **state)
@@ -366,8 +401,11 @@ static void test_verbs_exec(void **state)
 	expect(&r, 125, NULL, "--timeout: want a number of seconds");
 	run(&r, "exec", SBX, "--cwd", "..", "--", "true", NULL);
 	expect(&r, 125, NULL, "field 'cwd': climbs above");
+	/* a name alone is docker's "from here" (unset here: not passed), so the request goes on to the engine */
 	run(&r, "exec", SBX, "--env", "A", "--", "true", NULL);
-	expect(&r, 125, NULL, "--env: want KEY=VALUE");
+	expect(&r, 125, NULL, "cannot be reached");
+	run(&r, "exec", SBX, "--env", "=x", "--", "true", NULL);
+	expect(&r, 125, NULL, "--env: '': not a variable name");
 	run(&r, "exec", "--bogus", SBX, "--", "true", NULL);
 	expect(&r, 125, NULL, "unknown option '--bogus'");
 	run(&r, "exec", SBX, "--", "", NULL);
@@ -378,8 +416,8 @@ static void test_verbs_exec(void **state)
 	/* docker exec's flags: the same rules through -w, -e, -u */
 	run(&r, "exec", SBX, "-w", "..", "--", "true", NULL);
 	expect(&r, 125, NULL, "field 'cwd': climbs above");
-	run(&r, "exec", SBX, "-e", "A", "--", "true", NULL);
-	expect(&r, 125, NULL, "-e: want KEY=VALUE");
+	run(&r, "exec", SBX, "-e", "1A", "--", "true", NULL);
+	expect(&r, 125, NULL, "-e: '1A': not a variable name");
 	run(&r, "exec", SBX, "-u", "a b", "--", "true", NULL);
 	expect(&r, 125, NULL, "field 'user': want NAME, UID, NAME:GROUP or UID:GID");
 	run(&r, "exec", SBX, "-u", "1:2:3", "--", "true", NULL);
@@ -417,13 +455,13 @@ static void test_verbs_ls(void **state)
 	run(&r, "ls", "--help", NULL);
 	expect(&r, 0, "--format FORMAT", NULL);
 	run(&r, "ls", "--format", "yaml", NULL);
-	expect(&r, 2, NULL, "--format: want table or json, not 'yaml'");
+	expect(&r, 125, NULL, "--format: want table or json, not 'yaml'");
 	run(&r, "ls", "--format", "{{.Names}}", NULL);
-	expect(&r, 2, NULL, "--format: want table or json");
+	expect(&r, 125, NULL, "--format: want table or json");
 	run(&r, "ls", "-q", "--json", NULL);
-	expect(&r, 2, NULL, "give one of -q, --format and --json");
+	expect(&r, 125, NULL, "give one of -q, --format and --json");
 	run(&r, "ls", "--format", "json", "--json", NULL);
-	expect(&r, 2, NULL, "give one of -q, --format and --json");
+	expect(&r, 125, NULL, "give one of -q, --format and --json");
 	run(&r, "ls", "-q", NULL);
 	expect(&r, 3, NULL, NULL);
 }
@@ -435,33 +473,33 @@ static void test_verbs_dispose(void **state)
 	run(&r, "dispose", "--help", NULL);
 	expect(&r, 0, "--id ID", NULL);
 	run(&r, "dispose", NULL);
-	expect(&r, 2, NULL, "give a sandbox NAME, or --scope and --thread");
+	expect(&r, 125, NULL, "give a sandbox NAME, or --scope and --thread");
 	run(&r, "dispose", "box", NULL);
-	expect(&r, 2, NULL, "field 'name': not a sandbox name");
+	expect(&r, 125, NULL, "field 'name': not a sandbox name");
 	run(&r, "dispose", SBX, "--scope", "s", NULL);
-	expect(&r, 2, NULL, "give a NAME, or --scope and --thread, not both");
+	expect(&r, 125, NULL, "give a NAME, or --scope and --thread, not both");
 	run(&r, "dispose", SBX, SBX "x", "--scope", "s", NULL);
-	expect(&r, 2, NULL, "not both");
-	/* several names (docker rm): each checked before the engine; all refused: 2 */
+	expect(&r, 125, NULL, "not both");
+	/* several names (docker rm): each checked before the engine; all refused: 125 */
 	run(&r, "dispose", "box", "crate", NULL);
 	if (!strstr(r.err.data, "dispose: crate: field 'name'"))
 		fail_msg("stderr '%s' does not name 'crate'", r.err.data);
-	expect(&r, 2, NULL, "dispose: box: field 'name': not a sandbox name");
+	expect(&r, 125, NULL, "dispose: box: field 'name': not a sandbox name");
 	/* one refused, one good: the good one still goes to the engine (none here: 3) */
 	run(&r, "dispose", "box", SBX, NULL);
 	expect(&r, 3, NULL, "dispose: box: field 'name'");
 	run(&r, "dispose", "--help", NULL);
 	expect(&r, 0, "dispose NAME...", NULL);
 	run(&r, "dispose", "--scope", "s", NULL);
-	expect(&r, 2, NULL, "field 'thread': required");
+	expect(&r, 125, NULL, "field 'thread': required");
 	run(&r, "dispose", "--scope", "s", "--thread", "t", "--kind", "k", NULL);
-	expect(&r, 2, NULL, "field 'kind': requires 'agent'");
+	expect(&r, 125, NULL, "field 'kind': requires 'agent'");
 	run(&r, "dispose", "--scope", "s", "--thread", "t", "--id", "abc", NULL);
-	expect(&r, 2, NULL, "field 'instance_id': requires 'agent'");
+	expect(&r, 125, NULL, "field 'instance_id': requires 'agent'");
 	run(&r, "dispose", "--scope", "s", "--thread", "t", "--agent", "a", "--id", "", NULL);
-	expect(&r, 2, NULL, "field 'instance_id': must not be empty");
+	expect(&r, 125, NULL, "field 'instance_id': must not be empty");
 	run(&r, "dispose", "--frob", NULL);
-	expect(&r, 2, NULL, "unknown option '--frob'");
+	expect(&r, 125, NULL, "unknown option '--frob'");
 	run(&r, "dispose", SBX, NULL);
 	expect(&r, 3, NULL, NULL);
 	run(&r, "dispose", "--scope", "s", "--thread", "t", NULL);
@@ -496,6 +534,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fingerprint_files),
 		cmocka_unit_test(test_verbs_acquire),
 		cmocka_unit_test(test_verbs_exec),
+		cmocka_unit_test(test_verbs_exec_env_file),
 		cmocka_unit_test(test_verbs_ls),
 		cmocka_unit_test(test_verbs_dispose),
 	};
