@@ -298,32 +298,25 @@ int mafsbx_listreader_feed(struct mafsbx_listreader *lr, const void *data, size_
 			break;
 		case LR_IN: {
 			bool done;
+			size_t k;
 			if (lr->keep) {
-				size_t k = scan_element_keep(lr, p + i, len - i, &done);
+				/* the kept members are copied into lr->elem as they are scanned */
+				k = scan_element_keep(lr, p + i, len - i, &done);
 				if (k == (size_t)-1)
 					return fail(lr, err, MAFSBX_EK_NOMEM, "out of memory reading list element %zu",
 						    lr->count);
 				if (lr->elem.len > lr->max_element)
 					return fail(lr, err, MAFSBX_EK_TOO_BIG, "list element %zu is over %zu bytes",
 						    lr->count, lr->max_element);
-				i += k;
-				if (done) {
-					lr->offset += i;
-					p += i;
-					len -= i;
-					i = 0;
-					int r = element_done(lr, err);
-					if (r < 0)
-						return r;
-				}
-				break;
+			} else {
+				k = scan_element(lr, p + i, len - i, &done);
+				if (lr->elem.len + k > lr->max_element)
+					return fail(lr, err, MAFSBX_EK_TOO_BIG, "list element %zu is over %zu bytes",
+						    lr->count, lr->max_element);
+				if (mafsbx_buf_append(&lr->elem, p + i, k) < 0)
+					return fail(lr, err, MAFSBX_EK_NOMEM, "out of memory reading list element %zu",
+						    lr->count);
 			}
-			size_t k = scan_element(lr, p + i, len - i, &done);
-			if (lr->elem.len + k > lr->max_element)
-				return fail(lr, err, MAFSBX_EK_TOO_BIG, "list element %zu is over %zu bytes", lr->count,
-					    lr->max_element);
-			if (mafsbx_buf_append(&lr->elem, p + i, k) < 0)
-				return fail(lr, err, MAFSBX_EK_NOMEM, "out of memory reading list element %zu", lr->count);
 			i += k;
 			if (done) {
 				lr->offset += i;
