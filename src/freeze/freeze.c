@@ -658,6 +658,24 @@ static int busy_error(struct mafsbx_freezer *f, const char *container, enum mafs
 	return mafsbx_turns_busy_error(container, why, err);
 }
 
+/* The refusal of an enter whose caller was interrupted (cancel.h). */
+static int interrupted(const char *container, struct mafsbx_error *err)
+{
+	return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EINTR, NULL, "freeze of %.12s: the caller was interrupted",
+				     container);
+}
+
+/* Mutex held: wait for a change of `e`, in slices of CANCEL_POLL_MS so that
+ * a cancelled caller is seen within one; false once the deadline passed. */
+static bool wait_slice(struct mafsbx_freezer *f, struct fentry *e, long long deadline_ms)
+{
+	e->waiters++;
+	long long slice = mafsbx_now_ms() + CANCEL_POLL_MS;
+	bool waited = wait_until(f, slice < deadline_ms ? slice : deadline_ms);
+	e->waiters--;
+	return waited;
+}
+
 /* ---- public API --------------------------------------------------------- */
 
 /* A freezer over `rundir`; `ensure`: make it and check it is this uid's (else the caller checked it). */
@@ -782,8 +800,7 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 	for (unsigned polls = 0;;) {
 		/* the caller is gone (cancel.h): nothing was paused for it yet */
 		if (mafsbx_cancelled()) {
-			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, EINTR, NULL,
-						  "freeze of %.12s: the caller was interrupted", container);
+			r = interrupted(container, err);
 			break;
 		}
 		/*
@@ -834,12 +851,7 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
 			e->waiters--;
 			continue;
 		}
-		e->waiters++;
-		/* in slices, so that a cancelled caller is seen within one */
-		long long slice = mafsbx_now_ms() + CANCEL_POLL_MS;
-		bool waited = wait_until(f, slice < deadline_ms ? slice : deadline_ms);
-		e->waiters--;
-		if (!waited) {
+		if (!wait_slice(f, e, deadline_ms)) {
 			if (e->poller)
 				r = busy_error(f, container, e->busy_why, err);
 			else
