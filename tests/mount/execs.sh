@@ -23,9 +23,7 @@ N=$SBX
 
 # detach MOUNT JSON-MEMBERS: starts a detached exec; sets XID
 detach() {
-	ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, $1}"
-	[ "$CTL_STATUS" = OK ] || fail "detached exec ($1): $CTL_STATUS $CTL_REPLY"
-	XID=$(jget "$CTL_REPLY" exec)
+	detach_exec "$1"
 	expect_eq "$(jget "$CTL_REPLY" path)" "$N/execs/$XID" "the reply's path"
 }
 # guest_procs PATTERN: the guest's live (not zombie) processes whose command line ends in PATTERN

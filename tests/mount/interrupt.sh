@@ -29,12 +29,6 @@ mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
 acquire "$M" t a x
 N=$SBX
 
-# detach JSON-MEMBERS: starts a detached exec; sets XID
-detach() {
-	ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, $1}"
-	[ "$CTL_STATUS" = OK ] || fail "detached exec ($1): $CTL_STATUS $CTL_REPLY"
-	XID=$(jget "$CTL_REPLY" exec)
-}
 # guest_procs PATTERN: the guest's live (not zombie) processes whose command line ends in PATTERN
 guest_procs() {
 	"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}" |
@@ -79,7 +73,7 @@ kill_and_time() {
 
 if [ "$PLANE" = local ]; then
 # --- 1. a killed reader of `wait` -------------------------------------------------------
-detach '"command": "sleep 60"'
+detach_exec '"command": "sleep 60"'
 X=$M/$N/execs/$XID
 cat "$X/wait" >/dev/null &
 READER=$!
@@ -104,7 +98,7 @@ log "ok: a killed reader of wait is gone; the command ran on; wait answers later
 
 # --- 2. interrupts racing the command's end -------------------------------------------
 for i in 1 2 3 4 5 6; do
-	detach '"command": "sleep 1"'
+	detach_exec '"command": "sleep 1"'
 	X=$M/$N/execs/$XID
 	cat "$X/wait" >/dev/null &
 	READER=$!
@@ -178,7 +172,7 @@ fi
 
 if [ "$PLANE" = engine ]; then
 # --- 5. a killed file call waiting for a freeze behind an exec ---------------------------
-detach '"command": "sleep 60"'
+detach_exec '"command": "sleep 60"'
 X=$M/$N/execs/$XID
 sleep 1
 stat "$M/$N/work/absent-while-exec" >/dev/null 2>&1 &

@@ -240,6 +240,14 @@ ctl() {
 	CTL_REPLY=${out#*$'\n'}
 }
 
+# detach_exec JSON-MEMBERS: a detached exec in sandbox $N of mount $M
+# (doc/protocol.md "Detached execs"); sets XID and CTL_REPLY
+detach_exec() {
+	ctl "$M" exec "{\"sandbox\": \"$N\", \"detach\": true, $1}"
+	[ "$CTL_STATUS" = OK ] || fail "detached exec ($1): $CTL_STATUS $CTL_REPLY"
+	XID=$(jget "$CTL_REPLY" exec)
+}
+
 jget() { printf '%s' "$1" | "$MFS_TOOL" jget "$2"; }
 
 # try OP PATH [ARG]: "OK"/"OK <bytes>" or the errno name
