@@ -202,7 +202,6 @@ struct mfs_txns {
 int mfs_txns_init(struct mfs_txns *p, unsigned max, size_t max_queued);
 /* Queue a job: 0, -EBUSY past max_queued waiting, -ESHUTDOWN after fini began. */
 int mfs_txns_submit(struct mfs_txns *p, mfs_txn_fn fn, void *arg);
-void mfs_txns_stats(struct mfs_txns *p, unsigned *running, size_t *queued);
 /* Stop: queued jobs run cancelled, running ones get `grace_ms`. true when
  * every thread was joined (false: some still run, left to the exit). */
 bool mfs_txns_fini(struct mfs_txns *p, int grace_ms);

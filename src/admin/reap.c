@@ -43,16 +43,6 @@ const char *mafsbx_reap_kind_name(enum mafsbx_reap_kind k)
 	return enum_name(names, MAFSBX_ARRAY_SIZE(names), (int)k, "?");
 }
 
-const char *mafsbx_reap_outcome_name(enum mafsbx_reap_outcome o)
-{
-	static const char *const names[] = {
-		[MAFSBX_REAP_REMOVED] = "removed", [MAFSBX_REAP_WOULD_REMOVE] = "would-remove",
-		[MAFSBX_REAP_GONE] = "gone",       [MAFSBX_REAP_FAILED] = "failed",
-		[MAFSBX_REAP_BLOCKED] = "blocked",
-	};
-	return enum_name(names, MAFSBX_ARRAY_SIZE(names), (int)o, "?");
-}
-
 const char *mafsbx_reap_code_name(enum mafsbx_reap_code c)
 {
 	static const char *const names[] = {

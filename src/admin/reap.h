@@ -61,7 +61,6 @@ enum mafsbx_reap_outcome {
 	MAFSBX_REAP_FAILED,                /* removal failed: see the failures */
 	MAFSBX_REAP_BLOCKED,               /* kept: a container of its group was not removed */
 };
-const char *mafsbx_reap_outcome_name(enum mafsbx_reap_outcome o);
 
 struct mafsbx_reap_item {
 	enum mafsbx_reap_kind kind;

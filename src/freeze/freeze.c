@@ -765,11 +765,6 @@ const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f)
 	return f ? f->rundir : NULL;
 }
 
-const char *mafsbx_freeze_container(const struct mafsbx_freeze *h)
-{
-	return h ? h->e->container : NULL;
-}
-
 static void hold_hook(struct mafsbx_freezer *f)
 {
 	if (f->hold_ms > 0)

@@ -156,7 +156,6 @@ bool mafsbx_freeze_unpause_moot(const struct mafsbx_error *unpause_err, const js
 /* Leave; the last one out unpauses. Never fails (a failed unpause is logged, unless the
  * container is gone or stopped: nothing is left to lift). NULL is a no-op. */
 void mafsbx_freeze_leave(struct mafsbx_freeze *h);
-const char *mafsbx_freeze_container(const struct mafsbx_freeze *h);
 
 /*
  * Register an exec of `container` before creating it: waits until no freeze

@@ -67,7 +67,6 @@ struct mafsbx_backend;
 struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx_freezer *fz,
 					  const struct mafsbx_sandbox_config *cfg, struct mafsbx_error *err);
 void mafsbx_backend_free(struct mafsbx_backend *b);
-struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b);
 /*
  * Who makes a missing work dir without a freeze (the local plane, plane.c,
  * which works on handles beneath the pinned container root): called with the
@@ -79,7 +78,6 @@ struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b);
 typedef int (*mafsbx_base_preparer_fn)(void *ctx, const char *id, const char *name, const char *base, uid_t uid,
 				       gid_t gid, unsigned *made, struct mafsbx_error *err);
 void mafsbx_backend_set_base_preparer(struct mafsbx_backend *b, mafsbx_base_preparer_fn fn, void *ctx);
-const struct mafsbx_sandbox_config *mafsbx_backend_config(const struct mafsbx_backend *b);
 /* The spec-parsing context matching this backend's config (default image, exec ceiling). */
 void mafsbx_backend_spec_config(const struct mafsbx_backend *b, struct mafsbx_spec_config *out);
 
