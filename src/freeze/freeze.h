@@ -139,9 +139,12 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
  * cannot be read (no pause record, the log moved on, the engine's error).
  */
 int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err);
-/* Test-only (NULL otherwise): called at the start of every verify, inside the freeze. */
+#ifdef MAFSBX_TEST_KNOBS
+/* A test hook (NULL unless a test sets it), compiled only into the test
+ * libraries: called at the start of every verify, inside the freeze. */
 extern void (*mafsbx_freeze_test_before_verify)(const char *container, void *ctx);
 extern void *mafsbx_freeze_test_before_verify_ctx;
+#endif
 
 /*
  * Whether a failed unpause of ours needs no retry: the container is gone or

@@ -43,7 +43,6 @@ struct mafsbx_sandbox_config {
 	double cpus;                    /* 0 = off; NanoCpus = cpus * 1e9 */
 	const char *egress_proxy_image; /* NULL or "" = none (copied) */
 	const char *egress_outbound_network; /* the proxy's second leg; NULL or "" = "bridge" (copied) */
-	bool egress_allow_nonglobal;    /* TESTS ONLY: the proxy lets private peers through */
 	long exec_timeout_max_s;        /* 86400: ceiling of exec timeouts; MAFSBX_EXEC_TIMEOUT_NO_CEILING: none */
 	long exec_timeout_s;            /* 300: an exec's timeout when the request names none */
 	long pull_timeout_ms;           /* 600000: an image pull. The pull runs on the engine handle, which

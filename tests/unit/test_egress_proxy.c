@@ -1,9 +1,10 @@
 /*
- * test_proxy.c: the egress proxy's unit tests. The pure parts (proxy_core.c)
- * are called directly: the allow table and the startup line, the glob table,
- * request-head parsing (bad lines, limits), the non-global address tables for
- * IPv4 and IPv6, and the decision line. Then the built program is run on a
- * loopback port (argv[1]) and spoken to over TCP: a 405, a DENY for a wrong
+ * test_egress_proxy.c: the egress proxy's unit tests (tools/egress-proxy/).
+ * The pure parts (proxy_core.c) are called directly: the allow table and the
+ * startup line, the glob table, request-head parsing (bad lines, limits), the
+ * non-global address tables for IPv4 and IPv6, and the decision line. Then
+ * the installed program is run on a loopback port (argv[1]) and spoken to
+ * over TCP: a 405, a DENY for a wrong
  * port and for a host off the list (with their flushed log lines), a 400 for
  * a head over 64 KiB and for a client that says nothing for 10 s.
  */
