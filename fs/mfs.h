@@ -107,6 +107,8 @@ struct mfs_options {
 	unsigned max_requests;       /* .ctl transactions running at once (txn.c) */
 	unsigned max_open_per_user;  /* open files per user but the daemon's; 0: from RLIMIT_NOFILE at start */
 	unsigned max_calls_per_user; /* engine-plane file calls per user but the daemon's; 0: max_threads / 4 */
+	uint64_t reply_budget;       /* -o reply_budget: bytes; 0 (a mount not from the command line): the default */
+	uint64_t spool_budget;       /* -o spool_budget: bytes; 0: the plane's default (1 GiB) */
 	uint64_t max_read;
 	uint64_t max_write;
 	long exec_timeout;           /* seconds: an exec's timeout when it names none */
@@ -701,11 +703,10 @@ char *mfs_json_dump_line(const json_t *v, size_t flags, size_t *len);
 /*
  * The mount-wide reply budget (reply.c): the bytes exec replies being built
  * may hold at once. take() reserves `bytes` or fails with ENOMEM naming the
- * request; put() gives them back. Default MFS_REPLY_BUDGET_DEFAULT,
- * $MAFSBX_REPLY_BUDGET_MB overrides.
+ * request; put() gives them back. -o reply_budget (fs->opt), else
+ * MFS_REPLY_BUDGET_DEFAULT.
  */
 #define MFS_REPLY_BUDGET_DEFAULT ((size_t)256 * 1024 * 1024)
-#define MFS_REPLY_BUDGET_ENV "MAFSBX_REPLY_BUDGET_MB"
 int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct mafsbx_error *err);
 void mfs_reply_budget_put(struct mfs *fs, size_t bytes);
 /* Keep `bytes` taken until this thread's next mfs_reply_dump() (then put back). */

@@ -47,8 +47,9 @@ for f in "$bindir/mafsbx" "$bindir/mafsbxfs" "$libexecdir/mafsbx/mafsbx-egress-p
 	[ -f "$dest$f" ] || continue
 	knobs=$(strings "$dest$f" | grep -o 'MAFSBX_TEST_[A-Z_]*' | sort -u | tr '\n' ' ')
 	[ -z "$knobs" ] || bad "$f reads test knobs: $knobs"
-	# the proxy's switch before it was test-only
-	old=$(strings "$dest$f" | grep -oE 'MAFSBX_PROXY_ALLOW_NONGLOBAL' | sort -u | tr '\n' ' ')
+	# the proxy's switch before it was test-only; the settings that are -o options now
+	old=$(strings "$dest$f" | grep -oE 'MAFSBX_PROXY_ALLOW_NONGLOBAL|MAFSBX_(REPLY|SPOOL)_BUDGET_MB' | sort -u |
+		tr '\n' ' ')
 	[ -z "$old" ] || bad "$f still reads from the environment: $old"
 	if command -v nm >/dev/null 2>&1; then
 		hooks=$(nm "$dest$f" 2>/dev/null | awk '$3 ~ /(^|_)test_/ {print $3}' | sort -u | tr '\n' ' ')
