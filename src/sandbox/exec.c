@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "execmark.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -147,6 +148,17 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 	if (!cwd)
 		return -(err ? err->err : EINVAL);
 
+	/* every user exec carries a marker, so its timeout or cancel finds what it daemonised */
+	char mark[MAFSBX_EXEC_MARK_MAX + 1];
+	if (h && h->marker && !mafsbx_exec_mark_valid(h->marker))
+		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: the marker is not %d to %d hex digits",
+				     MAFSBX_EXEC_MARK_MIN, MAFSBX_EXEC_MARK_MAX);
+	else if (!(h && h->marker) && (r = mafsbx_exec_mark_new(mark)) < 0)
+		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -r, NULL, "exec: no marker: %s", strerror(-r));
+	if (r < 0) {
+		free(cwd);
+		return r;
+	}
 	struct hook_ctx hc = { .h = h, .container_id = id };
 	struct mafsbx_exec_request rq = {
 		.argv = (const char *const *)spec->argv,
@@ -164,6 +176,7 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 		.on_created = h && h->on_created ? hook_created : NULL,
 		.output_ctx = &hc,
 		.kill_on_timeout = h && h->kill_on_timeout && spec->on_timeout != MAFSBX_ON_TIMEOUT_DISPOSE,
+		.marker = h && h->marker ? h->marker : mark,
 	};
 	mafsbx_error_clear(&e);
 	r = mafsbx_sbx_exec(b, id, &rq, res, &e);
