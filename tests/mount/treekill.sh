@@ -59,7 +59,9 @@ until_procs 'sleep 10[1-5]' 5
 # sleep 103's parent is gone: the guest's init adopted it
 run_exec "$M" "$N" "ps -o ppid,args | grep ' sleep 103\$'"
 expect_eq "$(jget "$CTL_REPLY" stdout | tr -d ' \n')" 1sleep103 "the parent of the daemonised sleep 103"
+t0=$(date +%s%N)
 rmdir "$M/$N/execs/$XID" || fail "rmdir (cancel) failed"
+log "figure: the cancel took $((($(date +%s%N) - t0) / 1000000)) ms with $(ls /proc | grep -c '^[0-9]') processes on the host"
 sleep 1
 expect_eq "$(guest_procs 'sleep 10[1-4]')" 0 "the cancelled command's processes 1 s after the cancel"
 expect_eq "$(guest_procs 'sleep 105')" 1 "the concurrent exec's sleep 105 after the cancel"
