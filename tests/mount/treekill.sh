@@ -9,7 +9,9 @@
 #      the guest's init) leaves nothing of it in the guest 1 s after rmdir
 #      returns; a concurrent exec's `sleep 105` in the same sandbox survives;
 #   3. the same for a blocking exec with timeout 2: ETIMEDOUT, the sandbox
-#      kept, nothing of the command left, `sleep 105` still there;
+#      kept, nothing of the command left, `sleep 105` still there; and for
+#      one whose caller was killed (doc/protocol.md "Interrupted callers"):
+#      the command runs on, and its timeout (4 s) ends all of it;
 #   4. what a command detached on purpose (`setsid sleep 106 &`, and a
 #      detached exec's `setsid sleep 107 &`) outlives the exec's end, the
 #      forgetting of the finished exec, and other execs' cancels;
@@ -78,6 +80,18 @@ expect_eq "$(guest_procs 'sleep 10[1-4]')" 0 "the timed-out command's processes 
 expect_eq "$(guest_procs 'sleep 105')" 1 "the concurrent exec's sleep 105 after the timeout"
 expect_eq "$("$MFS_TOOL" state "$N")" running "the sandbox after the timeout"
 log "ok: a blocking timeout ends what the command daemonised, nothing of another exec"
+
+# --- 3b. a caller that gives up: the command runs on, its timeout still ends it all ----------------
+"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"$TREE\", \"timeout\": 4}" >/dev/null 2>&1 &
+WRITER=$!
+until_procs 'sleep 10[1-4]' 4
+kill -KILL "$WRITER"
+wait "$WRITER" 2>/dev/null
+expect_eq "$(guest_procs 'sleep 10[1-4]')" 4 "the command right after its caller was killed"
+until_procs 'sleep 10[1-4]' 0
+expect_eq "$(guest_procs 'sleep 105')" 1 "the concurrent exec's sleep 105 after the abandoned exec's timeout"
+expect_eq "$("$MFS_TOOL" state "$N")" running "the sandbox after the abandoned exec's timeout"
+log "ok: a killed caller's command runs on; its timeout ends what it daemonised"
 
 # --- 4. a finished exec's detached programs live on ---------------------------------------------
 run_exec "$M" "$N" "setsid sleep 106 >/dev/null 2>&1 </dev/null & echo started"
