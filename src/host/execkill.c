@@ -52,7 +52,8 @@
 
 #define TREE_MAX 4096      /* processes one exec may have; more are refused */
 #define STOP_PASSES 16
-#define ENVIRON_MAX (4 << 20)  /* bytes of one process's environment read for the marker */
+#define ENVIRON_MAX (1 << 20)      /* bytes of one process's environment read for the marker */
+#define ENVIRON_BUDGET (64 << 20)  /* and of all of them in one kill: a guest's huge environments cost it, not us */
 
 struct member {
 	long pid;
@@ -70,6 +71,8 @@ struct tree {
 	char mark[sizeof(MAFSBX_EXEC_MARK_ENV) + MAFSBX_EXEC_MARK_MAX + 1];   /* "KEY=VALUE", "" for none */
 	struct mafsbx_tree_proc *seen;   /* one pass's processes of the container (TREE_MAX) */
 	size_t environ_denied;           /* environments that could not be read */
+	size_t environ_read;             /* bytes read of them (ENVIRON_BUDGET) */
+	size_t environ_skipped;          /* processes not read, the budget spent */
 };
 
 static int pidfd_open_nocheck(long pid)
@@ -224,11 +227,18 @@ static bool in_tree(const struct tree *t, long pid)
 }
 
 /* Whether the environment of the process at dir holds t->mark (read in
- * chunks, at most ENVIRON_MAX bytes). One that cannot be read is counted. */
+ * chunks, at most ENVIRON_MAX bytes, within what is left of the kill's
+ * ENVIRON_BUDGET). One that cannot be read, or is not for the budget, is
+ * counted. */
 static bool carries_mark(struct tree *t, int dir)
 {
 	if (!t->mark[0])
 		return false;
+	size_t cap = ENVIRON_BUDGET - t->environ_read < ENVIRON_MAX ? ENVIRON_BUDGET - t->environ_read : ENVIRON_MAX;
+	if (cap == 0) {
+		t->environ_skipped++;
+		return false;
+	}
 	int fd = openat(dir, "environ", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		t->environ_denied++;
@@ -238,8 +248,8 @@ static bool carries_mark(struct tree *t, int dir)
 	mafsbx_environ_match_init(&m, t->mark);
 	char buf[16384];
 	size_t total = 0;
-	ssize_t n;
-	while (total < ENVIRON_MAX && (n = read(fd, buf, sizeof(buf))) != 0) {
+	ssize_t n = -1;
+	while (total < cap && (n = read(fd, buf, sizeof(buf) < cap - total ? sizeof(buf) : cap - total)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -251,7 +261,9 @@ static bool carries_mark(struct tree *t, int dir)
 		total += (size_t)n;
 	}
 	close(fd);
-	return mafsbx_environ_match_end(&m);
+	t->environ_read += total;
+	/* the last entry counts without its NUL only where the block ended, not where we stopped reading */
+	return n == 0 ? mafsbx_environ_match_end(&m) : m.found;
 }
 
 /* t->mark from the root's own environment (the caller kept none): the
@@ -438,9 +450,10 @@ int mafsbx_exec_kill_tree_marked(struct mafsbx_engine *e, const char *container_
 	for (size_t i = 0; i < t.n; i++)
 		if (pidfd_signal(t.m[i].pidfd, SIGKILL) == 0)
 			(*killed)++;
-	if (t.environ_denied)
+	if (t.environ_denied || t.environ_skipped)
 		log_info("kill exec %.12s: the environment of %zu of the container's processes could not be read (a "
-			 "rootless engine's): only the command's descendants were ended", exec_id, t.environ_denied);
+			 "rootless engine's), of %zu not past %d MiB read: those were ended only if they descend from the "
+			 "command", exec_id, t.environ_denied, t.environ_skipped, ENVIRON_BUDGET >> 20);
 	tree_free(&t);
 	if (r < 0)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -r, NULL, "kill exec %.12s: %s", exec_id,
