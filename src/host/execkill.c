@@ -266,8 +266,9 @@ static bool carries_mark(struct tree *t, int dir)
 	return n == 0 ? mafsbx_environ_match_end(&m) : m.found;
 }
 
-/* t->mark from the root's own environment (the caller kept none): the
- * value the mount set in the exec's Env, when it is still there. */
+/* t->mark from the root's own environment (the caller kept none: a job
+ * adopted from elsewhere): the value the mount set in the exec's Env, when
+ * it is still there (a root that cleared its environment leaves parentage). */
 static void mark_from_root(struct tree *t)
 {
 	char path[48], value[MAFSBX_EXEC_MARK_MAX + 1];
@@ -288,7 +289,8 @@ static void mark_from_root(struct tree *t)
 		len += (size_t)n;
 	}
 	close(fd);
-	if (buf && mafsbx_environ_mark(buf, len, value) == 0)
+	/* read by PID: only while the root's pidfd (m[0]) says it is still the root */
+	if (buf && mafsbx_environ_mark(buf, len, value) == 0 && !pidfd_exited(t->m[0].pidfd))
 		snprintf(t->mark, sizeof(t->mark), "%s=%s", MAFSBX_EXEC_MARK_ENV, value);
 	free(buf);
 }

@@ -23,6 +23,11 @@
  *                                      each "OK" or the refusal: the cgroup proof
  *                                      alone, the pin's proofs of its init, the
  *                                      exec kill's proofs of one of its processes
+ *   mfs_tool killexec NAME CMD         the kill a caller without the exec's marker
+ *                                      does (mafsbx_exec_kill_tree: the marker read
+ *                                      from the exec's process) on the running
+ *                                      exec of NAME that runs `sh -c CMD`; prints
+ *                                      how many processes were signalled
  *   mfs_tool paused SCOPE              how many containers of that scope are paused
  *   mfs_tool handmade SCOPE THREAD AGENT KIND [CALL]
  *                                      create + start a sandbox by hand with the
@@ -382,6 +387,48 @@ static int cmd_prove(const char *name, const char *pidarg)
 	close(dir);
 	close(idir);
 	json_decref(j);
+	return 0;
+}
+
+/* Whether the host process `pid` runs `sh -c cmd` (its /proc/PID/cmdline). */
+static bool runs_shell_command(long pid, const char *cmd)
+{
+	char path[48], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	if (fd >= 0)
+		close(fd);
+	size_t cl = strlen(cmd);
+	return n == (ssize_t)(6 + cl + 1) && !memcmp(buf, "sh\0-c\0", 6) && !memcmp(buf + 6, cmd, cl + 1);
+}
+
+static int cmd_killexec(const char *name, const char *cmd)
+{
+	struct mafsbx_engine *e = engine_or_die(false);
+	json_t *j = NULL, *x;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_container_inspect(e, name, &j, &err), found = 0, killed = 0;
+	const char *id = json_string_value(json_object_get(j, "Id"));
+	size_t i;
+	json_array_foreach(json_object_get(j, "ExecIDs"), i, x) {
+		const char *eid = json_string_value(x);
+		long pid = 0;
+		bool running = false;
+		if (found || !eid || !id || mafsbx_exec_pid(e, eid, &pid, &running, &err) < 0 || !running ||
+		    !runs_shell_command(pid, cmd))
+			continue;
+		found = 1;
+		r = mafsbx_exec_kill_tree(e, id, eid, &killed, &err);
+	}
+	json_decref(j);
+	mafsbx_engine_close(e);
+	if (r < 0 || !found) {
+		fprintf(stderr, "mfs_tool killexec %s: %s\n", name, r < 0 ? err.message : "no running exec runs that");
+		return 1;
+	}
+	printf("%d\n", killed);
 	return 0;
 }
 
@@ -758,6 +805,8 @@ int main(int argc, char **argv)
 		return cmd_initpid(argv[2]);
 	if (!strcmp(cmd, "prove") && argc == 4)
 		return cmd_prove(argv[2], argv[3]);
+	if (!strcmp(cmd, "killexec") && argc == 4)
+		return cmd_killexec(argv[2], argv[3]);
 	if (!strcmp(cmd, "paused") && argc == 3)
 		return cmd_paused(argv[2]);
 	if (!strcmp(cmd, "handmade") && (argc == 6 || argc == 7))

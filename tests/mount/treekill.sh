@@ -8,6 +8,8 @@
 #      (sleep 103 &) ; setsid sleep 104 & wait` (103 daemonised: adopted by
 #      the guest's init) leaves nothing of it in the guest 1 s after rmdir
 #      returns; a concurrent exec's `sleep 105` in the same sandbox survives;
+#      the same when the kill reads the marker from the command's own
+#      process (mafsbx_exec_kill_tree, as for a job adopted from elsewhere);
 #   3. the same for a blocking exec with timeout 2: ETIMEDOUT, the sandbox
 #      kept, nothing of the command left, `sleep 105` still there; and for
 #      one whose caller was killed (doc/protocol.md "Interrupted callers"):
@@ -70,6 +72,20 @@ expect_eq "$(guest_procs 'sleep 105')" 1 "the concurrent exec's sleep 105 after 
 expect_eq "$(jget "$(cat "$M/$N/execs/$KEEP/status")" running)" true "the concurrent exec after the cancel"
 expect_eq "$("$MFS_TOOL" state "$N")" running "the sandbox after the cancel"
 log "ok: a cancel ends what the command daemonised, nothing of another exec"
+
+# --- 2b. a kill without the marker in hand (a job adopted from elsewhere) reads it from the command -------------------
+TREE2='sleep 111 & sleep 112 & (sleep 113 &) ; setsid sleep 114 & wait'
+detach_exec "\"command\": \"$TREE2\""
+until_procs 'sleep 11[1-4]' 4
+killed=$("$MFS_TOOL" killexec "$N" "$TREE2") || fail "the kill without the marker in hand"
+[ "$killed" -ge 5 ] || fail "the kill without the marker in hand signalled $killed processes, want the shell and 4 sleeps"
+sleep 1
+expect_eq "$(guest_procs 'sleep 11[1-4]')" 0 "the command's processes 1 s after the kill without the marker in hand"
+expect_eq "$(guest_procs 'sleep 105')" 1 "the concurrent exec's sleep 105 after the kill without the marker in hand"
+w=$(timeout 30 cat "$M/$N/execs/$XID/wait") || fail "wait of the killed exec"
+expect_eq "$(jget "$w" exit_code)" 137 "the exit code of the exec killed without the marker in hand"
+rmdir "$M/$N/execs/$XID" || fail "forgetting the killed exec"
+log "ok: a kill without the marker in hand reads it from the command's own process"
 
 # --- 3. a blocking timeout ends the whole tree -------------------------------------------------
 expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"command\": \"$TREE\", \"timeout\": 2}" ETIMEDOUT "the sandbox kept"
