@@ -38,7 +38,10 @@
  *   mfs_tool rm-scope SCOPE            force-remove every container and network
  *                                      labelled with that scope (test cleanup)
  *   mfs_tool fwd LISTEN TARGET         relay a unix socket to another (a stand-in
- *                                      engine socket a test can stop and start)
+ *                                      engine socket a test can stop and start);
+ *                                      LISTEN "tcp": a port of 127.0.0.1 instead,
+ *                                      its number printed once listening (the
+ *                                      engine as a remote one, tcp://)
  *   mfs_tool errname N                 errno name of a number
  *   mfs_tool timecalls FILE N          N times: stat then open+read FILE; prints
  *                                      the median microseconds of one pair
@@ -66,6 +69,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -560,6 +565,23 @@ static int unix_socket(const char *path, bool listening)
 	return fd;
 }
 
+/* A listening socket on 127.0.0.1, its port chosen by the kernel and printed. */
+static int tcp_listener(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	printf("%u\n", ntohs(a.sin_port));
+	fflush(stdout);
+	return fd;
+}
+
 static void relay(int a, int b)
 {
 	struct pollfd p[2] = { { a, POLLIN, 0 }, { b, POLLIN, 0 } };
@@ -606,7 +628,8 @@ static int cmd_fwd(const char *listen_path, const char *target)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGCHLD, SIG_IGN);
-	int ls = unix_socket(listen_path, true);
+	bool tcp = !strcmp(listen_path, "tcp");
+	int ls = tcp ? tcp_listener() : unix_socket(listen_path, true);
 	if (ls < 0) {
 		fprintf(stderr, "mfs_tool: cannot listen on %s: %s\n", listen_path, strerror(errno));
 		return 1;
@@ -634,7 +657,8 @@ static int cmd_fwd(const char *listen_path, const char *target)
 		close(c);
 	}
 	close(ls);
-	unlink(listen_path);
+	if (!tcp)
+		unlink(listen_path);
 	return 0;
 }
 

@@ -17,7 +17,9 @@
 #   4. what a command detached on purpose (`setsid sleep 106 &`, and a
 #      detached exec's `setsid sleep 107 &`) outlives the exec's end, the
 #      forgetting of the finished exec, and other execs' cancels;
-#   5. the guest's init is the same process all along (its start time).
+#   5. the guest's init is the same process all along (its start time);
+#   6. on a remote engine (tcp://, a relay to this host's) a cancel and a
+#      timeout dispose the sandbox, as documented.
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -124,4 +126,27 @@ log "ok: what a finished exec detached on purpose outlives it"
 
 # --- 5. the init -----------------------------------------------------------------------------------
 expect_eq "$(init_start)" "$INIT0" "the start time of the guest's init"
+umount_fs "$M" "$DAEMON_PID"
+
+# --- 6. a remote engine (tcp://, here a relay to this host's): a cancel and a timeout dispose -------------
+ENGINE_SOCK=${DOCKER_HOST:-unix:///var/run/docker.sock}
+"$MFS_TOOL" fwd tcp "${ENGINE_SOCK#unix://}" >"$T/port" 2>>"$T/fwd.log" &
+BGPIDS+=("$!")
+for _ in $(seq 1 50); do
+	[ -s "$T/port" ] && break
+	sleep 0.1
+done
+PORT=$(head -n1 "$T/port")
+[ -n "$PORT" ] || fail "the tcp relay to the engine did not start"
+mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE,host=tcp://127.0.0.1:$PORT"
+detach_exec "\"command\": \"$TREE\""
+until_procs 'sleep 10[1-4]' 4
+rmdir "$M/$N/execs/$XID" || fail "cancel on a remote engine"
+expect_eq "$("$MFS_TOOL" state "$N")" absent "the sandbox after a cancel on a remote engine"
+acquire "$M" t a y
+N=$SBX
+expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"command\": \"sleep 30\", \"timeout\": 2}" ETIMEDOUT "disposed"
+expect_eq "$(jget "$CTL_REPLY" sandbox_disposed)" true "sandbox_disposed after a timeout on a remote engine"
+expect_eq "$("$MFS_TOOL" state "$N")" absent "the sandbox after a timeout on a remote engine"
+log "ok: on a remote engine a cancel and a timeout dispose, as documented"
 log "PASS"
