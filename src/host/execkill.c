@@ -1,16 +1,17 @@
 /*
  * execkill.c: ending an exec's processes from the host (a cancel, or a
- * timeout, blocking or detached: doc/protocol.md "The transactions"), so the sandbox survives. The Docker
- * Engine API cannot kill an exec; where the engine runs on this host its
- * processes are ours to signal, under rules that never reach another:
+ * timeout, blocking or detached: doc/protocol.md "The transactions"), so
+ * the sandbox survives. The Docker Engine API cannot kill an exec; where the
+ * engine runs on this host its processes are ours to signal, under rules
+ * that never reach another:
  *
  *  - the root is the exec's host PID as the engine reports it (ExecInspect
  *    Pid), never a PID the guest names (a guest PID can equal any host PID);
  *  - every process is signalled only through a pidfd, opened first and then
  *    checked: its start time is the one the pass over /proc read (the same
  *    process, not a successor under a recycled PID), /proc/PID/cgroup must
- *    name the container's 64-hex ID where
- *    the engine puts it (cgroup.h), its PID namespace and its root must be
+ *    name the container's 64-hex ID where the engine puts it (cgroup.h),
+ *    its PID namespace and its root must be
  *    the container init's (a process moved into the container's cgroup,
  *    which a user with a delegated subtree or root on the host can do, is
  *    still not in the container), and the pidfd must still be live after

@@ -90,9 +90,10 @@ static int stream_ended_early(struct mafsbx_backend *b, struct mafsbx_exec_resul
 
 /*
  * A timed-out command killed where the engine runs on this host: true once
- * its processes (its tree and what carries its marker) were signalled and the engine says the exec ended (bounded
- * wait), so the caller may end its freezer registration; false when it could
- * not be killed here (the caller removes the container).
+ * its processes (its tree and what carries its marker) were signalled and
+ * the engine says the exec ended (bounded wait), so the caller may end its
+ * freezer registration; false when it could not be killed here (the caller
+ * removes the container).
  */
 static bool kill_timed_out(struct mafsbx_backend *b, const char *id, const char *marker,
 			   struct mafsbx_exec_result *res)
