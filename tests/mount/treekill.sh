@@ -47,10 +47,12 @@ INIT0=$(init_start)
 TREE='sleep 101 & sleep 102 & (sleep 103 &) ; setsid sleep 104 & wait'
 
 # --- 1. the marker ----------------------------------------------------------------------
-ctl "$M" exec "{\"sandbox\": \"$N\", \"command\": \"echo \$MAFSBX_EXEC_ID\", \"env\": {\"MAFSBX_EXEC_ID\": \"mine\"}}"
+ctl "$M" exec "{\"sandbox\": \"$N\", \"command\": \"echo \$MAFSBX_EXEC_ID; env | grep -c ^MAFSBX_EXEC_ID=\", \"env\": {\"MAFSBX_EXEC_ID\": \"mine\"}}"
 expect_eq "$CTL_STATUS" OK "an exec naming MAFSBX_EXEC_ID ($CTL_REPLY)"
-mark=$(jget "$CTL_REPLY" stdout | tr -d '\n')
+out=$(jget "$CTL_REPLY" stdout)
+mark=${out%%$'\n'*}
 printf '%s' "$mark" | grep -Eqx '[0-9a-f]{32}' || fail "MAFSBX_EXEC_ID in a blocking exec is '$mark'"
+expect_eq "${out#*$'\n'}" 1 "the entries naming MAFSBX_EXEC_ID in the exec's environment"
 detach_exec '"command": "echo $MAFSBX_EXEC_ID"'
 w=$(timeout 30 cat "$M/$N/execs/$XID/wait") || fail "wait of the detached exec"
 expect_eq "$(jget "$w" stdout | tr -d '\n')" "$XID" "MAFSBX_EXEC_ID in a detached exec"
