@@ -10,8 +10,9 @@
  *
  * Cancel (rmdir NAME/execs/ID) and timeout end the command without
  * disposing the sandbox where the engine runs on this host: its process
- * tree is killed (src/host/execkill.c: pidfds checked against the container's
- * cgroup, never its init). On a remote engine they dispose the sandbox, as
+ * tree and every process carrying its marker (its ID) are killed
+ * (src/host/execkill.c: pidfds checked against the container's cgroup,
+ * never its init). On a remote engine they dispose the sandbox, as
  * upstream does, and `status` says so.
  *
  * Bounds: at most MFS_EXECS_KEPT per sandbox (the oldest finished one is
@@ -207,8 +208,9 @@ static void *exec_main(void *arg)
 {
 	struct mfs_dexec *d = arg;
 	struct mfs *fs = d->fs;
+	/* its ID is its marker: the cancel looks for what carries it (src/host/execmark.h) */
 	struct mafsbx_exec_hooks h = { .on_output = on_output, .on_created = on_created, .ctx = d,
-				       .kill_on_timeout = engine_local(fs) };
+				       .kill_on_timeout = engine_local(fs), .marker = d->id };
 	struct mafsbx_exec_result res;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
@@ -447,7 +449,8 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 		mafsbx_error_clear(&ke);
 		int killed = 0;
 		/* not created yet, or not started yet (ESRCH): ask again shortly */
-		if (eid[0] && mafsbx_exec_kill_tree(fs->engine, cid, eid, &killed, &ke) < 0 && ke.err != ESRCH) {
+		if (eid[0] && mafsbx_exec_kill_tree_marked(fs->engine, cid, eid, d->id, &killed, &ke) < 0 &&
+		    ke.err != ESRCH) {
 			log_warn("cancel of exec %s in %s: cannot kill it here (%s); disposing the sandbox", d->id,
 				 d->sandbox, ke.message);
 			dispose = true;

@@ -232,6 +232,10 @@ struct mafsbx_exec_hooks {
 	 * both ways at once, instead of the spec's stdin; see engine.h */
 	bool stdin_from_fd;
 	int stdin_fd;
+	/* the exec's marker (MAFSBX_EXEC_ID in its environment, 8 to 64 hex
+	 * digits: src/host/execmark.h), for the caller's own cancel
+	 * (mafsbx_exec_kill_tree_marked); NULL: a fresh one is drawn */
+	const char *marker;
 };
 /* The general form of the two above. */
 int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
