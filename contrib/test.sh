@@ -31,7 +31,11 @@
 #      a minbase container runs contrib/quickstart.sh as a new user would;
 #      it must print the sandbox's file, install only the run set's packages
 #      and leave no service but the engine running
-#   6e. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
+#   6e. systemd (tests/platform/systemd.sh): the unit mafsbxfs@.service, as
+#      built, under a real systemd booted in a Debian 12 container: its
+#      hardening in force, the mount seen by other processes, the daemon's
+#      errors under `journalctl -p err`, systemctl restart and stop
+#   6f. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
@@ -55,12 +59,14 @@ cd "$root"
 # The Debian 13 stage's images (debootstrap, then its packages: minutes of
 # waiting on the mirror on a fresh machine) are made in the background while
 # the host's suites run; the stage itself waits for them.
-d13_images= cgv2_images= qs_image= # set by bg_start
+d13_images= cgv2_images= qs_image= sd_image= # set by bg_start
 bg_start d13_images "$root/tests/platform/debian13.sh" --images-only
 # The cgroup v2 VM's disk (made from that setup image) likewise.
 bg_start cgv2_images "$root/tests/platform/cgroupv2.sh" --images-only
 # The quick-start stage's minimal Debian 12 likewise.
 bg_start qs_image "$root/tests/platform/quickstart.sh" --images-only
+# The systemd stage's image (that Debian 12 with systemd) likewise.
+bg_start sd_image "$root/tests/platform/systemd.sh" --images-only
 
 export MAFSBX_REQUIRE_ENGINE=1
 failures=()
@@ -272,6 +278,10 @@ bg_finish "$cgv2_images" && platform_stage cgroupv2 "the cgroup v2 VM stage" "$r
 # The quick start on a fresh Debian 12 (minbase), its packages from the mirror.
 bg_finish "$qs_image" && platform_stage quickstart "the quick-start stage" "$root/tests/platform/quickstart.sh" ||
 	failures+=("quickstart: making the Debian 12 image failed (exit $?; log above)")
+
+# The unit under a real systemd (PID 1 of a Debian 12 container), build/'s daemon.
+bg_finish "$sd_image" && platform_stage systemd "the systemd stage" "$root/tests/platform/systemd.sh" build ||
+	failures+=("systemd: making the systemd image failed (exit $?; log above)")
 
 # Scale: 1000 sandboxes on a private dockerd (tests/bench/bench_scale):
 # the root listing, by-scope, mafsbx ls and reap --dry-run against the
