@@ -23,14 +23,20 @@
 #      13 image (made once with debootstrap, cached under /var/cache/mafsbx)
 #      with its own dockerd 26 and libfuse 3.17: the unit suite, the
 #      integration and mount tests that prove that platform, and FUSE
-#      passthrough
+#      passthrough; first, on that minimal system with only the test set
+#      (tests/platform/toolchain.sh): the clang, ASan, TSan and fuzz builds
+#      compile (setup.sh built the gcc one), dpkg-buildpackage gets past
+#      dpkg-checkbuilddeps, every program the test scripts call is found
 #   6c. cgroup v2 (tests/platform/cgroupv2.sh): a qemu VM booted from that
 #      Debian 13 image with its own kernel and only cgroup2 mounted: the mount
 #      tests cgroups, cgroups-engine, story and story-engine
 #   6d. the quick start on a fresh Debian 12 (tests/platform/quickstart.sh):
 #      a minbase container runs contrib/quickstart.sh as a new user would;
 #      it must print the sandbox's file, install only the run set's packages
-#      and leave no service but the engine running
+#      and leave no service but the engine running; then a container of that
+#      Debian 12 with only the test set (tests/platform/toolchain.sh): the
+#      gcc, clang and fuzz builds compile, dpkg-buildpackage gets past
+#      dpkg-checkbuilddeps, every program the test scripts call is found
 #   6e. systemd (tests/platform/systemd.sh): the unit mafsbxfs@.service, as
 #      built, under a real systemd booted in a Debian 12 container: its
 #      hardening in force, the mount seen by other processes, the daemon's
