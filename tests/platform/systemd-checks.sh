@@ -1,5 +1,5 @@
 # tests/platform/systemd-checks.sh: sourced by tests/platform/systemd.sh,
-# which sets $ctr, $image, $BUILD, $scope, $mnt, $unit and the helpers check,
+# which sets $ctr, $image, $BUILD, $sock, $scope, $mnt, $unit and the helpers check,
 # inside, main_pid, run_hooks, log and die. boot_systemd starts the
 # container with systemd as its PID 1 and installs the build's daemon, CLI
 # and unit; unit_checks drives the unit and checks what the header of
@@ -14,7 +14,7 @@ boot_systemd() {
 		--tmpfs /run --tmpfs /run/lock --tmpfs /tmp --tmpfs /sys/fs/cgroup \
 		--cap-add SYS_ADMIN --cap-add SYS_PTRACE --cap-add DAC_READ_SEARCH \
 		--security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-		--device /dev/fuse -v /var/run/docker.sock:/mnt/docker.sock \
+		--device /dev/fuse -v "$sock:/mnt/docker.sock" \
 		-e container=docker --stop-signal SIGRTMIN+3 \
 		"$image" /lib/systemd/systemd >/dev/null || die "cannot start a container of $image"
 	local state=

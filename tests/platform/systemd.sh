@@ -55,6 +55,12 @@ else
 fi
 [ -c /dev/fuse ] || die "/dev/fuse is missing"
 docker version >/dev/null 2>&1 || die "the host's engine does not answer"
+# the engine's socket, bind-mounted into the container for the daemon
+sock=${DOCKER_HOST:-unix:///var/run/docker.sock}
+case "$sock" in
+unix://*) sock=${sock#unix://} ;;
+*) die "the engine is not a unix socket ($sock): the container cannot reach it" ;;
+esac
 
 t0=$SECONDS
 base=mafsbx-platform/debian12:base
