@@ -23,15 +23,25 @@
 #      13 image (made once with debootstrap, cached under /var/cache/mafsbx)
 #      with its own dockerd 26 and libfuse 3.17: the unit suite, the
 #      integration and mount tests that prove that platform, and FUSE
-#      passthrough
+#      passthrough; first, on that minimal system with only the test set
+#      (tests/platform/toolchain.sh): the clang, ASan, TSan and fuzz builds
+#      compile (setup.sh built the gcc one), dpkg-buildpackage gets past
+#      dpkg-checkbuilddeps, every program the test scripts call is found
 #   6c. cgroup v2 (tests/platform/cgroupv2.sh): a qemu VM booted from that
 #      Debian 13 image with its own kernel and only cgroup2 mounted: the mount
 #      tests cgroups, cgroups-engine, story and story-engine
 #   6d. the quick start on a fresh Debian 12 (tests/platform/quickstart.sh):
 #      a minbase container runs contrib/quickstart.sh as a new user would;
 #      it must print the sandbox's file, install only the run set's packages
-#      and leave no service but the engine running
-#   6e. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
+#      and leave no service but the engine running; then a container of that
+#      Debian 12 with only the test set (tests/platform/toolchain.sh): the
+#      gcc, clang and fuzz builds compile, dpkg-buildpackage gets past
+#      dpkg-checkbuilddeps, every program the test scripts call is found
+#   6e. systemd (tests/platform/systemd.sh): the unit mafsbxfs@.service, as
+#      built, under a real systemd booted in a Debian 12 container: its
+#      hardening in force, the mount seen by other processes, the daemon's
+#      errors under `journalctl -p err`, systemctl restart and stop
+#   6f. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
@@ -55,12 +65,14 @@ cd "$root"
 # The Debian 13 stage's images (debootstrap, then its packages: minutes of
 # waiting on the mirror on a fresh machine) are made in the background while
 # the host's suites run; the stage itself waits for them.
-d13_images= cgv2_images= qs_image= # set by bg_start
+d13_images= cgv2_images= qs_image= sd_image= # set by bg_start
 bg_start d13_images "$root/tests/platform/debian13.sh" --images-only
 # The cgroup v2 VM's disk (made from that setup image) likewise.
 bg_start cgv2_images "$root/tests/platform/cgroupv2.sh" --images-only
 # The quick-start stage's minimal Debian 12 likewise.
 bg_start qs_image "$root/tests/platform/quickstart.sh" --images-only
+# The systemd stage's image (that Debian 12 with systemd) likewise.
+bg_start sd_image "$root/tests/platform/systemd.sh" --images-only
 
 export MAFSBX_REQUIRE_ENGINE=1
 failures=()
@@ -272,6 +284,10 @@ bg_finish "$cgv2_images" && platform_stage cgroupv2 "the cgroup v2 VM stage" "$r
 # The quick start on a fresh Debian 12 (minbase), its packages from the mirror.
 bg_finish "$qs_image" && platform_stage quickstart "the quick-start stage" "$root/tests/platform/quickstart.sh" ||
 	failures+=("quickstart: making the Debian 12 image failed (exit $?; log above)")
+
+# The unit under a real systemd (PID 1 of a Debian 12 container), build/'s daemon.
+bg_finish "$sd_image" && platform_stage systemd "the systemd stage" "$root/tests/platform/systemd.sh" build ||
+	failures+=("systemd: making the systemd image failed (exit $?; log above)")
 
 # Scale: 1000 sandboxes on a private dockerd (tests/bench/bench_scale):
 # the root listing, by-scope, mafsbx ls and reap --dry-run against the

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# check_deb.sh SOURCE_ROOT MAFSBX: the Debian package, built and installed on a
-# fresh Debian 12 container, and a mount made with it.
+# check_deb.sh SOURCE_ROOT MAFSBX: the Debian packages (mafsbxfs and
+# python3-mafsbx), built and installed on a fresh Debian 12 container, and a
+# mount made with them.
 #
 #  1. `dpkg-buildpackage -us -uc -b` on a copy of the source tree (the tree
-#     itself is left as it is), then lintian: no error or warning that is not
-#     overridden in debian/ (the findings are printed either way).
-#  2. The package's contents: both programs, both man pages, the three
+#     itself is left as it is), then lintian over both: no error or warning
+#     that is not overridden in debian/ (the findings are printed either way).
+#  2. mafsbxfs's contents: both programs, both man pages, the three
 #     systemd units, the cron.d and fstab examples, the egress proxy under
-#     /usr/libexec/mafsbx, the bash completion, and the Python client under
-#     /usr/lib/python3/dist-packages/mafsbx when the tree has it; maintainer
+#     /usr/libexec/mafsbx, the bash completion, no Python module;
+#     python3-mafsbx's: every file of contrib/python/mafsbx, byte for byte,
+#     under /usr/lib/python3/dist-packages/mafsbx, and the pyproject's
+#     metadata (mafsbx-VERSION.dist-info); both of one version; maintainer
 #     scripts that enable or start nothing.
 #  3. A fresh container of a minimal Debian 12 (debootstrap --variant=minbase
 #     bookworm from the Debian mirror, with the package's dependencies; the
@@ -16,8 +19,16 @@
 #     /var/cache/mafsbx-ci, and as an image on the engine, both keyed by what
 #     went into them, so only the first run pays for it): `dpkg -i` installs
 #     the package with no network and no apt; nothing runs or is enabled
-#     afterwards; --version answers; the completion parses; `import mafsbx`
-#     works when the client is packaged.
+#     afterwards; --version answers; the completion parses; python3 imports
+#     mafsbx from /usr/lib/python3/dist-packages and importlib.metadata gives
+#     it the daemon's version (mafsbx --version).
+# The client's own suite (tests/python/test_client.py) runs against an
+# installed package in the test python-install: a venv install made by pip
+# from the same pyproject with the same setuptools backend. Here step 2
+# requires the deb's modules to be those very files, so that run covers the
+# deb's code too; running the suite in this container instead would need a
+# docker CLI in it and the engine plane only (it cannot see the engine's
+# processes), for the same bytes.
 #  4. In the container (/dev/fuse and CAP_SYS_ADMIN, the host's engine socket
 #     bind-mounted): the installed mafsbxfs mounts with -o plane=engine (the
 #     container cannot see the engine's processes), an acquire through the
@@ -80,7 +91,9 @@ if ! (cd "$work/src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; t
 fi
 deb=$(ls "$work"/mafsbxfs_*_*.deb 2>/dev/null | head -n1)
 [ -f "$deb" ] || fail "no mafsbxfs_*.deb was built"
-log "built $(basename "$deb") in $(($(date +%s) - t0)) s"
+pydeb=$(ls "$work"/python3-mafsbx_*_all.deb 2>/dev/null | head -n1)
+[ -f "$pydeb" ] || fail "no python3-mafsbx_*_all.deb was built"
+log "built $(basename "$deb") and $(basename "$pydeb") in $(($(date +%s) - t0)) s"
 lintian --pedantic --show-overrides "$work"/mafsbxfs_*.changes >"$work/lintian.log" 2>&1
 sed 's/^/lintian: /' "$work/lintian.log" | grep -v 'running with root privileges' >&2
 grep -E '^[EW]: ' "$work/lintian.log" && fail "lintian reports errors or warnings"
@@ -95,13 +108,20 @@ for f in /usr/bin/mafsbx /usr/bin/mafsbxfs /usr/share/man/man1/mafsbx.1.gz /usr/
 	/usr/share/doc/mafsbxfs/copyright; do
 	grep -qxF "$f" "$work/files" || fail "the package lacks $f"
 done
-python=0
-if [ -d "$src/contrib/python/mafsbx" ]; then
-	python=1
-	for m in $(cd "$src/contrib/python" && find mafsbx -name '*.py' -not -path '*/__pycache__/*'); do
-		grep -qxF "/usr/lib/python3/dist-packages/$m" "$work/files" || fail "the package lacks the Python module $m"
-	done
-fi
+grep -q '^/usr/lib/python3' "$work/files" && fail "mafsbxfs holds Python files (they are python3-mafsbx's)"
+version=$(dpkg-deb -f "$deb" Version)
+[ "$(dpkg-deb -f "$pydeb" Version)" = "$version" ] ||
+	fail "python3-mafsbx is version $(dpkg-deb -f "$pydeb" Version), mafsbxfs $version"
+mkdir "$work/py"
+dpkg-deb -x "$pydeb" "$work/py"
+site=$work/py/usr/lib/python3/dist-packages
+for m in $(cd "$src/contrib/python" && find mafsbx -type f -not -path '*/__pycache__/*'); do
+	cmp -s "$src/contrib/python/$m" "$site/$m" || fail "python3-mafsbx's $m is not contrib/python/$m"
+done
+extra=$(cd "$site" && find mafsbx -type f | while read -r m; do [ -f "$src/contrib/python/$m" ] || echo "$m"; done)
+[ -z "$extra" ] || fail "python3-mafsbx holds files contrib/python/mafsbx has not: $extra"
+grep -qx "Version: ${version%%-*}" "$site/mafsbx-${version%%-*}.dist-info/METADATA" 2>/dev/null ||
+	fail "python3-mafsbx has no mafsbx-${version%%-*}.dist-info/METADATA of that version"
 dpkg-deb -e "$deb" "$work/control"
 if grep -sqE 'systemctl +(--[a-z]+ +)*(start|restart|enable)|deb-systemd-invoke|invoke-rc.d' \
 	"$work"/control/{preinst,postinst,prerm,postrm}; then
@@ -109,7 +129,9 @@ if grep -sqE 'systemctl +(--[a-z]+ +)*(start|restart|enable)|deb-systemd-invoke|
 fi
 
 # ---- 3. a fresh Debian 12 container --------------------------------------
-deps=$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/[(|].*//; s/:any//; s/[[:space:]]//g' | grep . | sort -u |
+# both packages' dependencies but the packages built here
+deps=$( { dpkg-deb -f "$deb" Depends; echo ,; dpkg-deb -f "$pydeb" Depends; } | tr ',' '\n' |
+	sed 's/[(|].*//; s/:any//; s/[[:space:]]//g' | grep . | grep -vx -e mafsbxfs -e python3-mafsbx | sort -u |
 	paste -sd, -)
 mirror=${MAFSBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=${MAFSBX_CI_CACHE:-/var/cache/mafsbx-ci}
@@ -143,11 +165,15 @@ mkdir -p "$cache" || fail "cannot make $cache"
 ) 9>"$cache/.lock" || exit 1
 
 dk run -d --name "$ctr" --network none --device /dev/fuse --cap-add SYS_ADMIN \
-	-v "$sock:/var/run/docker.sock" -v "$deb:/tmp/mafsbxfs.deb:ro" "$image" sleep infinity >/dev/null ||
+	-v "$sock:/var/run/docker.sock" -v "$deb:/tmp/mafsbxfs.deb:ro" -v "$pydeb:/tmp/python3-mafsbx.deb:ro" \
+	"$image" sleep infinity >/dev/null ||
 	fail "cannot start a container of $image"
 inside() { dk exec "$ctr" "$@"; }
-inside dpkg -i /tmp/mafsbxfs.deb >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -i failed"; }
-inside dpkg-query -W -f='${Status}\n' mafsbxfs | grep -qx 'install ok installed' || fail "not installed"
+inside dpkg -i /tmp/mafsbxfs.deb /tmp/python3-mafsbx.deb >"$work/dpkg.log" 2>&1 ||
+	{ cat "$work/dpkg.log" >&2; fail "dpkg -i failed"; }
+for p in mafsbxfs python3-mafsbx; do
+	inside dpkg-query -W -f='${Status}\n' "$p" | grep -qx 'install ok installed' || fail "$p is not installed"
+done
 # minbase has no ps: the names of the container's live processes from /proc
 # (its PID 1, sleep, reaps nothing: a daemon that exited stays a zombie)
 procs() {
@@ -164,9 +190,12 @@ inside mafsbxfs --version | grep -q '^mafsbxfs [0-9.]*$' || fail "mafsbxfs --ver
 inside bash -n /usr/share/bash-completion/completions/mafsbx || fail "the installed completion does not parse"
 inside bash -c '. /usr/share/bash-completion/completions/mafsbx && complete -p mafsbx mafsbxfs' >/dev/null ||
 	fail "the installed completion registers nothing"
-if [ "$python" = 1 ]; then
-	inside python3 -c 'import mafsbx' || fail "import mafsbx in the container"
-fi
+daemon_version=$(inside mafsbx --version | sed 's/^mafsbx //')
+py=$(inside python3 -c 'import importlib.metadata as md, os, mafsbx
+print(md.version("mafsbx"), mafsbx.__version__, os.path.dirname(mafsbx.__file__))') ||
+	fail "import mafsbx in the container"
+[ "$py" = "$daemon_version $daemon_version /usr/lib/python3/dist-packages/mafsbx" ] ||
+	fail "the installed client (version, __version__, directory: $py) is not the daemon's $daemon_version"
 
 # ---- 4. a mount in the container against the host's engine ----------------
 image_sbx=${MAFSBX_IMAGE:-mafsbx/busybox:latest}
@@ -190,4 +219,4 @@ for _ in $(seq 1 40); do
 	sleep 0.05
 done
 procs | grep -qx mafsbxfs && fail "the daemon outlived its unmount"
-log "ok: built, lintian clean, installed on Debian 12 ($image), mounted, a sandbox driven and disposed"
+log "ok: mafsbxfs and python3-mafsbx built, lintian clean, installed on Debian 12 ($image) (the client $daemon_version, the daemon's version), mounted, a sandbox driven and disposed"

@@ -54,7 +54,6 @@ cleanup() {
 	# live in the host's hierarchies
 	timeout 120 docker exec "$ctr" sh -c 'docker ps -aq | xargs -r docker rm -f' >/dev/null 2>&1 || true
 	docker rm -f "$ctr" >/dev/null 2>&1 || true
-	docker rm -f "$ctr-setup" >/dev/null 2>&1 || true
 	# the nested engine's layers are root-owned files of the host's filesystem
 	[ -n "$data" ] && rm -rf "$data"
 	return 0
@@ -64,18 +63,7 @@ trap cleanup EXIT
 (
 	flock 9
 	minbase_image trixie debian13 "$base"
-	if ! docker image inspect "$setup_image" >/dev/null 2>&1; then
-		log "installing contrib/setup.sh's packages into $setup_image (once)"
-		s=$SECONDS
-		docker rm -f "$ctr-setup" >/dev/null 2>&1 || true
-		docker run --name "$ctr-setup" -v "$src/contrib:/mnt/contrib:ro" "$base" \
-			bash -c 'apt-get update -q && /mnt/contrib/setup.sh --packages-only && apt-get clean' \
-			>"$cache/setup-image.log" 2>&1 ||
-			{ tail -n 40 "$cache/setup-image.log" >&2; die "installing the packages failed"; }
-		docker commit "$ctr-setup" "$setup_image" >/dev/null || die "docker commit"
-		docker rm -f "$ctr-setup" >/dev/null
-		log "the packages took $((SECONDS - s)) s"
-	fi
+	make_setup_image "$base" "$setup_image"
 ) 9>"$cache/.lock-debian13"
 log "images ready after $((SECONDS - t0)) s ($setup_image)"
 [ "$images_only" = 0 ] || exit 0

@@ -32,6 +32,13 @@ log "fuse: libfuse $(pkg-config --modversion fuse3), built with passthrough: $(g
 export MAFSBX_REQUIRE_ENGINE=1
 rm -f build/meson-logs/platform*.json
 rc=0
+# The test set on this minimal Debian 13 (contrib/setup.sh above built
+# build/ with gcc): the other builds of contrib/test.sh configured and
+# compiled, dpkg-buildpackage past dpkg-checkbuilddeps, every program the
+# test scripts call found (tests/platform/toolchain.sh), counted with the
+# tests below.
+MAFSBX_TOOLCHAIN_LOG=build/meson-logs/platform-toolchain.json \
+	bash tests/platform/toolchain.sh debian13 ${MAFSBX_D13_BUILDS-clang asan tsan fuzz} || rc=$?
 case "${MAFSBX_PLATFORM_TESTS:-ci}" in
 full)
 	meson test -C build --print-errorlogs --logbase platform-1 --suite unit --suite integration --suite mount || rc=$?

@@ -2,7 +2,8 @@
 # quickstart.sh share, sourced once PROG is set: the tree's root, log and die,
 # their one argument, the tools they need, the cache, a minimal Debian image
 # (minbase_image), a container with an engine of its own (nested_engine_run)
-# and the name of the Debian 13 setup image. cgroupv2.sh makes the VM's disk
+# and the names of the setup images (setup_image_name) and how one is made
+# (make_setup_image). cgroupv2.sh makes the VM's disk
 # from the image debian13.sh makes, so the two must name it the same way:
 # setup_image_name is that name.
 # shellcheck shell=bash
@@ -33,13 +34,35 @@ platform_start() {
 	mkdir -p "$cache"
 }
 
-# setup_image_name: mafsbx-platform/debian13:setup-KEY, KEY a hash of the
-# mirror and of the packages contrib/setup.sh installs on trixie.
+# setup_image_name [RELEASE]: mafsbx-platform/debian13:setup-KEY (trixie,
+# the default) or mafsbx-platform/debian12:setup-KEY (bookworm), KEY a hash
+# of the mirror and of the packages contrib/setup.sh installs on RELEASE.
 setup_image_name() {
-	local key
-	key=$( { echo "$mirror"; MAFSBX_SETUP_RELEASE=trixie "$src/contrib/setup.sh" --print-packages; } |
+	local release=${1:-trixie} key
+	key=$( { echo "$mirror"; MAFSBX_SETUP_RELEASE=$release "$src/contrib/setup.sh" --print-packages; } |
 		sha256sum | cut -c1-16)
-	echo "mafsbx-platform/debian13:setup-$key"
+	case "$release" in
+	trixie) echo "mafsbx-platform/debian13:setup-$key" ;;
+	bookworm) echo "mafsbx-platform/debian12:setup-$key" ;;
+	*) die "setup_image_name: no image for release '$release'" ;;
+	esac
+}
+
+# make_setup_image BASE IMAGE: IMAGE on the host's engine, BASE (a minbase image)
+# with the packages of `contrib/setup.sh --packages-only` (the test set,
+# --no-install-recommends) installed, committed once. Call it under the
+# cache's lock of the stage.
+make_setup_image() {
+	local base=$1 image=$2 tmp=mafsbx-setup-$$ s=$SECONDS logf=$cache/setup-image-${2##*/}.log
+	docker image inspect "$image" >/dev/null 2>&1 && return 0
+	log "installing contrib/setup.sh's packages into $image (once)"
+	docker rm -f "$tmp" >/dev/null 2>&1 || true
+	docker run --name "$tmp" -v "$src/contrib:/mnt/contrib:ro" "$base" \
+		bash -c 'apt-get update -q && /mnt/contrib/setup.sh --packages-only && apt-get clean' >"$logf" 2>&1 ||
+		{ tail -n 40 "$logf" >&2; docker rm -f "$tmp" >/dev/null 2>&1; die "installing the packages failed"; }
+	docker commit "$tmp" "$image" >/dev/null || die "docker commit"
+	docker rm -f "$tmp" >/dev/null
+	log "the packages took $((SECONDS - s)) s"
 }
 
 # minbase_image RELEASE NAME IMAGE: IMAGE on the host's engine, imported from
