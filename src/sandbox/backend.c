@@ -103,6 +103,7 @@ void mafsbx_backend_free(struct mafsbx_backend *b)
 		b->facts = f->next;
 		free(f);
 	}
+	mafsbx_sbx_swarm_free(b);
 	free((char *)b->cfg.default_image);
 	free((char *)b->cfg.egress_proxy_image);
 	free((char *)b->cfg.egress_outbound_network);
