@@ -48,3 +48,47 @@ void mfs_cluster_close(struct mfs *fs)
 	mafsbx_cluster_free(fs->cluster);
 	fs->cluster = NULL;
 }
+
+int mfs_cluster_status(struct mfs *fs, const char *name, json_t *o)
+{
+	if (!fs->cluster)
+		return 0;
+	struct mafsbx_serving sv;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_backend_serving(fs->backend, name, &sv, &e) < 0)
+		return json_object_set_new(o, "lost", mfs_json_text(e.message));
+	return json_object_set_new(o, "node", json_pack("{s:s, s:s}", "id", sv.node_id, "hostname", sv.hostname));
+}
+
+int mfs_cluster_engine(struct mfs *fs, json_t *o)
+{
+	if (!fs->cluster)
+		return 0;
+	struct mafsbx_cluster_node *nodes = NULL;
+	size_t n = 0;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	json_t *c = json_pack("{s:s}", "kind", "swarm");
+	if (!c)
+		return -1;
+	int bad = 0;
+	if (mafsbx_cluster_nodes(fs->cluster, &nodes, &n, &e) < 0) {
+		bad |= json_object_set_new(c, "nodes_error", mfs_json_text(e.message));
+	} else {
+		json_t *a = json_array();
+		for (size_t i = 0; a && i < n; i++) {
+			const struct mafsbx_cluster_node *x = &nodes[i];
+			json_t *j = json_pack("{s:s, s:o, s:o, s:s, s:s, s:b}", "id", x->id, "hostname",
+					      mfs_json_text(x->hostname), "engine", mfs_json_text(x->engine_url), "state",
+					      x->state, "availability", x->availability, "usable", x->usable);
+			if (j && !x->usable)
+				bad |= json_object_set_new(j, "why", mfs_json_text(x->why));
+			bad |= j ? json_array_append_new(a, j) : -1;
+		}
+		bad |= a ? json_object_set_new(c, "nodes", a) : -1;
+	}
+	free(nodes);
+	bad |= json_object_set_new(o, "cluster", c);
+	return bad ? -1 : 0;
+}

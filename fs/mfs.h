@@ -777,5 +777,9 @@ int mfs_work_read_fd(const struct mfs_handle *h);
 /* cluster.c: -o cluster=swarm over the open engine and backend. 0, or -1 with err set. */
 int mfs_cluster_open(struct mfs *fs, struct mafsbx_error *err);
 void mfs_cluster_close(struct mfs *fs);
+/* A sandbox's status over a swarm: "node" {id, hostname}, or "lost" (why). 0, or -1 out of memory. */
+int mfs_cluster_status(struct mfs *fs, const char *name, json_t *o);
+/* .ctl/engine over a swarm: "cluster" {kind, nodes: [{id, hostname, engine, state, availability, usable, why}]}. */
+int mfs_cluster_engine(struct mfs *fs, json_t *o);
 
 #endif

@@ -163,10 +163,23 @@ static int nodes_refresh(struct mafsbx_cluster *cl, struct mafsbx_error *err)
 int mafsbx_cl_nodes_fresh(struct mafsbx_cluster *cl, const char *id, struct mafsbx_error *err)
 {
 	pthread_mutex_lock(&cl->mu);
-	bool stale = !cl->listed_at || mafsbx_now_ms() - cl->listed_at > MAFSBX_CLUSTER_NODES_TTL_MS ||
-		     (id && !mafsbx_cl_node_find(cl, id));
+	bool known = id ? mafsbx_cl_node_find(cl, id) != NULL : cl->listed_at != 0;
+	bool stale = !cl->listed_at || mafsbx_now_ms() - cl->listed_at > MAFSBX_CLUSTER_NODES_TTL_MS || !known;
 	pthread_mutex_unlock(&cl->mu);
-	return stale ? nodes_refresh(cl, err) : 0;
+	if (!stale)
+		return 0;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = nodes_refresh(cl, &e);
+	/* the manager out of reach (a failover, a partition): the nodes it listed last keep serving what
+	 * runs on them; only what needs the manager (acquire, listings) fails */
+	if (r < 0 && known && (e.kind == MAFSBX_EK_UNREACHABLE || e.kind == MAFSBX_EK_TIMEOUT)) {
+		log_debug("cluster: the node list could not be refreshed (%s); the last one stands", e.message);
+		return 0;
+	}
+	if (r < 0 && err)
+		*err = e;
+	return r;
 }
 
 /* Why a node cannot serve, from the map alone ("" when nothing says so). */

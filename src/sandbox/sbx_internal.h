@@ -92,8 +92,12 @@ struct sbx_where {
 	char node_id[65];
 	char container_id[65];
 	unsigned long long used;
+	long long asked_ms;          /* when the manager said so (mafsbx_now_ms) */
 };
 #define SBX_WHERES_MAX 4096
+/* How long the manager's word on where a task runs is believed before it is asked again (a task
+ * that ended shows as lost within this); an unreachable manager leaves the last word standing. */
+#define SBX_WHERE_TTL_MS 2000
 /* How long an acquire waits for its task to run, and a dispose for the task's container to go. */
 #define SBX_SWARM_TASK_WAIT_MS 60000
 

@@ -129,6 +129,7 @@ void mafsbx_sbx_where_put(struct mafsbx_backend *b, const char *name, const char
 		snprintf(w->node_id, sizeof(w->node_id), "%s", node_id);
 		snprintf(w->container_id, sizeof(w->container_id), "%s", container_id);
 		w->used = ++b->tick;
+		w->asked_ms = mafsbx_now_ms();
 	}
 	pthread_mutex_unlock(&b->mu);
 }
@@ -155,9 +156,11 @@ void mafsbx_backend_serving_forget(struct mafsbx_backend *b, const char *name)
 		mafsbx_sbx_where_drop(b, name);
 }
 
-/* The manager's word on where `name` runs, cached. EK_UNREACHABLE "lost" when its task does not run. */
-static int where_ask(struct mafsbx_backend *b, const char *name, struct sbx_where *out, struct mafsbx_error *err)
+/* The manager's word on where `name` runs. EK_UNREACHABLE "lost" (*lost set) when its task does not run. */
+static int where_ask(struct mafsbx_backend *b, const char *name, struct sbx_where *out, bool *lost,
+		     struct mafsbx_error *err)
 {
+	*lost = false;
 	struct mafsbx_cluster_where w;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
@@ -169,7 +172,8 @@ static int where_ask(struct mafsbx_backend *b, const char *name, struct sbx_wher
 			*err = e;
 		return r;
 	}
-	if (strcmp(w.task_state, "running") != 0 || !w.container_id[0] || !w.node_id[0])
+	*lost = strcmp(w.task_state, "running") != 0 || !w.container_id[0] || !w.node_id[0];
+	if (*lost)
 		return mafsbx_error_set_full(err, MAFSBX_EK_UNREACHABLE, ENOTCONN, NULL,
 					     "sandbox %s is lost: its task is %s%s%s (acquire it again to make it anew)",
 					     name, w.task_state, w.message[0] ? ": " : "", w.message);
@@ -204,10 +208,26 @@ int mafsbx_backend_serving(struct mafsbx_backend *b, const char *name, struct ma
 	}
 	pthread_mutex_unlock(&b->mu);
 	int r = 0;
-	if (!c && (r = where_ask(b, name, &w, err)) < 0)
-		return r;
-	if (!c)
-		mafsbx_sbx_where_put(b, w.name, w.service_id, w.node_id, w.container_id);
+	if (!c || mafsbx_now_ms() - w.asked_ms > SBX_WHERE_TTL_MS) {
+		struct sbx_where fresh;
+		struct mafsbx_error ae;
+		mafsbx_error_clear(&ae);
+		bool lost;
+		r = where_ask(b, name, &fresh, &lost, &ae);
+		/* the manager out of reach: a task it placed before keeps being served from its node */
+		bool keep = r < 0 && c && !lost && (ae.kind == MAFSBX_EK_TIMEOUT || ae.kind == MAFSBX_EK_UNREACHABLE);
+		if (r < 0 && !keep) {
+			if (c)
+				mafsbx_sbx_where_drop(b, name);
+			if (err)
+				*err = ae;
+			return r;
+		}
+		if (r == 0) {
+			w = fresh;
+			mafsbx_sbx_where_put(b, w.name, w.service_id, w.node_id, w.container_id);
+		}
+	}
 	struct mafsbx_cluster_node ni;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
