@@ -151,6 +151,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "cluster", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -167,12 +168,21 @@ int main(int argc, char **argv)
 		case 'V':
 			printf(PROGRAM " " MAFSBX_VERSION "\n");
 			return MAFSBX_EXIT_OK;
+		case 'C':
+			/* every verb reads it (cluster_cli.c), as it reads DOCKER_HOST for -H */
+			if (strcmp(optarg, "swarm") != 0)
+				return cli_usage_error(NULL, "--cluster %s: the only cluster is 'swarm'", optarg);
+			setenv(MAFSBX_CLUSTER_ENV, "swarm", 1);
+			break;
 		default:
 			return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
 		return cli_usage_error(NULL, "no command given");
+	int ce = cli_cluster_check_env();
+	if (ce != MAFSBX_EXIT_OK)
+		return ce;
 
 	const char *name = argv[optind];
 	if (strcmp(name, "help") == 0) {

@@ -100,6 +100,8 @@ struct sbx_where {
 #define SBX_WHERE_TTL_MS 2000
 /* How long an acquire waits for its task to run, and a dispose for the task's container to go. */
 #define SBX_SWARM_TASK_WAIT_MS 60000
+/* A sandbox's task is stopped as a forced removal would: 100 ms, then SIGKILL. */
+#define SBX_SWARM_STOP_GRACE_NS 100000000LL
 
 /* Get-or-create the service `name` for spec (under the name lock, checks done by the caller). */
 int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,

@@ -49,8 +49,11 @@ static int add(json_t *o, const char *k, json_t *v)
 static json_t *service_spec(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
 			    const char *name, json_t *labels)
 {
-	__do_json json_t *cs = json_pack("{s:s, s:[s,s], s:O, s:b}", "Image", image, "Command", "sleep", "infinity",
-					 "Labels", labels, "Init", 1);
+	/* StopGracePeriod: a disposal is a forced removal, as on one engine; the swarm's default 10 s
+	 * holds a dispose for seconds (3.5 s measured) where 100 ms ends it in 0.2 s */
+	__do_json json_t *cs = json_pack("{s:s, s:[s,s], s:O, s:b, s:I}", "Image", image, "Command", "sleep",
+					 "infinity", "Labels", labels, "Init", 1, "StopGracePeriod",
+					 (json_int_t)SBX_SWARM_STOP_GRACE_NS);
 	__do_json json_t *limits = json_object();
 	__do_json json_t *constraints = json_array();
 	if (!cs || !limits || !constraints)

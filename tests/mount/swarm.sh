@@ -161,10 +161,21 @@ expect_eq "$(jget "$CTL_REPLY" state)" created "a lost key acquired again"
 expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=t1" | wc -l)" 1 "services of key t1"
 expect_eq "$(cat "$M/$N/work/in.txt" 2>/dev/null)" "" "the new sandbox starts empty"
 
-# ---- dispose and rmdir leave nothing on the node ----------------------------
+# ---- mafsbx over the cluster: ls from the manager's list, exec, reap --------
+L=$("$MAFSBX_CLI" --cluster swarm ls -H "unix://$SW_SOCK" --scope "$SCOPE" -q) || fail "mafsbx --cluster swarm ls"
+expect_eq "$(printf '%s\n' "$L" | wc -l)" 2 "mafsbx ls: the sandboxes of keys t1 and t2"
+expect_contains "$L" "$N" "mafsbx ls"
+expect_eq "$(MAFSBX_CLUSTER=swarm "$MAFSBX_CLI" exec -H "unix://$SW_SOCK" "$N" -- cat /proc/1/status |
+	grep -c NoNewPrivs)" 1 "mafsbx exec (MAFSBX_CLUSTER=swarm)"
+
+# ---- dispose, rmdir and reap leave nothing on the node ------------------------
 rmdir "$M/$N" || fail "rmdir $N"
-ctl "$M" dispose "{\"scope\": \"$SCOPE\", \"thread\": \"t2\"}"
-expect_eq "$CTL_STATUS" OK "dispose of a thread"
+expect_eq "$(docker ps -aq --filter "label=com.docker.swarm.service.name=$N" | wc -l)" 0 \
+	"the task container is gone when rmdir returns"
+sleep 1.1
+"$MAFSBX_CLI" --cluster swarm reap -H "unix://$SW_SOCK" --older-than 1s --scope "$SCOPE" >"$T/reap.out" ||
+	fail "mafsbx --cluster swarm reap"
+expect_eq "$(cat "$T/reap.out")" "reap: removed 1 sandbox service(s)" "reap's summary"
 expect_eq "$(docker service ls -q | wc -l)" 0 "services left"
 expect_eq "$(docker ps -aq | wc -l)" 0 "containers left"
 expect_eq "$(docker network ls -q --filter "name=maf-sandbox-docker-" | wc -l)" 0 "networks left"
