@@ -1,5 +1,5 @@
 /*
- * cluster_cli.c: the shell verbs over a swarm (mafsbx(1) CLUSTER): `mafsbx
+ * cluster_cli.c: the shell verbs over a swarm (mafsbxfs(1) CLUSTER): `mafsbx
  * --cluster swarm VERB` or MAFSBX_CLUSTER=swarm makes -H name a swarm
  * manager. acquire, exec and dispose then run through the backend's cluster
  * form (as a mount with -o cluster=swarm does); `ls` reads the manager's

@@ -71,7 +71,7 @@ struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int
 	"  -H, --host URL       engine endpoint (unix://, tcp:// or ssh://)\n" \
 	"      --context NAME   Docker context to use\n"
 
-/* ---- cluster_cli.c: the verbs over a swarm (mafsbx(1) CLUSTER) ------------------ */
+/* ---- cluster_cli.c: the verbs over a swarm (mafsbxfs(1) CLUSTER) ------------------ */
 #define MAFSBX_CLUSTER_ENV "MAFSBX_CLUSTER"
 struct mafsbx_backend;
 struct mafsbx_cluster;
