@@ -192,7 +192,9 @@ void mafsbx_cl_node_refusal(const struct cl_node *n, char *why, size_t cap)
 		snprintf(why, cap, "the node is drained");
 	else if (!n->info.engine_url[0])
 		snprintf(why, cap, "the node has no %s label naming its engine", MAFSBX_NODE_ENGINE_LABEL);
-	else if (n->handle_url[0] && !n->checked && strcmp(n->handle_url, n->info.engine_url) == 0 && n->info.why[0])
+	/* a failed open is believed for one TTL, then the engine is asked again */
+	else if (n->failed_ms && strcmp(n->handle_url, n->info.engine_url) == 0 &&
+		 mafsbx_now_ms() - n->failed_ms < MAFSBX_CLUSTER_NODES_TTL_MS)
 		snprintf(why, cap, "%s", n->info.why);
 }
 
@@ -216,8 +218,10 @@ int mafsbx_cluster_nodes(struct mafsbx_cluster *cl, struct mafsbx_cluster_node *
 		a[i] = x->info;
 		char why[256];
 		mafsbx_cl_node_refusal(x, why, sizeof(why));
-		a[i].usable = !why[0] && x->checked && strcmp(x->handle_url, x->info.engine_url) == 0;
-		snprintf(a[i].why, sizeof(a[i].why), "%s", why[0] ? why : a[i].usable ? "" : "its engine not yet asked");
+		a[i].usable = !why[0] && x->checked && !x->failed_ms && strcmp(x->handle_url, x->info.engine_url) == 0;
+		/* the last failure stays shown until an open succeeds */
+		const char *shown = why[0] ? why : x->failed_ms ? x->info.why : "its engine not yet asked";
+		snprintf(a[i].why, sizeof(a[i].why), "%s", a[i].usable ? "" : shown);
 		i++;
 	}
 	pthread_mutex_unlock(&cl->mu);

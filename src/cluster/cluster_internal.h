@@ -18,6 +18,7 @@ struct cl_node {
 	char handle_url[1024];
 	bool checked;                /* e answered with this node's ID */
 	bool nnp;                    /* e's /info lists no-new-privileges */
+	long long failed_ms;         /* when opening handle_url last failed (info.why says why), 0 never */
 };
 
 /* A handle whose node's URL changed: kept, since callers may still hold it. */

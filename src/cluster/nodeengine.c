@@ -87,6 +87,7 @@ static int node_adopt(struct mafsbx_cluster *cl, struct cl_node *n, const char *
 	n->fz = fz;
 	n->nnp = nnp;
 	n->checked = true;
+	n->failed_ms = 0;
 	n->info.why[0] = 0;
 	snprintf(n->handle_url, sizeof(n->handle_url), "%s", url);
 	return 0;
@@ -139,6 +140,8 @@ int mafsbx_cluster_node_engine(struct mafsbx_cluster *cl, const char *node_id, s
 		pthread_mutex_lock(&cl->mu);
 		snprintf(n->info.why, sizeof(n->info.why), "its engine at %s: %s", snap.engine_url, oe.message);
 		snprintf(n->handle_url, sizeof(n->handle_url), "%s", snap.engine_url);
+		n->checked = false;
+		n->failed_ms = mafsbx_now_ms();
 		pthread_mutex_unlock(&cl->mu);
 		snprintf(why, sizeof(why), "its engine at %s: %s", snap.engine_url, oe.message);
 		return refuse(err, &snap, why);

@@ -107,18 +107,19 @@ void mafsbx_sbx_where_put(struct mafsbx_backend *b, const char *name, const char
 	pthread_mutex_lock(&b->mu);
 	struct sbx_where *w = where_find(b, service_id);
 	if (!w && b->n_wheres >= SBX_WHERES_MAX) {
-		struct sbx_where **victim = NULL;
+		/* bounded: the least recently used entry makes room (it is asked again when next used) */
+		struct sbx_where **victim = &b->wheres;
 		for (struct sbx_where **pp = &b->wheres; *pp; pp = &(*pp)->next)
-			if (!victim || (*pp)->used < (*victim)->used)
+			if ((*pp)->used < (*victim)->used)
 				victim = pp;
 		w = *victim;
 		*victim = w->next;
 		b->n_wheres--;
 		memset(w, 0, sizeof(*w));
-	} else if (!w && (w = calloc(1, sizeof(*w)))) {
-		/* nothing: linked below */
+	} else if (!w) {
+		w = calloc(1, sizeof(*w));   /* out of memory: nothing cached, the manager is asked each time */
 	}
-	if (w && !where_find(b, service_id)) {
+	if (w && !w->service_id[0]) {
 		w->next = b->wheres;
 		b->wheres = w;
 		b->n_wheres++;

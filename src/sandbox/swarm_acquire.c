@@ -75,6 +75,10 @@ static json_t *service_spec(struct mafsbx_backend *b, const struct mafsbx_acquir
 		r |= json_array_append_new(constraints, json_string(b->placement[i]));
 	if (r)
 		return NULL;
+	/* Privileges.NoNewPrivileges: honoured by Docker 26.1 (the task's SecurityOpt says so), dropped by
+	 * 20.10; check_nnp() decides from what the task got, never from what was asked */
+	if (add(cs, "Privileges", json_pack("{s:b}", "NoNewPrivileges", 1)) < 0)
+		return NULL;
 	return json_pack("{s:s, s:O, s:{s:O, s:{s:O}, s:{s:s}, s:{s:O}, s:[{s:s}]}, s:{s:{s:i}}}", "Name", name,
 			 "Labels", labels, "TaskTemplate", "ContainerSpec", cs, "Resources", "Limits", limits,
 			 "RestartPolicy", "Condition", "none", "Placement", "Constraints", constraints, "Networks",
@@ -140,16 +144,36 @@ static int wait_running(struct mafsbx_backend *b, const char *name, const char *
 	}
 }
 
+/* The task's container carries no-new-privileges in its HostConfig.SecurityOpt (Docker 26.1 applies the
+ * service's Privileges.NoNewPrivileges so). */
+static bool nnp_in_container(struct mafsbx_backend *nb, const char *container)
+{
+	__do_json json_t *insp = NULL;
+	struct mafsbx_error e;
+	if (mafsbx_container_inspect(nb->engine, container, &insp, &e) < 0)
+		return false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(json_object_get(insp, "HostConfig"), "SecurityOpt"), i, v) {
+		const char *o = json_string_value(v);
+		if (o && (strcmp(o, "no-new-privileges") == 0 || strcmp(o, "no-new-privileges=true") == 0 ||
+			  strcmp(o, "no-new-privileges:true") == 0))
+			return true;
+	}
+	return false;
+}
+
 /*
- * No new privileges: the Service API cannot ask it per task, so the node's
- * dockerd must run with --no-new-privileges. 26.1 lists it in /info; 20.10
- * does not, so the new task's init (docker-init, Init true) is asked: the
- * kernel's /proc/1/status says NoNewPrivs 1 or 0.
+ * No new privileges, from what the task got: its container's SecurityOpt
+ * (Docker 26.1 applies the service's Privileges.NoNewPrivileges; 20.10 drops
+ * it), else the node's dockerd runs with --no-new-privileges: 26.1 lists it
+ * in /info; 20.10 does not, so the new task's init (docker-init, Init true)
+ * is asked: the kernel's /proc/1/status says NoNewPrivs 1 or 0.
  */
 static int check_nnp(struct mafsbx_backend *nb, bool listed, const char *name, const char *node,
 		     const char *container, struct mafsbx_error *err)
 {
-	if (listed)
+	if (listed || nnp_in_container(nb, container))
 		return 0;
 	static const char *const argv[] = { "cat", "/proc/1/status", NULL };
 	struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = nb->cfg.probe_timeout_ms, .max_output = 8192 };
