@@ -453,7 +453,7 @@ static int dispose_one(struct mafsbx_backend *b, const char *name, const char *i
 		       struct mafsbx_dispose_result *res, struct mafsbx_error *err)
 {
 	if (b->cluster)
-		return mafsbx_sbx_swarm_dispose_one(b, id_or_null ? id_or_null : name, id_or_null, res, err);
+		return mafsbx_sbx_swarm_dispose_one(b, name, id_or_null, res, err);
 	char id[65];
 	struct mafsbx_error e;
 	enum checked c = check_container(b, id_or_null ? id_or_null : name, id_or_null ? name : NULL, NULL, id, &e);

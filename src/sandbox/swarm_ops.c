@@ -116,7 +116,19 @@ static enum mafsbx_disposal_code code_of(const struct mafsbx_error *e)
 	return MAFSBX_DISPOSAL_UNKNOWN;
 }
 
-/* One service found by name or ID: removed when it is a sandbox (and, with want_id, has that ID). */
+/* The instance `want` names service `sid`: its ID, or its current task's container ID (a detached
+ * exec's cancel knows the container it ran in). */
+static bool instance_is(struct mafsbx_backend *b, const char *sid, const char *want)
+{
+	if (strcmp(sid, want) == 0)
+		return true;
+	struct mafsbx_cluster_where w;
+	struct mafsbx_error e;
+	return mafsbx_is_engine_id(want) && mafsbx_cluster_task(b->cluster, sid, &w, &e) == 0 &&
+	       strcmp(w.container_id, want) == 0;
+}
+
+/* One service found by name or ID: removed when it is a sandbox (and, with want_id, that instance). */
 int mafsbx_sbx_swarm_dispose_one(struct mafsbx_backend *b, const char *ref, const char *want_id,
 				 struct mafsbx_dispose_result *res, struct mafsbx_error *err)
 {
@@ -132,7 +144,7 @@ int mafsbx_sbx_swarm_dispose_one(struct mafsbx_backend *b, const char *ref, cons
 	json_t *spec = json_object_get(svc, "Spec");
 	const char *name = json_string_value(json_object_get(spec, "Name"));
 	json_t *labels = json_object_get(spec, "Labels");
-	if (!id || !name || (want_id && strcmp(id, want_id) != 0))
+	if (!id || !name || (want_id && !instance_is(b, id, want_id)))
 		return 0;   /* another instance holds the name now: not ours to remove */
 	if (!mafsbx_is_workload_name(name) || !mafsbx_has_identity_labels(labels))
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EACCES, "PermissionError",

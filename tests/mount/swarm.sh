@@ -13,6 +13,8 @@
 #    network of its own; the task's NoNewPrivs is 1;
 #  - ls, by-scope/, status (with the node's hostname and ID), files and
 #    execs through the node's engine;
+#  - a detached exec's cancel disposes the sandbox (its node's engine is not
+#    this host's to kill in), as upstream;
 #  - two mounts acquiring one key at once make one service;
 #  - a node whose label is missing or names another engine is refused
 #    (ENOTCONN naming the node), never guessed;
@@ -112,6 +114,17 @@ expect_eq "$(jget "$CTL_REPLY" stdout)" "hello swarm" "the exec reads the file"
 expect_eq "$(cat "$M/$N/work/out.txt")" out "the file the exec wrote"
 mkdir "$M/$N/work/d" && rm "$M/$N/work/out.txt" || fail "mkdir, rm"
 [ -e "$M/$N/work/out.txt" ] && fail "out.txt still there"
+
+# ---- a detached exec's cancel, which cannot kill on a node's engine, disposes --
+acquire "$M" t4 a k
+N4=$SBX
+N1=$N
+N=$N4
+detach_exec '"command": "sleep 300"'
+N=$N1
+rmdir "$M/$N4/execs/$XID" || fail "rmdir (cancel) of a detached exec"
+expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=t4" | wc -l)" 0 \
+	"the sandbox of a cancelled exec (disposed, as upstream)"
 
 # ---- two mounts acquiring one key at once: one service ---------------------
 M2=$T/m2
