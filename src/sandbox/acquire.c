@@ -525,8 +525,11 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
 		unsigned made = 0;
 		/* the local plane makes it beneath the pinned root, with no freeze; else the frozen engine path */
-		r = b->prepare_base ? b->prepare_base(b->prepare_base_ctx, a->id, name, spec->work_dir, uid, gid, &made, err)
-				    : 0;
+		pthread_mutex_lock(&b->mu);
+		mafsbx_base_preparer_fn prep = b->prepare_base;
+		void *prep_ctx = b->prepare_base_ctx;
+		pthread_mutex_unlock(&b->mu);
+		r = prep ? prep(prep_ctx, a->id, name, spec->work_dir, uid, gid, &made, err) : 0;
 		if (r == 0 && !b->fz)
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir",
 						name);

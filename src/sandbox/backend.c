@@ -84,8 +84,11 @@ struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx
 
 void mafsbx_backend_set_base_preparer(struct mafsbx_backend *b, mafsbx_base_preparer_fn fn, void *ctx)
 {
+	/* under mu: a swarm node's backend gets its planes' preparer while it may be acquiring */
+	pthread_mutex_lock(&b->mu);
 	b->prepare_base = fn;
 	b->prepare_base_ctx = fn ? ctx : NULL;
+	pthread_mutex_unlock(&b->mu);
 }
 
 void mafsbx_backend_free(struct mafsbx_backend *b)
