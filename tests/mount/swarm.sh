@@ -18,6 +18,8 @@
 #  - two mounts acquiring one key at once make one service;
 #  - a node whose label is missing or names another engine is refused
 #    (ENOTCONN naming the node), never guessed;
+#  - with the manager out of reach, files and execs of a placed sandbox
+#    keep working, acquires and listings fail with ENOTCONN;
 #  - a drained node's sandbox is lost: status says so, its files answer
 #    ENOTCONN, an exec fails clearly; a re-acquire once the node is back
 #    removes the old service and makes a new one;
@@ -154,6 +156,31 @@ expect_contains "$CTL_REPLY" "mafsbx.engine" "the refusal names the missing labe
 docker node update --label-add "mafsbx.engine=unix://$SW_SOCK" "$NODE" >/dev/null
 sleep 2.5
 umount_fs "$M3" "$DAEMON_PID"
+
+# ---- the manager out of reach: acquires and listings ENOTCONN, files served --
+# A mount whose -H is a relay (socat) to the manager's socket, while the node
+# label names the socket itself: killing the relay (its whole process group,
+# so no kept-alive connection survives) takes the manager away, not the node.
+setsid socat "UNIX-LISTEN:$T/mgr.sock,fork" "UNIX-CONNECT:$SW_SOCK" </dev/null >/dev/null 2>&1 &
+RELAY=$!
+BGPIDS+=("$RELAY")
+for i in $(seq 1 100); do [ -S "$T/mgr.sock" ] && break; sleep 0.05; done
+M4=$T/m4
+mount_fs "$M4" -o cluster=swarm -H "unix://$T/mgr.sock"
+M4PID=$DAEMON_PID
+acquire "$M4" t5 a k
+N5=$SBX
+printf 'kept\n' >"$M4/$N5/work/k.txt" || fail "write through the relayed mount"
+kill -TERM -- "-$RELAY" 2>/dev/null
+sleep 2.5   # past the TTLs of the node list and of where a task runs
+expect_eq "$(cat "$M4/$N5/work/k.txt")" kept "a file read while the manager is out of reach"
+run_exec "$M4" "$N5" "cat k.txt"
+expect_eq "$(jget "$CTL_REPLY" stdout)" kept "an exec while the manager is out of reach"
+ctl "$M4" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t6\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\"}"
+expect_eq "$CTL_STATUS" ENOTCONN "an acquire while the manager is out of reach"
+expect_errno "a listing while the manager is out of reach" ENOTCONN readdir "$M4"
+fusermount3 -u "$M4" || fail "unmount $M4"
+rmdir "$M/$N5" || fail "rmdir $N5"
 
 # ---- a drained node: its sandbox is lost; back, a re-acquire makes it anew --
 docker node update --availability drain "$NODE" >/dev/null
