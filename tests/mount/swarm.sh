@@ -202,7 +202,7 @@ expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=t1" | wc -l
 expect_eq "$(cat "$M/$N/work/in.txt" 2>/dev/null)" "" "the new sandbox starts empty"
 
 # ---- mafsbx over the cluster: ls from the manager's list, exec, reap --------
-L=$("$MAFSBX_CLI" --cluster swarm ls -H "unix://$SW_SOCK" --scope "$SCOPE" -q) || fail "mafsbx --cluster swarm ls"
+L=$("$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" ls --scope "$SCOPE" -q) || fail "mafsbx --cluster swarm ls"
 expect_eq "$(printf '%s\n' "$L" | wc -l)" 2 "mafsbx ls: the sandboxes of keys t1 and t2"
 expect_contains "$L" "$N" "mafsbx ls"
 expect_eq "$(MAFSBX_CLUSTER=swarm "$MAFSBX_CLI" exec -H "unix://$SW_SOCK" "$N" -- cat /proc/1/status |
