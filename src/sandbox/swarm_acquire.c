@@ -272,6 +272,26 @@ static int acquire_create(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	return 0;
 }
 
+/* A sandbox found paused with no live freeze (a mount that died inside one) is thawed, as on one engine:
+ * its state is then "started". */
+static int thaw_orphan(struct mafsbx_backend *nb, const char *name, const char *container,
+		       enum mafsbx_acquire_state *state, struct mafsbx_error *err)
+{
+	bool unpaused = false;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_freeze_recover(nb->fz, container, true, &unpaused, mafsbx_now_ms() + nb->cfg.command_timeout_ms,
+				  &e) < 0)
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE,
+					"sandbox %s is paused and could not be thawed, so it is not served: %s", name,
+					e.message);
+	if (unpaused) {
+		log_info("sandbox %s: thawed a freeze left by a process that is gone", name);
+		*state = MAFSBX_ACQ_STARTED;
+	}
+	return 0;
+}
+
 int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
 			     const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
 {
@@ -292,6 +312,7 @@ int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acqui
 	    (r = mafsbx_cluster_node_engine(b->cluster, w.node_id, &ne, &nfz, &nnp, &ni, err)) < 0 ||
 	    (r = mafsbx_sbx_node_backend(b, w.node_id, &nb, err)) < 0 ||
 	    (state == MAFSBX_ACQ_CREATED && (r = check_nnp(nb, nnp, name, w.node_id, w.container_id, err)) < 0) ||
+	    (state != MAFSBX_ACQ_CREATED && (r = thaw_orphan(nb, name, w.container_id, &state, err)) < 0) ||
 	    (r = mafsbx_sbx_acquire_ready_id(nb, spec, image, name, w.container_id, state, res, err)) < 0) {
 		if (state == MAFSBX_ACQ_CREATED) {
 			/* not left behind: the caller sees an error, so nobody would serve or dispose it */

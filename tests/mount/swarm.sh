@@ -13,6 +13,7 @@
 #    network of its own; the task's NoNewPrivs is 1;
 #  - ls, by-scope/, status (with the node's hostname and ID), files and
 #    execs through the node's engine;
+#  - an acquire thaws a sandbox left paused with no live freeze;
 #  - a detached exec's cancel disposes the sandbox (its node's engine is not
 #    this host's to kill in), as upstream;
 #  - two mounts acquiring one key at once make one service;
@@ -116,6 +117,12 @@ expect_eq "$(jget "$CTL_REPLY" stdout)" "hello swarm" "the exec reads the file"
 expect_eq "$(cat "$M/$N/work/out.txt")" out "the file the exec wrote"
 mkdir "$M/$N/work/d" && rm "$M/$N/work/out.txt" || fail "mkdir, rm"
 [ -e "$M/$N/work/out.txt" ] && fail "out.txt still there"
+
+# ---- a sandbox left paused (a mount that died in a freeze) is thawed --------
+docker pause "$C" >/dev/null || fail "docker pause"
+acquire "$M" t1 a1 k
+expect_eq "$(jget "$CTL_REPLY" state)" started "the acquire of a sandbox left paused"
+expect_eq "$(docker inspect --format '{{.State.Paused}}' "$C")" false "the sandbox after that acquire"
 
 # ---- a detached exec's cancel, which cannot kill on a node's engine, disposes --
 acquire "$M" t4 a k
