@@ -144,23 +144,57 @@ static int wait_running(struct mafsbx_backend *b, const char *name, const char *
 	}
 }
 
-/* The task's container carries no-new-privileges in its HostConfig.SecurityOpt (Docker 26.1 applies the
- * service's Privileges.NoNewPrivileges so). */
-static bool nnp_in_container(struct mafsbx_backend *nb, const char *container)
+static bool has_str(json_t *a, const char *const *any)
 {
-	__do_json json_t *insp = NULL;
-	struct mafsbx_error e;
-	if (mafsbx_container_inspect(nb->engine, container, &insp, &e) < 0)
-		return false;
 	size_t i;
 	json_t *v;
-	json_array_foreach(json_object_get(json_object_get(insp, "HostConfig"), "SecurityOpt"), i, v) {
+	json_array_foreach(a, i, v) {
 		const char *o = json_string_value(v);
-		if (o && (strcmp(o, "no-new-privileges") == 0 || strcmp(o, "no-new-privileges=true") == 0 ||
-			  strcmp(o, "no-new-privileges:true") == 0))
-			return true;
+		for (size_t k = 0; o && any[k]; k++)
+			if (strcmp(o, any[k]) == 0)
+				return true;
 	}
 	return false;
+}
+
+static bool empty(json_t *v)
+{
+	return !v || json_is_null(v) || (json_is_array(v) && !json_array_size(v)) ||
+	       (json_is_object(v) && !json_object_size(v));
+}
+
+/*
+ * The hardening of the task's container as its node recorded it ("" when all
+ * took): the Service API drops what it does not know, as an engine does, so a
+ * new sandbox is read back before anything runs in it. Its only network is its
+ * own internal one.
+ */
+static void task_hardening(struct mafsbx_backend *b, json_t *insp, const char *name, char *why, size_t whysz)
+{
+	static const char *const all[] = { "ALL", NULL };
+	json_t *hc = json_object_get(insp, "HostConfig");
+	json_t *nets = json_object_get(json_object_get(insp, "NetworkSettings"), "Networks");
+	why[0] = '\0';
+	if (!hc)
+		snprintf(why, whysz, "no HostConfig");
+	else if (json_object_size(nets) != 1 || !json_object_get(nets, name))
+		snprintf(why, whysz, "its networks are not its own internal network %s alone", name);
+	else if (!json_is_true(json_object_get(hc, "Init")))
+		snprintf(why, whysz, "Init is not set");
+	else if (b->cfg.pids_limit > 0 &&
+		 json_integer_value(json_object_get(hc, "PidsLimit")) != (json_int_t)b->cfg.pids_limit)
+		snprintf(why, whysz, "PidsLimit is not %ld", b->cfg.pids_limit);
+	else if (b->cfg.cap_drop_all && !has_str(json_object_get(hc, "CapDrop"), all))
+		snprintf(why, whysz, "CapDrop lacks ALL");
+	else if (b->cfg.cpus > 0 && json_integer_value(json_object_get(hc, "NanoCpus")) !=
+					    (json_int_t)(b->cfg.cpus * 1e9 + 0.5))
+		snprintf(why, whysz, "NanoCpus is not %.3f CPUs", b->cfg.cpus);
+	else if (!empty(json_object_get(hc, "Binds")) || !empty(json_object_get(hc, "Mounts")) ||
+		 !empty(json_object_get(hc, "Tmpfs")) || !empty(json_object_get(insp, "Mounts")) ||
+		 !empty(json_object_get(json_object_get(insp, "Config"), "Volumes")))
+		snprintf(why, whysz, "the container has mounts or volumes (from the image?)");
+	else if (json_is_true(json_object_get(hc, "Privileged")))
+		snprintf(why, whysz, "the container is privileged");
 }
 
 /*
@@ -170,11 +204,13 @@ static bool nnp_in_container(struct mafsbx_backend *nb, const char *container)
  * in /info; 20.10 does not, so the new task's init (docker-init, Init true)
  * is asked: the kernel's /proc/1/status says NoNewPrivs 1 or 0.
  */
-static int check_nnp(struct mafsbx_backend *nb, bool listed, const char *name, const char *node,
-		     const char *container, struct mafsbx_error *err)
+static bool nnp_of(struct mafsbx_backend *nb, json_t *insp, bool listed, const char *container, char *why,
+		   size_t whysz)
 {
-	if (listed || nnp_in_container(nb, container))
-		return 0;
+	static const char *const forms[] = { "no-new-privileges", "no-new-privileges=true", "no-new-privileges:true",
+					     NULL };
+	if (listed || has_str(json_object_get(json_object_get(insp, "HostConfig"), "SecurityOpt"), forms))
+		return true;
 	static const char *const argv[] = { "cat", "/proc/1/status", NULL };
 	struct mafsbx_exec_request rq = { .argv = argv, .timeout_ms = nb->cfg.probe_timeout_ms, .max_output = 8192 };
 	struct mafsbx_exec_result res;
@@ -182,12 +218,29 @@ static int check_nnp(struct mafsbx_backend *nb, bool listed, const char *name, c
 	int r = mafsbx_sbx_exec(nb, container, &rq, &res, &e);
 	bool on = r == 0 && res.exit_code == 0 && res.out && strstr((const char *)res.out, "NoNewPrivs:\t1\n");
 	mafsbx_exec_result_free(&res);
-	if (on)
+	snprintf(why, whysz, "%s%s", r < 0 ? ": " : "", r < 0 ? e.message : "");
+	return on;
+}
+
+/* A new sandbox's task, read back on its node: every hardening took, no new privileges included. */
+static int check_task(struct mafsbx_backend *b, struct mafsbx_backend *nb, bool nnp_listed, const char *name,
+		      const char *node, const char *container, struct mafsbx_error *err)
+{
+	__do_json json_t *insp = NULL;
+	int r = mafsbx_container_inspect(nb->engine, container, &insp, err);
+	if (r < 0)
+		return r;
+	char why[256];
+	task_hardening(b, insp, name, why, sizeof(why));
+	if (why[0])
+		return mafsbx_error_set(err, MAFSBX_EK_ENGINE, "sandbox %s: the swarm did not apply its hardening: %s",
+					name, why);
+	if (nnp_of(nb, insp, nnp_listed, container, why, sizeof(why)))
 		return 0;
 	return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxCapabilityNotSupported",
 				     "sandbox %s: node %s does not run its containers with no-new-privileges (the "
-				     "Service API cannot ask it per task; start that node's dockerd with "
-				     "--no-new-privileges)%s%s", name, node, r < 0 ? ": " : "", r < 0 ? e.message : "");
+				     "Service API cannot ask it on this Docker version; start that node's dockerd with "
+				     "--no-new-privileges)%s", name, node, why);
 }
 
 /* Step 1: the service under the name, if any; a lost one is removed (*sid then ""). */
@@ -311,7 +364,7 @@ int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acqui
 	if ((r = wait_running(b, name, sid, &w, err)) < 0 ||
 	    (r = mafsbx_cluster_node_engine(b->cluster, w.node_id, &ne, &nfz, &nnp, &ni, err)) < 0 ||
 	    (r = mafsbx_sbx_node_backend(b, w.node_id, &nb, err)) < 0 ||
-	    (state == MAFSBX_ACQ_CREATED && (r = check_nnp(nb, nnp, name, w.node_id, w.container_id, err)) < 0) ||
+	    (state == MAFSBX_ACQ_CREATED && (r = check_task(b, nb, nnp, name, w.node_id, w.container_id, err)) < 0) ||
 	    (state != MAFSBX_ACQ_CREATED && (r = thaw_orphan(nb, name, w.container_id, &state, err)) < 0) ||
 	    (r = mafsbx_sbx_acquire_ready_id(nb, spec, image, name, w.container_id, state, res, err)) < 0) {
 		if (state == MAFSBX_ACQ_CREATED) {

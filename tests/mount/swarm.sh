@@ -101,6 +101,16 @@ expect_eq "$CTL_STATUS" OK "exec"
 expect_contains "$(jget "$CTL_REPLY" stdout)" "NoNewPrivs:	1" "no new privileges in the sandbox"
 expect_contains "$(jget "$CTL_REPLY" stdout)" $'\n0' "an internal network: no default route"
 
+# ---- what the Service API cannot set is refused, never served weaker ------
+expect_ctl_error "$M" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"tx\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\", \"egress\": \"allowlist\", \"egress_allow\": [\"example.com\"]}" \
+	EOPNOTSUPP "not served over a swarm"
+M5=$T/m5
+mount_fs "$M5" -o cluster=swarm,memory=64M,cap_drop_all -H "unix://$SW_SOCK"
+expect_ctl_error "$M5" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"tx\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\"}" \
+	EOPNOTSUPP "MemorySwap"
+umount_fs "$M5" "$DAEMON_PID"
+expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=tx" | wc -l)" 0 "services of refused acquires"
+
 # ---- the tree from the manager's list; status names the node --------------
 ls "$M" | grep -qx "$N" || fail "ls does not show $N"
 [ -d "$M/by-scope/$SCOPE" ] || fail "by-scope/ does not show $SCOPE"
