@@ -35,7 +35,8 @@ static const struct subcommand subcommands[] = {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROGRAM " [--cluster swarm] [-H URL] COMMAND [OPTIONS]\n"
+		"Usage: " PROGRAM " COMMAND [OPTIONS]\n"
+		"       " PROGRAM " [--cluster swarm] [-H URL] COMMAND [OPTIONS]\n"
 		"       " PROGRAM " help [COMMAND]\n"
 		"       " PROGRAM " --help | --version\n"
 		"\n"
