@@ -127,6 +127,9 @@ expect_eq "$(jget "$CTL_REPLY" stdout)" "hello swarm" "the exec reads the file"
 expect_eq "$(cat "$M/$N/work/out.txt")" out "the file the exec wrote"
 mkdir "$M/$N/work/d" && rm "$M/$N/work/out.txt" || fail "mkdir, rm"
 [ -e "$M/$N/work/out.txt" ] && fail "out.txt still there"
+ctl "$M" dispose "{\"name\": \"$N\", \"reclaim\": \"d\"}"
+expect_eq "$CTL_STATUS" OK "a reclaim through the node"
+[ -e "$M/$N/work/d" ] && fail "the reclaimed directory is still there"
 
 # ---- a sandbox left paused (a mount that died in a freeze) is thawed --------
 docker pause "$C" >/dev/null || fail "docker pause"
