@@ -24,8 +24,10 @@ int mfs_cluster_open(struct mfs *fs, struct mafsbx_error *err)
 	char *copy = fs->opt.placement ? strdup(fs->opt.placement) : NULL;
 	const char *c[32];
 	size_t n = 0;
-	if (fs->opt.placement && !copy)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory"), -1;
+	if (fs->opt.placement && !copy) {
+		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+		return -1;
+	}
 	char *save = NULL;
 	for (char *p = copy ? strtok_r(copy, ";", &save) : NULL; p; p = strtok_r(NULL, ";", &save)) {
 		if (n == 32) {
