@@ -435,7 +435,8 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 	d->cancelled = true;
 	pthread_mutex_unlock(&d->mu);
 	long long deadline = mafsbx_now_ms() + CANCEL_WAIT_MS;
-	bool dispose = !engine_local(fs);
+	/* over a swarm the exec ran on its node's engine, which this host cannot kill in: dispose */
+	bool dispose = !engine_local(fs) || fs->cluster;
 	while (!dispose && mafsbx_now_ms() < deadline) {
 		char cid[65], eid[65];
 		pthread_mutex_lock(&d->mu);

@@ -45,6 +45,10 @@
 /* One recovery pass: 0 when nothing is left to lift, -1 when a retry is needed. */
 static int recover_pass(struct mfs *fs)
 {
+	/* over a swarm the manager's engine runs none of the sandboxes, and its freezer holds none of
+	 * their freezes (each node's freezer does): nothing of this pass applies to it */
+	if (fs->cluster)
+		return 0;
 	struct mafsbx_sandbox_info *a = NULL;
 	size_t n = 0;
 	struct mafsbx_error e;
@@ -130,6 +134,10 @@ static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
 
 static void gc_pass(struct mfs *fs)
 {
+	/* the lock files of the manager's containers only: over a swarm the nodes' are in their own
+	 * directories (src/cluster/nodeengine.c), which this pass must not sweep by the manager's list */
+	if (fs->cluster)
+		return;
 	struct id_list list = { 0 };
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);

@@ -223,7 +223,7 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 	sc.max_read_bytes = fs->opt.max_read;
 	sc.max_write_bytes = fs->opt.max_write;
 	fs->backend = mafsbx_backend_new(fs->engine, fs->fz, &sc, err);
-	if (!fs->backend)
+	if (!fs->backend || mfs_cluster_open(fs, err) < 0)
 		goto fail;
 	struct mafsbx_plane_config pc = {
 		.mode = fs->opt.plane,
@@ -381,6 +381,7 @@ static void finish(struct run *rn)
 		mfs_fini(fs);
 	mafsbx_planes_free(fs->planes);
 	mafsbx_backend_free(fs->backend);
+	mfs_cluster_close(fs);
 	if (fs->fz)
 		mafsbx_freezer_free(fs->fz);
 	if (fs->engine)

@@ -127,6 +127,8 @@ struct mfs_options {
 	double cpus;                 /* 0 = off */
 	char *egress_proxy_image;    /* NULL or "" = none (main.c: the default image when it exists) */
 	char *egress_outbound_network; /* NULL = bridge */
+	bool cluster;                /* -o cluster=swarm (main.c, src/cluster/) */
+	char *placement;             /* -o placement: ';'-separated swarm constraints, or NULL */
 	unsigned max_threads;        /* FUSE worker ceiling */
 	enum mafsbx_plane_mode plane; /* -o plane= */
 	bool frozen_reads;
@@ -296,6 +298,7 @@ struct mfs {
 	struct mafsbx_freezer *fz;
 	struct mafsbx_backend *backend;
 	struct mafsbx_planes *planes; /* how each sandbox's files are reached */
+	struct mafsbx_cluster *cluster; /* -o cluster=swarm (cluster.c), else NULL */
 	struct fuse_session *se;     /* lowlevel.c: cache invalidation; NULL in unit tests */
 	struct mfs_nodes nodes;      /* lowlevel.c: the node ids the kernel holds (nodes.c) */
 	struct mfs_txns txns;        /* lowlevel.c: the threads transactions run on (txn.c) */
@@ -775,5 +778,13 @@ void mfs_passthrough_release(struct mfs *fs, struct fuse_req *req, const struct 
 json_t *mfs_passthrough_json(struct mfs *fs);
 /* The descriptor a work/ or rootfs/ handle opened for reading reads from, or -1 (work.c). */
 int mfs_work_read_fd(const struct mfs_handle *h);
+
+/* cluster.c: -o cluster=swarm over the open engine and backend. 0, or -1 with err set. */
+int mfs_cluster_open(struct mfs *fs, struct mafsbx_error *err);
+void mfs_cluster_close(struct mfs *fs);
+/* A sandbox's status over a swarm: "node" {id, hostname}, or "lost" (why). 0, or -1 out of memory. */
+int mfs_cluster_status(struct mfs *fs, const char *name, json_t *o);
+/* .ctl/engine over a swarm: "cluster" {kind, nodes: [{id, hostname, engine, state, availability, usable, why}]}. */
+int mfs_cluster_engine(struct mfs *fs, json_t *o);
 
 #endif

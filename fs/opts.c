@@ -38,6 +38,7 @@ struct raw_opts {
 	char *plane, *uid, *gid, *umask, *burst_ms, *listing, *entry_timeout, *max_requests, *max_open_per_user,
 		*max_calls_per_user;
 	char *pull_timeout, *loglevel, *reply_budget, *spool_budget;
+	char *cluster, *placement;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
 	int max_threads_seen, fsname_seen, subtype_seen;
@@ -89,6 +90,8 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("gid=%s", gid),
 	RAW("umask=%s", umask),
 	RAW("egress_outbound_network=%s", egress_outbound_network),
+	RAW("cluster=%s", cluster),
+	RAW("placement=%s", placement),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -196,7 +199,8 @@ static void raw_free(struct raw_opts *r)
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
 			 &r->nonopt[0], &r->nonopt[1], &r->extra,
 			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user, &r->pull_timeout,
-			 &r->loglevel, &r->max_calls_per_user, &r->listing, &r->reply_budget, &r->spool_budget };
+			 &r->loglevel, &r->max_calls_per_user, &r->listing, &r->reply_budget, &r->spool_budget, &r->cluster,
+			 &r->placement };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -502,6 +506,16 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o plane=%s: expected auto, local or engine", r.plane);
 		goto out;
 	}
+	if (r.cluster && strcmp(r.cluster, "swarm") != 0) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o cluster=%s: the only cluster is 'swarm'", r.cluster);
+		goto out;
+	}
+	if (r.placement && !r.cluster) {
+		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "-o placement needs -o cluster=swarm");
+		goto out;
+	}
+	o->cluster = r.cluster != NULL;
+	o->placement = take(&r.placement);
 	o->frozen_reads = r.frozen_reads;
 	o->max_read_given = r.max_read != NULL;
 	if ((ret = parse_owner(&r, o, err)) < 0)
@@ -533,6 +547,8 @@ void mfs_options_free(struct mfs_options *o)
 	free(o->scope);
 	free(o->egress_proxy_image);
 	free(o->egress_outbound_network);
+	free(o->placement);
+	o->placement = NULL;
 	free(o->source);
 	o->source = NULL;
 	o->host = o->context = o->image = o->scope = o->egress_proxy_image = o->egress_outbound_network = NULL;

@@ -136,6 +136,7 @@ int mfs_status_text(struct mfs *fs, const char *name, char **text, size_t *len, 
 	bad |= json_object_set_new(o, "capabilities", caps ? json_incref(caps) : json_array());
 	bad |= json_object_set_new(o, "egress", json_string(egress_of(&info)));
 	bad |= json_object_set_new(o, "identity", identity_of(fs, &info));
+	bad |= mfs_cluster_status(fs, info.name, o);
 	if (fs->planes) {
 		char why[256];
 		struct mafsbx_plane_target pt = { .id = info.id, .name = info.name,
@@ -237,6 +238,7 @@ int mfs_engine_text(struct mfs *fs, char **text, size_t *len, struct mafsbx_erro
 	/* whether local-plane reads go to the kernel (FUSE passthrough), and why not */
 	bad |= json_object_set_new(o, "passthrough", mfs_passthrough_json(fs));
 	bad |= json_object_set_new(o, "product", json_string(v.podman ? "podman" : "docker"));
+	bad |= mfs_cluster_engine(fs, o);
 	struct mafsbx_engine_cgroups cg;
 	struct mafsbx_error ce;
 	if (mafsbx_engine_cgroups(fs->engine, &cg, &ce) == 0) {

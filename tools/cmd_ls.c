@@ -356,7 +356,9 @@ static int ls_rows(struct mafsbx_engine *e, const char *scope, struct ls_acc *ac
 	}
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
-	int r = mafsbx_container_list_each_keep(e, filters, true, 0, mafsbx_list_keys, ls_one, acc, &err);
+	/* over a swarm: the manager's services, one call, shaped as this list's entries */
+	int r = cli_clustered() ? cli_cluster_list_each(e, filters, ls_one, acc, &err)
+				: mafsbx_container_list_each_keep(e, filters, true, 0, mafsbx_list_keys, ls_one, acc, &err);
 	json_decref(filters);
 	acc->want[0] = NULL;   /* lv goes */
 	if (r < 0) {

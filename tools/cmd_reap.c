@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mafsbx.h"
 #include "reap.h"
+#include "verbs.h"
 
 static void reap_usage(FILE *out)
 {
@@ -112,6 +113,22 @@ static int reap_run(struct mafsbx_engine *e, const struct mafsbx_reap_options *o
 	return code;
 }
 
+/* Over a swarm (cluster_cli.c): the manager's sandbox services older than the cutoff, each disposed. */
+static int reap_cluster(const struct cli_engine_args *ea, const char *scope, int64_t seconds, bool dry_run, bool json)
+{
+	struct verb_open_opts vo = { .host = ea->host, .context = ea->context };
+	struct verb_env v;
+	int code = verb_open(&vo, &v, 0);
+	if (code != MAFSBX_EXIT_OK) {
+		if (json)
+			print_unreachable_json(dry_run);
+		return code;
+	}
+	code = cli_cluster_reap(v.b, scope, seconds, dry_run, json);
+	verb_close(&v);
+	return code;
+}
+
 int cmd_reap(int argc, char **argv)
 {
 	const char *older = NULL, *scope = NULL;
@@ -143,6 +160,8 @@ int cmd_reap(int argc, char **argv)
 	if (verbose)
 		mafsbx_log_set_level(MAFSBX_LOG_INFO);
 
+	if (cli_clustered())
+		return reap_cluster(&ea, scope, seconds, dry_run, json);
 	struct mafsbx_engine *e = cli_open_engine(ea.host, ea.context, &code);
 	if (!e) {
 		if (json)

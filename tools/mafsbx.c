@@ -36,6 +36,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROGRAM " COMMAND [OPTIONS]\n"
+		"       " PROGRAM " [--cluster swarm] [-H URL] COMMAND [OPTIONS]\n"
 		"       " PROGRAM " help [COMMAND]\n"
 		"       " PROGRAM " --help | --version\n"
 		"\n"
@@ -48,7 +49,9 @@ static void usage(FILE *out)
 		"\n"
 		"Engine endpoint (every command): -H URL, --context NAME, else DOCKER_HOST,\n"
 		"DOCKER_CONTEXT, the current context of ~/.docker/config.json, else\n"
-		"unix:///var/run/docker.sock.\n"
+		"unix:///var/run/docker.sock. Before the command, -H URL is DOCKER_HOST.\n"
+		"--cluster swarm (or MAFSBX_CLUSTER=swarm): the endpoint is a Docker Swarm\n"
+		"manager and sandboxes are its services (mafsbxfs(1) CLUSTER).\n"
 		"\n"
 		"Run '" PROGRAM " COMMAND --help' for a command's options.\n");
 }
@@ -151,6 +154,8 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "host", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -159,7 +164,7 @@ int main(int argc, char **argv)
 	opterr = 0;
 	int c;
 	/* "+": stop at the subcommand; its options are its own. */
-	while ((c = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hVH:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -167,12 +172,26 @@ int main(int argc, char **argv)
 		case 'V':
 			printf(PROGRAM " " MAFSBX_VERSION "\n");
 			return MAFSBX_EXIT_OK;
+		case 'C':
+			/* every verb reads it (cluster_cli.c), as it reads DOCKER_HOST for -H */
+			if (strcmp(optarg, "swarm") != 0)
+				return cli_usage_error(NULL, "--cluster %s: the only cluster is 'swarm'", optarg);
+			setenv(MAFSBX_CLUSTER_ENV, "swarm", 1);
+			break;
+		case 'H':
+			/* `mafsbx --cluster swarm -H URL VERB`: as DOCKER_HOST, which a verb's own -H or
+			 * --context still overrides (mafsbxfs(1) ENGINE ENDPOINT) */
+			setenv("DOCKER_HOST", optarg, 1);
+			break;
 		default:
 			return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
 		return cli_usage_error(NULL, "no command given");
+	int ce = cli_cluster_check_env();
+	if (ce != MAFSBX_EXIT_OK)
+		return ce;
 
 	const char *name = argv[optind];
 	if (strcmp(name, "help") == 0) {

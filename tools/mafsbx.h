@@ -71,4 +71,20 @@ struct mafsbx_engine *cli_open_engine(const char *host, const char *context, int
 	"  -H, --host URL       engine endpoint (unix://, tcp:// or ssh://)\n" \
 	"      --context NAME   Docker context to use\n"
 
+/* ---- cluster_cli.c: the verbs over a swarm (mafsbxfs(1) CLUSTER) ------------------ */
+#define MAFSBX_CLUSTER_ENV "MAFSBX_CLUSTER"
+struct mafsbx_backend;
+struct mafsbx_cluster;
+/* `mafsbx --cluster swarm` or MAFSBX_CLUSTER=swarm: -H names a swarm manager. */
+bool cli_clustered(void);
+/* MAFSBX_CLUSTER set to something else: a usage error (its exit code), else MAFSBX_EXIT_OK. */
+int cli_cluster_check_env(void);
+/* The cluster over manager `e`, set on `b`; NULL with the reason said and *code set. */
+struct mafsbx_cluster *cli_cluster_attach(struct mafsbx_engine *e, struct mafsbx_backend *b, int *code);
+/* The manager's sandbox services (ONE list call) handed to `each` shaped as container list entries. */
+int cli_cluster_list_each(struct mafsbx_engine *e, const json_t *filters, mafsbx_list_each_fn each, void *ctx,
+			  struct mafsbx_error *err);
+/* `mafsbx reap` over a swarm: an exit code. */
+int cli_cluster_reap(struct mafsbx_backend *b, const char *scope, int64_t older_than_s, bool dry_run, bool json);
+
 #endif

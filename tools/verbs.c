@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "egress.h"
 #include "freeze.h"
 #include "mafsbx.h"
@@ -16,6 +17,7 @@
 void verb_close(struct verb_env *v)
 {
 	mafsbx_backend_free(v->b);
+	mafsbx_cluster_free(v->cluster);
 	if (v->fz)
 		mafsbx_freezer_free(v->fz);
 	if (v->engine)
@@ -55,6 +57,10 @@ int verb_open(const struct verb_open_opts *o, struct verb_env *v, int fail_code)
 		cli_error("%s", err.message);
 		verb_close(v);
 		return fail_code ? fail_code : MAFSBX_EXIT_FAILURE;
+	}
+	if (cli_clustered() && !(v->cluster = cli_cluster_attach(v->engine, v->b, &code))) {
+		verb_close(v);
+		return fail_code ? fail_code : code;
 	}
 	return MAFSBX_EXIT_OK;
 }

@@ -18,6 +18,7 @@ struct verb_env {
 	struct mafsbx_engine *engine;
 	struct mafsbx_freezer *fz;
 	struct mafsbx_backend *b;
+	struct mafsbx_cluster *cluster;   /* --cluster swarm (cluster_cli.c), else NULL */
 };
 
 /* How a verb opens it (zero: the defaults). */

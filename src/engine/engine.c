@@ -589,7 +589,7 @@ int mafsbx_eng_list_call(struct mafsbx_engine *e, const char *path, const json_t
 	if (filters && json_object_size(filters) && !(f = mafsbx_filters_encode(filters)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: filters cannot be encoded", what);
 	int r;
-	const char *sep = "?";
+	const char *sep = strchr(path, '?') ? "&" : "?";   /* a path may carry a query of its own */
 	__do_free char *t = mafsbx_eng_target(e, err, &r, "%s%s%s%s%s%s", path, all ? sep : "", all ? "all=1" : "",
 				   f ? (all ? "&" : sep) : "", f ? "filters=" : "", f ? f : "");
 	if (!t)

@@ -306,4 +306,31 @@ int mafsbx_network_delete(struct mafsbx_engine *e, const char *network, struct m
 int mafsbx_network_connect(struct mafsbx_engine *e, const char *network, const char *container,
 			   struct mafsbx_error *err);
 
+/* ---- swarm (engine_swarm.c; asked of a manager) ----------------------- */
+
+/* POST /services/create with `spec` (the ServiceSpec; borrowed): the new service's ID into id.
+ * A name another service holds: EK_CONFLICT (the manager's "name conflicts with an existing object"). */
+int mafsbx_service_create(struct mafsbx_engine *e, const json_t *spec, char id[65], struct mafsbx_error *err);
+/* GET /services/S (a name or an ID). Missing: EK_NO_OBJECT. */
+int mafsbx_service_inspect(struct mafsbx_engine *e, const char *service, json_t **out, struct mafsbx_error *err);
+/* GET /services?status=true&filters=..: one call for the whole cluster, each with its ServiceStatus. */
+int mafsbx_service_list(struct mafsbx_engine *e, const json_t *filters, json_t **out, struct mafsbx_error *err);
+/* DELETE /services/S. Missing: EK_NO_OBJECT. */
+int mafsbx_service_delete(struct mafsbx_engine *e, const char *service, struct mafsbx_error *err);
+/* GET /tasks?filters=.. ({"service": [...]}, {"desired-state": [...]}, ...). */
+int mafsbx_task_list(struct mafsbx_engine *e, const json_t *filters, json_t **out, struct mafsbx_error *err);
+/* GET /nodes: the swarm's nodes with their labels, status and availability. */
+int mafsbx_node_list(struct mafsbx_engine *e, json_t **out, struct mafsbx_error *err);
+
+/* What an engine's /info says of its place in a swarm. */
+struct mafsbx_engine_swarm {
+	char node_id[65];        /* Swarm.NodeID, "" outside a swarm */
+	char state[16];          /* Swarm.LocalNodeState: "active", "inactive", ... */
+	char hostname[256];      /* Name */
+	bool manager;            /* Swarm.ControlAvailable */
+	bool no_new_privileges;  /* SecurityOptions lists name=no-new-privileges (dockerd --no-new-privileges;
+				    listed by 26.1, not by 20.10, which runs it all the same) */
+};
+int mafsbx_engine_swarm_facts(struct mafsbx_engine *e, struct mafsbx_engine_swarm *s, struct mafsbx_error *err);
+
 #endif

@@ -109,6 +109,7 @@ void mafsbx_planes_free(struct mafsbx_planes *ps)
 		return;
 	if (ps->backend)
 		mafsbx_backend_set_base_preparer(ps->backend, NULL, NULL);
+	mafsbx_plane_route_free(ps);
 	mafsbx_bursts_free(ps->bursts); /* before the freezer goes: it leaves parked freezes */
 	struct plane_entry *pe = ps->entries;
 	while (pe) {
@@ -300,7 +301,14 @@ enum mafsbx_plane_kind mafsbx_plane_which(struct mafsbx_planes *ps, const struct
 	struct plane_entry *pe = NULL;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	int r = entry_get(ps, t, &pe, &e);
+	struct plane_routed rb;
+	int r = mafsbx_plane_route(&ps, &t, &rb, &e);
+	if (r < 0) {
+		if (why && why_size)
+			snprintf(why, why_size, "%s", e.message);
+		return MAFSBX_PK_ENGINE;
+	}
+	r = entry_get(ps, t, &pe, &e);
 	if (pe) {
 		entry_put(ps, pe);
 		return MAFSBX_PK_LOCAL;
@@ -342,6 +350,7 @@ void mafsbx_planes_forget(struct mafsbx_planes *ps, const char *id)
 int mafsbx_plane_stat(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, enum mafsbx_plane_base base,
 		      const char *rel, struct mafsbx_pstat *out, struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
 		return r;
@@ -358,6 +367,7 @@ int mafsbx_plane_opendir(struct mafsbx_planes *ps, const struct mafsbx_plane_tar
 			 enum mafsbx_plane_base base, const char *rel, const char *const *candidates, size_t n,
 			 struct mafsbx_plane_dir **out, struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	*out = NULL;
 	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
@@ -434,6 +444,7 @@ int mafsbx_plane_open_read(struct mafsbx_planes *ps, const struct mafsbx_plane_t
 			   enum mafsbx_plane_base base, const char *rel, uint64_t max_bytes,
 			   struct mafsbx_plane_file **out, struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	*out = NULL;
 	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
@@ -458,6 +469,7 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 			    unsigned flags, mode_t mode, uint64_t max_bytes, struct mafsbx_plane_file **out,
 			    struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	*out = NULL;
 	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
@@ -690,6 +702,7 @@ static int check_work_rel(const char *rel, struct mafsbx_error *err)
 int mafsbx_plane_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
 		       struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	if (rel && !*rel)
 		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EEXIST, NULL, "the working directory exists");
 	int c = mafsbx_plane_rel_check(rel, err);
@@ -701,6 +714,7 @@ int mafsbx_plane_mkdir(struct mafsbx_planes *ps, const struct mafsbx_plane_targe
 int mafsbx_plane_remove(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, bool dir,
 			struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	int c = check_work_rel(rel, err);
 	if (c < 0)
 		return c;
@@ -745,6 +759,7 @@ static int engine_rename(unsigned flags, struct mafsbx_error *err)
 int mafsbx_plane_rename(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *from,
 			const char *to, unsigned flags, struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	int c = check_rename_flags(flags, err);
 	if (c == 0)
 		c = check_work_rel(from, err);
@@ -758,6 +773,7 @@ int mafsbx_plane_rename(struct mafsbx_planes *ps, const struct mafsbx_plane_targ
 int mafsbx_plane_chmod(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel, mode_t mode,
 		       struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	int c = mafsbx_plane_rel_check(rel, err);
 	if (c < 0)
 		return c;
@@ -767,6 +783,7 @@ int mafsbx_plane_chmod(struct mafsbx_planes *ps, const struct mafsbx_plane_targe
 int mafsbx_plane_truncate(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel,
 			  uint64_t size, struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	int c = check_work_rel(rel, err);
 	if (c < 0)
 		return c;
@@ -776,6 +793,7 @@ int mafsbx_plane_truncate(struct mafsbx_planes *ps, const struct mafsbx_plane_ta
 int mafsbx_plane_utimens(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t, const char *rel,
 			 const struct timespec ts[2], struct mafsbx_error *err)
 {
+	PLANE_ROUTE(ps, t, err);
 	int c = mafsbx_plane_rel_check(rel, err);
 	if (c < 0)
 		return c;

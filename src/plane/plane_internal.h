@@ -11,6 +11,7 @@
 
 #include "guestcred.h"
 #include "pin.h"
+#include "names.h"
 #include "plane.h"
 
 #define PLANE_WHY_MAX 256
@@ -44,7 +45,32 @@ struct mafsbx_planes {
 	uint64_t spool_users;        /* held by users other than own_uid */
 	uint64_t spool_kept;         /* in the kept allowances */
 	uid_t own_uid;               /* the daemon's */
+	struct plane_node *nodes;    /* over a swarm: the planes of each node engine (plane_route.c; under mu) */
 };
+
+/* ---- plane_route.c: the planes over a swarm --------------------------------- */
+struct plane_node {
+	struct plane_node *next;
+	struct mafsbx_engine *engine;
+	struct mafsbx_planes *ps;
+};
+struct plane_routed {
+	struct mafsbx_plane_target t;
+	char id[MAFSBX_NAME_LEN + 66];
+};
+/* Over a swarm: *ps and *t become the node's planes and the target as its engine knows it (in buf).
+ * On one engine: unchanged. A lost sandbox: EK_UNREACHABLE (ENOTCONN). */
+int mafsbx_plane_route(struct mafsbx_planes **ps, const struct mafsbx_plane_target **t, struct plane_routed *buf,
+		       struct mafsbx_error *err);
+void mafsbx_plane_route_free(struct mafsbx_planes *ps);
+/* The first statement of a call on a sandbox: route it, or return the refusal. */
+#define PLANE_ROUTE(ps, t, err)                                                     \
+	struct plane_routed route_buf_;                                             \
+	do {                                                                        \
+		int route_r_ = mafsbx_plane_route(&(ps), &(t), &route_buf_, (err)); \
+		if (route_r_ < 0)                                                   \
+			return route_r_;                                            \
+	} while (0)
 
 struct mafsbx_plane_dir {
 	bool local;

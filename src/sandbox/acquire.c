@@ -87,9 +87,7 @@ static int64_t nano_cpus(double cpus)
 	return (int64_t)(cpus * 1e9 + 0.5);
 }
 
-/* The create body; NULL when out of memory (a label or setting that could not be added included). */
-static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
-			     const char *egress_name)
+json_t *mafsbx_sbx_create_labels(const struct mafsbx_acquire_spec *spec)
 {
 	__do_json json_t *labels = mafsbx_workload_labels(&spec->key, spec->kind, spec->labels, spec->work_dir);
 	__do_free char *attribution = mafsbx_key_attribution(&spec->key);
@@ -101,6 +99,16 @@ static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acqui
 	 * key behind digested labels. An extra label changes nothing for a Python host. */
 	if (json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution)) < 0 ||
 	    json_object_set_new(labels, MAFSBX_LABEL_OUTPUTS, json_string(outputs_text)) < 0)
+		return NULL;
+	return move_ptr(labels);
+}
+
+/* The create body; NULL when out of memory (a label or setting that could not be added included). */
+static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			     const char *egress_name)
+{
+	__do_json json_t *labels = mafsbx_sbx_create_labels(spec);
+	if (!labels)
 		return NULL;
 
 	json_t *hc = json_pack("{s:s, s:[s]}", "NetworkMode", "none", "SecurityOpt", "no-new-privileges");
@@ -517,8 +525,11 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 	} else if (spec->caps & (MAFSBX_CAP_EXEC | MAFSBX_CAP_ANY_FILES)) {
 		unsigned made = 0;
 		/* the local plane makes it beneath the pinned root, with no freeze; else the frozen engine path */
-		r = b->prepare_base ? b->prepare_base(b->prepare_base_ctx, a->id, name, spec->work_dir, uid, gid, &made, err)
-				    : 0;
+		pthread_mutex_lock(&b->mu);
+		mafsbx_base_preparer_fn prep = b->prepare_base;
+		void *prep_ctx = b->prepare_base_ctx;
+		pthread_mutex_unlock(&b->mu);
+		r = prep ? prep(prep_ctx, a->id, name, spec->work_dir, uid, gid, &made, err) : 0;
 		if (r == 0 && !b->fz)
 			return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: no freezer to prepare the work dir",
 						name);
@@ -545,6 +556,18 @@ static int acquire_ready(struct mafsbx_backend *b, const struct mafsbx_acquire_s
 			 "the engine ignores the pids limit of %ld (it has no cgroups for containers): this sandbox "
 			 "runs without one", b->cfg.pids_limit);
 	return 0;
+}
+
+int mafsbx_sbx_acquire_ready_id(struct mafsbx_backend *nb, const struct mafsbx_acquire_spec *spec, const char *image,
+				const char *name, const char *id, enum mafsbx_acquire_state state,
+				struct mafsbx_acquire_result *res, struct mafsbx_error *err)
+{
+	struct acq a = { .id = "", .state = state, .insp = NULL };
+	int r = inspect_into(nb, id, &a, err);
+	if (r == 0 && (r = check_work_dir_label(a.insp, name, spec->work_dir, true, err)) == 0)
+		r = acquire_ready(nb, spec, image, name, &a, res, err);
+	json_decref(a.insp);
+	return r;
 }
 
 static int acquire_locked(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
@@ -645,6 +668,11 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 	 * 20.10 silently ignores gateway_mode=isolated). An empty allowlist allows nothing: it
 	 * is served closed under the closed name, as upstream. */
 	bool allowlist = false;
+	if (spec->egress == MAFSBX_EGRESS_ALLOWLIST && b->cluster)
+		return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
+					     "egress 'allowlist' is not served over a swarm (-o cluster=swarm): its "
+					     "isolation is proven on the engine's own host, which a cluster's node is "
+					     "not; this mount serves only 'closed'");
 	if (spec->egress == MAFSBX_EGRESS_ALLOWLIST) {
 		if (!mafsbx_egress_proxy_image(b))
 			return mafsbx_error_set_full(err, MAFSBX_EK_UNSUPPORTED, 0, "SandboxEgressNotEnforced",
@@ -709,7 +737,8 @@ int mafsbx_sandbox_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire
 		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
 					     "acquire of %s: another acquire of the same key has been running for over "
 					     "%d s; retry when it ends", name, SBX_KEY_WAIT_MS / 1000);
-	int r = acquire_locked(b, spec, image, name, allowlist, res, err);
+	int r = b->cluster ? mafsbx_sbx_swarm_acquire(b, spec, image, name, res, err)
+			   : acquire_locked(b, spec, image, name, allowlist, res, err);
 	mafsbx_sbx_unlock_name(b, l);
 	return r;
 }

@@ -84,8 +84,11 @@ struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx
 
 void mafsbx_backend_set_base_preparer(struct mafsbx_backend *b, mafsbx_base_preparer_fn fn, void *ctx)
 {
+	/* under mu: a swarm node's backend gets its planes' preparer while it may be acquiring */
+	pthread_mutex_lock(&b->mu);
 	b->prepare_base = fn;
 	b->prepare_base_ctx = fn ? ctx : NULL;
+	pthread_mutex_unlock(&b->mu);
 }
 
 void mafsbx_backend_free(struct mafsbx_backend *b)
@@ -103,11 +106,18 @@ void mafsbx_backend_free(struct mafsbx_backend *b)
 		b->facts = f->next;
 		free(f);
 	}
+	mafsbx_sbx_swarm_free(b);
 	free((char *)b->cfg.default_image);
 	free((char *)b->cfg.egress_proxy_image);
 	free((char *)b->cfg.egress_outbound_network);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
+}
+
+/* the engine a backend was made on (over a swarm, the manager's; a node's backend, its node's) */
+struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b)
+{
+	return b ? b->engine : NULL;
 }
 
 void mafsbx_backend_spec_config(const struct mafsbx_backend *b, struct mafsbx_spec_config *out)

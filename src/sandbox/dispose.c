@@ -283,6 +283,10 @@ static void keep_or_fail(struct names *s, const char *n, const char *id, struct 
 static void purge(struct mafsbx_backend *b, const char *const *labels, size_t n_labels, const char *fallback,
 		  struct mafsbx_dispose_result *res)
 {
+	if (b->cluster) {
+		mafsbx_sbx_swarm_purge(b, labels, n_labels, fallback, NULL, res);
+		return;
+	}
 	struct names workloads = { 0 }, proxies = { 0 };
 	json_t *filters = mafsbx_filters_new();
 	json_t *list = NULL;
@@ -387,6 +391,21 @@ static void label_filter(char *out, size_t outsz, const char *key, const char *v
 	snprintf(out, outsz, "%s=%s", key, v);
 }
 
+/* The label filters of a key (and kind, when given) into f and labels: how many. */
+static size_t key_filters(const struct mafsbx_key *key, const char *kind, char f[5][128], const char *labels[5])
+{
+	size_t n = 0;
+	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_SCOPE, key->scope), labels[n] = f[n], n++;
+	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_THREAD, key->thread), labels[n] = f[n], n++;
+	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_AGENT, key->agent), labels[n] = f[n], n++;
+	/* a conversation key adds no call filter, so it also sweeps call-scoped leftovers */
+	if (key->call && *key->call)
+		label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_CALL, key->call), labels[n] = f[n], n++;
+	if (kind)
+		label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_KIND, kind), labels[n] = f[n], n++;
+	return n;
+}
+
 int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key *key, const char *kind,
 			       struct mafsbx_dispose_result *res, struct mafsbx_error *err)
 {
@@ -399,15 +418,7 @@ int mafsbx_sandbox_dispose_key(struct mafsbx_backend *b, const struct mafsbx_key
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'kind': must not be empty");
 	char f[5][128];
 	const char *labels[5];
-	size_t n = 0;
-	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_SCOPE, key->scope), labels[n] = f[n], n++;
-	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_THREAD, key->thread), labels[n] = f[n], n++;
-	label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_AGENT, key->agent), labels[n] = f[n], n++;
-	/* a conversation key adds no call filter, so it also sweeps call-scoped leftovers */
-	if (key->call && *key->call)
-		label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_CALL, key->call), labels[n] = f[n], n++;
-	if (kind)
-		label_filter(f[n], sizeof(f[n]), MAFSBX_LABEL_KIND, kind), labels[n] = f[n], n++;
+	size_t n = key_filters(key, kind, f, labels);
 	/* with a kind the name is known: it is swept even when the listing fails */
 	char name[MAFSBX_NAME_LEN + 1] = "";
 	if (kind)
@@ -441,6 +452,8 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
 static int dispose_one(struct mafsbx_backend *b, const char *name, const char *id_or_null,
 		       struct mafsbx_dispose_result *res, struct mafsbx_error *err)
 {
+	if (b->cluster)
+		return mafsbx_sbx_swarm_dispose_one(b, name, id_or_null, res, err);
 	char id[65];
 	struct mafsbx_error e;
 	enum checked c = check_container(b, id_or_null ? id_or_null : name, id_or_null ? name : NULL, NULL, id, &e);
@@ -503,7 +516,8 @@ int mafsbx_sandbox_dispose_id(struct mafsbx_backend *b, const char *name, const 
 	int r = dispose_name_args(b, name, res, err);
 	if (r < 0)
 		return r;
-	if (!mafsbx_is_engine_id(id))
+	/* over a swarm the instance is the service, whose ID is swarmkit's (25 characters) */
+	if (!b->cluster && !mafsbx_is_engine_id(id))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: '%s' is not a full container ID",
 					id ? id : "");
 	if (r == 0)
@@ -601,6 +615,13 @@ int mafsbx_sandbox_dispose_instance(struct mafsbx_backend *b, const struct mafsb
 	memset(res, 0, sizeof(*res));
 	if (!b || !key || !key->scope || !key->thread || !key->agent || !instance_id || !*instance_id)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "dispose: an instance needs its ID and a key");
+	if (b->cluster) {
+		/* the instance is the service of that ID among the key's */
+		char f[5][128];
+		const char *labels[5];
+		mafsbx_sbx_swarm_purge(b, labels, key_filters(key, kind, f, labels), NULL, instance_id, res);
+		return mafsbx_sbx_result_status(res, err);
+	}
 	json_t *insp = NULL, *again = NULL;
 	char name[MAFSBX_NAME_LEN + 1], proxy_id[65], net[MAFSBX_NAME_LEN + 8];
 	if (instance_select(b, key, kind, instance_id, &insp, name, res) <= 0)

@@ -149,7 +149,9 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 	if (!b || !spec || !spec->argv || !spec->argv[0] || spec->timeout_ms <= 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: incomplete request");
 	const char *name = spec->sandbox;
-	if (!mafsbx_is_workload_name(name))
+	/* a full container ID too: the planes of a swarm's node name the task's container so (plane_route.c);
+	 * either way only a container with the identity labels is run in (mafsbx_sbx_inspect_sandbox) */
+	if (!mafsbx_is_workload_name(name) && !mafsbx_is_engine_id(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'sandbox': not a sandbox name");
 	/* every user exec carries a marker, so its timeout or cancel finds what it daemonised */
 	char mark[MAFSBX_EXEC_MARK_MAX + 1];
@@ -157,11 +159,20 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 	if (r < 0)
 		return r;
 
-	json_t *insp = NULL;
-	char id[65], *cwd = NULL;
-	r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
+	/* over a swarm: the node's backend runs it in the task's container; a timeout disposes the service */
+	struct mafsbx_backend *top = b;
+	struct mafsbx_serving sv;
+	r = mafsbx_backend_serving(b, name, &sv, err);
 	if (r < 0)
 		return r;
+	b = sv.backend;
+	json_t *insp = NULL;
+	char id[65], *cwd = NULL;
+	if ((r = mafsbx_sbx_inspect_sandbox(b, sv.container, &insp, id, err)) < 0) {
+		if (top->cluster && err && err->kind == MAFSBX_EK_NO_CONTAINER)
+			mafsbx_backend_serving_forget(top, name);
+		return r;
+	}
 	struct mafsbx_error e;
 	const char *wd = mafsbx_sbx_label(mafsbx_sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);
 	cwd = mafsbx_exec_cwd_resolve(wd ? wd : MAFSBX_DEFAULT_WORK_DIR, spec->cwd, err);
@@ -192,7 +203,7 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 	r = mafsbx_sbx_exec(b, id, &rq, res, &e);
 	free(cwd);
 	if (res->timed_out || (r < 0 && e.kind == MAFSBX_EK_TIMEOUT && res->exec_id[0]))
-		return timed_out(b, spec, id, res, err);
+		return timed_out(top, spec, top->cluster ? sv.service_id : id, res, err);
 	if (r < 0) {
 		if (e.kind == MAFSBX_EK_NO_CONTAINER)
 			return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);

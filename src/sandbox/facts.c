@@ -448,8 +448,14 @@ int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *u
 {
 	if (!b || !name || !*name)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "identity: no sandbox named");
+	struct mafsbx_serving sv;
+	int r = mafsbx_backend_serving(b, name, &sv, err);
+	if (r < 0)
+		return r;
+	b = sv.backend;   /* over a swarm: the node's, asked of the task's container */
+	name = sv.container;
 	json_t *insp = NULL;
-	int r = mafsbx_container_inspect(b->engine, name, &insp, err);
+	r = mafsbx_container_inspect(b->engine, name, &insp, err);
 	if (r < 0)
 		return r;
 	const char *id = json_string_value(json_object_get(insp, "Id"));

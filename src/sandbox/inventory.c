@@ -137,7 +137,7 @@ static int fill_outputs(struct mafsbx_sandbox_info *i, const char *text)
 	return 0;
 }
 
-static int fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, const char *name, const char *id,
+int mafsbx_sbx_fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, const char *name, const char *id,
 		     const char *state, bool paused, int64_t created, const char *image, json_t *labels,
 		     const char *network_mode)
 {
@@ -207,7 +207,7 @@ static int list_one(json_t *c, void *ctx)
 		return -ENOMEM;
 	const char *state = json_string_value(json_object_get(c, "State"));
 	json_t *created = json_object_get(c, "Created");
-	if (fill_info(acc->b, &acc->a[acc->n], nm, json_string_value(json_object_get(c, "Id")), state,
+	if (mafsbx_sbx_fill_info(acc->b, &acc->a[acc->n], nm, json_string_value(json_object_get(c, "Id")), state,
 		      state && strcmp(state, "paused") == 0, json_is_integer(created) ? json_integer_value(created) : 0,
 		      json_string_value(json_object_get(c, "Image")), labels,
 		      json_string_value(json_object_get(json_object_get(c, "HostConfig"), "NetworkMode"))) < 0)
@@ -224,6 +224,8 @@ static int list_by_labels(struct mafsbx_backend *b, const char *const want[3], u
 	*n = 0;
 	if (!b)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list: no backend");
+	if (b->cluster)
+		return mafsbx_sbx_swarm_list(b, want, limit, listed, out, n, err);
 	json_t *filters = mafsbx_list_filters(want);
 	if (!filters)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
@@ -311,6 +313,8 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
 	memset(out, 0, sizeof(*out));
 	if (!b || !name || !*name)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "lookup: no name");
+	if (b->cluster)
+		return mafsbx_sbx_swarm_lookup(b, name, out, err);
 	json_t *insp = NULL;
 	char id[65];
 	int r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
@@ -329,7 +333,7 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
 	const char *created = json_string_value(json_object_get(insp, "Created"));
 	if (created && mafsbx_time_parse(created, &t, NULL) < 0)
 		t.sec = 0;
-	r = fill_info(b, out, nm, id,
+	r = mafsbx_sbx_fill_info(b, out, nm, id,
 		      json_string_value(json_object_get(st, "Status")), json_is_true(json_object_get(st, "Paused")), t.sec,
 		      json_string_value(json_object_get(json_object_get(insp, "Config"), "Image")), labels,
 		      json_string_value(json_object_get(json_object_get(insp, "HostConfig"), "NetworkMode")));

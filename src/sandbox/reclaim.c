@@ -37,10 +37,15 @@ int mafsbx_sandbox_reclaim(struct mafsbx_backend *b, const char *name, const cha
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'name': not a sandbox name");
 	if (!*directory)
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EINVAL, "ValueError", "field 'reclaim': empty");
+	/* over a swarm: in the task's container, through its node's backend (sandbox.h mafsbx_backend_serving) */
+	struct mafsbx_serving sv;
+	int r = mafsbx_backend_serving(b, name, &sv, err);
+	if (r < 0)
+		return r;
+	b = sv.backend;
 	json_t *insp = NULL;
 	char id[65];
-	int r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
-	if (r < 0)
+	if ((r = mafsbx_sbx_inspect_sandbox(b, sv.container, &insp, id, err)) < 0)
 		return r;
 	struct mafsbx_error e;
 	const char *label_wd = mafsbx_sbx_label(mafsbx_sbx_labels_of(insp), MAFSBX_LABEL_WORK_DIR_V1);

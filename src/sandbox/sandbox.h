@@ -66,6 +66,7 @@ struct mafsbx_backend;
 struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx_freezer *fz,
 					  const struct mafsbx_sandbox_config *cfg, struct mafsbx_error *err);
 void mafsbx_backend_free(struct mafsbx_backend *b);
+struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b);
 /*
  * Who makes a missing work dir without a freeze (the local plane, plane.c,
  * which works on handles beneath the pinned container root): called with the
@@ -312,5 +313,41 @@ int mafsbx_sandbox_lookup(struct mafsbx_backend *b, const char *name, struct maf
  */
 int mafsbx_sandbox_identity(struct mafsbx_backend *b, const char *name, uid_t *uid, gid_t *gid, bool *resolved,
 			    char *why, size_t why_len, struct mafsbx_error *err);
+
+/* ---- one mount over a swarm (swarm.c) ----------------------------------- */
+
+struct mafsbx_cluster;   /* cluster.h */
+/*
+ * cluster=swarm: sandboxes are services of the swarm `cl` manages (borrowed,
+ * outlives b), placed with the swarm constraints `placement` (copied; may be
+ * NULL). Checks the manager (a swarm manager; its API version). Set before
+ * any other call.
+ */
+int mafsbx_backend_set_cluster(struct mafsbx_backend *b, struct mafsbx_cluster *cl, const char *const *placement,
+			       size_t n_placement, struct mafsbx_error *err);
+bool mafsbx_backend_clustered(const struct mafsbx_backend *b);
+
+/*
+ * The seam "which engine serves this sandbox": on one engine, b itself and
+ * the name as given; under a cluster, the backend, engine and freezer of the
+ * node whose task runs the service `name` (a service name or ID), and that
+ * task's container ID. A sandbox whose task is not running, or whose node
+ * cannot serve (down, drained, no engine label, unreachable, another node
+ * answering): EK_UNREACHABLE (ENOTCONN) "... is lost: ...". Absent: EK_NO_CONTAINER.
+ */
+struct mafsbx_serving {
+	struct mafsbx_backend *backend;
+	struct mafsbx_engine *engine;
+	struct mafsbx_freezer *fz;
+	char container[MAFSBX_NAME_LEN + 66];   /* the container's ID (or the name given, on one engine) */
+	char node_id[65];                       /* "" on one engine */
+	char service_id[65];                    /* "" on one engine */
+	char hostname[256];
+	bool local;                             /* the node's engine is reached through a unix socket */
+};
+int mafsbx_backend_serving(struct mafsbx_backend *b, const char *name, struct mafsbx_serving *out,
+			   struct mafsbx_error *err);
+/* Forget where a sandbox ran (a call on it found its container gone). */
+void mafsbx_backend_serving_forget(struct mafsbx_backend *b, const char *name);
 
 #endif

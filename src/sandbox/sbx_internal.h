@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "cluster.h"
 #include "engine.h"
 #include "freeze.h"
 #include "sandbox.h"
@@ -66,7 +67,78 @@ struct mafsbx_backend {
 	struct mafsbx_engine_cgroups cg;
 	mafsbx_base_preparer_fn prepare_base;   /* set once before any acquire (sandbox.h) */
 	void *prepare_base_ctx;
+	/* cluster=swarm (swarm.c): NULL on one engine. Set once before any call. */
+	struct mafsbx_cluster *cluster;
+	char **placement;                   /* swarm constraints, n_placement */
+	size_t n_placement;
+	char cluster_api[16];               /* the manager's API version */
+	struct sbx_node *nodes;             /* a backend per node engine (under mu) */
+	struct sbx_where *wheres;           /* where a service's task runs (under mu) */
+	size_t n_wheres;
 };
+
+/* ---- swarm.c, swarm_ops.c (cluster=swarm) -------------------------------- */
+/* The backend of one node's engine: the single-engine backend over it. */
+struct sbx_node {
+	struct sbx_node *next;
+	char node_id[65];
+	struct mafsbx_backend *nb;
+};
+/* Where a sandbox (a service) runs now: its node and its task's container. */
+struct sbx_where {
+	struct sbx_where *next;
+	char name[MAFSBX_NAME_LEN + 1];
+	char service_id[65];
+	char node_id[65];
+	char container_id[65];
+	unsigned long long used;
+	long long asked_ms;          /* when the manager said so (mafsbx_now_ms) */
+};
+#define SBX_WHERES_MAX 4096
+/* How long the manager's word on where a task runs is believed before it is asked again (a task
+ * that ended shows as lost within this); an unreachable manager leaves the last word standing. */
+#define SBX_WHERE_TTL_MS 2000
+/* How long an acquire waits for its task to run, and a dispose for the task's container to go. */
+#define SBX_SWARM_TASK_WAIT_MS 60000
+/* A sandbox's task is stopped as a forced removal would: 100 ms, then SIGKILL. */
+#define SBX_SWARM_STOP_GRACE_NS 100000000LL
+
+/* Get-or-create the service `name` for spec (under the name lock, checks done by the caller). */
+int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			     const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err);
+/* acquire.c: the labels of a new workload (upstream's, key.v1, the outputs); NULL out of memory. */
+json_t *mafsbx_sbx_create_labels(const struct mafsbx_acquire_spec *spec);
+/* acquire.c: the last steps of an acquire (identity, probes, work dir) on a node's backend, for the
+ * container `id` (already running) of the sandbox `name`. */
+int mafsbx_sbx_acquire_ready_id(struct mafsbx_backend *nb, const struct mafsbx_acquire_spec *spec, const char *image,
+				const char *name, const char *id, enum mafsbx_acquire_state state,
+				struct mafsbx_acquire_result *res, struct mafsbx_error *err);
+/* The backend serving node `node_id` (made on first use; lives as long as b). */
+int mafsbx_sbx_node_backend(struct mafsbx_backend *b, const char *node_id, struct mafsbx_backend **nb,
+			    struct mafsbx_error *err);
+void mafsbx_sbx_where_put(struct mafsbx_backend *b, const char *name, const char *service_id, const char *node_id,
+			  const char *container_id);
+void mafsbx_sbx_where_drop(struct mafsbx_backend *b, const char *name_or_id);
+void mafsbx_sbx_swarm_free(struct mafsbx_backend *b);
+/* The cluster's forms of the inventory and disposal calls (swarm_ops.c). */
+int mafsbx_sbx_swarm_list(struct mafsbx_backend *b, const char *const want[3], unsigned limit, size_t *listed,
+			  struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err);
+int mafsbx_sbx_swarm_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
+			    struct mafsbx_error *err);
+/* Remove service `name` (its ID `sid`, may be ""), wait (bounded) for its task's container to go, then
+ * remove its network. 0, or the manager's error (EK_NO_CONTAINER when it was gone already). */
+int mafsbx_sbx_swarm_remove(struct mafsbx_backend *b, const char *name, const char *sid, struct mafsbx_error *err);
+/* Remove the one service `ref` (a name or an ID) when it is a sandbox and (want_id non-NULL) has that ID. */
+int mafsbx_sbx_swarm_dispose_one(struct mafsbx_backend *b, const char *ref, const char *want_id,
+				 struct mafsbx_dispose_result *res, struct mafsbx_error *err);
+/* Remove every sandbox service the label filters (k=v) list (only_id non-NULL: only the one of that ID);
+ * `fallback` (a name) when the list fails. */
+void mafsbx_sbx_swarm_purge(struct mafsbx_backend *b, const char *const *labels, size_t n_labels,
+			    const char *fallback, const char *only_id, struct mafsbx_dispose_result *res);
+/* inventory.c: an info from its parts (the tree's view of a container or a service). */
+int mafsbx_sbx_fill_info(struct mafsbx_backend *b, struct mafsbx_sandbox_info *i, const char *name, const char *id,
+			 const char *state, bool paused, int64_t created, const char *image, json_t *labels,
+			 const char *network_mode);
 
 /* ---- backend.c ---------------------------------------------------------- */
 /* How long an acquire waits for another acquire of the same name. */

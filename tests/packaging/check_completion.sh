@@ -100,7 +100,7 @@ expect "mafsbx exec box --env MAFSBX_COMPLETION_V" MAFSBX_COMPLETION_VAR
 expect "mafsbx acquire --env MAFSBX_COMPLETION_V" ""
 expect "mafsbx exec --env-file ${script%/*}/mafsbx.ba" "${script%/*}/mafsbx.bash"
 expect "mafsbx exec box -- " ""
-expect "mafsbxfs -o pl" plane=
+expect "mafsbxfs -o pl" placement= plane=
 expect "mafsbxfs -o plane=lo" local
 expect "mafsbxfs -o plane=" =auto =local =engine
 expect "mafsbxfs -o ro,loglevel=i" info

@@ -34,8 +34,9 @@ USES = {
     'host': ['engine', 'model', 'base'],
     'freeze': ['host', 'engine', 'model', 'base'],
     'guestfs': ['freeze', 'host', 'engine', 'model', 'base'],
-    'sandbox': ['guestfs', 'freeze', 'host', 'engine', 'model', 'base'],
-    'plane': ['sandbox', 'guestfs', 'freeze', 'host', 'engine', 'model', 'base'],
+    'cluster': ['guestfs', 'freeze', 'host', 'engine', 'model', 'base'],
+    'sandbox': ['cluster', 'guestfs', 'freeze', 'host', 'engine', 'model', 'base'],
+    'plane': ['sandbox', 'cluster', 'guestfs', 'freeze', 'host', 'engine', 'model', 'base'],
     'admin': ['host', 'engine', 'model', 'base'],
 }
 

@@ -210,6 +210,9 @@ static void test_options_bad(void **state)
 		{ "reply_budget=", "reply_budget" },
 		{ "spool_budget=64Q", "-o spool_budget=64Q: expected a byte count from 1M to 1T" },
 		{ "spool_budget=-1", "spool_budget" },
+		{ "cluster=k8s", "-o cluster=k8s: the only cluster is 'swarm'" },
+		{ "cluster=", "the only cluster is 'swarm'" },
+		{ "placement=node.role==worker", "-o placement needs -o cluster=swarm" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct mfs_options o;
@@ -220,6 +223,28 @@ static void test_options_bad(void **state)
 			fail_msg("-o %s: got %d '%s'", bad[i].opt, r, e.message);
 		fuse_opt_free_args(&args);
 	}
+}
+
+/* -o cluster=swarm and its placement constraints, kept as given (fs/cluster.c splits them at ';'). */
+static void test_cluster_options(void **state)
+{
+	(void)state;
+	struct mfs_options o;
+	struct fuse_args args;
+	struct mafsbx_error e;
+	assert_int_equal(parse(&o, &args, &e, "-o", "cluster=swarm,placement=node.labels.sandbox==true;node.role==worker",
+			       "/mnt", NULL), 0);
+	assert_true(o.cluster);
+	assert_string_equal(o.placement, "node.labels.sandbox==true;node.role==worker");
+	assert_false(has_arg(&args, "cluster"));
+	assert_false(has_arg(&args, "placement"));
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&o, &args, &e, "/mnt", NULL), 0);
+	assert_false(o.cluster);
+	assert_null(o.placement);
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
 }
 
 /* -o exec_timeout is the default of a request's timeout, -o max_exec_timeout its ceiling (0: none). */
@@ -323,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_options_defaults),
 		cmocka_unit_test(test_options_all),
 		cmocka_unit_test(test_options_bad),
+		cmocka_unit_test(test_cluster_options),
 		cmocka_unit_test(test_exec_timeout_bounds),
 		cmocka_unit_test(test_source_argument),
 		cmocka_unit_test(test_parse_bytes),
