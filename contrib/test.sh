@@ -44,6 +44,10 @@
 #   6f. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)
+#   6f. the engine plane's listing check: tests/bench/bench_planes --ratio,
+#      CHECK=1 (an `ls -l` of 20 over 4.5x one fresh stat, or over 1.25x the
+#      engine floor's own ratio when that is higher, or more than one pause
+#      of the guest per `ls -l`, fails the run); under a minute
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
 #   7. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
@@ -221,7 +225,7 @@ build build-clang clang || failures+=("clang build failed")
 # threads (a read must finish within 10 s behind 9 s of execs) and
 # concurrency (a 30 s soak) tests, which ASan's slowdown makes flaky.
 asan_integration=(engine files exec freeze_exec dispose sandbox burst)
-asan_mount=(badinput bigfile engine_down interop story story-engine rename interrupt timeouts)
+asan_mount=(badinput bigfile engine_down interop story story-engine rename interrupt timeouts snapshot)
 if build build-asan gcc -Db_sanitize=address,undefined; then
 	run_tests asan-ubsan-unit build-asan --setup sanitize --suite unit
 	rm -rf build-asan/sanitizer-logs
@@ -304,6 +308,20 @@ fi
 scale_figures=$(grep -E '^(bench_scale: N=|engine list|ls MOUNT|ls -l|mafsbx |daemon after|real reap)' "$scale_log" || true)
 rm -f "$scale_log"
 
+# The engine plane's ls -l of 20 against one fresh stat (tests/bench/bench_planes
+# --ratio): one freeze and one archive GET per listing, the stats after it
+# answered from the listing; its figures beside the engine floor's.
+planes_log=$(mktemp /tmp/mafsbx-planes-log.XXXXXX)
+if CHECK=1 build/tests/bench/bench_planes --mafsbxfs build/fs/mafsbxfs --ratio --runs 15 >"$planes_log" 2>&1; then
+	cat "$planes_log"
+	summary+=("$(printf '%-22s %s' "engine ls -l:" "within its bounds (tests/bench/bench_planes --ratio)")")
+else
+	cat "$planes_log"
+	failures+=("engine ls -l: tests/bench/bench_planes --ratio went over a bound or failed (log above)")
+fi
+planes_figures=$(grep -E '^(\| mafsbxfs, engine plane|\| engine floor|- the floor|- ratio)' "$planes_log" || true)
+rm -f "$planes_log"
+
 # Every mafsbxfs process of this tree's builds still running (not a zombie).
 daemons_left() {
 	local p exe st
@@ -331,6 +349,9 @@ done
 # The scale check's figures (tests/bench/bench_scale, run above).
 if [ -n "$scale_figures" ]; then
 	printf '%s\n' "$scale_figures" | sed 's/^/  /'
+fi
+if [ -n "$planes_figures" ]; then
+	printf '%s\n' "$planes_figures" | sed 's/^/  /'
 fi
 # The fault campaign's soak (tests/fault, run above in the fault suite): its
 # numbers, so that CI shows them without opening the log.

@@ -24,6 +24,7 @@
 #include "burst.h"
 #include "engine.h"
 #include "guestpath.h"
+#include "listsnap.h"
 #include "log.h"
 #include "tarplane.h"
 
@@ -267,6 +268,29 @@ static int stat_one(struct fcall *k, const struct mafsbx_files_target *t, const 
 	return r;
 }
 
+/* The freezer's count of execs begun: an exec may change any file, so a snapshot from before one is void. */
+static uint64_t exec_epoch(struct mafsbx_freezer *fz)
+{
+	struct mafsbx_freeze_stats st;
+	mafsbx_freezer_stats(fz, &st);
+	return st.exec_begins;
+}
+
+/* A stat answered by a listing that just showed `resolved` present (listsnap.h). */
+static bool snap_stat(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *resolved,
+		      struct mafsbx_fstat *out)
+{
+	struct mafsbx_listsnap_stat ss;
+	if (!t->snaps || !mafsbx_listsnaps_get(t->snaps, t->container, resolved, exec_epoch(fz), &ss))
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->kind = kind_of(ss.mode);
+	out->mode = ss.mode;
+	out->mtime = ss.mtime;
+	out->size = out->kind == MAFSBX_FK_SYMLINK ? 0 : ss.size;
+	return true;
+}
+
 int mafsbx_files_stat(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
 		      long long deadline_ms, struct mafsbx_fstat *out, struct mafsbx_error *err)
 {
@@ -274,6 +298,8 @@ int mafsbx_files_stat(struct mafsbx_freezer *fz, const struct mafsbx_files_targe
 	__do_free char *resolved = mafsbx_gp_resolve(t->work_dir, path, err);
 	if (!resolved)
 		return err ? -err->err : -EINVAL;
+	if (snap_stat(fz, t, resolved, out))
+		return 0;
 	struct fcall k;
 	int r = call_enter(&k, fz, t->bursts, t->container, deadline_ms, err);
 	if (r < 0)
@@ -718,6 +744,52 @@ static void entry_answer(const struct mafsbx_archlist_entry *e, struct mafsbx_bu
 	ba->st.mtime = e->mtime;
 }
 
+/* The chain's answers (each a directory, from this call's cache: no engine call) into the snapshot. */
+static void snap_add_chain(struct mafsbx_listsnap *b, struct fcall *k, const struct mafsbx_gp_chain *chain,
+			   long long deadline_ms)
+{
+	for (size_t i = 0; b && i < chain->n; i++) {
+		const struct head_ans *a = head(k, chain->paths[i], deadline_ms);
+		if (a->rc < 0 || a->kind != MAFSBX_FK_DIR)
+			return;
+		struct mafsbx_listsnap_stat ss = { .mode = a->st.mode, .mtime = a->st.mtime,
+						   .size = a->st.size < 0 ? 0 : (uint64_t)a->st.size };
+		mafsbx_listsnap_add(b, chain->paths[i], &ss);
+	}
+}
+
+/*
+ * A whole listing, proven under this call's freeze: every entry's stat (but
+ * a hard link's: its header gives no size, a stat of it asks the engine)
+ * becomes the burst's answer and, with the chain's, the snapshot's (taken
+ * here, kept or not). Kept, the snapshot serves the lstat of each entry that
+ * `ls -l` makes next and the freeze ends after the usual linger; not kept,
+ * the freeze is held a little longer for those lstats.
+ */
+static void keep_answers(struct fcall *k, const struct mafsbx_files_target *t, const struct mafsbx_gp_chain *chain,
+			 const char *resolved, const struct mafsbx_archlist *l, struct mafsbx_listsnap *snap,
+			 long long deadline_ms)
+{
+	snap_add_chain(snap, k, chain, deadline_ms);
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->v[i].typeflag == '1')
+			continue;
+		char *p = NULL;
+		if (asprintf(&p, "%s/%s", resolved, l->v[i].name) < 0)
+			break;
+		struct mafsbx_burst_answer ba;
+		entry_answer(&l->v[i], &ba);
+		if (k->burst)
+			mafsbx_burst_put(k->burst, p, &ba);
+		struct mafsbx_listsnap_stat ss = { .mode = ba.st.mode, .size = (uint64_t)ba.st.size, .mtime = ba.st.mtime };
+		mafsbx_listsnap_add(snap, p, &ss);
+		free(p);
+	}
+	bool kept = snap && mafsbx_listsnap_commit(t->snaps, snap);
+	if (!kept && k->burst)
+		mafsbx_burst_hold_for(k->burst, MAFSBX_BURST_LIST_LINGER_MS);
+}
+
 int mafsbx_files_list(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
 		      long long deadline_ms, struct mafsbx_archlist *l, struct mafsbx_error *err)
 {
@@ -732,6 +804,8 @@ int mafsbx_files_list(struct mafsbx_freezer *fz, const struct mafsbx_files_targe
 	int r = mafsbx_gp_ancestors(t->work_dir, resolved, true, &chain, err);
 	if (r < 0)
 		return r;
+	/* begun before the freeze: a mutation or an exec from here on voids it */
+	struct mafsbx_listsnap *snap = t->snaps ? mafsbx_listsnap_begin(t->snaps, t->container, exec_epoch(fz)) : NULL;
 	struct fcall k;
 	size_t missing;
 	r = call_enter_chain(&k, fz, t->bursts, t->container, &chain, deadline_ms, &missing, err);
@@ -760,24 +834,12 @@ int mafsbx_files_list(struct mafsbx_freezer *fz, const struct mafsbx_files_targe
 	if ((r = mafsbx_freeze_verify(k.fr, err)) < 0)
 		goto out;
 	r = mafsbx_archlist_finish(l, err);
-	if (r == 0 && k.burst) {
-		/* Got under this freeze: the burst's answers for as long as it holds (burst.h). A hard
-		 * link's header gives no size: it is not kept, a stat of it asks the engine. */
-		for (size_t i = 0; i < l->n; i++) {
-			if (l->v[i].typeflag == '1')
-				continue;
-			char *p = NULL;
-			if (asprintf(&p, "%s/%s", resolved, l->v[i].name) < 0)
-				break;
-			struct mafsbx_burst_answer ba;
-			entry_answer(&l->v[i], &ba);
-			mafsbx_burst_put(k.burst, p, &ba);
-			free(p);
-		}
-		/* the lstat of each entry comes next: kept for it a little longer than a lone call */
-		mafsbx_burst_hold_for(k.burst, MAFSBX_BURST_LIST_LINGER_MS);
+	if (r == 0) {
+		keep_answers(&k, t, &chain, resolved, l, snap, deadline_ms);
+		snap = NULL;
 	}
 out:
+	mafsbx_listsnap_discard(snap);
 	call_leave(&k);
 	mafsbx_gp_chain_free(&chain);
 	return r;

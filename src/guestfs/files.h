@@ -40,6 +40,7 @@
 #include "freeze.h"
 
 struct mafsbx_bursts;
+struct mafsbx_listsnaps;
 struct mafsbx_archlist;
 
 #define MAFSBX_FILES_DEFAULT_MS 60000
@@ -51,6 +52,12 @@ struct mafsbx_files_target {
 	gid_t gid;
 	/* NULL: each call its own freeze; else the calls of a burst share one (burst.h) */
 	struct mafsbx_bursts *bursts;
+	/*
+	 * NULL: none; else a listing's answers serve the stats that follow it
+	 * for a short validity, with no freeze (listsnap.h: stats only, never
+	 * the check of a transfer)
+	 */
+	struct mafsbx_listsnaps *snaps;
 	/*
 	 * NULL, or called by mafsbx_files_read() with the file's size (the
 	 * engine's HEAD, under the freeze) before any body byte is fetched; a
@@ -82,7 +89,8 @@ struct mafsbx_fstat {
  * only, under one freeze. The final component is described, not refused or
  * followed: a link comes back as MAFSBX_FK_SYMLINK. An absent component
  * anywhere gives 0 with kind MAFSBX_FK_ABSENT. A link or non-directory in the
- * chain above is an error.
+ * chain above is an error. With t->snaps, a path a listing just showed
+ * present is answered from that listing with no freeze (listsnap.h).
  */
 int mafsbx_files_stat(struct mafsbx_freezer *fz, const struct mafsbx_files_target *t, const char *path,
 		      long long deadline_ms, struct mafsbx_fstat *out, struct mafsbx_error *err);
@@ -201,7 +209,9 @@ int mafsbx_files_prepare_base(struct mafsbx_freezer *fz, const char *container, 
  * by the caller with the directory's basename), which cuts it past its
  * bounds. 0: the listing is whole, and with a burst registry every entry's
  * stat (but a hard link's) is kept as the burst's answer, so that stats
- * within the burst need no HEAD; 1: it was cut (l->cut says how); <0: the
+ * within the burst need no HEAD, and with t->snaps the directory's, its
+ * ancestors' and its entries' stats serve the stats that follow for
+ * MAFSBX_LISTSNAP_VALID_MS without a freeze (listsnap.h); 1: it was cut (l->cut says how); <0: the
  * errors above, the archive refused as malformed (EK_PROTOCOL), or the
  * freeze's and the engine's.
  */

@@ -25,6 +25,7 @@
 #include "burst.h"
 #include "buf.h"
 #include "engine.h"
+#include "listsnap.h"
 #include "log.h"
 #include "sandbox.h"
 
@@ -56,6 +57,7 @@ static int planes_prepare_base(void *ctx, const char *id, const char *name, cons
 	struct mafsbx_planes *ps = ctx;
 	struct mafsbx_plane_target t = { .id = id, .name = name, .work_dir = base };
 	struct plane_entry *pe = NULL;
+	mafsbx_listsnaps_mutating(ps->snaps, id); /* the work dir may be made, on either plane: listsnap.h */
 	int r = entry_get(ps, &t, &pe, err);
 	if (r < 0)
 		return r;
@@ -88,6 +90,12 @@ struct mafsbx_planes *mafsbx_planes_new(struct mafsbx_engine *e, struct mafsbx_f
 		free(ps);
 		return NULL;
 	}
+	/* with bursts only: -o burst_ms=0 asks for every call its own freeze, and so for no kept answer either */
+	if (ps->bursts && !(ps->snaps = mafsbx_listsnaps_new(err))) {
+		mafsbx_bursts_free(ps->bursts);
+		free(ps);
+		return NULL;
+	}
 	pthread_mutex_init(&ps->mu, NULL);
 	atomic_init(&ps->spool_used, 0);
 	pthread_mutex_init(&ps->spool_mu, NULL);
@@ -111,6 +119,7 @@ void mafsbx_planes_free(struct mafsbx_planes *ps)
 		mafsbx_backend_set_base_preparer(ps->backend, NULL, NULL);
 	mafsbx_plane_route_free(ps);
 	mafsbx_bursts_free(ps->bursts); /* before the freezer goes: it leaves parked freezes */
+	mafsbx_listsnaps_free(ps->snaps);
 	struct plane_entry *pe = ps->entries;
 	while (pe) {
 		struct plane_entry *next = pe->next;
@@ -483,6 +492,7 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 	f->writable = true;
 	f->flags = flags;
 	f->max_bytes = max_bytes;
+	mafsbx_listsnaps_mutating(ps->snaps, t->id); /* a write is coming: listsnap.h */
 	if ((r = entry_get(ps, t, &f->entry, err)) == 0) {
 		f->local = f->entry != NULL;
 		r = f->local ? mafsbx_plane_local_open_write(f, f->entry->pin, t, rel, mode, err)
@@ -639,7 +649,9 @@ int mafsbx_plane_commit(struct mafsbx_plane_file *f, bool last, struct mafsbx_er
 		r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, f->failed, NULL, "an earlier write failed (%s): "
 					  "nothing was sent", strerror(f->failed));
 	} else {
+		mafsbx_listsnaps_mutating(f->ps->snaps, f->id); /* before and after: listsnap.h */
 		r = f->local ? mafsbx_plane_local_commit(f, err) : mafsbx_plane_engine_commit(f, err);
+		mafsbx_listsnaps_mutating(f->ps->snaps, f->id);
 		if (r == 0)
 			f->written = false;
 	}
@@ -675,12 +687,16 @@ void mafsbx_plane_close(struct mafsbx_plane_file *f)
 
 /* ---- path operations -------------------------------------------------------- */
 
+/* Every path operation changes (or may change) the guest's files: the
+ * container's kept listings go before it and after it (listsnap.h). */
 #define PLANE_PATH_OP(call_local, call_engine)                                      \
 	struct plane_entry *pe;                                                     \
 	int r = entry_get(ps, t, &pe, err);                                         \
 	if (r < 0)                                                                  \
 		return r;                                                           \
+	mafsbx_listsnaps_mutating(ps->snaps, t->id);                                \
 	r = pe ? (call_local) : (call_engine);                                      \
+	mafsbx_listsnaps_mutating(ps->snaps, t->id);                                \
 	entry_put(ps, pe);                                                          \
 	return r
 

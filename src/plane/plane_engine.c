@@ -42,6 +42,7 @@ static void files_target(struct mafsbx_planes *ps, const struct mafsbx_plane_tar
 	memset(ft, 0, sizeof(*ft));
 	ft->container = t->id;
 	ft->bursts = ps->bursts;
+	ft->snaps = ps->snaps;
 	ft->work_dir = base == MAFSBX_BASE_ROOT ? "/" : t->work_dir ? t->work_dir : MAFSBX_DEFAULT_WORK_DIR;
 }
 

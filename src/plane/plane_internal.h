@@ -35,6 +35,7 @@ struct mafsbx_planes {
 	struct mafsbx_freezer *fz;
 	struct mafsbx_backend *backend;
 	struct mafsbx_bursts *bursts;  /* the engine plane's shared freezes (burst.h) */
+	struct mafsbx_listsnaps *snaps; /* a listing's answers for the stats after it (listsnap.h; with bursts only) */
 	struct mafsbx_plane_config cfg;
 	pthread_mutex_t mu;          /* guards entries, n_entries, every entry's refs/linked */
 	struct plane_entry *entries;

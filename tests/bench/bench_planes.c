@@ -19,7 +19,13 @@
  * Plus the daemon's RSS during the 256 MiB read, and the guest's CPU share
  * (iterations of a busy loop) while the host polls a stat at 50 Hz.
  *
- * Usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG] [--small]
+ * Every run also prints the engine plane's `ls -l` of 20 against one fresh
+ * stat, with its pauses per `ls -l` and the engine floor of the same work
+ * (planes_ratio.c); --ratio prints only that (two mounts, a small sandbox:
+ * under a minute), and with CHECK=1 in the environment a ratio or a pause
+ * count over its bound exits 1 (CI: contrib/test.sh).
+ *
+ * Usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG] [--small] [--ratio]
  * (--small: the stats, reads and listings only, not find, 256 MiB or the CPU share)
  * Needs root, /dev/fuse, dockerd, the test image and the docker CLI.
  * Removes everything it made.
@@ -44,6 +50,8 @@
 #include <unistd.h>
 
 #include "benchlib.h"
+#include "listsnap.h"
+#include "planes_ratio.h"
 
 extern char **environ;
 
@@ -54,6 +62,7 @@ static const char *opt_mafsbxfs = "build/fs/mafsbxfs";
 static const char *opt_image = "mafsbx/busybox:latest";
 static int opt_runs = 200;
 static bool opt_small;       /* --small: the stats, reads and listings only */
+static bool opt_ratio;       /* --ratio: the engine plane's ls -l / fresh stat only (CI: CHECK=1) */
 
 static char mnt_local[64], mnt_engine[64], mnt_single[64], mnt_exec[64];
 static pid_t pid_local = -1, pid_engine = -1, pid_single = -1, pid_exec = -1;
@@ -62,16 +71,27 @@ static char scope[64], name[64], rootp[64];
 static void cleanup(void);
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+static void __attribute__((noreturn, format(printf, 1, 0))) vdie(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "bench_planes: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	cleanup();
+	exit(1);
+}
+
 static void die(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "bench_planes: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	cleanup();
-	exit(1);
+	vdie(fmt, ap);
+}
+
+void planes_die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vdie(fmt, ap);
 }
 
 static int run(const char *const *argv, bool quiet)
@@ -390,7 +410,8 @@ static double med_ls(const char *dir, int want, int runs)
 {
 	double *v = calloc((size_t)runs, sizeof(double));
 	for (int i = 0; i < runs; i++) {
-		usleep(gap_us);
+		/* and longer than a kept listing's validity: no stat of the run before is answered from it */
+		usleep(gap_us ? (MAFSBX_LISTSNAP_VALID_MS + 100) * 1000 : 0);
 		v[i] = t_lsl(dir, want);
 	}
 	double m = bench_median(v, runs);
@@ -416,6 +437,7 @@ static void parse_args(int argc, char **argv)
 					     { "runs", required_argument, NULL, 'r' },
 					     { "image", required_argument, NULL, 'i' },
 					     { "small", no_argument, NULL, 's' },
+					     { "ratio", no_argument, NULL, 'q' },
 					     { NULL, 0, NULL, 0 } };
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -424,7 +446,8 @@ static void parse_args(int argc, char **argv)
 		case 'r': opt_runs = atoi(optarg); break;
 		case 'i': opt_image = optarg; break;
 		case 's': opt_small = true; break;
-		default: fprintf(stderr, "usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG] [--small]\n"); exit(2);
+		case 'q': opt_ratio = true; break;
+		default: fprintf(stderr, "usage: bench_planes [--mafsbxfs PATH] [--runs N] [--image IMG] [--small] [--ratio]\n"); exit(2);
 		}
 	}
 	if (opt_runs < 3)
@@ -447,15 +470,19 @@ static void make_sandbox(void)
 	if (!np)
 		die("acquire reply: %s", rep);
 	snprintf(name, sizeof(name), "%.31s", np + 9);
-	guest("cd " GW " && mkdir -p a/b/c/d/e/f/g outs tree && head -c 1024 /dev/zero | tr '\\0' x > d1.txt && "
-	      "cp d1.txt a/b/c/d4.txt && cp d1.txt a/b/c/d/e/f/g/d8.txt && "
-	      "for i in $(seq -w 0 19); do echo out$i > outs/o$i.txt; done && "
-	      "for d in $(seq 0 9); do mkdir tree/$d; for i in $(seq 0 99); do echo $d$i > tree/$d/f$i; done; done && "
-	      "mkdir plain flat && for i in $(seq -w 0 19); do echo p$i > plain/p$i; done && "
-	      "for i in $(seq -w 0 999); do echo f$i > flat/f$i; done && "
-	      "mkdir -p deep/sub && for i in $(seq -w 0 19); do echo p$i > deep/a$i; done && "
-	      "for i in $(seq -w 0 99); do dd if=/dev/zero of=deep/sub/m$i bs=1M count=1 2>/dev/null; done && "
-	      "dd if=/dev/zero of=big.bin bs=1M count=256 2>/dev/null");
+	if (opt_ratio) /* only what the ratio needs */
+		guest("cd " GW " && head -c 1024 /dev/zero | tr '\\0' x > d1.txt && mkdir plain && "
+		      "for i in $(seq -w 0 19); do echo p$i > plain/p$i; done");
+	else
+		guest("cd " GW " && mkdir -p a/b/c/d/e/f/g outs tree && head -c 1024 /dev/zero | tr '\\0' x > d1.txt && "
+		      "cp d1.txt a/b/c/d4.txt && cp d1.txt a/b/c/d/e/f/g/d8.txt && "
+		      "for i in $(seq -w 0 19); do echo out$i > outs/o$i.txt; done && "
+		      "for d in $(seq 0 9); do mkdir tree/$d; for i in $(seq 0 99); do echo $d$i > tree/$d/f$i; done; done && "
+		      "mkdir plain flat && for i in $(seq -w 0 19); do echo p$i > plain/p$i; done && "
+		      "for i in $(seq -w 0 999); do echo f$i > flat/f$i; done && "
+		      "mkdir -p deep/sub && for i in $(seq -w 0 19); do echo p$i > deep/a$i; done && "
+		      "for i in $(seq -w 0 99); do dd if=/dev/zero of=deep/sub/m$i bs=1M count=1 2>/dev/null; done && "
+		      "dd if=/dev/zero of=big.bin bs=1M count=256 2>/dev/null");
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "docker inspect -f '{{.State.Pid}}' %s", name);
 	FILE *p = popen(cmd, "r");
@@ -608,18 +635,30 @@ int main(int argc, char **argv)
 
 	pid_local = mount_one(mnt_local, "local");
 	pid_engine = mount_one(mnt_engine, "engine");
+	struct planes_ratio pr;
+	if (opt_ratio) {
+		make_sandbox();
+		planes_ratio_measure(mnt_engine, name, opt_runs, &pr);
+		int bad = planes_ratio_print(&pr, opt_runs);
+		cleanup();
+		return bad;
+	}
 	pid_single = mount_one(mnt_single, "engine,burst_ms=0");
 	pid_exec = mount_one(mnt_exec, "engine,listing=exec");
 	make_sandbox();
 	struct results r;
 	memset(&r, 0, sizeof(r));
 	measure_small(&r);
+	/* the engine plane's ls -l of 20 against one fresh stat, in the same run */
+	int ratio_runs = opt_runs < 10 ? opt_runs : 10;
+	planes_ratio_measure(mnt_engine, name, ratio_runs, &pr);
 	if (!opt_small) {
 		measure_find(&r);
 		measure_big(&r);
 		measure_share(&r);
 	}
 	print_results(&r);
+	int bad = planes_ratio_print(&pr, ratio_runs);
 	cleanup();
-	return 0;
+	return bad;
 }
