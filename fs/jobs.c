@@ -216,11 +216,13 @@ static void adopt_one(struct mfs *fs, int cfd, const char *name)
 		close(dfd);
 		return;
 	}
-	/* another engine's, or another scope's mount's: not ours to show */
-	if (strcmp(m.endpoint, fs->ep.url) != 0 || strcmp(m.scope, fs->scope_label) != 0 || strcmp(m.job, name) != 0) {
+	/* another engine's: not ours to judge */
+	if (strcmp(m.endpoint, fs->ep.url) != 0 || strcmp(m.job, name) != 0) {
 		close(dfd);
 		return;
 	}
+	/* a sandbox disposed behind the daemons' backs (reap, another client):
+	 * its ended jobs go, whichever mount made them */
 	json_t *insp = NULL;
 	mafsbx_error_clear(&e);
 	if (mafsbx_container_inspect(fs->engine, m.container, &insp, &e) < 0 && e.kind == MAFSBX_EK_NO_CONTAINER &&
@@ -231,6 +233,10 @@ static void adopt_one(struct mfs *fs, int cfd, const char *name)
 		return;
 	}
 	json_decref(insp);
+	if (strcmp(m.scope, fs->scope_label) != 0) {
+		close(dfd);   /* another scope's mount's: not shown here */
+		return;
+	}
 	mfs_exec_adopt(fs, dfd, &m);   /* takes dfd */
 }
 
