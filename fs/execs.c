@@ -634,15 +634,31 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 				CANCEL_WAIT_MS / 1000);
 }
 
+/* A lost job's command may still run, with no monitor to see its end: where
+ * it can be, it is killed as a cancel kills (best effort: forgetting goes on). */
+static void end_lost(struct mfs *fs, struct mfs_dexec *d)
+{
+	char eid[65];
+	mafsbx_job_exec_read(d->dirfd, eid);
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int killed = 0;
+	if (eid[0] && engine_local(fs) && mafsbx_exec_kill_tree(fs->engine, d->container_id, eid, &killed, &e) < 0 &&
+	    e.err != ESRCH)
+		log_warn("exec %s of %s (lost): its command could not be killed: %s", d->id, d->sandbox, e.message);
+}
+
 int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct mafsbx_error *err)
 {
 	struct mfs_dexec *d = find(fs, sandbox, id);
 	if (!d)
 		return mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "no detached exec %s of %s", id, sandbox);
 	pthread_mutex_lock(&d->mu);
-	bool running = d->running;
+	bool running = d->running, lost = d->lost;
 	pthread_mutex_unlock(&d->mu);
 	int r = running ? cancel(fs, d, err) : 0;
+	if (lost)
+		end_lost(fs, d);
 	if (r == 0) {
 		bool mine = false;
 		pthread_mutex_lock(&fs->execs_lock);

@@ -8,7 +8,7 @@
 #      every line in order and the 2 MiB byte-exact (md5 against the same
 #      output made inside the guest), status says exit 7, wait returns it;
 #   2. a job whose monitor was killed while no daemon ran is adopted as
-#      lost, with what it had spooled; rmdir forgets it;
+#      lost, with what it had spooled; rmdir kills its command and forgets it;
 #   3. a job adopted while it runs is cancelled by rmdir: its processes are
 #      gone from the guest, the sandbox runs on;
 #   4. an exec forgotten (rmdir) leaves no job files behind.
@@ -114,8 +114,10 @@ expect_eq "$(jget "$st" running)" false "a dead monitor's job: running"
 expect_eq "$(cat "$X/stdout")" spooled "a dead monitor's job: its spooled output"
 w=$(timeout 30 cat "$X/wait") || fail "wait of a lost job"
 expect_eq "$(jget "$w" error.errno)" ESRCH "wait of a lost job: the error"
+expect_eq "$(guest_procs 'sleep 301')" 1 "a lost job's command runs on in the guest"
 rmdir "$X" || fail "rmdir of a lost job"
-log "ok: a lost job says so, with its output"
+expect_eq "$(guest_procs 'sleep 301')" 0 "a lost job's command after its rmdir"
+log "ok: a lost job says so, with its output; rmdir ends its command"
 
 # --- 3. cancel of an adopted job ------------------------------------------------------
 X=$M/$N/execs/$RUN
