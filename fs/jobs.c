@@ -77,7 +77,8 @@ static int spawn_monitor(const char *dir, int lockfd)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (setsid() < 0)
+		/* no directory of the daemon's kept busy (a mount point's parent, a test's) */
+		if (setsid() < 0 || chdir("/") < 0)
 			_exit(126);
 		pid_t b = fork();
 		if (b != 0)
