@@ -11,7 +11,9 @@
 #      lost, with what it had spooled; rmdir kills its command and forgets it;
 #   3. a job adopted while it runs is cancelled by rmdir: its processes are
 #      gone from the guest, the sandbox runs on;
-#   4. an exec forgotten (rmdir) leaves no job files behind.
+#   4. an exec forgotten (rmdir) leaves no job files behind;
+#   5. past the spool budget the monitor stops spooling (`truncated`), and
+#      the command is not blocked: it runs to its exit code.
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -135,4 +137,15 @@ for x in "${XIDS[@]}"; do
 done
 left=$(find "$JOBDIR" -mindepth 2 -maxdepth 2 \( -name "${XIDS[0]}" -o -name "$LOST" -o -name "$RUN" \) | wc -l)
 expect_eq "$left" 0 "job directories left after rmdir"
+log "ok: rmdir removes the job's files"
+
+# --- 5. past the spool budget the monitor stops spooling; the command runs on ---------
+# a 4 MiB budget: the sandbox's share is 2 MiB, the job writes 6 MiB
+umount_fs "$M" "$DAEMON_PID"
+MAFSBX_SPOOL_BUDGET_MB=4 mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
+detach_exec '"command": "i=0; while [ $i -lt 12 ]; do head -c 524288 /dev/zero; sleep 0.3; i=$((i+1)); done; exit 3"'
+w=$(timeout 120 cat "$M/$N/execs/$XID/wait") || fail "wait of the job past the budget"
+expect_eq "$(jget "$w" exit_code)" 3 "past the budget: the command ran to its end"
+expect_eq "$(jget "$w" truncated)" true "past the budget: truncated"
+[ -e "$JOBDIR"/*/"$XID/stop" ] || fail "the monitor was not told to stop spooling"
 log "PASS"
