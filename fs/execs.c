@@ -668,11 +668,13 @@ int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct 
 				mine = true;
 				break;
 			}
+		/* removed with the exec; under the lock, as a new job's directory is
+		 * made: the container's directory never goes under a new job */
+		if (mine)
+			mfs_job_forget(fs, d->container_id, d->id);
 		pthread_mutex_unlock(&fs->execs_lock);
-		if (mine) {
-			mfs_job_forget(fs, d->container_id, d->id);   /* removed with the exec */
+		if (mine)
 			dexec_put(d);   /* the list's */
-		}
 	}
 	dexec_put(d);
 	return r;
