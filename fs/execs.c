@@ -18,8 +18,9 @@
  *
  * Cancel (rmdir NAME/execs/ID) and timeout end the command without
  * disposing the sandbox where the engine runs on this host: its process
- * tree is killed (src/host/execkill.c: pidfds checked against the container's
- * cgroup, never its init). On a remote engine they dispose the sandbox, as
+ * tree and every process carrying its marker (its ID) are killed
+ * (src/host/execkill.c: pidfds checked against the container's cgroup,
+ * never its init). On a remote engine they dispose the sandbox, as
  * upstream does, and `status` says so.
  *
  * Bounds: at most MFS_EXECS_KEPT per sandbox (the oldest finished one is
@@ -615,7 +616,8 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 		mafsbx_error_clear(&ke);
 		int killed = 0;
 		/* not created yet, or not started yet (ESRCH): ask again shortly */
-		if (eid[0] && mafsbx_exec_kill_tree(fs->engine, d->container_id, eid, &killed, &ke) < 0 &&
+		/* its ID is its marker: the kill also takes what carries it (src/host/execmark.h) */
+		if (eid[0] && mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &ke) < 0 &&
 		    ke.err != ESRCH) {
 			log_warn("cancel of exec %s in %s: cannot kill it here (%s); disposing the sandbox", d->id,
 				 d->sandbox, ke.message);
@@ -643,7 +645,8 @@ static void end_lost(struct mfs *fs, struct mfs_dexec *d)
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	int killed = 0;
-	if (eid[0] && engine_local(fs) && mafsbx_exec_kill_tree(fs->engine, d->container_id, eid, &killed, &e) < 0 &&
+	if (eid[0] && engine_local(fs) &&
+	    mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &e) < 0 &&
 	    e.err != ESRCH)
 		log_warn("exec %s of %s (lost): its command could not be killed: %s", d->id, d->sandbox, e.message);
 }

@@ -234,11 +234,8 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 		.listing = (enum mafsbx_plane_listing)fs->opt.listing,
 		.local_max_read = fs->opt.max_read_given ? fs->opt.max_read : 0,
 		.caller_uid = mfs_caller_uid,   /* spools are charged to the user who opens them */
+		.spool_budget = fs->opt.spool_budget,   /* 0: the plane's default */
 	};
-	/* The engine plane's spool budget (default 1 GiB); tests make it small. */
-	const char *sb = getenv("MAFSBX_SPOOL_BUDGET_MB");
-	if (sb && atoll(sb) > 0)
-		pc.spool_budget = (uint64_t)atoll(sb) * MFS_MIB;
 	fs->planes = mafsbx_planes_new(fs->engine, fs->fz, fs->backend, &pc, err);
 	if (!fs->planes)
 		goto fail;

@@ -11,8 +11,12 @@
  * doc/threads-and-locks.md.
  *
  * Files:
- *   mount.c    the mount's lifecycle: mfs_get(), init/fini, open handles, the request limit
- *   opts.c     the command line (fuse_opt), validation, --help text
+ *   mount.c    the mount's lifecycle: mfs_get(), init/fini, open handles, the request count
+ *   opts.c     the command line (fuse_opt), validation; usage.c the --help text
+ *   lowlevel.c the mount on libfuse's low-level API: the handlers, replies from any thread
+ *   nodes.c    the node ids handed to the kernel (a node is a path)
+ *   txn.c      the threads .ctl transactions (and rmdir NAME) run on; txnlog.c their log line
+ *   execs.c    detached execs and their NAME/execs/ID/ files
  *   tree.c     path -> node classification (pure)
  *   root.c     the sandbox list cache, the root listing and by-scope/
  *   status.c   the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
@@ -22,19 +26,20 @@
  *   reply.c    reply JSON: error replies, the exec reply with its text views
  *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
  *   texts.c    the read-only files' texts, one per file shared by its handles, under the reply budget
- *   janitor.c  background recovery of freezes left behind
+ *   janitor.c  background recovery of freezes left behind, and of what removed containers left
  *   daemon.c   going into the background: the fork first, one thread, a readiness pipe
  *   ops.c      the fuse_operations table and the per-open handle dispatch
  *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel
  *
- * Calls go one way (no cycle, as grep finds them):
- *   main.c     -> ops.c (the table), opts.c, daemon.c, janitor.c, requests.c (fs->run), mount.c
- *   ops.c      -> tree.c, work.c, status.c, ctl.c, root.c, mount.c
- *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
- *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
- *   mount.c    -> root.c (the list's teardown only)
- *   ctl.c      -> reply.c, textconv.c, texts.c   reply.c -> textconv.c   janitor.c -> root.c
- *   ops.c, execs.c, main.c -> texts.c      texts.c -> reply.c (the budget)
+ * Calls do not go one way (as grep finds them): ctl.c, execs.c,
+ * lowlevel.c, mount.c, ops.c, passthrough.c, requests.c, root.c, status.c,
+ * txnlog.c and work.c reach each other in a circle: lowlevel.c calls down
+ * into ops.c, ctl.c, execs.c and passthrough.c, while root.c and
+ * requests.c call back up into it to invalidate the kernel's caches and
+ * work.c for the caller's uid and pid and the interrupt watch, and
+ * mount.c's init and teardown call execs.c and passthrough.c. Below the
+ * circle: texts.c -> reply.c -> textconv.c; janitor.c -> root.c; daemon.c,
+ * nodes.c, opts.c, tree.c, txn.c and usage.c call no other file of fs/.
  * ctl.c reaches the runner only through fs->run, and mount.c frees open
  * handles only through each handle's discard pointer.
  */
@@ -107,6 +112,8 @@ struct mfs_options {
 	unsigned max_requests;       /* .ctl transactions running at once (txn.c) */
 	unsigned max_open_per_user;  /* open files per user but the daemon's; 0: from RLIMIT_NOFILE at start */
 	unsigned max_calls_per_user; /* engine-plane file calls per user but the daemon's; 0: max_threads / 4 */
+	uint64_t reply_budget;       /* -o reply_budget: bytes; 0 (a mount not from the command line): the default */
+	uint64_t spool_budget;       /* -o spool_budget: bytes; 0: the plane's default (1 GiB) */
 	uint64_t max_read;
 	uint64_t max_write;
 	long exec_timeout;           /* seconds: an exec's timeout when it names none */
@@ -202,7 +209,6 @@ struct mfs_txns {
 int mfs_txns_init(struct mfs_txns *p, unsigned max, size_t max_queued);
 /* Queue a job: 0, -EBUSY past max_queued waiting, -ESHUTDOWN after fini began. */
 int mfs_txns_submit(struct mfs_txns *p, mfs_txn_fn fn, void *arg);
-void mfs_txns_stats(struct mfs_txns *p, unsigned *running, size_t *queued);
 /* Stop: queued jobs run cancelled, running ones get `grace_ms`. true when
  * every thread was joined (false: some still run, left to the exit). */
 bool mfs_txns_fini(struct mfs_txns *p, int grace_ms);
@@ -723,11 +729,10 @@ char *mfs_json_dump_line(const json_t *v, size_t flags, size_t *len);
 /*
  * The mount-wide reply budget (reply.c): the bytes exec replies being built
  * may hold at once. take() reserves `bytes` or fails with ENOMEM naming the
- * request; put() gives them back. Default MFS_REPLY_BUDGET_DEFAULT,
- * $MAFSBX_REPLY_BUDGET_MB overrides.
+ * request; put() gives them back. -o reply_budget (fs->opt), else
+ * MFS_REPLY_BUDGET_DEFAULT.
  */
 #define MFS_REPLY_BUDGET_DEFAULT ((size_t)256 * 1024 * 1024)
-#define MFS_REPLY_BUDGET_ENV "MAFSBX_REPLY_BUDGET_MB"
 int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct mafsbx_error *err);
 void mfs_reply_budget_put(struct mfs *fs, size_t bytes);
 /* Keep `bytes` taken until this thread's next mfs_reply_dump() (then put back). */

@@ -2,14 +2,18 @@
  * mount.c: the lifecycle of one mount: the `struct mfs` every operation
  * reaches through mfs_get() (a process-wide pointer: the daemon serves one
  * mount; unit tests install theirs with mfs_set_current()), its init and
- * teardown, the registry of open handles, the limit on .ctl requests
- * running at once, and what users other than the daemon's may hold: open
- * files, file calls that may wait and .ctl requests, per user and in one
- * pool all of them share.
+ * teardown, the registry of open handles, the count of .ctl requests
+ * running (mfs_request_enter: the daemon's own limit is txn.c's threads,
+ * so only a request run on the caller's thread, as the unit tests' writes
+ * through ops.c are, can meet it), and what users other than the daemon's
+ * may hold: open files, file calls that may wait and .ctl requests, per
+ * user and in one pool all of them share.
  *
- * The bottom of fs/: the operations (ops.c), work.c, ctl.c, requests.c call here;
- * this file calls only root.c's list teardown and each handle's own discard
- * function (a pointer in the handle), never an operation.
+ * Not the bottom of fs/: the operations (ops.c), lowlevel.c, work.c,
+ * ctl.c, requests.c and passthrough.c call here, and init and teardown call
+ * execs.c (its state is in struct mfs), passthrough.c's teardown, root.c's
+ * list teardown and each handle's own discard function (a pointer in the
+ * handle); never an operation.
  */
 #include "mfs.h"
 

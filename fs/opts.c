@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "burst.h"
-#include "egress.h"
 #include "log.h"
 
 /* The raw text of each option, as fuse_opt stores it (malloc'd strings). */
@@ -38,7 +37,7 @@ struct raw_opts {
 	char *memory, *cpus, *egress_proxy_image, *egress_outbound_network;
 	char *plane, *uid, *gid, *umask, *burst_ms, *listing, *entry_timeout, *max_requests, *max_open_per_user,
 		*max_calls_per_user;
-	char *pull_timeout, *loglevel;
+	char *pull_timeout, *loglevel, *reply_budget, *spool_budget;
 	int cap_drop_all, frozen_reads;
 	int allow_other_seen, default_permissions_seen, dev_seen, suid_seen;
 	int max_threads_seen, fsname_seen, subtype_seen;
@@ -75,6 +74,8 @@ static const struct fuse_opt raw_spec[] = {
 	RAW("max_exec_timeout=%s", max_exec_timeout),
 	RAW("pull_timeout=%s", pull_timeout),
 	RAW("loglevel=%s", loglevel),
+	RAW("reply_budget=%s", reply_budget),
+	RAW("spool_budget=%s", spool_budget),
 	RAW("pids_limit=%s", pids_limit),
 	RAW("cap_drop_all", cap_drop_all),
 	RAW("memory=%s", memory),
@@ -195,7 +196,7 @@ static void raw_free(struct raw_opts *r)
 			 &r->egress_proxy_image, &r->egress_outbound_network, &r->plane, &r->uid, &r->gid, &r->umask,
 			 &r->nonopt[0], &r->nonopt[1], &r->extra,
 			 &r->burst_ms, &r->entry_timeout, &r->max_requests, &r->max_open_per_user, &r->pull_timeout,
-			 &r->loglevel, &r->max_calls_per_user, &r->listing };
+			 &r->loglevel, &r->max_calls_per_user, &r->listing, &r->reply_budget, &r->spool_budget };
 	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -373,6 +374,27 @@ static int parse_limits(const struct raw_opts *r, struct mfs_options *o, struct 
 	return 0;
 }
 
+/* -o reply_budget, spool_budget: byte counts from 1M to 1T. 0 or -EINVAL. */
+static int parse_budgets(const struct raw_opts *r, struct mfs_options *o, struct mafsbx_error *err)
+{
+	const struct {
+		const char *name, *text;
+		uint64_t *out;
+	} b[] = { { "reply_budget", r->reply_budget, &o->reply_budget },
+		  { "spool_budget", r->spool_budget, &o->spool_budget } };
+	for (size_t i = 0; i < MAFSBX_ARRAY_SIZE(b); i++) {
+		uint64_t v;
+		if (!b[i].text)
+			continue;
+		if (mfs_parse_bytes(b[i].text, &v) < 0 || v < MFS_MIB || v > (1ull << 40))
+			return mafsbx_error_set(err, MAFSBX_EK_INVALID,
+						"-o %s=%s: expected a byte count from 1M to 1T (suffix K, M, G allowed)",
+						b[i].name, b[i].text);
+		*b[i].out = v;
+	}
+	return 0;
+}
+
 /* -o loglevel=error|warning|info|debug. 0 or -EINVAL. */
 static int parse_loglevel(const struct raw_opts *r, struct mfs_options *o, struct mafsbx_error *err)
 {
@@ -438,6 +460,7 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 	o->pids_limit = MFS_DEFAULT_PIDS_LIMIT;
 	o->max_threads = MFS_DEFAULT_MAX_THREADS;
 	o->max_requests = MFS_DEFAULT_MAX_REQUESTS;
+	o->reply_budget = MFS_REPLY_BUDGET_DEFAULT;
 
 	if (fuse_opt_parse(args, &r, raw_spec, raw_proc) != 0) {
 		ret = mafsbx_error_set(err, MAFSBX_EK_INVALID, "cannot parse the options");
@@ -467,7 +490,8 @@ int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafs
 				       "conflicting options: give -o host (-H) or -o context (--context), not both");
 		goto out;
 	}
-	if ((ret = parse_limits(&r, o, err)) < 0 || (ret = parse_loglevel(&r, o, err)) < 0)
+	if ((ret = parse_limits(&r, o, err)) < 0 || (ret = parse_loglevel(&r, o, err)) < 0 ||
+	    (ret = parse_budgets(&r, o, err)) < 0)
 		goto out;
 	/* A guest's device node or setuid file must never act on the host: dev
 	 * and suid (which mount.fuse3 adds by itself for root) are dropped, and
@@ -512,91 +536,4 @@ void mfs_options_free(struct mfs_options *o)
 	free(o->source);
 	o->source = NULL;
 	o->host = o->context = o->image = o->scope = o->egress_proxy_image = o->egress_outbound_network = NULL;
-}
-
-void mfs_options_usage(FILE *out, const char *prog)
-{
-	fprintf(out,
-		"usage: %s [options] [SOURCE] MOUNTPOINT\n"
-		"\n"
-		"Shows the maf-sandbox Docker sandboxes of one engine as files.\n"
-		"SOURCE, as mount.fuse3 passes it for the fstab type fuse.mafsbxfs, is ignored;\n"
-		"it must be a plain word such as mafsbxfs or none.\n"
-		"\n"
-		"mafsbxfs options:\n"
-		"    -o host=URL, -H URL    engine endpoint (unix://, tcp:// or ssh://)\n"
-		"    -o context=NAME, --context NAME\n"
-		"                           Docker context to take the endpoint from\n"
-		"    -o image=IMAGE         image for acquire requests that name none\n"
-		"    -o scope=SCOPE         show and serve only sandboxes of this scope\n"
-		"    -o attr_timeout=SECS   kernel attribute/entry cache (default 1)\n"
-		"    -o entry_timeout=SECS  kernel name cache (default: attr_timeout)\n"
-		"    -o max_read=BYTES      largest file a read fetches (default 64M on the\n"
-		"                           engine plane; none on the local plane unless given)\n"
-		"    -o max_write=BYTES     largest file a write sends (default 64M)\n"
-		"    -o exec_timeout=SECS   an exec's timeout when it names none (default %d)\n"
-		"    -o max_exec_timeout=SECS\n"
-		"                           ceiling of an exec's timeout; 0: none (default %d)\n"
-		"    -o pull_timeout=SECS   bound on pulling an absent image for an acquire\n"
-		"                           (default %d)\n"
-		"    -o pids_limit=N        --pids-limit of every sandbox (default 512)\n"
-		"    -o cap_drop_all        drop every capability in new sandboxes\n"
-		"    -o memory=BYTES        memory limit of new sandboxes (at least 6M)\n"
-		"    -o cpus=N              CPU limit of new sandboxes\n"
-		"    -o egress_proxy_image=IMAGE\n"
-		"                           enables allowlist egress through that proxy (default\n"
-		"                           " MAFSBX_DEFAULT_PROXY_IMAGE " when it exists)\n"
-		"    -o egress_outbound_network=NET\n"
-		"                           the egress proxies' outbound network (default bridge)\n"
-		"    -o plane=auto|local|engine\n"
-		"                           how sandbox files are reached (default auto: local\n"
-		"                           where the engine runs on this host)\n"
-		"    -o frozen_reads        local plane: copy each read under one freeze\n"
-		"    -o burst_ms=MS         engine plane: how long a freeze outlives the last\n"
-		"                           call of a burst (default 5; 0: every call its own)\n"
-		"    -o listing=auto|exec   engine plane: list a directory from its archive,\n"
-		"                           by the guest's find when that was cut (auto, the\n"
-		"                           default), or by the guest's find only (exec)\n"
-		"    -o uid=N, -o gid=N, -o umask=M\n"
-		"                           owner and mode mask shown for sandbox files,\n"
-		"                           status, egress and execs/ (default: the mounting\n"
-		"                           user, 022)\n"
-		"    -o max_requests=N      .ctl transactions running at once; more wait their\n"
-		"                           turn (default %u)\n"
-		"    -o max_open_per_user=N files one user other than the daemon's may hold\n"
-		"                           open (EMFILE past it; default: a quarter of the\n"
-		"                           daemon's open-file limit, 64 to 16384); all such\n"
-		"                           users share a pool of half the limit\n"
-		"    -o max_calls_per_user=N\n"
-		"                           engine plane (and frozen_reads opens): file calls\n"
-		"                           one user other than the daemon's may have waiting\n"
-		"                           at once (EBUSY past it; default: a quarter of\n"
-		"                           max_threads); all such users share a pool of half\n"
-		"                           of max_threads\n"
-		"    -o loglevel=LEVEL      error, warning (default), info (one line for each\n"
-		"                           transaction and each freeze and pin decision) or\n"
-		"                           debug; to stderr with -f, else to syslog\n"
-		"\n"
-		"FUSE options (libfuse's, as they apply here):\n"
-		"    -f                     stay in the foreground (systemd units use it)\n"
-		"    -d, -o debug           log every FUSE request (implies -f and, unless\n"
-		"                           -o loglevel is given, loglevel=debug)\n"
-		"    -s                     one FUSE worker thread\n"
-		"    -o max_threads=N       FUSE worker threads at most (default %u here)\n"
-		"    -o max_idle_threads=N  idle workers kept (default: all are kept)\n"
-		"    -o clone_fd            a /dev/fuse descriptor for each worker\n"
-		"    -o allow_other         let other users in, through the modes shown (turns\n"
-		"                           default_permissions on)\n"
-		"    -o allow_root          let root in as well as the mounting user\n"
-		"    -o default_permissions the kernel checks the modes shown\n"
-		"    -o auto_unmount        unmount when the daemon dies\n"
-		"    -o fsname=NAME, -o subtype=NAME\n"
-		"                           as /proc/self/mountinfo shows it (default mafsbxfs)\n"
-		"    -h, --help             this text\n"
-		"    -V, --version          the version\n"
-		"\n"
-		"File contents are never cached by the kernel (direct_io): libfuse's caching\n"
-		"options do not apply. Sandbox files are always nodev,nosuid.\n",
-		prog, MFS_DEFAULT_EXEC_TIMEOUT, MFS_DEFAULT_MAX_EXEC_TIMEOUT, MFS_DEFAULT_PULL_TIMEOUT,
-		MFS_DEFAULT_MAX_REQUESTS, MFS_DEFAULT_MAX_THREADS);
 }

@@ -93,19 +93,10 @@ char *mfs_reply_dump(const json_t *reply, size_t *len)
 	return out;
 }
 
-static size_t budget_of(void)
-{
-	const char *v = getenv(MFS_REPLY_BUDGET_ENV);
-	char *end = NULL;
-	unsigned long long mb = v && *v ? strtoull(v, &end, 10) : 0;
-	if (!mb || (end && *end) || mb > SIZE_MAX / (1024 * 1024))
-		return MFS_REPLY_BUDGET_DEFAULT;
-	return (size_t)mb * 1024 * 1024;
-}
-
 int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct mafsbx_error *err)
 {
-	size_t budget = budget_of();
+	/* opts.c bounds it to 1T: it fits a size_t */
+	size_t budget = fs->opt.reply_budget ? (size_t)fs->opt.reply_budget : MFS_REPLY_BUDGET_DEFAULT;
 	size_t have = atomic_load(&fs->reply_bytes);
 	for (;;) {
 		if (bytes > budget || have > budget - bytes)

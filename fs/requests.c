@@ -4,10 +4,17 @@
  * bookkeeping of declared outputs, the kernel cache invalidation that makes
  * a new sandbox appear at once, and the reply shapes:
  *
- *   acquire  ok, name, id, state, path, work_dir, uid, gid
+ *   acquire  ok, name, id, state, path, work_dir, uid, gid (null, with
+ *            identity saying why, when they cannot be resolved), warnings
  *   dispose  ok, disposed, failures (with "reclaim": ok, reclaimed)
  *   exec     ok, exit_code, stdout, stderr, stdout_b64, stderr_b64,
- *            timed_out, truncated, duration_ms (a timeout: sandbox_disposed)
+ *            timed_out, truncated, text_truncated, duration_ms (a
+ *            timeout: sandbox_disposed); the fields are shared with
+ *            execs.c's `wait` (mfs_exec_fields), and an exec's reply is
+ *            counted against the reply budget (reply.c) while it is built
+ *
+ * An exec with "detach": true is handed to execs.c (mfs_exec_detach),
+ * which answers at once.
  *
  * A blocking exec that times out kills the command's processes and keeps the
  * sandbox where the engine runs on this host (a unix socket: the same proof
@@ -23,8 +30,9 @@
  * Requests run on the transaction threads (txn.c, -o max_requests of them),
  * never on a FUSE worker, so lookups and reads always find a free worker;
  * past the cap a request waits its turn in txn.c's queue. The count here
- * (mfs_request_enter) is the backstop: it refuses with EBUSY only a caller
- * that reached the runner some other way past the cap.
+ * (mfs_request_enter, mount.c) is the backstop: it refuses with EBUSY only
+ * a caller that reached the runner some other way past the cap (the unit
+ * tests' synchronous writes through ops.c; the daemon never does).
  */
 #include "mfs.h"
 

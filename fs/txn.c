@@ -113,14 +113,6 @@ out:
 	return r;
 }
 
-void mfs_txns_stats(struct mfs_txns *p, unsigned *running, size_t *queued)
-{
-	pthread_mutex_lock(&p->mu);
-	*running = p->running;
-	*queued = p->queued;
-	pthread_mutex_unlock(&p->mu);
-}
-
 bool mfs_txns_fini(struct mfs_txns *p, int grace_ms)
 {
 	if (!p->ready)

@@ -180,7 +180,7 @@ _mafsbx_complete()
 }
 
 # mafsbxfs: its own -o options and libfuse's that apply (mafsbxfs --help).
-_mafsbxfs_o="host= context= image= scope= attr_timeout= entry_timeout= max_read= max_write= exec_timeout= max_exec_timeout= pull_timeout= pids_limit= cap_drop_all memory= cpus= egress_proxy_image= egress_outbound_network= plane= frozen_reads burst_ms= listing= uid= gid= umask= loglevel= max_requests= max_open_per_user= max_calls_per_user= max_threads= max_idle_threads= clone_fd allow_other allow_root default_permissions auto_unmount fsname= subtype= debug"
+_mafsbxfs_o="host= context= image= scope= attr_timeout= entry_timeout= max_read= max_write= exec_timeout= max_exec_timeout= pull_timeout= pids_limit= cap_drop_all memory= cpus= egress_proxy_image= egress_outbound_network= plane= frozen_reads burst_ms= listing= uid= gid= umask= loglevel= max_requests= max_open_per_user= max_calls_per_user= reply_budget= spool_budget= max_threads= max_idle_threads= clone_fd allow_other allow_root default_permissions auto_unmount fsname= subtype= debug"
 
 _mafsbxfs()
 {

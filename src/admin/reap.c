@@ -26,6 +26,12 @@
 #include "log.h"
 #include "names.h"
 
+#ifdef MAFSBX_TEST_KNOBS
+const struct mafsbx_time *sbx_test_reap_now;
+void (*sbx_test_reap_hook)(enum mafsbx_reap_stage stage, void *ctx);
+void *sbx_test_reap_hook_ctx;
+#endif
+
 
 /* Name of an enum value from a table indexed by it; `fallback` outside the table. */
 static const char *enum_name(const char *const *names, size_t n, int v, const char *fallback)
@@ -41,16 +47,6 @@ const char *mafsbx_reap_kind_name(enum mafsbx_reap_kind k)
 		[MAFSBX_REAP_NETWORK] = "network",
 	};
 	return enum_name(names, MAFSBX_ARRAY_SIZE(names), (int)k, "?");
-}
-
-const char *mafsbx_reap_outcome_name(enum mafsbx_reap_outcome o)
-{
-	static const char *const names[] = {
-		[MAFSBX_REAP_REMOVED] = "removed", [MAFSBX_REAP_WOULD_REMOVE] = "would-remove",
-		[MAFSBX_REAP_GONE] = "gone",       [MAFSBX_REAP_FAILED] = "failed",
-		[MAFSBX_REAP_BLOCKED] = "blocked",
-	};
-	return enum_name(names, MAFSBX_ARRAY_SIZE(names), (int)o, "?");
 }
 
 const char *mafsbx_reap_code_name(enum mafsbx_reap_code c)
@@ -513,8 +509,13 @@ static int add_item(struct mafsbx_reap_result *res, const struct resource *r, en
 	return 0;
 }
 
+/* Now, as CLOCK_REALTIME has it (a test build: sbx_test_reap_now when set). */
 static struct mafsbx_time realtime_now(void)
 {
+#ifdef MAFSBX_TEST_KNOBS
+	if (sbx_test_reap_now)
+		return *sbx_test_reap_now;
+#endif
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (struct mafsbx_time){ .sec = ts.tv_sec, .nsec = (int32_t)ts.tv_nsec };
@@ -532,10 +533,13 @@ struct reap_run {
 	size_t n_groups;
 };
 
-static void stage(const struct reap_run *run, enum mafsbx_reap_stage s)
+static void stage(enum mafsbx_reap_stage s)
 {
-	if (run->opts->hook)
-		run->opts->hook(s, run->opts->hook_ctx);
+	(void)s;
+#ifdef MAFSBX_TEST_KNOBS
+	if (sbx_test_reap_hook)
+		sbx_test_reap_hook(s, sbx_test_reap_hook_ctx);
+#endif
 }
 
 /* 1. Inventory: containers first, then networks. 0, or a negative errno (nothing is to be deleted). */
@@ -802,7 +806,7 @@ int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts,
 	if (!e)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "reap: no engine");
 	res->dry_run = opts->dry_run;
-	struct mafsbx_time now = opts->now ? *opts->now : realtime_now();
+	struct mafsbx_time now = realtime_now();
 	res->cutoff = mafsbx_time_sub_clamped(now, opts->older_than_s);
 
 	char scope_buf[MAFSBX_LABEL_VALUE_MAX + 1];
@@ -815,13 +819,13 @@ int mafsbx_reap(struct mafsbx_engine *e, const struct mafsbx_reap_options *opts,
 	struct reap_run run = { .e = e, .opts = opts, .res = res, .err = err };
 	int ret = take_inventory(&run, scope_label);
 	if (ret == 0) {
-		stage(&run, MAFSBX_REAP_AFTER_INVENTORY);
+		stage(MAFSBX_REAP_AFTER_INVENTORY);
 		ret = group_inventory(&run);
 	}
 	if (ret == 0)
 		ret = revalidate(&run);
 	if (ret == 0) {
-		stage(&run, MAFSBX_REAP_BEFORE_DELETE);
+		stage(MAFSBX_REAP_BEFORE_DELETE);
 		ret = remove_expired(&run);
 	}
 	free(run.groups);

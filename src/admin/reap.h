@@ -33,8 +33,7 @@ enum mafsbx_reap_kind {
 };
 const char *mafsbx_reap_kind_name(enum mafsbx_reap_kind k);   /* "proxy", "workload", "network" */
 
-/* Points in the run where a test may act (a container replaced under the
- * same name, an engine made to fail); never used by the CLI. */
+/* Points in the run where a test's hook acts (sbx_test_reap_hook, below). */
 enum mafsbx_reap_stage {
 	MAFSBX_REAP_AFTER_INVENTORY = 1,   /* inventory read and validated, before revalidation */
 	MAFSBX_REAP_BEFORE_DELETE = 2,     /* revalidated, before the first removal */
@@ -47,11 +46,23 @@ struct mafsbx_reap_options {
 	int64_t older_than_s;              /* > 0, else EK_INVALID before any engine call */
 	const char *scope;                 /* NULL: every scope; else only label_value(scope) */
 	bool dry_run;                      /* every read, no removal */
-	/* Tests only. */
-	const struct mafsbx_time *now;     /* NULL: the real clock (CLOCK_REALTIME) */
-	void (*hook)(enum mafsbx_reap_stage stage, void *ctx);
-	void *hook_ctx;
 };
+
+#ifdef MAFSBX_TEST_KNOBS
+/*
+ * Test hooks (NULL unless a test sets them).
+ * Compiled only into the test libraries (MAFSBX_TEST_KNOBS, src/meson.build):
+ * the shipped CLI has none.
+ *
+ * sbx_test_reap_now: the clock a reap reads instead of CLOCK_REALTIME, so a
+ * test ages its resources without waiting.
+ * sbx_test_reap_hook: called at each stage of a run, so a test can act there
+ * (a container replaced under the same name, an engine made to fail).
+ */
+extern const struct mafsbx_time *sbx_test_reap_now;
+extern void (*sbx_test_reap_hook)(enum mafsbx_reap_stage stage, void *ctx);
+extern void *sbx_test_reap_hook_ctx;
+#endif
 
 /* One resource of an expired group: removed, would be removed (dry run), or not. */
 enum mafsbx_reap_outcome {
@@ -61,7 +72,6 @@ enum mafsbx_reap_outcome {
 	MAFSBX_REAP_FAILED,                /* removal failed: see the failures */
 	MAFSBX_REAP_BLOCKED,               /* kept: a container of its group was not removed */
 };
-const char *mafsbx_reap_outcome_name(enum mafsbx_reap_outcome o);
 
 struct mafsbx_reap_item {
 	enum mafsbx_reap_kind kind;

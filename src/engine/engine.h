@@ -189,6 +189,9 @@ int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_err
 
 /* ---- exec --------------------------------------------------------------- */
 
+/* The variable that marks a user exec's processes (mafsbx_exec_request.marker). */
+#define MAFSBX_EXEC_MARK_ENV "MAFSBX_EXEC_ID"
+
 struct mafsbx_exec_request {
 	const char *const *argv;     /* NULL-terminated, required */
 	const char *const *env;      /* "K=V", NULL-terminated, or NULL */
@@ -213,6 +216,11 @@ struct mafsbx_exec_request {
 	 * the command's process tree here (execkill.c) instead of removing the
 	 * container; where that cannot be done the container is removed. */
 	bool kill_on_timeout;
+	/* Optional: the exec's marker, set in its environment as
+	 * MAFSBX_EXEC_MARK_ENV=<marker> in place of any entry of env naming it;
+	 * every child inherits it, so a cancel or timeout finds what the
+	 * command daemonised (src/host/execmark.h). */
+	const char *marker;
 };
 
 struct mafsbx_exec_result {

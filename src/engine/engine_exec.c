@@ -60,17 +60,54 @@ static bool launch_failure(const struct mafsbx_exec_result *res, bool never_star
 	return never_started && (res->exit_code == 126 || res->exit_code == 127);
 }
 
+/* The entry `kv` ("K=V" or "K") names the marker's variable. */
+static bool names_marker(const char *kv)
+{
+	size_t kl = sizeof(MAFSBX_EXEC_MARK_ENV) - 1;
+	return strncmp(kv, MAFSBX_EXEC_MARK_ENV, kl) == 0 && (kv[kl] == '=' || kv[kl] == '\0');
+}
+
+/*
+ * The exec's Env: the request's, and with a marker, MAFSBX_EXEC_MARK_ENV set
+ * to it in place of any entry of the request naming it (the mount's value
+ * is the one a cancel looks for). NULL with neither, or on failure (*bad:
+ * not UTF-8, else out of memory).
+ */
+static json_t *env_array(const struct mafsbx_exec_request *rq, bool *bad)
+{
+	if (!rq->marker)
+		return rq->env ? string_array(rq->env, bad) : NULL;
+	json_t *a = json_array();
+	for (size_t i = 0; a && rq->env && rq->env[i]; i++) {
+		if (names_marker(rq->env[i]))
+			continue;
+		json_t *s = json_string(rq->env[i]);
+		*bad = *bad || !s;
+		if (!s || json_array_append_new(a, s) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	char entry[sizeof(MAFSBX_EXEC_MARK_ENV) + 80];
+	snprintf(entry, sizeof(entry), "%s=%s", MAFSBX_EXEC_MARK_ENV, rq->marker);
+	if (a && json_array_append_new(a, json_string(entry)) < 0) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
 /* The exec's configuration (Cmd, Env, User, WorkingDir, attached streams), or NULL with *r set. */
 static json_t *exec_config(const struct mafsbx_exec_request *rq, const char *what, int *r, struct mafsbx_error *err)
 {
 	bool bad = false;
 	json_t *cmd = string_array(rq->argv, &bad);
-	json_t *env = rq->env ? string_array(rq->env, &bad) : NULL;
+	json_t *env = env_array(rq, &bad);
 	json_t *cfg = json_object();
 	*r = 0;
 	if (bad)
 		*r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "%s: command or environment is not valid UTF-8", what);
-	else if (!cmd || !cfg || (rq->env && !env))
+	else if (!cmd || !cfg || ((rq->env || rq->marker) && !env))
 		*r = mafsbx_eng_nomem(err);
 	if (*r == 0 && (json_object_set_new(cfg, "AttachStdin", json_boolean(rq->stdin_data != NULL ||
 									      rq->stdin_from_fd)) < 0 ||

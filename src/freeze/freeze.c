@@ -94,8 +94,10 @@ struct mafsbx_freeze {
 	long long anchor_ns;     /* copied at enter: the pause this freeze rests on */
 };
 
+#ifdef MAFSBX_TEST_KNOBS
 void (*mafsbx_freeze_test_before_verify)(const char *container, void *ctx);
 void *mafsbx_freeze_test_before_verify_ctx;
+#endif
 
 struct mafsbx_freeze_exec {
 	struct mafsbx_freezer *f;
@@ -765,11 +767,6 @@ const char *mafsbx_freezer_rundir(const struct mafsbx_freezer *f)
 	return f ? f->rundir : NULL;
 }
 
-const char *mafsbx_freeze_container(const struct mafsbx_freeze *h)
-{
-	return h ? h->e->container : NULL;
-}
-
 static void hold_hook(struct mafsbx_freezer *f)
 {
 	if (f->hold_ms > 0)
@@ -897,8 +894,10 @@ int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "freeze verify: no freeze");
 	struct mafsbx_freezer *f = h->f;
 	const char *container = h->e->container;
+#ifdef MAFSBX_TEST_KNOBS
 	if (mafsbx_freeze_test_before_verify)
 		mafsbx_freeze_test_before_verify(container, mafsbx_freeze_test_before_verify_ctx);
+#endif
 	long long anchor = h->anchor_ns;
 	if (!anchor)
 		return mafsbx_error_set_full(err, MAFSBX_EK_ENGINE, EIO, NULL,

@@ -139,9 +139,12 @@ int mafsbx_freeze_enter(struct mafsbx_freezer *f, const char *container, long lo
  * cannot be read (no pause record, the log moved on, the engine's error).
  */
 int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err);
-/* Test-only (NULL otherwise): called at the start of every verify, inside the freeze. */
+#ifdef MAFSBX_TEST_KNOBS
+/* A test hook (NULL unless a test sets it), compiled only into the test
+ * libraries: called at the start of every verify, inside the freeze. */
 extern void (*mafsbx_freeze_test_before_verify)(const char *container, void *ctx);
 extern void *mafsbx_freeze_test_before_verify_ctx;
+#endif
 
 /*
  * Whether a failed unpause of ours needs no retry: the container is gone or
@@ -156,7 +159,6 @@ bool mafsbx_freeze_unpause_moot(const struct mafsbx_error *unpause_err, const js
 /* Leave; the last one out unpauses. Never fails (a failed unpause is logged, unless the
  * container is gone or stopped: nothing is left to lift). NULL is a no-op. */
 void mafsbx_freeze_leave(struct mafsbx_freeze *h);
-const char *mafsbx_freeze_container(const struct mafsbx_freeze *h);
 
 /*
  * Register an exec of `container` before creating it: waits until no freeze

@@ -1,8 +1,9 @@
 /*
- * execkill.h: ending an exec's process tree from this host (execkill.c), the
+ * execkill.h: ending an exec's processes from this host (execkill.c), the
  * sandbox left running. Only where the engine runs here: the processes are
- * found by the engine's host PID and signalled through pidfds that were
- * checked to belong to the container (never its init, never a host process).
+ * found from the engine's host PID and the exec's marker (execmark.h), and
+ * signalled through pidfds that were checked to belong to the container
+ * (never its init, never a host process, never one older than the exec).
  */
 #ifndef MAFSBX_EXECKILL_H
 #define MAFSBX_EXECKILL_H
@@ -12,11 +13,19 @@
 #include "pin.h"
 
 /*
- * SIGKILL exec `exec_id`'s process and every descendant, in container
- * `container_id` (its full ID). *killed: how many were signalled. Errors:
- * ESRCH the exec runs no more; EPERM its process is not a live process of
- * that container on this host (a remote engine); the engine's errors.
+ * SIGKILL exec `exec_id`'s processes in container `container_id` (its full
+ * ID): its process, every descendant, and every process of the container
+ * started since that carries MAFSBX_EXEC_ID=<marker> in its environment,
+ * with their descendants (execmark.h); `marker` is the value the exec was
+ * given (mafsbx_exec_request.marker), NULL to read it from the exec's own
+ * process. *killed: how many were signalled. Errors: ESRCH the exec runs
+ * no more; EPERM its process is not a live process of that container on
+ * this host (a remote engine); EINVAL a marker that is not one; the
+ * engine's errors.
  */
+int mafsbx_exec_kill_tree_marked(struct mafsbx_engine *e, const char *container_id, const char *exec_id,
+				 const char *marker, int *killed, struct mafsbx_error *err);
+/* The same, the marker read from the exec's own process. */
 int mafsbx_exec_kill_tree(struct mafsbx_engine *e, const char *container_id, const char *exec_id, int *killed,
 			  struct mafsbx_error *err);
 

@@ -31,15 +31,6 @@
 #define PLANE_DEFAULT_MAX_PINS 256
 #define PLANE_DEFAULT_SPOOL_BUDGET (1024ull * 1024 * 1024)
 
-const char *mafsbx_plane_mode_name(enum mafsbx_plane_mode m)
-{
-	switch (m) {
-	case MAFSBX_PLANE_LOCAL: return "local";
-	case MAFSBX_PLANE_ENGINE: return "engine";
-	default: return "auto";
-	}
-}
-
 int mafsbx_plane_mode_parse(const char *text, enum mafsbx_plane_mode *out)
 {
 	if (!strcmp(text, "auto"))

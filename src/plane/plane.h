@@ -41,7 +41,6 @@ enum mafsbx_plane_mode { MAFSBX_PLANE_AUTO = 0, MAFSBX_PLANE_LOCAL, MAFSBX_PLANE
 enum mafsbx_plane_kind { MAFSBX_PK_LOCAL = 1, MAFSBX_PK_ENGINE };
 enum mafsbx_plane_base { MAFSBX_BASE_WORK = 0, MAFSBX_BASE_ROOT };
 
-const char *mafsbx_plane_mode_name(enum mafsbx_plane_mode m);  /* "auto", "local", "engine" */
 int mafsbx_plane_mode_parse(const char *text, enum mafsbx_plane_mode *out);
 
 /* The engine plane's listing: the directory's archive first, the guest's find when it was cut; or find only. */

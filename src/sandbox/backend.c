@@ -110,16 +110,6 @@ void mafsbx_backend_free(struct mafsbx_backend *b)
 	free(b);
 }
 
-struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b)
-{
-	return b ? b->engine : NULL;
-}
-
-const struct mafsbx_sandbox_config *mafsbx_backend_config(const struct mafsbx_backend *b)
-{
-	return b ? &b->cfg : NULL;
-}
-
 void mafsbx_backend_spec_config(const struct mafsbx_backend *b, struct mafsbx_spec_config *out)
 {
 	out->default_image = b ? b->cfg.default_image : NULL;

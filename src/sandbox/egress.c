@@ -28,6 +28,9 @@
 #ifdef MAFSBX_TEST_KNOBS
 void (*sbx_test_egress_network)(json_t *config);
 bool sbx_test_egress_hide_bridge;
+bool sbx_test_egress_allow_nonglobal;
+/* What the test build of the proxy (mafsbx-egress-proxy-test) reads; the installed proxy reads nothing of it. */
+#define PROXY_NONGLOBAL_ENV "MAFSBX_TEST_PROXY_ALLOW_NONGLOBAL"
 #endif
 
 #define OPT_INHIBIT_IPV4 "com.docker.network.bridge.inhibit_ipv4"
@@ -412,6 +415,21 @@ static int ensure_network(struct mafsbx_backend *b, const struct mafsbx_acquire_
 	return 0;
 }
 
+#ifdef MAFSBX_TEST_KNOBS
+/* The proxy container `p` (its inspect answer) was made with the tests' non-global switch. */
+static bool proxy_env_nonglobal(const json_t *p)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(json_object_get(p, "Config"), "Env"), i, v) {
+		const char *s = json_string_value(v);
+		if (s && strcmp(s, PROXY_NONGLOBAL_ENV "=1") == 0)
+			return true;
+	}
+	return false;
+}
+#endif
+
 /* A running proxy of ours that said it listens; else why not (in why, when given). */
 static bool proxy_ready(struct mafsbx_backend *b, const char *proxy, bool *running, char *why, size_t whysz)
 {
@@ -430,24 +448,21 @@ static bool proxy_ready(struct mafsbx_backend *b, const char *proxy, bool *runni
 	const char *role = json_string_value(json_object_get(labels, MAFSBX_LABEL_ROLE));
 	bool is_proxy = role && strcmp(role, "proxy") == 0;
 	*running = json_is_true(json_object_get(json_object_get(p, "State"), "Running"));
-	/* a proxy made with the tests' non-global flag is never kept by a backend without it */
-	bool nonglobal = false;
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(json_object_get(p, "Config"), "Env"), i, v) {
-		const char *s = json_string_value(v);
-		if (s && strncmp(s, "MAFSBX_PROXY_ALLOW_NONGLOBAL=", 29) == 0 && strcmp(s + 29, "1") == 0)
-			nonglobal = true;
-	}
+#ifdef MAFSBX_TEST_KNOBS
+	bool nonglobal = proxy_env_nonglobal(p);
+#endif
 	json_decref(p);
 	if (!is_proxy) {
 		snprintf(why, whysz, "it has no %s=proxy label", MAFSBX_LABEL_ROLE);
 		return false;
 	}
-	if (nonglobal != b->cfg.egress_allow_nonglobal) {
+#ifdef MAFSBX_TEST_KNOBS
+	/* a proxy made with the non-global switch is kept only while the switch is on, and the other way round */
+	if (nonglobal != sbx_test_egress_allow_nonglobal) {
 		snprintf(why, whysz, "its non-global setting is not this backend's");
 		return false;
 	}
+#endif
 	if (!*running) {
 		snprintf(why, whysz, "it is not running");
 		return false;
@@ -483,8 +498,10 @@ static int create_proxy(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 		p += sprintf(p, "%s%s", i ? "," : "", spec->egress_allow[i]);
 	/* a proxy without its allowlist or its role label is never made: a setting lost is ENOMEM */
 	if (json_array_append_new(env, json_string(allow)) < 0 ||
-	    (b->cfg.egress_allow_nonglobal &&
-	     json_array_append_new(env, json_string("MAFSBX_PROXY_ALLOW_NONGLOBAL=1")) < 0) ||
+#ifdef MAFSBX_TEST_KNOBS
+	    (sbx_test_egress_allow_nonglobal &&
+	     json_array_append_new(env, json_string(PROXY_NONGLOBAL_ENV "=1")) < 0) ||
+#endif
 	    json_object_set_new(labels, MAFSBX_LABEL_KEY_V1, json_string(attribution)) < 0 ||
 	    json_object_set_new(labels, MAFSBX_LABEL_ROLE, json_string("proxy")) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");

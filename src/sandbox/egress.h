@@ -89,6 +89,14 @@ const char *mafsbx_egress_proxy_image(const struct mafsbx_backend *b);
 extern void (*sbx_test_egress_network)(json_t *config);
 /* Act as if the bridge were not visible from this host (a remote engine). */
 extern bool sbx_test_egress_hide_bridge;
+/*
+ * Proxies made while this is set let private peers through (the test build
+ * of the proxy reads MAFSBX_TEST_PROXY_ALLOW_NONGLOBAL=1, which they are
+ * given); a proxy made with it is not kept while it is unset, nor one made
+ * without it while it is set. For tests whose only hosts are this machine's
+ * own containers.
+ */
+extern bool sbx_test_egress_allow_nonglobal;
 #endif
 
 /*

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "execmark.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -122,6 +123,22 @@ static int timed_out(struct mafsbx_backend *b, const struct mafsbx_exec_spec *sp
 				spec->timeout_ms, gone ? "was disposed" : "could not be disposed");
 }
 
+/* The exec's marker into mark: the caller's (checked), or a fresh one. 0 or the error. */
+static int exec_marker(const struct mafsbx_exec_hooks *h, char mark[MAFSBX_EXEC_MARK_MAX + 1],
+		       struct mafsbx_error *err)
+{
+	if (!h || !h->marker) {
+		int r = mafsbx_exec_mark_new(mark);
+		return r < 0 ? mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -r, NULL, "exec: no marker: %s",
+						     strerror(-r)) : 0;
+	}
+	if (!mafsbx_exec_mark_valid(h->marker))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "exec: the marker is not %d to %d hex digits",
+					MAFSBX_EXEC_MARK_MIN, MAFSBX_EXEC_MARK_MAX);
+	snprintf(mark, MAFSBX_EXEC_MARK_MAX + 1, "%s", h->marker);
+	return 0;
+}
+
 int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,
 			    const struct mafsbx_exec_hooks *h, struct mafsbx_exec_result *res, struct mafsbx_error *err)
 {
@@ -134,10 +151,15 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 	const char *name = spec->sandbox;
 	if (!mafsbx_is_workload_name(name))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "field 'sandbox': not a sandbox name");
+	/* every user exec carries a marker, so its timeout or cancel finds what it daemonised */
+	char mark[MAFSBX_EXEC_MARK_MAX + 1];
+	int r = exec_marker(h, mark, err);
+	if (r < 0)
+		return r;
 
 	json_t *insp = NULL;
 	char id[65], *cwd = NULL;
-	int r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
+	r = mafsbx_sbx_inspect_sandbox(b, name, &insp, id, err);
 	if (r < 0)
 		return r;
 	struct mafsbx_error e;
@@ -164,6 +186,7 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 		.on_created = h && h->on_created ? hook_created : NULL,
 		.output_ctx = &hc,
 		.kill_on_timeout = h && h->kill_on_timeout && spec->on_timeout != MAFSBX_ON_TIMEOUT_DISPOSE,
+		.marker = mark,
 	};
 	mafsbx_error_clear(&e);
 	r = mafsbx_sbx_exec(b, id, &rq, res, &e);

@@ -90,16 +90,18 @@ static int stream_ended_early(struct mafsbx_backend *b, struct mafsbx_exec_resul
 
 /*
  * A timed-out command killed where the engine runs on this host: true once
- * its process tree was signalled and the engine says the exec ended (bounded
- * wait), so the caller may end its freezer registration; false when it could
- * not be killed here (the caller removes the container).
+ * its processes (its tree and what carries its marker) were signalled and
+ * the engine says the exec ended (bounded wait), so the caller may end its
+ * freezer registration; false when it could not be killed here (the caller
+ * removes the container).
  */
-static bool kill_timed_out(struct mafsbx_backend *b, const char *id, struct mafsbx_exec_result *res)
+static bool kill_timed_out(struct mafsbx_backend *b, const char *id, const char *marker,
+			   struct mafsbx_exec_result *res)
 {
 	struct mafsbx_error ke;
 	mafsbx_error_clear(&ke);
 	int killed = 0;
-	if (mafsbx_exec_kill_tree(b->engine, id, res->exec_id, &killed, &ke) < 0 && ke.err != ESRCH) {
+	if (mafsbx_exec_kill_tree_marked(b->engine, id, res->exec_id, marker, &killed, &ke) < 0 && ke.err != ESRCH) {
 		log_info("exec %.12s timed out and cannot be killed here: %s", res->exec_id, ke.message);
 		return false;
 	}
@@ -148,7 +150,7 @@ int mafsbx_sbx_exec(struct mafsbx_backend *b, const char *id, const struct mafsb
 			 * end), and it does so while still registered, so no freeze
 			 * can come between.
 			 */
-			if (!(q.kill_on_timeout && kill_timed_out(b, id, res))) {
+			if (!(q.kill_on_timeout && kill_timed_out(b, id, q.marker, res))) {
 				struct mafsbx_error de;
 				if (mafsbx_container_delete(b->engine, id, true, &de) < 0 && de.kind != MAFSBX_EK_NO_CONTAINER)
 					log_warn("exec timed out and %s could not be removed: %s", id, de.message);

@@ -144,7 +144,9 @@ static void run(struct monitor *m, const struct mafsbx_job_meta *meta, struct ma
 		goto out;
 	}
 	struct mafsbx_exec_hooks h = { .on_output = on_output, .on_created = on_created, .ctx = m,
-				       .kill_on_timeout = es.ep.scheme == MAFSBX_EP_UNIX };
+				       .kill_on_timeout = es.ep.scheme == MAFSBX_EP_UNIX,
+				       /* the job's ID is its marker: a cancel from any daemon finds what carries it */
+				       .marker = meta->job };
 	struct mafsbx_exec_result res;
 	if (mafsbx_sandbox_exec_run(es.b, spec, &h, &res, e) == 0)
 		mafsbx_error_clear(e);

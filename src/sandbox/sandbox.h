@@ -43,7 +43,6 @@ struct mafsbx_sandbox_config {
 	double cpus;                    /* 0 = off; NanoCpus = cpus * 1e9 */
 	const char *egress_proxy_image; /* NULL or "" = none (copied) */
 	const char *egress_outbound_network; /* the proxy's second leg; NULL or "" = "bridge" (copied) */
-	bool egress_allow_nonglobal;    /* TESTS ONLY: the proxy lets private peers through */
 	long exec_timeout_max_s;        /* 86400: ceiling of exec timeouts; MAFSBX_EXEC_TIMEOUT_NO_CEILING: none */
 	long exec_timeout_s;            /* 300: an exec's timeout when the request names none */
 	long pull_timeout_ms;           /* 600000: an image pull. The pull runs on the engine handle, which
@@ -67,7 +66,6 @@ struct mafsbx_backend;
 struct mafsbx_backend *mafsbx_backend_new(struct mafsbx_engine *e, struct mafsbx_freezer *fz,
 					  const struct mafsbx_sandbox_config *cfg, struct mafsbx_error *err);
 void mafsbx_backend_free(struct mafsbx_backend *b);
-struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b);
 /*
  * Who makes a missing work dir without a freeze (the local plane, plane.c,
  * which works on handles beneath the pinned container root): called with the
@@ -79,7 +77,6 @@ struct mafsbx_engine *mafsbx_backend_engine(struct mafsbx_backend *b);
 typedef int (*mafsbx_base_preparer_fn)(void *ctx, const char *id, const char *name, const char *base, uid_t uid,
 				       gid_t gid, unsigned *made, struct mafsbx_error *err);
 void mafsbx_backend_set_base_preparer(struct mafsbx_backend *b, mafsbx_base_preparer_fn fn, void *ctx);
-const struct mafsbx_sandbox_config *mafsbx_backend_config(const struct mafsbx_backend *b);
 /* The spec-parsing context matching this backend's config (default image, exec ceiling). */
 void mafsbx_backend_spec_config(const struct mafsbx_backend *b, struct mafsbx_spec_config *out);
 
@@ -235,6 +232,10 @@ struct mafsbx_exec_hooks {
 	 * both ways at once, instead of the spec's stdin; see engine.h */
 	bool stdin_from_fd;
 	int stdin_fd;
+	/* the exec's marker (MAFSBX_EXEC_ID in its environment, 8 to 64 hex
+	 * digits: src/host/execmark.h), for the caller's own cancel
+	 * (mafsbx_exec_kill_tree_marked); NULL: a fresh one is drawn */
+	const char *marker;
 };
 /* The general form of the two above. */
 int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_spec *spec,

@@ -3,7 +3,8 @@
  * doc/upstream.md §7, §9.7). The only hosts are this machine's own containers: a
  * test outbound network (user-defined, so container names resolve) with a
  * busybox httpd on port 443; the proxy image is built by `mafsbx mkimage
- * --egress-proxy` under a unique tag (argv[1] the CLI, argv[2] the proxy).
+ * --egress-proxy` under a unique tag (argv[1] the CLI, argv[2] the proxy's
+ * test build, mafsbx-egress-proxy-test).
  *
  *  - topology: upstream names and labels on workload, proxy and network (the
  *    reap inventory, which follows upstream's validation, sees all three);
@@ -11,8 +12,9 @@
  *    off in the guest; a warm acquire reuses and re-proves;
  *  - EGRESS probes through the proxy: the allowed host answers (bytes both
  *    ways), a denied host and a non-443 port get 403, a GET gets 405, a
- *    private peer is DENY-NONGLOBAL without the test flag; NAME's decision
- *    log shows each;
+ *    private peer is DENY-NONGLOBAL without the test switch
+ *    (sbx_test_egress_allow_nonglobal, which the proxy's test build obeys);
+ *    NAME's decision log shows each;
  *  - no direct reach from the guest: the gateway address and the bridge's
  *    link-local address on a port this test opens on the host, the outbound
  *    host by IP, and DNS for the outside (a control container on the outbound
@@ -46,18 +48,26 @@
 static const char *cli, *proxy_prog;
 static char proxy_image[HARNESS_NAME_MAX + 8];
 static char outnet[HARNESS_NAME_MAX], responder[HARNESS_NAME_MAX], responder_ip[64];
-static struct mafsbx_backend *eb;       /* the test flag on: private peers allowed */
-static struct mafsbx_backend *strict;   /* as in use: private peers refused */
+static struct mafsbx_backend *eb;
 
-static struct mafsbx_backend *backend(bool allow_nonglobal)
+static struct mafsbx_backend *backend(void)
 {
 	struct mafsbx_sandbox_config cfg;
 	mafsbx_sandbox_config_defaults(&cfg);
 	cfg.default_image = harness_image();
 	cfg.egress_proxy_image = proxy_image;
 	cfg.egress_outbound_network = outnet;
-	cfg.egress_allow_nonglobal = allow_nonglobal;
 	return sbxt_backend_with(&cfg);
+}
+
+/* Every test but a part of test_egress_probes runs with the test switch on: the responder is private.
+ * The reap clock is the real one unless a test sets it (and a failed one may have left it set). */
+static int switch_on(void **state)
+{
+	(void)state;
+	sbx_test_egress_allow_nonglobal = true;
+	sbx_test_reap_now = NULL;
+	return 0;
 }
 
 static void build_proxy_image(void)
@@ -103,8 +113,7 @@ static int setup(void **state)
 	assert_non_null(ip);
 	snprintf(responder_ip, sizeof(responder_ip), "%s", ip);
 	json_decref(ri);
-	eb = backend(true);
-	strict = backend(false);
+	eb = backend();
 	return 0;
 }
 
@@ -112,7 +121,6 @@ static int teardown(void **state)
 {
 	(void)state;
 	mafsbx_backend_free(eb);
-	mafsbx_backend_free(strict);
 	return 0;
 }
 
@@ -290,9 +298,10 @@ static void test_topology_names_labels(void **state)
 	/* interop: upstream's reap inventory (its name/label/role validation) sees all three as ours */
 	struct mafsbx_reap_options ro = { .older_than_s = 3600, .scope = scope, .dry_run = true };
 	struct mafsbx_time later = { time(NULL) + 86400, 0 };
-	ro.now = &later;
+	sbx_test_reap_now = &later;
 	struct mafsbx_reap_result rr;
 	harness_check(mafsbx_reap(harness_engine(), &ro, &rr, &e), &e, "reap dry run");
+	sbx_test_reap_now = NULL;
 	assert_int_equal(rr.disposed, 1);
 	assert_int_equal(rr.proxies_removed, 1);
 	assert_int_equal(rr.networks_removed, 1);
@@ -366,7 +375,7 @@ static void test_egress_probes(void **state)
 	assert_false(lg.truncated);
 	mafsbx_egress_log_free(&lg);
 
-	/* the same sandbox acquired by a backend without the test flag: its proxy is not kept */
+	/* the same sandbox acquired with the test switch off, as in use: its proxy is not kept */
 	char proxy[MAFSBX_NAME_LEN + 8];
 	snprintf(proxy, sizeof(proxy), "%s-proxy", r.name);
 	json_t *pi = sbxt_inspect(proxy);
@@ -374,7 +383,8 @@ static void test_egress_probes(void **state)
 	snprintf(pid1, sizeof(pid1), "%s", json_string_value(json_object_get(pi, "Id")));
 	json_decref(pi);
 	struct mafsbx_acquire_result r2;
-	acquire_ok(strict, scope, "a", hosts, &r2);
+	sbx_test_egress_allow_nonglobal = false;
+	acquire_ok(eb, scope, "a", hosts, &r2);
 	assert_int_equal(r2.state, MAFSBX_ACQ_REUSED);
 	pi = sbxt_inspect(proxy);
 	assert_string_not_equal(json_string_value(json_object_get(pi, "Id")), pid1);
@@ -384,15 +394,16 @@ static void test_egress_probes(void **state)
 	assert_non_null(strstr(o, "HTTP/1.1 403 Forbidden"));
 	free(o);
 
-	/* without the test flag the responder's private address is refused */
+	/* without the test switch the responder's private address is refused */
 	struct mafsbx_acquire_result s;
-	acquire_ok(strict, scope, "b", hosts, &s);
+	acquire_ok(eb, scope, "b", hosts, &s);
 	snprintf(req, sizeof(req), "CONNECT %s:443 HTTP/1.1\\r\\n\\r\\nGET /hello.txt HTTP/1.0\\r\\n\\r\\n", responder);
 	o = through_proxy(s.name, req);
 	assert_non_null(strstr(o, "HTTP/1.1 403 Forbidden"));
 	assert_null(strstr(o, "egress-hello-body"));
 	free(o);
-	harness_check(mafsbx_sandbox_egress_log(strict, s.name, &lg, &e), &e, "egress log");
+	harness_check(mafsbx_sandbox_egress_log(eb, s.name, &lg, &e), &e, "egress log");
+	sbx_test_egress_allow_nonglobal = true;
 	snprintf(want, sizeof(want), "DENY-NONGLOBAL %s:443\n", responder);
 	assert_string_equal(lg.text, want);
 	mafsbx_egress_log_free(&lg);
@@ -677,7 +688,7 @@ static void test_dispose_reap_and_crash(void **state)
 	harness_check(mafsbx_sbx_egress_ensure(eb, s, name, true, &e), &e, "build the topology only");
 	struct mafsbx_reap_options ro = { .older_than_s = 3600, .scope = scope };
 	struct mafsbx_time later = { time(NULL) + 86400, 0 };
-	ro.now = &later;
+	sbx_test_reap_now = &later;
 	struct mafsbx_reap_result rr;
 	harness_check(mafsbx_reap(harness_engine(), &ro, &rr, &e), &e, "reap");
 	assert_int_equal(rr.disposed, 0);
@@ -694,6 +705,7 @@ static void test_dispose_reap_and_crash(void **state)
 	assert_int_equal(rr.networks_removed, 1);
 	mafsbx_reap_result_free(&rr);
 	assert_all_gone(r.name);
+	sbx_test_reap_now = NULL;
 	mafsbx_acquire_spec_free(s);
 }
 
@@ -707,13 +719,13 @@ int main(int argc, char **argv)
 	proxy_prog = argv[2];
 	sbxt_open();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_topology_names_labels),
-		cmocka_unit_test(test_egress_probes),
-		cmocka_unit_test(test_no_direct_reach),
-		cmocka_unit_test(test_proof_refuses_addressed_bridge),
-		cmocka_unit_test(test_reuse_is_proven_again),
-		cmocka_unit_test(test_proof_from_inside),
-		cmocka_unit_test(test_dispose_reap_and_crash),
+		cmocka_unit_test_setup(test_topology_names_labels, switch_on),
+		cmocka_unit_test_setup(test_egress_probes, switch_on),
+		cmocka_unit_test_setup(test_no_direct_reach, switch_on),
+		cmocka_unit_test_setup(test_proof_refuses_addressed_bridge, switch_on),
+		cmocka_unit_test_setup(test_reuse_is_proven_again, switch_on),
+		cmocka_unit_test_setup(test_proof_from_inside, switch_on),
+		cmocka_unit_test_setup(test_dispose_reap_and_crash, switch_on),
 	};
 	int r = cmocka_run_group_tests(tests, setup, teardown);
 	sbxt_close();

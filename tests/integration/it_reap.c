@@ -5,8 +5,9 @@
  *
  * Every test uses its own random scope and ALWAYS passes it to reap, so it
  * can never touch another helper's sandboxes on the shared engine. Age is
- * made without waiting by giving the library an injected "now" (placing the
- * cutoff exactly where a test needs it); the CLI tests, which use the real
+ * made without waiting by giving the library an injected "now"
+ * (sbx_test_reap_now, a hook of the test build: placing the cutoff exactly
+ * where a test needs it); the CLI tests, which use the real
  * clock, wait about a second and reap with --older-than 1s.
  */
 #include <errno.h>
@@ -177,9 +178,12 @@ static int reap_at(struct mafsbx_engine *e, const char *scope, int64_t older_tha
 		   bool dry_run, struct mafsbx_reap_result *res, struct mafsbx_error *err)
 {
 	assert_non_null(scope);   /* never reap the shared engine unscoped */
-	struct mafsbx_reap_options o = { .older_than_s = older_than, .scope = scope, .dry_run = dry_run, .now = &now };
+	struct mafsbx_reap_options o = { .older_than_s = older_than, .scope = scope, .dry_run = dry_run };
 	mafsbx_error_clear(err);
-	return mafsbx_reap(e, &o, res, err);
+	sbx_test_reap_now = &now;
+	int r = mafsbx_reap(e, &o, res, err);
+	sbx_test_reap_now = NULL;
+	return r;
 }
 
 static struct mafsbx_time plus(struct mafsbx_time t, int64_t s)
@@ -533,12 +537,17 @@ static void test_replaced_after_inventory(void **state)
 		struct replace_ctx ctx = { .s = &s, .at = stages[si] };
 
 		struct mafsbx_time now = plus(s.p.created, 3600);
-		struct mafsbx_reap_options o = { .older_than_s = 60, .scope = scope, .now = &now, .hook = replace_hook,
-						 .hook_ctx = &ctx };
+		struct mafsbx_reap_options o = { .older_than_s = 60, .scope = scope };
 		struct mafsbx_reap_result res;
 		struct mafsbx_error err;
 		mafsbx_error_clear(&err);
+		sbx_test_reap_now = &now;
+		sbx_test_reap_hook = replace_hook;
+		sbx_test_reap_hook_ctx = &ctx;
 		int r = mafsbx_reap(harness_engine(), &o, &res, &err);
+		sbx_test_reap_now = NULL;
+		sbx_test_reap_hook = NULL;
+		sbx_test_reap_hook_ctx = NULL;
 		harness_check(r, &err, "reap");
 		assert_true(ctx.done);
 		assert_int_equal(res.n_failures, 0);

@@ -222,7 +222,7 @@ check_budget() {
 
 # The engine plane: burst_ms=0 makes every fetch its own freeze, so the
 # engine's pause events count the fetches.
-PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M" -o burst_ms=0
+PLANE=engine mount_fs "$M" -o burst_ms=0,spool_budget=8M
 PLANE=local
 head -c 1048576 /dev/urandom >"$T/one"
 cp "$T/one" "$W/one.bin" || fail "write 1 MiB"
@@ -240,7 +240,7 @@ log "engine plane: $opened opens held, $refused refused with ENOMEM, $pauses fre
 umount_fs "$M" "$DAEMON_PID"
 
 # The local plane's -o frozen_reads copies count against the same budget.
-MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M" -o frozen_reads
+mount_fs "$M" -o frozen_reads,spool_budget=8M
 out=$(hold_opens "$W/one.bin") || fail "frozen_reads opens: $out"
 check_budget "$out" "frozen_reads"
 log "ok: frozen_reads: $opened copies held, $refused refused with ENOMEM"

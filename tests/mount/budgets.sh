@@ -26,7 +26,7 @@ chmod 755 "$T"
 
 M=$T/mnt
 # A 64 MiB spool budget: the 32 execs of part 3 hold eight times that.
-MAFSBX_SPOOL_BUDGET_MB=64 mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
+mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE,spool_budget=64M"
 acquire "$M" t a x
 A=$SBX
 acquire "$M" t b x
@@ -97,7 +97,7 @@ log "ok: 320 reads of wait, status and egress each"
 
 # --- 2. a reply past the reply budget -------------------------------------------------------
 M2=$T/mnt2
-MAFSBX_REPLY_BUDGET_MB=16 mount_fs "$M2" -o "image=$IMAGE,scope=$SCOPE"
+mount_fs "$M2" -o "image=$IMAGE,scope=$SCOPE,reply_budget=16M"
 D2=$DAEMON_PID
 ctl "$M2" exec "{\"sandbox\": \"$A\", \"detach\": true, \"command\": \"$BIG\"}"
 [ "$CTL_STATUS" = OK ] || fail "detached exec on the small budget: $CTL_STATUS $CTL_REPLY"
@@ -129,7 +129,7 @@ log "ok: B's 1 MiB beside A's 32 finished execs of 16 MiB is whole"
 
 # --- 4. the spool budget's shares -----------------------------------------------------------
 M4=$T/mnt4
-PLANE=engine MAFSBX_SPOOL_BUDGET_MB=8 mount_fs "$M4" -o "allow_other,burst_ms=0,scope=$SCOPE"
+PLANE=engine mount_fs "$M4" -o "allow_other,burst_ms=0,scope=$SCOPE,spool_budget=8M"
 PLANE=local
 D4=$DAEMON_PID
 for s in "$A" "$B"; do
@@ -179,7 +179,7 @@ log "ok: another user holds a quarter of the spool budget, a sandbox half, the m
 
 # --- 5. .ctl replies held for reading ------------------------------------------------------
 M5=$T/mnt5
-MAFSBX_REPLY_BUDGET_MB=64 mount_fs "$M5" -o "scope=$SCOPE"
+mount_fs "$M5" -o "scope=$SCOPE,reply_budget=64M"
 D5=$DAEMON_PID
 # 12 execs of 4 MiB of output, each reply (about 7 MiB) held unread on its own
 # open file: 84 MiB, past the 64 MiB budget

@@ -26,11 +26,6 @@ detach() {
 	detach_exec "$1"
 	expect_eq "$(jget "$CTL_REPLY" path)" "$N/execs/$XID" "the reply's path"
 }
-# guest_procs PATTERN: the guest's live (not zombie) processes whose command line ends in PATTERN
-guest_procs() {
-	"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}" |
-		tail -n +2 | "$MFS_TOOL" jget stdout | tr -d '\n'
-}
 
 # --- 1. live output, status, wait ---------------------------------------------------
 detach '"command": "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.3; done; echo done >&2; exit 3"'

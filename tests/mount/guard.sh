@@ -56,7 +56,7 @@ expect_eq "$(base64 -d <"$T/big.b64" | wc -c)" 8388608 "the bytes are exact"
 [ "$len" -lt $((11184812 + 2 * 1048576 + 4096)) ] || fail "the reply is $len bytes: the views are not bounded"
 # a mount with a small reply budget refuses the reply, not the mount
 B=$T/budget
-MAFSBX_REPLY_BUDGET_MB=8 mount_fs "$B" -o scope="$SCOPE"
+mount_fs "$B" -o scope="$SCOPE",reply_budget=8M
 BPID=$DAEMON_PID
 expect_ctl_error "$B" exec "$REQ" ENOMEM "its reply needs"
 ctl "$B" exec "{\"sandbox\": \"$BIG\", \"command\": \"echo small\"}"

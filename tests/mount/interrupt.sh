@@ -29,11 +29,6 @@ mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
 acquire "$M" t a x
 N=$SBX
 
-# guest_procs PATTERN: the guest's live (not zombie) processes whose command line ends in PATTERN
-guest_procs() {
-	"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}" |
-		tail -n +2 | "$MFS_TOOL" jget stdout | tr -d '\n'
-}
 # in_request PID: the process waits for an answer of the daemon (polled for up to 20 s)
 in_request() {
 	local w

@@ -142,7 +142,7 @@ log "ok: rmdir removes the job's files"
 # --- 5. past the spool budget the monitor stops spooling; the command runs on ---------
 # a 4 MiB budget: the sandbox's share is 2 MiB, the job writes 6 MiB
 umount_fs "$M" "$DAEMON_PID"
-MAFSBX_SPOOL_BUDGET_MB=4 mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
+mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE,spool_budget=4M"
 detach_exec '"command": "i=0; while [ $i -lt 12 ]; do head -c 524288 /dev/zero; sleep 0.3; i=$((i+1)); done; exit 3"'
 w=$(timeout 120 cat "$M/$N/execs/$XID/wait") || fail "wait of the job past the budget"
 expect_eq "$(jget "$w" exit_code)" 3 "past the budget: the command ran to its end"

@@ -250,6 +250,15 @@ detach_exec() {
 
 jget() { printf '%s' "$1" | "$MFS_TOOL" jget "$2"; }
 
+# guest_procs PATTERN: the live (not zombie) processes of sandbox $N of mount $M whose command line ends in PATTERN
+guest_procs() {
+	local out status reply
+	out=$("$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}")
+	status=${out%%$'\n'*} reply=${out#*$'\n'}
+	[ "$status" = OK ] || fail "counting '$1' in the guest: the exec gave $status ($reply)"
+	printf '%s' "$reply" | "$MFS_TOOL" jget stdout | tr -d '\n'
+}
+
 # try OP PATH [ARG]: "OK"/"OK <bytes>" or the errno name
 try() { "$MFS_TOOL" try "$@"; }
 

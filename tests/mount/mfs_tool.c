@@ -23,6 +23,11 @@
  *                                      each "OK" or the refusal: the cgroup proof
  *                                      alone, the pin's proofs of its init, the
  *                                      exec kill's proofs of one of its processes
+ *   mfs_tool killexec NAME CMD         the kill a caller without the exec's marker
+ *                                      does (mafsbx_exec_kill_tree: the marker read
+ *                                      from the exec's process) on the running
+ *                                      exec of NAME that runs `sh -c CMD`; prints
+ *                                      how many processes were signalled
  *   mfs_tool paused SCOPE              how many containers of that scope are paused
  *   mfs_tool handmade SCOPE THREAD AGENT KIND [CALL]
  *                                      create + start a sandbox by hand with the
@@ -33,7 +38,10 @@
  *   mfs_tool rm-scope SCOPE            force-remove every container and network
  *                                      labelled with that scope (test cleanup)
  *   mfs_tool fwd LISTEN TARGET         relay a unix socket to another (a stand-in
- *                                      engine socket a test can stop and start)
+ *                                      engine socket a test can stop and start);
+ *                                      LISTEN "tcp": a port of 127.0.0.1 instead,
+ *                                      its number printed once listening (the
+ *                                      engine as a remote one, tcp://)
  *   mfs_tool errname N                 errno name of a number
  *   mfs_tool timecalls FILE N          N times: stat then open+read FILE; prints
  *                                      the median microseconds of one pair
@@ -61,6 +69,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -385,6 +395,48 @@ static int cmd_prove(const char *name, const char *pidarg)
 	return 0;
 }
 
+/* Whether the host process `pid` runs `sh -c cmd` (its /proc/PID/cmdline). */
+static bool runs_shell_command(long pid, const char *cmd)
+{
+	char path[48], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	if (fd >= 0)
+		close(fd);
+	size_t cl = strlen(cmd);
+	return n == (ssize_t)(6 + cl + 1) && !memcmp(buf, "sh\0-c\0", 6) && !memcmp(buf + 6, cmd, cl + 1);
+}
+
+static int cmd_killexec(const char *name, const char *cmd)
+{
+	struct mafsbx_engine *e = engine_or_die(false);
+	json_t *j = NULL, *x;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_container_inspect(e, name, &j, &err), found = 0, killed = 0;
+	const char *id = json_string_value(json_object_get(j, "Id"));
+	size_t i;
+	json_array_foreach(json_object_get(j, "ExecIDs"), i, x) {
+		const char *eid = json_string_value(x);
+		long pid = 0;
+		bool running = false;
+		if (found || !eid || !id || mafsbx_exec_pid(e, eid, &pid, &running, &err) < 0 || !running ||
+		    !runs_shell_command(pid, cmd))
+			continue;
+		found = 1;
+		r = mafsbx_exec_kill_tree(e, id, eid, &killed, &err);
+	}
+	json_decref(j);
+	mafsbx_engine_close(e);
+	if (r < 0 || !found) {
+		fprintf(stderr, "mfs_tool killexec %s: %s\n", name, r < 0 ? err.message : "no running exec runs that");
+		return 1;
+	}
+	printf("%d\n", killed);
+	return 0;
+}
+
 static int cmd_paused(const char *scope)
 {
 	struct mafsbx_engine *e = engine_or_die(false);
@@ -513,6 +565,23 @@ static int unix_socket(const char *path, bool listening)
 	return fd;
 }
 
+/* A listening socket on 127.0.0.1, its port chosen by the kernel and printed. */
+static int tcp_listener(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	printf("%u\n", ntohs(a.sin_port));
+	fflush(stdout);
+	return fd;
+}
+
 static void relay(int a, int b)
 {
 	struct pollfd p[2] = { { a, POLLIN, 0 }, { b, POLLIN, 0 } };
@@ -559,7 +628,8 @@ static int cmd_fwd(const char *listen_path, const char *target)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGCHLD, SIG_IGN);
-	int ls = unix_socket(listen_path, true);
+	bool tcp = !strcmp(listen_path, "tcp");
+	int ls = tcp ? tcp_listener() : unix_socket(listen_path, true);
 	if (ls < 0) {
 		fprintf(stderr, "mfs_tool: cannot listen on %s: %s\n", listen_path, strerror(errno));
 		return 1;
@@ -587,7 +657,8 @@ static int cmd_fwd(const char *listen_path, const char *target)
 		close(c);
 	}
 	close(ls);
-	unlink(listen_path);
+	if (!tcp)
+		unlink(listen_path);
 	return 0;
 }
 
@@ -758,6 +829,8 @@ int main(int argc, char **argv)
 		return cmd_initpid(argv[2]);
 	if (!strcmp(cmd, "prove") && argc == 4)
 		return cmd_prove(argv[2], argv[3]);
+	if (!strcmp(cmd, "killexec") && argc == 4)
+		return cmd_killexec(argv[2], argv[3]);
 	if (!strcmp(cmd, "paused") && argc == 3)
 		return cmd_paused(argv[2]);
 	if (!strcmp(cmd, "handmade") && (argc == 6 || argc == 7))

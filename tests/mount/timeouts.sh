@@ -23,15 +23,6 @@ mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE"
 acquire "$M" t a x
 N=$SBX
 
-# guest_procs PATTERN: the guest's live (not zombie) processes whose command line ends in PATTERN
-guest_procs() {
-	local out status reply
-	out=$("$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}")
-	status=${out%%$'\n'*} reply=${out#*$'\n'}
-	[ "$status" = OK ] || fail "counting '$1' in the guest: the exec gave $status ($reply)"
-	printf '%s' "$reply" | "$MFS_TOOL" jget stdout | tr -d '\n'
-}
-
 # --- 1. a timeout past the old ceiling -------------------------------------------------
 ctl "$M" exec "{\"sandbox\": \"$N\", \"argv\": [\"true\"], \"timeout\": 900}"
 expect_eq "$CTL_STATUS" OK "a blocking exec with timeout 900 on a default mount ($CTL_REPLY)"

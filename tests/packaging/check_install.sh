@@ -40,18 +40,24 @@ strings "$dest$bindir/mafsbx" 2>/dev/null | grep -qxF "$libexecdir/mafsbx/mafsbx
 	bad "mafsbx does not look for the proxy at $libexecdir/mafsbx/mafsbx-egress-proxy"
 
 # 1b. No test knob ships: the environment variables and hooks the tests turn
-#     are compiled only into the test libraries and the test daemon
-#     (src/meson.build, fs/meson.build), which are never installed.
-for f in "$bindir/mafsbx" "$bindir/mafsbxfs"; do
+#     are compiled only into the test libraries, the test daemon and the
+#     proxy's test build (src/meson.build, fs/meson.build,
+#     tools/egress-proxy/meson.build), which are never installed.
+for f in "$bindir/mafsbx" "$bindir/mafsbxfs" "$libexecdir/mafsbx/mafsbx-egress-proxy"; do
 	[ -f "$dest$f" ] || continue
 	knobs=$(strings "$dest$f" | grep -o 'MAFSBX_TEST_[A-Z_]*' | sort -u | tr '\n' ' ')
 	[ -z "$knobs" ] || bad "$f reads test knobs: $knobs"
+	# the proxy's switch before it was test-only; the settings that are -o options now
+	old=$(strings "$dest$f" | grep -oE 'MAFSBX_PROXY_ALLOW_NONGLOBAL|MAFSBX_(REPLY|SPOOL)_BUDGET_MB' | sort -u |
+		tr '\n' ' ')
+	[ -z "$old" ] || bad "$f still reads from the environment: $old"
 	if command -v nm >/dev/null 2>&1; then
-		hooks=$(nm "$dest$f" 2>/dev/null | awk '$3 ~ /^sbx_test_/ {print $3}' | sort -u | tr '\n' ' ')
+		hooks=$(nm "$dest$f" 2>/dev/null | awk '$3 ~ /(^|_)test_/ {print $3}' | sort -u | tr '\n' ' ')
 		[ -z "$hooks" ] || bad "$f carries test hooks: $hooks"
 	fi
 done
 [ -z "$(find "$dest" -name 'mafsbxfs-test*')" ] || bad "the test daemon mafsbxfs-test is installed"
+[ -z "$(find "$dest" -name '*-test')" ] || bad "a test build is installed: $(find "$dest" -name '*-test')"
 
 # 2. What the units and the cron line run is installed (or, outside the
 #    prefix, present on this host); no unsubstituted @var@ is left.

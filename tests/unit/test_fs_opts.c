@@ -67,6 +67,8 @@ static void test_options_defaults(void **state)
 	assert_true(o.cpus == 0);
 	assert_null(o.egress_proxy_image);
 	assert_int_equal(o.burst_ms, 0);
+	assert_int_equal(o.reply_budget, 256ull << 20);
+	assert_int_equal(o.spool_budget, 0);   /* the plane's default */
 	assert_false(o.show_help);
 	assert_true(has_arg(&args, "/mnt"));
 	mfs_options_free(&o);
@@ -129,6 +131,13 @@ static void test_options_all(void **state)
 	fuse_opt_free_args(&args);
 	assert_int_equal(parse(&o, &args, &e, "-o", "listing=auto", "/mnt", NULL), 0);
 	assert_int_equal(o.listing, MAFSBX_LISTING_AUTO);
+	mfs_options_free(&o);
+	fuse_opt_free_args(&args);
+	/* the budgets, once read from the environment, are options */
+	assert_int_equal(parse(&o, &args, &e, "-o", "reply_budget=16M,spool_budget=8MiB", "/mnt", NULL), 0);
+	assert_int_equal(o.reply_budget, 16ull << 20);
+	assert_int_equal(o.spool_budget, 8ull << 20);
+	assert_false(has_arg(&args, "budget"));
 	mfs_options_free(&o);
 	fuse_opt_free_args(&args);
 	assert_int_equal(parse(&o, &args, &e, "-o", "burst_ms=200", "/mnt", NULL), 0);
@@ -195,6 +204,12 @@ static void test_options_bad(void **state)
 		{ "loglevel=warn", "expected error, warning, info or debug" },
 		{ "loglevel=", "loglevel" },
 		{ "loglevel=INFO", "loglevel" },
+		{ "reply_budget=0", "-o reply_budget=0: expected a byte count from 1M to 1T" },
+		{ "reply_budget=1023K", "reply_budget" },
+		{ "reply_budget=2T", "reply_budget" },
+		{ "reply_budget=", "reply_budget" },
+		{ "spool_budget=64Q", "-o spool_budget=64Q: expected a byte count from 1M to 1T" },
+		{ "spool_budget=-1", "spool_budget" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct mfs_options o;

@@ -390,9 +390,13 @@ static void test_child_other_side(void **state)
 {
 	struct fx *fx = *state;
 	int rd;
+	/* t0 before the child starts: its turn ends >= 40 ms after t0 however
+	 * the scheduler delays this thread after wait_ready (taken after it, a
+	 * loaded machine's preemption counted as the child's hold, and the wait
+	 * measured under 20 ms) */
+	long long t0 = mafsbx_now_ms();
 	pid_t pid = child(&fx->t, child_exec, &rd, 40);
 	wait_ready(rd);
-	long long t0 = mafsbx_now_ms();
 	struct mafsbx_turn f = MAFSBX_TURN_INIT, x = MAFSBX_TURN_INIT;
 	assert_int_equal(freeze_in(&fx->t, &f, 2000, NULL), MAFSBX_TURN_ALONE);
 	assert_true(mafsbx_now_ms() - t0 >= 20);
@@ -402,9 +406,9 @@ static void test_child_other_side(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
 	/* the reverse: the child holds a freeze turn, the parent wants an exec turn */
+	t0 = mafsbx_now_ms();
 	pid = child(&fx->t, child_freeze, &rd, 40);
 	wait_ready(rd);
-	t0 = mafsbx_now_ms();
 	bool waited = false;
 	assert_int_equal(exec_in(&fx->t, &x, 2000, &waited, NULL), 0);
 	assert_true(waited);

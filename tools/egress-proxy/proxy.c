@@ -14,9 +14,11 @@
  * wait in the kernel's listen queue); the request head 64 KiB and 10 s; the
  * dial 20 s over every address of the host; 64 KiB buffers each way.
  *
- * MAFSBX_PROXY_ALLOW_NONGLOBAL=1 turns the non-global check off. It exists
+ * The test build of this program (mafsbx-egress-proxy-test, compiled with
+ * MAFSBX_TEST_KNOBS and never installed) reads
+ * MAFSBX_TEST_PROXY_ALLOW_NONGLOBAL=1, which turns the non-global check off,
  * for tests whose only hosts are this machine's own containers (private
- * addresses); a sandbox built for use never sets it.
+ * addresses). The installed proxy has no such switch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +39,11 @@
 #include "proxy.h"
 
 static struct proxy_allow allow;
-static bool allow_nonglobal;
+#ifdef MAFSBX_TEST_KNOBS
+static bool allow_nonglobal;    /* the test build's switch (above) */
+#else
+static const bool allow_nonglobal = false;
+#endif
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slots_cv = PTHREAD_COND_INITIALIZER;
 static unsigned slots_used;
@@ -312,8 +318,10 @@ int main(void)
 			return 2;
 		}
 	}
-	const char *ng = getenv("MAFSBX_PROXY_ALLOW_NONGLOBAL");
+#ifdef MAFSBX_TEST_KNOBS
+	const char *ng = getenv("MAFSBX_TEST_PROXY_ALLOW_NONGLOBAL");
 	allow_nonglobal = ng && strcmp(ng, "1") == 0;
+#endif
 	if (proxy_allow_parse(getenv("MAF_SANDBOX_ALLOW"), &allow) < 0) {
 		fprintf(stderr, "mafsbx-egress-proxy: out of memory\n");
 		return 1;

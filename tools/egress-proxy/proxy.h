@@ -3,7 +3,7 @@
  * (doc/upstream.md §7.6 semantics): request-head parsing, the
  * host glob table, the "not globally routable" address table and the
  * decision line. No I/O here, so each piece is unit-tested on its own
- * (tools/egress-proxy/test_proxy.c); proxy.c is the server around them.
+ * (tests/unit/test_egress_proxy.c); proxy.c is the server around them.
  * libc only: the program is linked statically into a busybox image.
  */
 #ifndef MAFSBX_EGRESS_PROXY_H

@@ -1,11 +1,13 @@
 /*
- * test_proxy.c: the egress proxy's unit tests. The pure parts (proxy_core.c)
- * are called directly: the allow table and the startup line, the glob table,
- * request-head parsing (bad lines, limits), the non-global address tables for
- * IPv4 and IPv6, and the decision line. Then the built program is run on a
- * loopback port (argv[1]) and spoken to over TCP: a 405, a DENY for a wrong
- * port and for a host off the list (with their flushed log lines), a 400 for
- * a head over 64 KiB and for a client that says nothing for 10 s.
+ * test_egress_proxy.c: the egress proxy's unit tests (tools/egress-proxy/).
+ * The pure parts (proxy_core.c) are called directly: the allow table and the
+ * startup line, the glob table, request-head parsing (bad lines, limits), the
+ * non-global address tables for IPv4 and IPv6, and the decision line. Then
+ * the installed program is run on a loopback port (argv[1]) and spoken to
+ * over TCP: a 405, a DENY for a wrong port and for a host off the list
+ * (with their flushed log lines), a 400 for a head over 64 KiB and for a
+ * client that says nothing for 10 s; a non-global host refused undialled,
+ * whatever switch its environment holds.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -253,13 +255,22 @@ static int start_proxy(void **state)
 	return 0;
 }
 
-/* The same program with MAF_SANDBOX_ALLOW=localhost (a name whose every address is loopback). */
+/*
+ * The same program with MAF_SANDBOX_ALLOW=localhost (a name whose every
+ * address is loopback), and in its environment the non-global switch under
+ * both its names: the one the installed proxy used to obey and the one only
+ * the proxy's test build reads. The installed proxy obeys neither.
+ */
 static int start_proxy_localhost(void **state)
 {
 	(void)state;
 	setenv("MAFSBX_TEST_PROXY_ALLOW", "localhost", 1);
+	setenv("MAFSBX_PROXY_ALLOW_NONGLOBAL", "1", 1);
+	setenv("MAFSBX_TEST_PROXY_ALLOW_NONGLOBAL", "1", 1);
 	int r = start_proxy(state);
 	unsetenv("MAFSBX_TEST_PROXY_ALLOW");
+	unsetenv("MAFSBX_PROXY_ALLOW_NONGLOBAL");
+	unsetenv("MAFSBX_TEST_PROXY_ALLOW_NONGLOBAL");
 	return r;
 }
 
@@ -425,7 +436,8 @@ static int listen443(int family)
  * An allowed host whose addresses are all non-global (localhost) is refused
  * before any of them is dialled: a listener on its :443 never sees a
  * connection (before, the handshake completed and only then came the 403,
- * so 403 against 502 mapped the inside).
+ * so 403 against 502 mapped the inside). The tests' switch in the proxy's
+ * environment changes nothing: the installed proxy has none.
  */
 static void test_no_dial_nonglobal(void **state)
 {
