@@ -9,8 +9,9 @@
 #      output made inside the guest), status says exit 7, wait returns it;
 #   2. a job whose monitor was killed while no daemon ran is adopted as
 #      lost, with what it had spooled; rmdir kills its command and forgets it;
-#   3. a job adopted while it runs is cancelled by rmdir: its processes are
-#      gone from the guest, the sandbox runs on;
+#   3. a job adopted while it runs is cancelled by rmdir: its processes,
+#      what it daemonised (setsid) too, are gone from the guest, the
+#      sandbox runs on;
 #   4. an exec forgotten (rmdir) leaves no job files behind;
 #   5. past the spool budget the monitor stops spooling (`truncated`), and
 #      the command is not blocked: it runs to its exit code.
@@ -35,11 +36,6 @@ expect_cmd() { # K: the same output again, at once, its md5
 	local l=${lines//K/$1}
 	printf '{ %s; cat /tmp/blob.%s; } | md5sum | cut -c1-32' "${l//SLEEP/:}" "$1"
 }
-# guest_procs PATTERN: the guest's live processes whose command line ends in PATTERN
-guest_procs() {
-	"$MFS_TOOL" ctl "$M/.ctl/exec" "{\"sandbox\": \"$N\", \"command\": \"ps -o stat,args | grep -v '^Z' | grep -c ' $1\$' || true\"}" |
-		tail -n +2 | "$MFS_TOOL" jget stdout | tr -d '\n'
-}
 # monitor_of XID: the PID of the job's monitor (mafsbxfs --job-monitor .../XID)
 monitor_of() {
 	local p
@@ -59,7 +55,7 @@ for k in $(seq 1 $JOBS); do
 done
 detach_exec '"command": "echo spooled; sleep 301"'
 LOST=$XID
-detach_exec '"command": "sleep 302"'
+detach_exec '"command": "setsid sleep 303 & sleep 302"'
 RUN=$XID
 sleep 5
 [ "$(grep -c '^job 1 line' "$M/$N/execs/${XIDS[0]}/stdout")" -ge 5 ] || fail "job 1 printed under 5 lines in 5 s"
@@ -124,9 +120,9 @@ log "ok: a lost job says so, with its output; rmdir ends its command"
 # --- 3. cancel of an adopted job ------------------------------------------------------
 X=$M/$N/execs/$RUN
 expect_eq "$(jget "$(cat "$X/status")" running)" true "the adopted sleep"
-expect_eq "$(guest_procs 'sleep 302')" 1 "the adopted command before the cancel"
+expect_eq "$(guest_procs 'sleep 30[23]')" 2 "the adopted command and what it daemonised before the cancel"
 rmdir "$X" || fail "rmdir (cancel) of an adopted job"
-expect_eq "$(guest_procs 'sleep 302')" 0 "the adopted command after the cancel"
+expect_eq "$(guest_procs 'sleep 30[23]')" 0 "the adopted command and what it daemonised after the cancel"
 [ -e "$X" ] && fail "a cancelled adopted job is still listed"
 expect_eq "$("$MFS_TOOL" state "$N")" running "the sandbox after the cancel"
 log "ok: cancel of an adopted job"
