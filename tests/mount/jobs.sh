@@ -14,7 +14,8 @@
 #      sandbox runs on;
 #   4. an exec forgotten (rmdir) leaves no job files behind;
 #   5. past the spool budget the monitor stops spooling (`truncated`), and
-#      the command is not blocked: it runs to its exit code.
+#      the command is not blocked: it runs to its exit code;
+#   6. a dispose of the sandbox through the mount removes its jobs' files.
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -144,4 +145,11 @@ w=$(timeout 120 cat "$M/$N/execs/$XID/wait") || fail "wait of the job past the b
 expect_eq "$(jget "$w" exit_code)" 3 "past the budget: the command ran to its end"
 expect_eq "$(jget "$w" truncated)" true "past the budget: truncated"
 [ -e "$JOBDIR"/*/"$XID/stop" ] || fail "the monitor was not told to stop spooling"
+log "ok: past the budget the monitor stops spooling, the command ends as it would"
+
+# --- 6. a dispose through the mount removes the sandbox's jobs ---------------------------
+CDIR=$(dirname "$(ls -d "$JOBDIR"/*/"$XID")")
+ctl "$M" dispose "{\"name\": \"$N\"}"
+expect_eq "$CTL_STATUS" OK "dispose"
+[ -e "$CDIR" ] && fail "the disposed sandbox's jobs are still in $CDIR"
 log "PASS"
