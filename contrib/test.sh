@@ -225,7 +225,7 @@ build build-clang clang || failures+=("clang build failed")
 # threads (a read must finish within 10 s behind 9 s of execs) and
 # concurrency (a 30 s soak) tests, which ASan's slowdown makes flaky.
 asan_integration=(engine files exec freeze_exec dispose sandbox burst)
-asan_mount=(badinput bigfile engine_down interop story story-engine rename interrupt timeouts snapshot)
+asan_mount=(badinput bigfile engine_down interop story story-engine rename interrupt timeouts snapshot jobs)
 if build build-asan gcc -Db_sanitize=address,undefined; then
 	run_tests asan-ubsan-unit build-asan --setup sanitize --suite unit
 	rm -rf build-asan/sanitizer-logs
@@ -240,7 +240,7 @@ fi
 # ThreadSanitizer over the daemon's threads (FUSE workers, transaction
 # threads, detached execs, the burst timer, the watchdog, the janitor): the
 # mount suites of both planes, and the ones that stress the new threads.
-tsan_mount=(story story-engine badinput badinput-engine files files-engine execs parallel engine_down thaw interrupt interrupt-engine)
+tsan_mount=(story story-engine badinput badinput-engine files files-engine execs parallel engine_down thaw interrupt interrupt-engine jobs)
 if build build-tsan gcc -Db_sanitize=thread; then
 	rm -rf build-tsan/sanitizer-logs
 	mkdir -p build-tsan/sanitizer-logs

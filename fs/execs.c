@@ -1,12 +1,20 @@
 /*
  * execs.c: detached execs (doc/protocol.md "Detached execs") and their
- * NAME/execs/ID/ files. `"detach": true` starts the command on a thread of
- * its own and answers at once; the command's output is spooled into two
- * memfds (off the heap, counted against the mount's spool budget, at most
- * MFS_EXEC_STREAM_CAP per stream: `truncated` past that) that `stdout` and
- * `stderr` read as they grow; `status` is a JSON snapshot; `wait` answers
- * its reader when the command ends (lowlevel.c parks the read: no worker is
- * held), with the blocking exec's reply.
+ * NAME/execs/ID/ files. `"detach": true` starts the command under a job
+ * monitor of its own (jobs.c, src/sandbox/monitor.c) and answers at once;
+ * the monitor spools the command's output to the job's files on disk
+ * (at most MFS_EXEC_STREAM_CAP per stream: `truncated` past that), which
+ * `stdout` and `stderr` read as they grow; `status` is a JSON snapshot;
+ * `wait` answers its reader when the command ends (lowlevel.c parks the
+ * read: no worker is held), with the blocking exec's reply. The daemon
+ * never holds the only copy: a job outlives the daemon, and a daemon that
+ * starts adopts the jobs it finds (mfs_exec_adopt), running, finished or
+ * lost (its monitor died before the command's end).
+ *
+ * A thread per running job watches it (every WATCH_MS): the lock its
+ * monitor holds, the spools' sizes charged to the spool budget (past the
+ * mount's or the sandbox's share the monitor is told to stop spooling), and
+ * at the end the status the monitor wrote.
  *
  * Cancel (rmdir NAME/execs/ID) and timeout end the command without
  * disposing the sandbox where the engine runs on this host: its process
@@ -16,11 +24,12 @@
  * upstream does, and `status` says so.
  *
  * Bounds: at most MFS_EXECS_KEPT per sandbox (the oldest finished one is
- * forgotten for a new one; EBUSY when all of them still run) and
- * MFS_EXECS_RUNNING running on the mount (EBUSY past it). A running exec's
- * output counts against the spool budget (and its sandbox's share of it);
- * a finished one's against its sandbox's kept allowance (keep_output), so
- * finished execs never starve running ones or the engine plane's opens.
+ * forgotten, its files removed, for a new one; EBUSY when all of them still
+ * run) and MFS_EXECS_RUNNING running on the mount (EBUSY past it; adopted
+ * jobs count). A running exec's output counts against the spool budget (and
+ * its sandbox's share of it); a finished one's against its sandbox's kept
+ * allowance (keep_output), so finished execs never starve running ones or
+ * the engine plane's opens.
  *
  * Locks: fs->execs_lock guards the list and the running count; each exec's
  * `mu` its state and output lengths. Never both at once except list, then
@@ -32,18 +41,20 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "duration.h"
 #include "execkill.h"
+#include "job.h"
 #include "log.h"
 #include "sandbox.h"
 #include "spec.h"
 
 #define CANCEL_WAIT_MS 10000
 #define SHUTDOWN_WAIT_MS 10000
+#define WATCH_MS 200
 
 struct exec_waiter {
 	void (*fn)(void *arg);
@@ -57,17 +68,19 @@ struct mfs_dexec {
 	struct mfs *fs;
 	char id[MFS_EXEC_ID_LEN + 1];
 	char sandbox[64];
-	struct mafsbx_exec_spec *spec;
-	int fd[2];                   /* memfds: stdout, stderr */
+	char container_id[65];       /* the sandbox's container: the job's directory's parent */
+	int dirfd;                   /* the job's directory */
+	int fd[2];                   /* its spools, read-only: stdout, stderr */
 	pthread_mutex_t mu;          /* everything below */
 	pthread_cond_t ended;
 	uint64_t len[2];
 	struct mafsbx_spool_share accounted;  /* spool budget held; once finished, the kept allowance */
 	bool truncated, running, timed_out, cancelled, disposed;
+	bool lost;                   /* its monitor died before the command's end */
+	bool abandoned;              /* the daemon ends while it runs: the next one adopts it */
 	bool output_dropped;         /* finished, its output dropped for newer execs' (keep_output) */
 	int exit_code;
 	bool launch_failed;
-	char container_id[65], exec_id[65];
 	long long started_s, t0_ms, duration_ms;
 	struct mafsbx_error error;   /* a run that failed or timed out: why (err 0: it did not) */
 	struct exec_waiter *waiters;
@@ -80,9 +93,10 @@ static void dexec_put(struct mfs_dexec *d)
 	for (int i = 0; i < 2; i++)
 		if (d->fd[i] >= 0)
 			close(d->fd[i]);
+	if (d->dirfd >= 0)
+		close(d->dirfd);
 	if (d->fs && d->fs->planes)
 		mafsbx_planes_spool_release(d->fs->planes, &d->accounted);
-	mafsbx_exec_spec_free(d->spec);
 	pthread_cond_destroy(&d->ended);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
@@ -90,46 +104,35 @@ static void dexec_put(struct mfs_dexec *d)
 
 /* ---- the running command --------------------------------------------------- */
 
-static int on_output(int stream, const void *data, size_t len, void *ctx)
+/* The spools' sizes now, charged to the spool budget while the command
+ * runs; past the budget's share, the monitor is told to stop spooling. */
+static void watch_output(struct mfs_dexec *d)
 {
-	struct mfs_dexec *d = ctx;
-	int i = stream == 2 ? 1 : 0;
+	uint64_t size[2];
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+		size[i] = fstat(d->fd[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+	}
 	pthread_mutex_lock(&d->mu);
-	uint64_t room = d->len[i] < MFS_EXEC_STREAM_CAP ? MFS_EXEC_STREAM_CAP - d->len[i] : 0;
-	size_t take = len < room ? len : (size_t)room;
-	if (take < len)
-		d->truncated = true;
-	if (take) {
+	bool stop = false;
+	uint64_t want = size[0] + size[1];
+	if (d->running && d->fs->planes && want > d->accounted.bytes) {
 		struct mafsbx_error e;
 		mafsbx_error_clear(&e);
-		/* past the mount's or the sandbox's share of the spool budget, keep no more */
-		if (mafsbx_planes_spool_grow(d->fs->planes, &d->accounted, d->accounted.bytes + take, &e) < 0) {
+		stop = mafsbx_planes_spool_grow(d->fs->planes, &d->accounted, want, &e) < 0 && !d->truncated;
+		if (stop)
 			d->truncated = true;
-			take = 0;
-		}
 	}
-	off_t at = (off_t)d->len[i];
+	/* what the monitor wrote before it saw the stop is shown: at most
+	 * WATCH_MS of output over the share (doc/protocol.md "Budgets") */
+	for (int i = 0; i < 2; i++)
+		if (!d->output_dropped)
+			d->len[i] = size[i];
 	pthread_mutex_unlock(&d->mu);
-	/* Only this thread writes a stream: the length moves after the bytes are there. */
-	if (take && pwrite(d->fd[i], data, take, at) != (ssize_t)take) {
-		pthread_mutex_lock(&d->mu);
-		d->truncated = true;
-		pthread_mutex_unlock(&d->mu);
-		return 0;
+	if (stop) {
+		log_warn("exec %s of %s: the spool budget is spent; its monitor keeps no more output", d->id, d->sandbox);
+		mafsbx_job_mark(d->dirfd, "stop");
 	}
-	pthread_mutex_lock(&d->mu);
-	d->len[i] += take;
-	pthread_mutex_unlock(&d->mu);
-	return 0;
-}
-
-static void on_created(const char *container_id, const char *exec_id, void *ctx)
-{
-	struct mfs_dexec *d = ctx;
-	pthread_mutex_lock(&d->mu);
-	snprintf(d->container_id, sizeof(d->container_id), "%s", container_id);
-	snprintf(d->exec_id, sizeof(d->exec_id), "%s", exec_id);
-	pthread_mutex_unlock(&d->mu);
 }
 
 /* The engine runs on this host: a command can be killed without disposing. */
@@ -148,11 +151,15 @@ static void drop_output(struct mfs_dexec *d)
 		mafsbx_planes_spool_release(d->fs->planes, &d->accounted);
 	pthread_mutex_unlock(&d->mu);
 	/* a reader that saw the old length reads EOF past the new end */
-	for (int i = 0; i < 2; i++)
-		if (ftruncate(d->fd[i], 0) < 0)
+	for (int i = 0; i < 2; i++) {
+		int fd = openat(d->dirfd, i ? "stderr" : "stdout", O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
 			log_warn("exec %s: cannot empty its output: %s", d->id, strerror(errno));
+		else
+			close(fd);
+	}
+	mafsbx_job_mark(d->dirfd, "output_dropped");   /* an adopting daemon says so too */
 }
-
 /* Drop the output of the oldest finished exec that keeps some, of `sandbox`
  * only when given, never `self`'s. false when there is none. */
 static bool drop_oldest(struct mfs *fs, const struct mfs_dexec *self, const char *sandbox)
@@ -204,36 +211,74 @@ static void keep_output(struct mfs *fs, struct mfs_dexec *d)
 	}
 }
 
+/* With d->mu held: the end the monitor wrote, or a lost job. */
+static void read_end(struct mfs_dexec *d)
+{
+	struct mafsbx_job_status st;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = mafsbx_job_status_read(d->dirfd, &st, &e);
+	d->running = false;
+	d->cancelled = d->cancelled || mafsbx_job_marked(d->dirfd, "cancelled");
+	d->output_dropped = d->output_dropped || mafsbx_job_marked(d->dirfd, "output_dropped");
+	if (r < 0) {
+		/* no status: the monitor died (killed, the host rebooted) before the command's end */
+		d->lost = true;
+		d->duration_ms = mafsbx_now_ms() - d->t0_ms;
+		mafsbx_error_set_full(&d->error, MAFSBX_EK_SYSTEM, ESRCH, "RuntimeError",
+				      "exec %s: its monitor ended before the command did (%s); the output spooled "
+				      "until then is kept", d->id, r == -ENOENT ? "no status" : e.message);
+		return;
+	}
+	d->exit_code = st.exit_code;
+	d->timed_out = st.timed_out;
+	d->disposed = d->disposed || st.disposed;
+	d->launch_failed = st.launch_failed;
+	d->truncated = d->truncated || st.truncated;
+	d->duration_ms = st.duration_ms;
+	if (st.error.err && !d->cancelled)
+		d->error = st.error;
+}
+
+/* Until the job's monitor ends, or the mount does. true: the job ended. */
+static bool watch(struct mfs *fs, struct mfs_dexec *d)
+{
+	for (;;) {
+		bool alive = mafsbx_job_alive(d->dirfd);
+		watch_output(d);
+		if (!alive)
+			return true;
+		pthread_mutex_lock(&fs->execs_lock);
+		bool stop = fs->execs_stop;
+		if (!stop) {
+			struct timespec until = mafsbx_monotonic_after_ms(WATCH_MS);
+			pthread_cond_timedwait(&fs->execs_cv, &fs->execs_lock, &until);
+		}
+		pthread_mutex_unlock(&fs->execs_lock);
+		if (stop)
+			return false;
+	}
+}
+
 static void *exec_main(void *arg)
 {
 	struct mfs_dexec *d = arg;
 	struct mfs *fs = d->fs;
-	/* its ID is its marker: the cancel looks for what carries it (src/host/execmark.h) */
-	struct mafsbx_exec_hooks h = { .on_output = on_output, .on_created = on_created, .ctx = d,
-				       .kill_on_timeout = engine_local(fs), .marker = d->id };
-	struct mafsbx_exec_result res;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	int r = mafsbx_sandbox_exec_run(fs->backend, d->spec, &h, &res, &e);
-	keep_output(fs, d);
+	bool ended = watch(fs, d);
+	if (ended) {
+		pthread_mutex_lock(&d->mu);
+		read_end(d);
+		pthread_mutex_unlock(&d->mu);
+		keep_output(fs, d);
+	}
 	pthread_mutex_lock(&d->mu);
-	d->running = false;
-	d->exit_code = res.exit_code;
-	d->timed_out = res.timed_out;
-	d->disposed = d->disposed || res.sandbox_disposed;
-	d->launch_failed = res.launch_failed;
-	/* res.truncated speaks of the few bytes the engine keeps beside the
-	 * stream (a launch failure's message), not of the output: on_output
-	 * says whether the output was cut */
-	d->duration_ms = mafsbx_now_ms() - d->t0_ms;
-	if (r < 0 && !d->cancelled)
-		d->error = e;
+	d->abandoned = !ended;   /* its `wait` readers answer ENOTCONN: the mount ends */
 	struct exec_waiter *w = d->waiters;
 	d->waiters = NULL;
 	pthread_cond_broadcast(&d->ended);
+	bool disposed = d->timed_out && d->disposed;
 	pthread_mutex_unlock(&d->mu);
-	mafsbx_exec_result_free(&res);
-	if (d->timed_out && d->disposed)
+	if (disposed)
 		mfs_invalidate_sandbox(fs, d->sandbox);
 	while (w) {
 		struct exec_waiter *next = w->next;
@@ -259,13 +304,15 @@ void mfs_execs_init(struct mfs *fs)
 	fs->execs_running = 0;
 	fs->execs_stop = false;
 	fs->execs_ready = true;
+	fs->jobs_fd = -1;   /* until jobs.c opens it */
+	fs->jobs_dir = NULL;
 }
 
 /* With execs_lock held: room for one more exec of `sandbox` (the oldest
  * finished one forgotten if need be). 0, or -EBUSY with the message. */
-static int make_room(struct mfs *fs, const char *sandbox, struct mafsbx_error *err)
+static int make_room(struct mfs *fs, const char *sandbox, bool to_run, struct mafsbx_error *err)
 {
-	if (fs->execs_running >= MFS_EXECS_RUNNING)
+	if (to_run && fs->execs_running >= MFS_EXECS_RUNNING)
 		return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
 					     "exec: %d detached execs are running on this mount, the most it allows",
 					     MFS_EXECS_RUNNING);
@@ -295,6 +342,7 @@ static int make_room(struct mfs *fs, const char *sandbox, struct mafsbx_error *e
 					     sandbox);
 	struct mfs_dexec *gone = *oldest;
 	*oldest = gone->next;
+	mfs_job_forget(fs, gone->container_id, gone->id);   /* forgotten: its files go too */
 	dexec_put(gone);
 	return 0;
 }
@@ -315,64 +363,118 @@ static void new_id(char out[MFS_EXEC_ID_LEN + 1])
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-static struct mfs_dexec *dexec_new(struct mfs *fs, struct mafsbx_exec_spec *spec, struct mafsbx_error *err)
+static struct mfs_dexec *dexec_new(struct mfs *fs, const char *sandbox, const char *container)
 {
 	struct mfs_dexec *d = calloc(1, sizeof(*d));
-	if (!d) {
-		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	if (!d)
 		return NULL;
-	}
-	d->fd[0] = memfd_create("mafsbx-exec-stdout", MFD_CLOEXEC);
-	d->fd[1] = memfd_create("mafsbx-exec-stderr", MFD_CLOEXEC);
+	d->fd[0] = d->fd[1] = d->dirfd = -1;
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->ended, NULL);
 	atomic_init(&d->refs, 1);
 	d->fs = fs;
 	if (fs->planes)
-		mafsbx_planes_spool_owner(fs->planes, &d->accounted, spec->sandbox);
-	if (d->fd[0] < 0 || d->fd[1] < 0) {
-		int e = errno;
-		dexec_put(d);
-		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "exec: cannot make its output spool: %s",
-				      strerror(e));
-		return NULL;
-	}
-	new_id(d->id);
-	snprintf(d->sandbox, sizeof(d->sandbox), "%s", spec->sandbox);
-	d->spec = spec;
-	d->running = true;
+		mafsbx_planes_spool_owner(fs->planes, &d->accounted, sandbox);
+	snprintf(d->sandbox, sizeof(d->sandbox), "%s", sandbox);
+	snprintf(d->container_id, sizeof(d->container_id), "%s", container);
 	d->exit_code = -1;
 	d->started_s = (long long)time(NULL);
 	d->t0_ms = mafsbx_now_ms();
 	return d;
 }
 
+/* The job's directory `dfd` (taken) and its spools, read-only. 0 or -errno. */
+static int attach(struct mfs_dexec *d, int dfd)
+{
+	d->dirfd = dfd;
+	for (int i = 0; i < 2; i++)
+		if ((d->fd[i] = openat(dfd, i ? "stderr" : "stdout", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+			return -errno;
+	return 0;
+}
+
+/* With execs_lock held: the job's watching thread started, the exec listed. */
+static int start_watch(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
+{
+	pthread_t t;
+	atomic_fetch_add(&d->refs, 1);   /* the thread's */
+	int e = pthread_create(&t, NULL, exec_main, d);
+	if (e != 0) {
+		atomic_fetch_sub(&d->refs, 1);
+		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "exec: cannot start its thread: %s",
+					     strerror(e));
+	}
+	pthread_detach(t);
+	fs->execs_running++;
+	return 0;
+}
+
+/* With execs_lock held: into the list, newest first by start. */
+static void list_insert(struct mfs *fs, struct mfs_dexec *d)
+{
+	struct mfs_dexec **pp = &fs->execs;
+	while (*pp && (*pp)->started_s > d->started_s)
+		pp = &(*pp)->next;
+	d->next = *pp;
+	*pp = d;
+}
+
+/* The sandbox's container ID, as the mount knows it. 0, or the error. */
+static int container_of(struct mfs *fs, const char *sandbox, char out[65], struct mafsbx_error *err)
+{
+	const struct mafsbx_sandbox_info *info;
+	struct mfs_snapshot *snap = mfs_sandbox_find(fs, sandbox, &info, err);
+	if (!snap)
+		return -(err ? err->err : ENOENT);
+	snprintf(out, 65, "%s", info->id);
+	mfs_snapshot_put(snap);
+	return 0;
+}
+
+/* With execs_lock held: the job made, its monitor started, its watch too. */
+static int launch(struct mfs *fs, struct mfs_dexec *d, const struct mafsbx_exec_spec *spec, struct mafsbx_error *err)
+{
+	struct mafsbx_job_meta m = { .started_s = d->started_s, .stream_cap = MFS_EXEC_STREAM_CAP };
+	snprintf(m.job, sizeof(m.job), "%s", d->id);
+	snprintf(m.sandbox, sizeof(m.sandbox), "%s", d->sandbox);
+	snprintf(m.container, sizeof(m.container), "%s", d->container_id);
+	snprintf(m.endpoint, sizeof(m.endpoint), "%s", fs->ep.url);
+	snprintf(m.scope, sizeof(m.scope), "%s", fs->scope_label);
+	int dfd = mfs_job_start(fs, &m, spec, err);
+	if (dfd < 0)
+		return dfd;
+	int r = attach(d, dfd);
+	if (r < 0)
+		mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, -r, NULL, "exec: cannot open its spools: %s", strerror(-r));
+	d->running = true;
+	if (r == 0)
+		r = start_watch(fs, d, err);
+	if (r < 0) {
+		/* the monitor runs on unwatched: the next mount adopts it */
+		log_warn("exec %s of %s: %s; its job is left to the next mount", d->id, d->sandbox, err->message);
+		return r;
+	}
+	list_insert(fs, d);
+	return 0;
+}
+
 int mfs_exec_detach(struct mfs *fs, struct mafsbx_exec_spec *spec, json_t **reply, struct mafsbx_error *err)
 {
-	struct mfs_dexec *d = dexec_new(fs, spec, err);
-	if (!d) {
-		mafsbx_exec_spec_free(spec);
-		return -(err ? err->err : ENOMEM);
-	}
-	pthread_mutex_lock(&fs->execs_lock);
-	int r = fs->execs_stop ? mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, ESHUTDOWN, NULL, "exec: the mount is ending")
-			       : make_room(fs, spec->sandbox, err);
-	pthread_t t;
+	char cid[65];
+	struct mfs_dexec *d = NULL;
+	int r = container_of(fs, spec->sandbox, cid, err);
+	if (r == 0 && !(d = dexec_new(fs, spec->sandbox, cid)))
+		r = mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if (r == 0) {
-		atomic_fetch_add(&d->refs, 1);   /* the thread's */
-		int e = pthread_create(&t, NULL, exec_main, d);
-		if (e != 0) {
-			atomic_fetch_sub(&d->refs, 1);
-			r = mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, e, NULL, "exec: cannot start its thread: %s",
-						  strerror(e));
-		} else {
-			pthread_detach(t);
-			fs->execs_running++;
-			d->next = fs->execs;
-			fs->execs = d;
-		}
+		new_id(d->id);
+		pthread_mutex_lock(&fs->execs_lock);
+		r = fs->execs_stop ? mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, ESHUTDOWN, NULL, "exec: the mount is ending")
+				   : make_room(fs, spec->sandbox, true, err);
+		if (r == 0)
+			r = launch(fs, d, spec, err);
+		pthread_mutex_unlock(&fs->execs_lock);
 	}
-	pthread_mutex_unlock(&fs->execs_lock);
+	mafsbx_exec_spec_free(spec);   /* the job's spec file is the monitor's copy */
 	if (r < 0) {
 		dexec_put(d);
 		return r;
@@ -381,6 +483,52 @@ int mfs_exec_detach(struct mfs *fs, struct mafsbx_exec_spec *spec, json_t **repl
 	snprintf(path, sizeof(path), "%s/execs/%s", d->sandbox, d->id);
 	*reply = json_pack("{s:b, s:s, s:s}", "ok", 1, "exec", d->id, "path", path);
 	return *reply ? 0 : mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+}
+
+/* A finished (or lost) job found at start: its end read, its output kept. */
+static void adopt_ended(struct mfs *fs, struct mfs_dexec *d)
+{
+	d->running = true;   /* so that watch_output charges what the spools hold */
+	watch_output(d);
+	pthread_mutex_lock(&d->mu);
+	read_end(d);
+	pthread_mutex_unlock(&d->mu);
+	keep_output(fs, d);
+}
+
+void mfs_exec_adopt(struct mfs *fs, int dfd, const struct mafsbx_job_meta *m)
+{
+	struct mfs_dexec *d = strlen(m->job) == MFS_EXEC_ID_LEN ? dexec_new(fs, m->sandbox, m->container) : NULL;
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	snprintf(d->id, sizeof(d->id), "%s", m->job);
+	d->started_s = m->started_s;
+	d->t0_ms = mafsbx_now_ms() - ((long long)time(NULL) - m->started_s) * 1000;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = attach(d, dfd);
+	bool alive = r == 0 && mafsbx_job_alive(dfd);
+	d->cancelled = mafsbx_job_marked(dfd, "cancelled");
+	if (r == 0 && !alive)
+		adopt_ended(fs, d);
+	pthread_mutex_lock(&fs->execs_lock);
+	if (r == 0)
+		r = make_room(fs, d->sandbox, alive, &e);
+	d->running = alive;
+	if (r == 0 && alive)
+		r = start_watch(fs, d, &e);
+	if (r == 0)
+		list_insert(fs, d);
+	pthread_mutex_unlock(&fs->execs_lock);
+	if (r < 0) {
+		log_warn("job %s of %s: not adopted (%s); its files stay", m->job, m->sandbox,
+			 e.err ? e.message : strerror(-r));
+		dexec_put(d);
+		return;
+	}
+	log_info("job %s of %s adopted (%s)", d->id, d->sandbox, alive ? "running" : d->lost ? "lost" : "finished");
 }
 
 /* The exec `id` of `sandbox`, referenced, or NULL. */
@@ -419,29 +567,48 @@ int mfs_execs_list(struct mfs *fs, const char *sandbox, void *buf, fuse_fill_dir
 
 /* ---- cancel ---------------------------------------------------------------- */
 
-/* With d->mu held: until the command ended or `ms` passed. true when it ended. */
+/* With d->mu held: until the command ended (or the mount ends) or `ms` passed. true when it ended. */
 static bool wait_end(struct mfs_dexec *d, long long ms)
 {
 	struct timespec until = mafsbx_monotonic_after_ms(ms);
-	while (d->running && pthread_cond_timedwait(&d->ended, &d->mu, &until) != ETIMEDOUT)
+	while (d->running && !d->abandoned && pthread_cond_timedwait(&d->ended, &d->mu, &until) != ETIMEDOUT)
 		;
 	return !d->running;
 }
 
-/* End a running command: its process tree killed here, else the sandbox disposed. */
+/* A remote engine's cancel: the sandbox disposed, as upstream does. */
+static int cancel_dispose(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
+{
+	struct mafsbx_dispose_result dr;
+	int r = mafsbx_sandbox_dispose_id(fs->backend, d->sandbox, d->container_id, &dr, err);
+	bool gone = r == 0 && dr.n_failures == 0;
+	mafsbx_dispose_result_free(&dr);
+	mfs_invalidate_sandbox(fs, d->sandbox);
+	pthread_mutex_lock(&d->mu);
+	d->disposed = gone;
+	bool done = wait_end(d, CANCEL_WAIT_MS);
+	pthread_mutex_unlock(&d->mu);
+	if (!gone)
+		return r < 0 ? r : mafsbx_error_set(err, MAFSBX_EK_ENGINE, "cancel: the sandbox could not be disposed");
+	return done ? 0 : mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "cancel: the command did not end");
+}
+
+/* End a running command: its process tree killed here, else the sandbox
+ * disposed. The same for a job this daemon started and one it adopted: the
+ * engine's exec ID is the one its monitor recorded. */
 static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 {
 	pthread_mutex_lock(&d->mu);
 	d->cancelled = true;
 	pthread_mutex_unlock(&d->mu);
+	mafsbx_job_mark(d->dirfd, "cancelled");   /* an adopting daemon says so too */
 	long long deadline = mafsbx_now_ms() + CANCEL_WAIT_MS;
 	/* over a swarm the exec ran on its node's engine, which this host cannot kill in: dispose */
 	bool dispose = !engine_local(fs) || fs->cluster;
 	while (!dispose && mafsbx_now_ms() < deadline) {
-		char cid[65], eid[65];
+		char eid[65];
+		mafsbx_job_exec_read(d->dirfd, eid);
 		pthread_mutex_lock(&d->mu);
-		snprintf(cid, sizeof(cid), "%s", d->container_id);
-		snprintf(eid, sizeof(eid), "%s", d->exec_id);
 		bool ended = !d->running;
 		pthread_mutex_unlock(&d->mu);
 		if (ended)
@@ -450,7 +617,8 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 		mafsbx_error_clear(&ke);
 		int killed = 0;
 		/* not created yet, or not started yet (ESRCH): ask again shortly */
-		if (eid[0] && mafsbx_exec_kill_tree_marked(fs->engine, cid, eid, d->id, &killed, &ke) < 0 &&
+		/* its ID is its marker: the kill also takes what carries it (src/host/execmark.h) */
+		if (eid[0] && mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &ke) < 0 &&
 		    ke.err != ESRCH) {
 			log_warn("cancel of exec %s in %s: cannot kill it here (%s); disposing the sandbox", d->id,
 				 d->sandbox, ke.message);
@@ -463,34 +631,25 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 		if (done)
 			return 0;
 	}
-	if (dispose) {
-		char cid[65];
-		pthread_mutex_lock(&d->mu);
-		snprintf(cid, sizeof(cid), "%s", d->container_id);
-		pthread_mutex_unlock(&d->mu);
-		if (!cid[0]) {   /* not created yet: the sandbox's ID as the mount knows it */
-			const struct mafsbx_sandbox_info *info;
-			struct mfs_snapshot *snap = mfs_sandbox_find(fs, d->sandbox, &info, err);
-			if (!snap)
-				return -(err ? err->err : ENOENT);
-			snprintf(cid, sizeof(cid), "%s", info->id);
-			mfs_snapshot_put(snap);
-		}
-		struct mafsbx_dispose_result dr;
-		int r = mafsbx_sandbox_dispose_id(fs->backend, d->sandbox, cid, &dr, err);
-		bool gone = r == 0 && dr.n_failures == 0;
-		mafsbx_dispose_result_free(&dr);
-		mfs_invalidate_sandbox(fs, d->sandbox);
-		pthread_mutex_lock(&d->mu);
-		d->disposed = gone;
-		bool done = wait_end(d, CANCEL_WAIT_MS);
-		pthread_mutex_unlock(&d->mu);
-		if (!gone)
-			return r < 0 ? r : mafsbx_error_set(err, MAFSBX_EK_ENGINE, "cancel: the sandbox could not be disposed");
-		return done ? 0 : mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "cancel: the command did not end");
-	}
+	if (dispose)
+		return cancel_dispose(fs, d, err);
 	return mafsbx_error_set(err, MAFSBX_EK_TIMEOUT, "cancel of exec %s: the command did not end within %d s", d->id,
 				CANCEL_WAIT_MS / 1000);
+}
+
+/* A lost job's command may still run, with no monitor to see its end: where
+ * it can be, it is killed as a cancel kills (best effort: forgetting goes on). */
+static void end_lost(struct mfs *fs, struct mfs_dexec *d)
+{
+	char eid[65];
+	mafsbx_job_exec_read(d->dirfd, eid);
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int killed = 0;
+	if (eid[0] && engine_local(fs) &&
+	    mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &e) < 0 &&
+	    e.err != ESRCH)
+		log_warn("exec %s of %s (lost): its command could not be killed: %s", d->id, d->sandbox, e.message);
 }
 
 int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct mafsbx_error *err)
@@ -499,18 +658,27 @@ int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct 
 	if (!d)
 		return mafsbx_error_set(err, MAFSBX_EK_NO_PATH, "no detached exec %s of %s", id, sandbox);
 	pthread_mutex_lock(&d->mu);
-	bool running = d->running;
+	bool running = d->running, lost = d->lost;
 	pthread_mutex_unlock(&d->mu);
 	int r = running ? cancel(fs, d, err) : 0;
+	if (lost)
+		end_lost(fs, d);
 	if (r == 0) {
+		bool mine = false;
 		pthread_mutex_lock(&fs->execs_lock);
 		for (struct mfs_dexec **pp = &fs->execs; *pp; pp = &(*pp)->next)
 			if (*pp == d) {
 				*pp = d->next;
-				dexec_put(d);   /* the list's */
+				mine = true;
 				break;
 			}
+		/* removed with the exec; under the lock, as a new job's directory is
+		 * made: the container's directory never goes under a new job */
+		if (mine)
+			mfs_job_forget(fs, d->container_id, d->id);
 		pthread_mutex_unlock(&fs->execs_lock);
+		if (mine)
+			dexec_put(d);   /* the list's */
 	}
 	dexec_put(d);
 	return r;
@@ -520,34 +688,13 @@ bool mfs_execs_fini(struct mfs *fs)
 {
 	if (!fs->execs_ready)
 		return true;
+	/* Jobs still running outlive the mount: their monitors go on, the next
+	 * mount adopts them. Only the threads watching them end here. */
 	pthread_mutex_lock(&fs->execs_lock);
 	fs->execs_stop = true;
-	struct mfs_dexec *running[MFS_EXECS_RUNNING];
-	size_t n = 0;
-	for (struct mfs_dexec *d = fs->execs; d && n < MFS_EXECS_RUNNING; d = d->next) {
-		pthread_mutex_lock(&d->mu);
-		if (d->running) {
-			atomic_fetch_add(&d->refs, 1);
-			running[n++] = d;
-		}
-		pthread_mutex_unlock(&d->mu);
-	}
-	pthread_mutex_unlock(&fs->execs_lock);
-	/* Commands still running end with the mount: this host kills them; a
-	 * remote engine's run on (disposing sandboxes at an unmount would
-	 * surprise everyone), their output no longer kept once the grace ends. */
-	for (size_t i = 0; i < n; i++) {
-		struct mafsbx_error e;
-		mafsbx_error_clear(&e);
-		if (engine_local(fs))
-			(void)cancel(fs, running[i], &e);
-		dexec_put(running[i]);
-	}
-	if (n && !engine_local(fs)) {
-		log_warn("%zu detached exec(s) on the remote engine run on after the mount", n);
-		return false;
-	}
-	pthread_mutex_lock(&fs->execs_lock);
+	pthread_cond_broadcast(&fs->execs_cv);
+	if (fs->execs_running)
+		log_info("%u job(s) run on after the mount; the next mount adopts them", fs->execs_running);
 	struct timespec until = mafsbx_monotonic_after_ms(SHUTDOWN_WAIT_MS);
 	while (fs->execs_running && pthread_cond_timedwait(&fs->execs_cv, &fs->execs_lock, &until) != ETIMEDOUT)
 		;
@@ -557,7 +704,7 @@ bool mfs_execs_fini(struct mfs *fs)
 		fs->execs = NULL;
 	pthread_mutex_unlock(&fs->execs_lock);
 	if (!quiet) {
-		log_warn("%u detached exec(s) still running at the end of the mount", fs->execs_running);
+		log_warn("%u detached exec watch(es) still running at the end of the mount", fs->execs_running);
 		return false;   /* their threads still use the list and the mount: left to the exit */
 	}
 	while (list) {
@@ -594,6 +741,8 @@ static json_t *status_json(const struct mfs_dexec *d)
 	bad |= json_object_set_new(o, "exec", json_string(d->id));
 	bad |= json_object_set_new(o, "sandbox", json_string(d->sandbox));
 	bad |= json_object_set_new(o, "running", json_boolean(d->running));
+	/* running, exited (exit_code says how), or lost: its monitor died first */
+	bad |= json_object_set_new(o, "state", json_string(d->running ? "running" : d->lost ? "lost" : "exited"));
 	bad |= json_object_set_new(o, "exit_code",
 				   d->running || d->exit_code < 0 ? json_null() : json_integer(d->exit_code));
 	bad |= json_object_set_new(o, "timed_out", json_boolean(d->timed_out));
@@ -827,8 +976,10 @@ int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off)
 	case MFS_EXEC_WAIT: {
 		if (x->file == MFS_EXEC_WAIT && !atomic_load(&x->text)) {
 			pthread_mutex_lock(&d->mu);
-			wait_end(d, 24LL * 3600 * 1000);   /* lowlevel.c parks the read until the end instead */
+			bool ended = wait_end(d, 24LL * 3600 * 1000);   /* lowlevel.c parks the read until the end instead */
 			pthread_mutex_unlock(&d->mu);
+			if (!ended)
+				return -ENOTCONN;   /* the mount ends while the job runs on */
 		}
 		const char *text;
 		size_t len;
@@ -845,7 +996,7 @@ int mfs_exec_when_done(struct mfs_exec_handle *x, void (*fn)(void *arg), void *a
 		return 1;
 	struct mfs_dexec *d = x->d;
 	pthread_mutex_lock(&d->mu);
-	if (!d->running) {
+	if (!d->running || d->abandoned) {
 		pthread_mutex_unlock(&d->mu);
 		return 1;
 	}

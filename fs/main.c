@@ -37,6 +37,7 @@
 #include "egress.h"
 #include "engine.h"
 #include "freeze.h"
+#include "job.h"
 #include "log.h"
 #include "sandbox.h"
 
@@ -293,6 +294,9 @@ static int start(struct run *rn, struct mafsbx_error *err)
 	fs->run = mfs_run_request;
 	mfs_init(fs);
 	rn->inited = true;
+	/* jobs an earlier daemon left are there before the first request */
+	if (mfs_jobs_open(fs) == 0)
+		mfs_jobs_adopt(fs);
 	mfs_set_current(fs);
 	if (mfs_lowlevel_start(fs) < 0) {
 		log_error("out of memory");
@@ -377,8 +381,10 @@ static void finish(struct run *rn)
 		mfs_lowlevel_stop(fs);
 		mfs_lowlevel_free(fs);
 	}
-	if (rn->inited)
+	if (rn->inited) {
 		mfs_fini(fs);
+		mfs_jobs_close(fs);
+	}
 	mafsbx_planes_free(fs->planes);
 	mafsbx_backend_free(fs->backend);
 	mfs_cluster_close(fs);
@@ -396,6 +402,9 @@ int main(int argc, char *argv[])
 	struct run rn;
 	struct mafsbx_error err;
 
+	/* a job monitor (fs/jobs.c): this binary started by a daemon, FUSE-free */
+	if (argc == 3 && strcmp(argv[1], MFS_JOB_MONITOR_VERB) == 0)
+		return mafsbx_job_monitor_main(argv[2], 3);
 	memset(&rn, 0, sizeof(rn));
 	rn.args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	rn.ready_fd = -1;

@@ -328,6 +328,8 @@ struct mfs {
 	unsigned execs_running;
 	bool execs_stop;
 	bool execs_ready;            /* initialised and not yet torn down */
+	int jobs_fd;                 /* jobs.c: RUNDIR/jobs, -1 when there is none */
+	char *jobs_dir;
 
 	pthread_mutex_t handles_lock; /* open handles (ops.c) and the counts below */
 	struct mfs_handle *handles;
@@ -398,6 +400,25 @@ bool mfs_execs_fini(struct mfs *fs);
 /* Start `spec` (taken over) detached: the reply names its ID and path. */
 int mfs_exec_detach(struct mfs *fs, struct mafsbx_exec_spec *spec, json_t **reply, struct mafsbx_error *err);
 bool mfs_exec_exists(struct mfs *fs, const char *sandbox, const char *id);
+/* A job an earlier daemon left (jobs.c found it): listed, watched if it runs. Takes dfd. */
+struct mafsbx_job_meta;
+void mfs_exec_adopt(struct mfs *fs, int dfd, const struct mafsbx_job_meta *m);
+
+/* ---- job monitors (jobs.c) ------------------------------------------------- */
+/* argv[1] of a job monitor: mafsbxfs --job-monitor DIR (fs/main.c) */
+#define MFS_JOB_MONITOR_VERB "--job-monitor"
+/* RUNDIR/jobs opened (made if need be); -1 when not (detached execs are then refused). */
+int mfs_jobs_open(struct mfs *fs);
+void mfs_jobs_close(struct mfs *fs);
+/* At mount start: every job of this engine and scope found there, adopted. */
+void mfs_jobs_adopt(struct mfs *fs);
+/* The job's directory made and its monitor started: the directory's fd, or -errno with err. */
+int mfs_job_start(struct mfs *fs, const struct mafsbx_job_meta *m, const struct mafsbx_exec_spec *spec,
+		  struct mafsbx_error *err);
+/* A job's files removed (its exec forgotten). */
+void mfs_job_forget(struct mfs *fs, const char *container, const char *job);
+/* Every job of a disposed container removed. */
+void mfs_jobs_forget_container(struct mfs *fs, const char *container);
 int mfs_execs_list(struct mfs *fs, const char *sandbox, void *buf, fuse_fill_dir_t filler);
 /* rmdir NAME/execs/ID: cancel a running command, forget a finished one. */
 int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct mafsbx_error *err);

@@ -215,6 +215,8 @@ static int run_dispose(struct mfs *fs, const json_t *req, json_t **reply, struct
 		if (id[0]) {
 			mfs_extra_drop(fs, id);
 			mafsbx_planes_forget(fs->planes, id);
+			if (r == 0)
+				mfs_jobs_forget_container(fs, id);   /* its jobs' spools go with it */
 		}
 		mfs_invalidate_sandbox(fs, spec->name);
 	} else {

@@ -144,6 +144,7 @@ const char *mafsbx_errno_name(int err)
 	case 0: return "OK";
 	case EPERM: return "EPERM";
 	case ENOENT: return "ENOENT";
+	case ESRCH: return "ESRCH";
 	case EIO: return "EIO";
 	case E2BIG: return "E2BIG";
 	case EBADF: return "EBADF";
