@@ -40,7 +40,9 @@
 #   6e. systemd (tests/platform/systemd.sh): the unit mafsbxfs@.service, as
 #      built, under a real systemd booted in a Debian 12 container: its
 #      hardening in force, the mount seen by other processes, the daemon's
-#      errors under `journalctl -p err`, systemctl restart and stop
+#      errors under `journalctl -p err`, systemctl restart and stop; its
+#      hooks (tests/platform/systemd.d): a detached job survives the restart
+#      byte-exact with its exit code, and is lost under KillMode=control-group
 #   6f. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)

@@ -28,7 +28,7 @@
 #      sandbox; `systemctl stop` unmounts
 #
 # Hooks, for checks of other features that must hold under the unit (jobs
-# that survive a restart, for one): every tests/platform/systemd.d/*.sh, and
+# that survive a restart: systemd.d/jobs.sh): every tests/platform/systemd.d/*.sh, and
 # each file MAFSBX_SYSTEMD_HOOKS names (colon-separated), is sourced before
 # the checks; it registers functions with `systemd_hook PHASE FUNCTION`,
 # PHASE one of started, before-restart, after-restart. A hook runs on the
