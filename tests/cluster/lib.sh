@@ -25,7 +25,10 @@
 # cluster_kill and the rest).
 # shellcheck shell=bash
 
-CLUSTER_SIZE=3
+CLUSTER_SIZE=${CLUSTER_SIZE:-3}
+# 0: the nodes' dockerd without --no-new-privileges (tests/cluster/capabilities.sh
+# measures what a service gets without it).
+CLUSTER_NNP=${CLUSTER_NNP:-1}
 CLUSTER_PORT=2375
 # Bounds of the bring-up: a dockerd answering, a swarm join. Generous: the
 # machine runs at load 10+ (a node's dockerd takes 2-4 s quiet).
@@ -53,7 +56,9 @@ cluster_node_start() {
 		-v "$d/log:/mafsbx-log" --label "mafsbx-cluster=$CLUSTER_NET" 2>/dev/null
 	# --tls=false said out loud: dockerd 26 otherwise sleeps 15 s to warn
 	# about a plain-TCP listener. The port is on the private network only.
-	docker exec -d "$name" sh -c "exec dockerd --no-new-privileges --debug --tls=false \
+	local nnp=--no-new-privileges
+	[ "$CLUSTER_NNP" = 1 ] || nnp=
+	docker exec -d "$name" sh -c "exec dockerd $nnp --debug --tls=false \
 		-H unix:///var/run/docker.sock -H tcp://0.0.0.0:$CLUSTER_PORT >/mafsbx-log/dockerd.log 2>&1" ||
 		die "cannot start dockerd in $name"
 }
@@ -79,7 +84,7 @@ cluster_up() {
 	local image=${2:-$(setup_image_name)} t0=$SECONDS i pids=() id
 	local testimage=${MAFSBX_TEST_IMAGE:-mafsbx/busybox:latest}
 	docker image inspect "$image" >/dev/null 2>&1 || die "no image $image (tests/platform/debian13.sh --images-only makes it)"
-	id=$(basename "$CLUSTER_DIR" | tr -dc 'a-zA-Z0-9' | tail -c 8)
+	id=$(printf '%s' "$CLUSTER_DIR" | sha256sum | cut -c1-8)
 	CLUSTER_NET=mafsbx-cluster-$id
 	docker network create --label "mafsbx-cluster=$CLUSTER_NET" "$CLUSTER_NET" >/dev/null ||
 		die "cannot make the network $CLUSTER_NET"
@@ -113,22 +118,24 @@ cluster_up() {
 	log "cluster up after $((SECONDS - t0)) s: ${CLUSTER_URLS[*]} (manager ${CLUSTER_MANAGER})"
 }
 
-# cluster_swarm: the swarm made on node 2 (its first leader), nodes 1 and 3
-# joined as managers, every node labelled. A 2 s dispatcher heartbeat: a
-# dead node is marked down in seconds, not the default's 15 or so.
+# cluster_swarm: the swarm made on node 2 (its first leader; node 1 alone in
+# a one-node swarm), the others joined as managers, every node labelled. A 2 s
+# dispatcher heartbeat: a dead node is marked down in seconds, not the
+# default's 15 or so.
 cluster_swarm() {
-	local tok i nid
-	ndocker 1 swarm init --advertise-addr "${CLUSTER_IPS[1]}" --dispatcher-heartbeat 2s >/dev/null ||
-		die "swarm init on ${CLUSTER_NODES[1]}"
-	tok=$(ndocker 1 swarm join-token -q manager) || die "no join token"
+	local tok i nid first=$((CLUSTER_SIZE > 1 ? 1 : 0))
+	ndocker "$first" swarm init --advertise-addr "${CLUSTER_IPS[$first]}" --dispatcher-heartbeat 2s >/dev/null ||
+		die "swarm init on ${CLUSTER_NODES[$first]}"
+	tok=$(ndocker "$first" swarm join-token -q manager) || die "no join token"
 	# One join at a time: a Raft membership change must commit before the next.
-	for i in 0 2; do
+	for i in "${!CLUSTER_NODES[@]}"; do
+		[ "$i" != "$first" ] || continue
 		ndocker "$i" swarm join --token "$tok" --advertise-addr "${CLUSTER_IPS[$i]}" \
-			"${CLUSTER_IPS[1]}:2377" >/dev/null || die "${CLUSTER_NODES[$i]} cannot join"
+			"${CLUSTER_IPS[$first]}:2377" >/dev/null || die "${CLUSTER_NODES[$i]} cannot join"
 	done
 	for i in "${!CLUSTER_NODES[@]}"; do
 		nid=$(ndocker "$i" info -f '{{.Swarm.NodeID}}') || die "no node ID from ${CLUSTER_NODES[$i]}"
-		ndocker 1 node update --label-add "mafsbx.engine=${CLUSTER_URLS[$i]}" --label-add sandbox=true "$nid" \
+		ndocker "$first" node update --label-add "mafsbx.engine=${CLUSTER_URLS[$i]}" --label-add sandbox=true "$nid" \
 			>/dev/null || die "cannot label ${CLUSTER_NODES[$i]}"
 	done
 }
