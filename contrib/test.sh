@@ -34,6 +34,12 @@
 #   6e. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)
+#   6f. the cluster (tests/cluster/cluster.sh): a real three-node Docker Swarm
+#      (dockerd 26.1 nodes in containers of the Debian 13 setup image made
+#      for 6b) and one mount on the host over its manager (-o cluster=swarm):
+#      sandboxes spread over the nodes, files and execs on each, one list for
+#      the whole cluster, one service per key from two mounts, a manager
+#      stopped and a node killed, nothing left after dispose and reap
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
 #   7. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
@@ -287,6 +293,10 @@ else
 fi
 scale_figures=$(grep -E '^(bench_scale: N=|engine list|ls MOUNT|ls -l|mafsbx |daemon after|real reap)' "$scale_log" || true)
 rm -f "$scale_log"
+
+# One mount over a three-node Docker Swarm on this machine (tests/cluster/cluster.sh;
+# doc/scale-out.md): its nodes run the Debian 13 setup image made in the background above.
+platform_stage cluster "the cluster stage" "$root/tests/cluster/cluster.sh"
 
 # Every mafsbxfs process of this tree's builds still running (not a zombie).
 daemons_left() {

@@ -36,10 +36,10 @@ finish() {
 		kill -TERM "$pid"
 		for _ in $(seq 1 300); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
 	fi
-	[ -z "$DPID" ] || ! kill -0 "$DPID" 2>/dev/null || kill -KILL "$DPID"
+	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -KILL "$DPID"; fi
 	local m
 	for m in $(awk -v d="$D" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 	done
 	cluster_down
 	rm -rf "$D"
@@ -86,7 +86,7 @@ spec() { # NAME NETWORK
 # probe URL: one row of results per capability, "key value"
 probe() {
 	local url=$1 cid i out
-	export DOCKER_HOST=$url
+	local -x DOCKER_HOST=$url
 	docker network create -d overlay --internal probe-net >/dev/null || die "internal overlay network ($url)"
 	echo "internal-overlay-network yes"
 	out=$(api "$url" POST /services/create "$(spec probe probe-net)")

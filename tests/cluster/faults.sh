@@ -21,7 +21,7 @@ nets_mark
 STOPPED=
 faults_cleanup() {
 	local rc=$?
-	[ -n "$STOPPED" ] && docker unpause "$STOPPED" >/dev/null 2>&1
+	[ -n "$STOPPED" ] && hdocker unpause "$STOPPED" >/dev/null 2>&1
 	(exit "$rc")
 	cluster_test_cleanup
 }
@@ -54,7 +54,7 @@ li=$(node_index "$leader") || fail "no leader among the nodes ($leader)"
 [ "$li" = 0 ] && li=1 # the mount's own manager stays up: then another manager stops
 STOPPED=${CLUSTER_NODES[$li]}
 log "stopping manager $STOPPED (the leader was $leader)"
-docker pause "$STOPPED" >/dev/null || fail "cannot pause $STOPPED"
+hdocker pause "$STOPPED" >/dev/null || fail "cannot pause $STOPPED"
 s=$(date +%s%N)
 expect_eq "$(timeout 120 ls "$M" | grep -c '^maf-sandbox-docker-')" "${#NAMES[@]}" "ls MOUNT with a manager stopped"
 log "ls MOUNT with $STOPPED stopped: $((($(date +%s%N) - s) / 1000000)) ms"
@@ -63,7 +63,7 @@ acquire "$M" during a k
 DURING=$SBX
 [ "$(jget "$CTL_REPLY" state)" = created ] || [ "$(jget "$CTL_REPLY" state)" = started ] ||
 	fail "the acquire with a manager stopped: $CTL_REPLY"
-docker unpause "$STOPPED" >/dev/null || fail "cannot resume $STOPPED"
+hdocker unpause "$STOPPED" >/dev/null || fail "cannot resume $STOPPED"
 STOPPED=
 # all three managers back before a node dies: two of three keep the quorum
 for t in $(seq 1 120); do

@@ -40,6 +40,12 @@ CLUSTER_IPS=()
 CLUSTER_URLS=()
 CLUSTER_MANAGER=
 
+# The host's engine, which runs the nodes: the DOCKER_HOST of whoever sourced
+# this file (a test then points DOCKER_HOST at the manager); hdocker CMD...:
+# the docker CLI against it.
+CLUSTER_HOST_ENGINE=${CLUSTER_HOST_ENGINE:-${DOCKER_HOST:-unix:///var/run/docker.sock}}
+hdocker() { DOCKER_HOST=$CLUSTER_HOST_ENGINE docker "$@"; }
+
 # ndocker I CMD...: the docker CLI against node I's engine (0-based), from the host.
 ndocker() {
 	local i=$1
@@ -52,13 +58,13 @@ ndocker() {
 cluster_node_start() {
 	local i=$1 image=$2 name=${CLUSTER_NODES[$1]} d=$CLUSTER_DIR/node$(($1 + 1))
 	mkdir -p "$d/docker" "$d/log"
-	nested_engine_run "$name" "$image" "$d/docker" --network "$CLUSTER_NET" --hostname "$name" \
+	DOCKER_HOST=$CLUSTER_HOST_ENGINE nested_engine_run "$name" "$image" "$d/docker" --network "$CLUSTER_NET" --hostname "$name" \
 		-v "$d/log:/mafsbx-log" --label "mafsbx-cluster=$CLUSTER_NET" 2>/dev/null
 	# --tls=false said out loud: dockerd 26 otherwise sleeps 15 s to warn
 	# about a plain-TCP listener. The port is on the private network only.
 	local nnp=--no-new-privileges
 	[ "$CLUSTER_NNP" = 1 ] || nnp=
-	docker exec -d "$name" sh -c "exec dockerd $nnp --debug --tls=false \
+	hdocker exec -d "$name" sh -c "exec dockerd $nnp --debug --tls=false \
 		-H unix:///var/run/docker.sock -H tcp://0.0.0.0:$CLUSTER_PORT >/mafsbx-log/dockerd.log 2>&1" ||
 		die "cannot start dockerd in $name"
 }
@@ -68,7 +74,7 @@ cluster_wait_engine() {
 	local i=$1 t
 	for t in $(seq 1 $((CLUSTER_ENGINE_WAIT_S * 5))); do
 		DOCKER_HOST=${CLUSTER_URLS[$i]} timeout 10 docker version >/dev/null 2>&1 && return 0
-		docker exec "${CLUSTER_NODES[$i]}" pgrep -x dockerd >/dev/null 2>&1 || {
+		hdocker exec "${CLUSTER_NODES[$i]}" pgrep -x dockerd >/dev/null 2>&1 || {
 			tail -n 20 "$CLUSTER_DIR/node$((i + 1))/log/dockerd.log" >&2
 			die "the dockerd of ${CLUSTER_NODES[$i]} exited"
 		}
@@ -83,10 +89,10 @@ cluster_up() {
 	CLUSTER_DIR=$1
 	local image=${2:-$(setup_image_name)} t0=$SECONDS i pids=() id
 	local testimage=${MAFSBX_TEST_IMAGE:-mafsbx/busybox:latest}
-	docker image inspect "$image" >/dev/null 2>&1 || die "no image $image (tests/platform/debian13.sh --images-only makes it)"
+	hdocker image inspect "$image" >/dev/null 2>&1 || die "no image $image (tests/platform/debian13.sh --images-only makes it)"
 	id=$(printf '%s' "$CLUSTER_DIR" | sha256sum | cut -c1-8)
 	CLUSTER_NET=mafsbx-cluster-$id
-	docker network create --label "mafsbx-cluster=$CLUSTER_NET" "$CLUSTER_NET" >/dev/null ||
+	hdocker network create --label "mafsbx-cluster=$CLUSTER_NET" "$CLUSTER_NET" >/dev/null ||
 		die "cannot make the network $CLUSTER_NET"
 	for i in $(seq 0 $((CLUSTER_SIZE - 1))); do
 		CLUSTER_NODES[i]=$CLUSTER_NET-n$((i + 1))
@@ -99,12 +105,12 @@ cluster_up() {
 		wait "$i" || die "a node did not start"
 	done
 	for i in "${!CLUSTER_NODES[@]}"; do
-		CLUSTER_IPS[i]=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$CLUSTER_NET\").IPAddress}}" \
+		CLUSTER_IPS[i]=$(hdocker inspect -f "{{(index .NetworkSettings.Networks \"$CLUSTER_NET\").IPAddress}}" \
 			"${CLUSTER_NODES[$i]}") || die "no address for ${CLUSTER_NODES[$i]}"
 		CLUSTER_URLS[i]=tcp://${CLUSTER_IPS[$i]}:$CLUSTER_PORT
 	done
 	CLUSTER_MANAGER=${CLUSTER_URLS[0]}
-	docker save "$testimage" >"$CLUSTER_DIR/image.tar" || die "cannot save $testimage"
+	hdocker save "$testimage" >"$CLUSTER_DIR/image.tar" || die "cannot save $testimage"
 	pids=()
 	for i in "${!CLUSTER_NODES[@]}"; do
 		(cluster_wait_engine "$i" && ndocker "$i" load -q -i "$CLUSTER_DIR/image.tar" >/dev/null) &
@@ -176,7 +182,8 @@ cluster_env() {
 	} >"$(cluster_env_file)"
 }
 
-# cluster_down: everything the run made goes, whatever state it is in.
+# cluster_down: everything the run made goes, whatever state it is in (no
+# step's failure stops the next, also under set -e in an exit trap).
 # Services first (on whichever manager answers), then each live node's
 # containers (their cgroups are in the host's hierarchies: the node's dockerd
 # removes them; a killed node's are removed by hand, cluster_cgroups_rm),
@@ -185,31 +192,34 @@ cluster_down() {
 	local i n f
 	[ -n "$CLUSTER_NET" ] || return 0
 	for i in "${!CLUSTER_NODES[@]}"; do
-		docker inspect -f '{{.State.Paused}}' "${CLUSTER_NODES[$i]}" 2>/dev/null | grep -q true &&
-			docker unpause "${CLUSTER_NODES[$i]}" >/dev/null 2>&1
+		if hdocker inspect -f '{{.State.Paused}}' "${CLUSTER_NODES[$i]}" 2>/dev/null | grep -q true; then
+			hdocker unpause "${CLUSTER_NODES[$i]}" >/dev/null 2>&1 || true
+		fi
 	done
 	for i in "${!CLUSTER_NODES[@]}"; do
 		[ -n "${CLUSTER_URLS[$i]:-}" ] || continue
 		if DOCKER_HOST=${CLUSTER_URLS[$i]} timeout 30 docker service ls -q >"$CLUSTER_DIR/services" 2>/dev/null; then
-			xargs -r env DOCKER_HOST="${CLUSTER_URLS[$i]}" timeout 60 docker service rm <"$CLUSTER_DIR/services" >/dev/null 2>&1
+			xargs -r env DOCKER_HOST="${CLUSTER_URLS[$i]}" timeout 60 docker service rm <"$CLUSTER_DIR/services" \
+				>/dev/null 2>&1 || true
 			break
 		fi
 	done
 	for i in "${!CLUSTER_NODES[@]}"; do
 		n=${CLUSTER_NODES[$i]}
-		[ "$(docker inspect -f '{{.State.Running}}' "$n" 2>/dev/null)" = true ] || continue
-		timeout 120 docker exec "$n" sh -c 'docker ps -aq | xargs -r docker rm -f' >/dev/null 2>&1 || true
+		[ "$(hdocker inspect -f '{{.State.Running}}' "$n" 2>/dev/null)" = true ] || continue
+		DOCKER_HOST=$CLUSTER_HOST_ENGINE timeout 120 docker exec "$n" sh -c 'docker ps -aq | xargs -r docker rm -f' >/dev/null 2>&1 || true
 	done
 	for i in "${!CLUSTER_NODES[@]}"; do
-		docker rm -fv "${CLUSTER_NODES[$i]}" >/dev/null 2>&1 || true
+		hdocker rm -fv "${CLUSTER_NODES[$i]}" >/dev/null 2>&1 || true
 	done
 	for f in "$CLUSTER_DIR"/killed-*; do
-		[ -f "$f" ] && cluster_cgroups_rm "$f"
+		if [ -f "$f" ]; then cluster_cgroups_rm "$f"; fi
 	done
-	docker network rm "$CLUSTER_NET" >/dev/null 2>&1 || true
+	hdocker network rm "$CLUSTER_NET" >/dev/null 2>&1 || true
 	# the nodes' layers are root-owned files of the host's filesystem
-	[ -n "$CLUSTER_DIR" ] && rm -rf "$CLUSTER_DIR"
+	if [ -n "$CLUSTER_DIR" ]; then rm -rf "$CLUSTER_DIR"; fi
 	CLUSTER_NET=
+	return 0
 }
 
 # cluster_kill I: node I dies as a machine does: its container is killed, and
@@ -219,7 +229,7 @@ cluster_down() {
 cluster_kill() {
 	local i=$1 f=$CLUSTER_DIR/killed-$(($1 + 1))
 	ndocker "$i" ps -aq --no-trunc >"$f" || true
-	docker kill "${CLUSTER_NODES[$i]}" >/dev/null || die "cannot kill ${CLUSTER_NODES[$i]}"
+	hdocker kill "${CLUSTER_NODES[$i]}" >/dev/null || die "cannot kill ${CLUSTER_NODES[$i]}"
 }
 
 # cluster_cgroups_rm FILE: the (empty) cgroups of the containers FILE names,
