@@ -44,6 +44,9 @@ if [ "$mode" = run ]; then
 	done
 fi
 tests=("$@")
+# Each test's bound: a hung one fails (its exit trap still cleans up) and the
+# stage goes on. Generous: the machine runs at load 10+.
+test_timeout=${MAFSBX_CLUSTER_TEST_TIMEOUT:-600}
 [ ${#tests[@]} -gt 0 ] || tests=(spread onekey faults)
 
 dir=$(mktemp -d /var/tmp/mafsbx-cluster.XXXXXX)
@@ -70,7 +73,7 @@ if [ "$mode" = run ]; then
 		s=$SECONDS rc=0
 		MAFSBX_CLUSTER_ENV=$(cluster_env_file) MAFSBX_REQUIRE_ENGINE=1 \
 			MAFSBXFS=$BUILD/fs/mafsbxfs MAFSBX_CLI=$BUILD/tools/mafsbx MFS_TOOL=$BUILD/tests/mount/mfs_tool \
-			bash "$here/../cluster/$t.sh" || rc=$?
+			timeout -k 30 "$test_timeout" bash "$here/../cluster/$t.sh" || rc=$?
 		if [ "$rc" = 0 ]; then
 			pass=$((pass + 1))
 			log "$t: passed in $((SECONDS - s)) s"

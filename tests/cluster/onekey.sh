@@ -15,11 +15,14 @@ PLANE=local mount_fs "$MB" -o cluster=swarm -H "${CLUSTER_URLS[2]}"
 PB=$DAEMON_PID
 
 KEYS=5
+pids=()
 for r in $(seq 1 "$KEYS"); do
 	(acquire "$MA" "same$r" a k && printf '%s %s\n' "$SBX" "$(jget "$CTL_REPLY" state)" >"$T/a.$r") &
+	pids+=($!)
 	(acquire "$MB" "same$r" a k && printf '%s %s\n' "$SBX" "$(jget "$CTL_REPLY" state)" >"$T/b.$r") &
+	pids+=($!)
 done
-wait
+wait_pids 300 "${pids[@]}"
 for r in $(seq 1 "$KEYS"); do
 	[ -s "$T/a.$r" ] && [ -s "$T/b.$r" ] || fail "an acquire of key $r failed"
 	read -r na sa <"$T/a.$r"

@@ -26,10 +26,12 @@ M=$T/mnt
 mount_cluster "$M" -o placement=node.labels.sandbox==true
 
 # ---- twelve acquires at once -----------------------------------------------------
+pids=()
 for i in $(seq 1 12); do
 	(acquire "$M" t "a$i" k && echo "$SBX" >"$T/sbx.$i") &
+	pids+=($!)
 done
-wait
+wait_pids 300 "${pids[@]}"
 NAMES=()
 for i in $(seq 1 12); do
 	[ -s "$T/sbx.$i" ] || fail "acquire $i failed"

@@ -34,6 +34,27 @@ cluster_test_cleanup() {
 }
 trap cluster_test_cleanup EXIT
 
+# wait_pids SECONDS PID...: the background jobs PID end within SECONDS (a
+# bare `wait` would wait for the mounts' daemons too); one still running then
+# is killed and fails the test.
+wait_pids() {
+	local secs=$1 p t
+	shift
+	for t in $(seq 1 $((secs * 5))); do
+		for p in "$@"; do
+			kill -0 "$p" 2>/dev/null && continue 2
+		done
+		break
+	done
+	for p in "$@"; do
+		if kill -0 "$p" 2>/dev/null; then
+			kill -TERM "$@" 2>/dev/null
+			fail "a background job ($p) still runs after $secs s"
+		fi
+		wait "$p"
+	done
+}
+
 # mount_cluster MOUNTPOINT [options...]: a mount over the swarm's manager,
 # its plane left to the mount (PLANE=local: mount_fs then names none).
 mount_cluster() {
