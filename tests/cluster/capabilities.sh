@@ -9,8 +9,8 @@
 #          own data root, socket and containerd namespace
 #   26.1   a one-node swarm of the Debian 13 setup image (API 1.45), as the
 #          test cluster's nodes run (tests/cluster/lib.sh)
-# Neither dockerd runs with --no-new-privileges: the table says what the
-# service itself gets. Each engine gets one service with everything a
+# Neither dockerd runs with --no-new-privileges (NNP=1: both do), so the
+# table says what the service itself gets. Each engine gets one service with everything a
 # sandbox asks (the Engine API's own JSON, the same body to both: a field an
 # engine does not know it drops without a word, which is what the table
 # must show), then its task container is inspected and probed, and the
@@ -24,6 +24,9 @@ PROG=capabilities
 . "$here/../cluster/lib.sh"
 platform_start -- docker curl unshare
 IMAGE=${MAFSBX_TEST_IMAGE:-mafsbx/busybox:latest}
+NNP=${NNP:-0}
+nnp=
+[ "$NNP" = 0 ] || nnp=--no-new-privileges
 D=$(mktemp -d /var/tmp/mafsbx-capabilities.XXXXXX)
 NS=mafsbx-cap-$(basename "$D" | tr -dc 'a-zA-Z0-9')
 DPID=
@@ -50,7 +53,7 @@ trap finish EXIT
 # 20.10: a veth pair gives the swarm an address to advertise in the namespace.
 mkdir -p "$D/old"
 unshare --net --fork sh -c "ip link set lo up && ip link add d0 type veth peer name d1 && ip addr add 10.77.0.1/24 dev d0 && ip link set d1 up &&
-	ip link set d0 up && exec dockerd --data-root $D/old/data --exec-root $D/old/exec --pidfile $D/old/pid \
+	ip link set d0 up && exec dockerd $nnp --data-root $D/old/data --exec-root $D/old/exec --pidfile $D/old/pid \
 	-H unix://$D/old.sock --containerd-namespace $NS --containerd-plugins-namespace $NS-p" >"$D/old.log" 2>&1 &
 DPID=$!
 OLD=unix://$D/old.sock
@@ -61,7 +64,7 @@ for _ in $(seq 1 300); do
 done
 DOCKER_HOST=$OLD docker swarm init --advertise-addr 10.77.0.1 >/dev/null || die "swarm init (20.10)"
 docker save "$IMAGE" | DOCKER_HOST=$OLD docker load -q >/dev/null || die "image load (20.10)"
-CLUSTER_SIZE=1 CLUSTER_NNP=0 cluster_up "$D/new"
+CLUSTER_SIZE=1 CLUSTER_NNP=$NNP cluster_up "$D/new"
 NEW=${CLUSTER_URLS[0]}
 
 # api URL METHOD PATH [BODY]: the Engine API, no version prefix (the engine's own)

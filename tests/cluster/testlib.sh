@@ -38,13 +38,15 @@ trap cluster_test_cleanup EXIT
 # bare `wait` would wait for the mounts' daemons too); one still running then
 # is killed and fails the test.
 wait_pids() {
-	local secs=$1 p t
+	local secs=$1 p t alive
 	shift
 	for t in $(seq 1 $((secs * 5))); do
+		alive=0
 		for p in "$@"; do
-			kill -0 "$p" 2>/dev/null && continue 2
+			if kill -0 "$p" 2>/dev/null; then alive=1; fi
 		done
-		break
+		[ "$alive" = 1 ] || break
+		sleep 0.2
 	done
 	for p in "$@"; do
 		if kill -0 "$p" 2>/dev/null; then
