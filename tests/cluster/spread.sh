@@ -91,27 +91,25 @@ for i in "${!ON_NODE[@]}"; do
 done
 
 # ---- one list for the whole cluster -------------------------------------------------
+# one_list WHAT: since calls_mark, one list of services at the manager (node
+# 1's engine) and no call at the other nodes' engines.
+one_list() {
+	local i
+	for i in "${!CLUSTER_NODES[@]}"; do
+		log "$1: ${CLUSTER_NODES[$i]} served $(calls_since "$i") calls: $(calls_lines_since "$i" | tr '\n' ';')"
+	done
+	expect_eq "$(calls_lines_since 0 | grep -c '^GET /v[0-9.]*/services')" 1 "$1: lists of services at the manager"
+	for i in 1 2; do
+		expect_eq "$(calls_since "$i")" 0 "$1: calls at ${CLUSTER_NODES[$i]}'s engine"
+	done
+}
 sleep 1 # the attribute and entry caches of the acquires above lapse
 calls_mark
-got=$(ls "$M" | grep -c '^maf-sandbox-docker-')
-expect_eq "$got" 12 "ls MOUNT lists the twelve"
-for i in "${!CLUSTER_NODES[@]}"; do
-	log "ls MOUNT: ${CLUSTER_NODES[$i]} served $(calls_since "$i") calls: $(calls_lines_since "$i" | tr '\n' ';')"
-done
-expect_eq "$(calls_lines_since 0 | grep -c '^GET /v[0-9.]*/services')" 1 "ls MOUNT: lists of services at the manager"
-for i in 1 2; do
-	expect_eq "$(calls_since "$i")" 0 "ls MOUNT: calls at ${CLUSTER_NODES[$i]}'s engine"
-done
+expect_eq "$(ls "$M" | grep -c '^maf-sandbox-docker-')" 12 "ls MOUNT lists the twelve"
+one_list "ls MOUNT"
 calls_mark
-got=$(ls -l "$M/by-scope/$SCOPE/t" | grep -c ' a[0-9]*$')
-expect_eq "$got" 12 "ls -l by-scope/SCOPE/t lists the twelve"
-for i in "${!CLUSTER_NODES[@]}"; do
-	log "ls -l by-scope: ${CLUSTER_NODES[$i]} served $(calls_since "$i") calls: $(calls_lines_since "$i" | tr '\n' ';')"
-done
-expect_eq "$(calls_lines_since 0 | grep -c '^GET /v[0-9.]*/services')" 1 "by-scope: lists of services at the manager"
-for i in 1 2; do
-	expect_eq "$(calls_since "$i")" 0 "by-scope: calls at ${CLUSTER_NODES[$i]}'s engine"
-done
+expect_eq "$(ls -l "$M/by-scope/$SCOPE/t" | grep -c ' a[0-9]*$')" 12 "ls -l by-scope/SCOPE/t lists the twelve"
+one_list "ls -l by-scope"
 out=$("$MAFSBX_CLI" --cluster swarm -H "$CLUSTER_MANAGER" ls --scope "$SCOPE") || fail "mafsbx ls: $out"
 for n in "${NAMES[@]}"; do
 	expect_contains "$out" "$n" "mafsbx --cluster swarm ls"
