@@ -116,7 +116,8 @@ for n in "${NAMES[@]}"; do
 done
 
 # ---- dispose and reap ------------------------------------------------------------------
-for k in 0 1 2 3 4 5; do
+# three by rmdir (each waits for its task container to go), nine by the reap
+for k in 0 1 2; do
 	n=${NAMES[$k]}
 	i=$(sbx_node "$n") || fail "no node of $n"
 	rmdir "$M/$n" || fail "rmdir (dispose) $n"
@@ -124,11 +125,11 @@ for k in 0 1 2 3 4 5; do
 	expect_eq "$(ndocker "$i" ps -aq --filter "label=com.docker.swarm.service.name=$n" | wc -l)" 0 \
 		"the task container of $n on ${CLUSTER_NODES[$i]} when the dispose returned"
 done
-expect_eq "$(scope_services)" 6 "six services left"
+expect_eq "$(scope_services)" 9 "nine services left"
 sleep 2 # older than 1 s
 out=$("$MAFSBX_CLI" --cluster swarm -H "$CLUSTER_MANAGER" reap --older-than 1s --scope "$SCOPE") ||
 	fail "mafsbx reap: $out"
-expect_contains "$out" "disposed=6 " "mafsbx --cluster swarm reap"
+expect_contains "$out" "disposed=9 " "mafsbx --cluster swarm reap"
 nothing_left "after dispose and reap"
 expect_eq "$(ls "$M" | grep -c '^maf-sandbox-docker-')" 0 "ls MOUNT after the reap"
 umount_fs "$M" "$DAEMON_PID"
