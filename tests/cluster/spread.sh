@@ -71,16 +71,20 @@ expect_eq "$(printf '%s\n' "${NETS[@]}" | sort -u | wc -l)" 12 "one network per 
 [ "${#ON_NODE[@]}" -ge 2 ] || fail "the twelve sandboxes are all on one node"
 log "twelve sandboxes over ${#ON_NODE[@]} nodes"
 
-# ---- files and execs on each node ------------------------------------------------
-for i in "${!ON_NODE[@]}"; do
-	N=${ON_NODE[$i]}
+# ---- files and execs on each node, the nodes at once -----------------------------
+# node_files I: on node I's sandbox, the tables, an exec and a detached exec
+# (in a job of its own: its own N, W, scratch folder and probes passed).
+node_files() {
+	N=${ON_NODE[$1]}
 	W=$M/$N/work
-	log "files on ${CLUSTER_NODES[$i]} ($N)"
+	T=$T/node$1
+	mkdir -p "$T"
+	log "files on ${CLUSTER_NODES[$1]} ($N)"
 	files_layout
 	files_out
 	files_in
 	files_delete
-	run_exec "$M" "$N" "cat /etc/hostname >/dev/null; echo exec on \$(hostname) > out.txt; cat out.txt"
+	run_exec "$M" "$N" "echo exec on \$(hostname) > out.txt; cat out.txt"
 	expect_eq "$CTL_STATUS" OK "exec in $N"
 	expect_eq "$(jget "$CTL_REPLY" exit_code)" 0 "exec exit code in $N"
 	expect_contains "$(jget "$CTL_REPLY" stdout)" "exec on" "exec stdout in $N"
@@ -88,7 +92,13 @@ for i in "${!ON_NODE[@]}"; do
 	detach_exec "\"command\": \"echo detached; exit 3\""
 	expect_eq "$(timeout 60 cat "$M/$N/execs/$XID/wait" | "$MFS_TOOL" jget exit_code)" 3 "detached exec's exit code in $N"
 	expect_eq "$(cat "$M/$N/execs/$XID/stdout")" detached "detached exec's stdout in $N"
+}
+pids=()
+for i in "${!ON_NODE[@]}"; do
+	node_files "$i" &
+	pids+=($!)
 done
+wait_pids 400 "${pids[@]}"
 
 # ---- one list for the whole cluster -------------------------------------------------
 # one_list WHAT: since calls_mark, one list of services at the manager (node

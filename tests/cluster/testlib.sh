@@ -48,8 +48,8 @@ cluster_test_cleanup() {
 trap cluster_test_cleanup EXIT
 
 # wait_pids SECONDS PID...: the background jobs PID end within SECONDS (a
-# bare `wait` would wait for the mounts' daemons too); one still running then
-# is killed and fails the test.
+# bare `wait` would wait for the mounts' daemons too) and succeed; one still
+# running then is killed, and it or one that failed fails the test.
 wait_pids() {
 	local secs=$1 p t alive
 	shift
@@ -66,7 +66,7 @@ wait_pids() {
 			kill -TERM "$@" 2>/dev/null
 			fail "a background job ($p) still runs after $secs s"
 		fi
-		wait "$p"
+		wait "$p" || fail "a background job ($p) failed (its output above)"
 	done
 }
 
