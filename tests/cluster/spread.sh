@@ -139,7 +139,7 @@ expect_eq "$(scope_services)" 9 "nine services left"
 sleep 2 # older than 1 s
 out=$("$MAFSBX_CLI" --cluster swarm -H "$CLUSTER_MANAGER" reap --older-than 1s --scope "$SCOPE") ||
 	fail "mafsbx reap: $out"
-expect_contains "$out" "disposed=9 " "mafsbx --cluster swarm reap"
+expect_contains "$out" "reap: removed 9 sandbox service(s)" "mafsbx --cluster swarm reap (mafsbx(1))"
 nothing_left "after dispose and reap"
 expect_eq "$(ls "$M" | grep -c '^maf-sandbox-docker-')" 0 "ls MOUNT after the reap"
 umount_fs "$M" "$DAEMON_PID"
