@@ -46,10 +46,16 @@
 #   6f. the scale check: tests/bench/bench_scale at 1000 sandboxes on a
 #      private dockerd, CHECK=1 (a listing's ratio to the engine's own list,
 #      or the daemon's memory, over its bound fails the run)
-#   6f. the engine plane's listing check: tests/bench/bench_planes --ratio,
+#   6g. the engine plane's listing check: tests/bench/bench_planes --ratio,
 #      CHECK=1 (an `ls -l` of 20 over 4.5x one fresh stat, or over 1.25x the
 #      engine floor's own ratio when that is higher, or more than one pause
 #      of the guest per `ls -l`, fails the run); under a minute
+#   6h. the cluster (tests/cluster/cluster.sh): a real three-node Docker Swarm
+#      (dockerd 26.1 nodes in containers of the Debian 13 setup image made
+#      for 6b) and one mount on the host over its manager (-o cluster=swarm):
+#      sandboxes spread over the nodes, files and execs on each, one list for
+#      the whole cluster, one service per key from two mounts, a manager
+#      stopped and a node killed, nothing left after dispose and reap
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)
 #   7. the summary, with the fault soak's numbers (tests/fault/soak.c), and a
@@ -323,6 +329,10 @@ else
 fi
 planes_figures=$(grep -E '^(\| mafsbxfs, engine plane|\| engine floor|- the floor|- ratio)' "$planes_log" || true)
 rm -f "$planes_log"
+
+# One mount over a three-node Docker Swarm on this machine (tests/cluster/cluster.sh;
+# doc/scale-out.md): its nodes run the Debian 13 setup image made in the background above.
+platform_stage cluster "the cluster stage" "$root/tests/cluster/cluster.sh"
 
 # Every mafsbxfs process of this tree's builds still running (not a zombie).
 daemons_left() {

@@ -87,7 +87,7 @@ minbase_image() {
 	docker import "$tarball" "$image" >/dev/null || die "docker import $tarball"
 }
 
-# nested_engine_run NAME IMAGE DATA: start container NAME of IMAGE (running
+# nested_engine_run NAME IMAGE DATA [OPTION...]: start container NAME of IMAGE (running
 # `sleep infinity`) able to run a dockerd of its own in its own network
 # namespace, with /dev/fuse, the tree read-only at /mnt/src and DATA (a
 # folder of the host's filesystem) as its /var/lib/docker. These VMs refuse
@@ -97,9 +97,12 @@ minbase_image() {
 # seccomp or AppArmor profile, unmasked /proc and /sys (runc mounts a fresh
 # procfs, which the kernel refuses while parts of the outer one are masked),
 # the host's cgroup hierarchies writable, and /var/lib/docker on the host's
-# filesystem (overlay2 cannot stack on the container's own overlay).
+# filesystem (overlay2 cannot stack on the container's own overlay). Each
+# OPTION goes to `docker run` as it is (the cluster's nodes: their network,
+# hostname and log folder).
 nested_engine_run() {
 	local name=$1 image=$2 data=$3 bnd i
+	shift 3
 	local caps=(--cap-add ALL)
 	bnd=$((16#$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)))
 	local capnames=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE
@@ -120,5 +123,5 @@ nested_engine_run() {
 		-v "$data:/var/lib/docker" \
 		--tmpfs /run:exec \
 		-v "$src:/mnt/src:ro" \
-		"$image" sleep infinity >/dev/null || die "cannot start a container of $image"
+		"$@" "$image" sleep infinity >/dev/null || die "cannot start a container of $image"
 }
