@@ -33,6 +33,8 @@ struct mafsbx_cluster *mafsbx_cluster_new(struct mafsbx_engine *manager, const s
 	}
 	cl->manager = manager;
 	cl->manager_ep = *manager_ep;
+	/* an election (a manager stopped) answers 5xx for seconds: the manager's calls wait it out, bounded */
+	mafsbx_engine_set_transient_retry(manager, MAFSBX_CLUSTER_ELECTION_MS);
 	pthread_mutex_init(&cl->mu, NULL);
 	return cl;
 }

@@ -445,7 +445,7 @@ int mafsbx_eng_nomem(struct mafsbx_error *err)
 	return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 }
 
-int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
+static int call_once(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
 {
 	__do_resp struct mafsbx_http_resp resp = { 0 };
 	struct mafsbx_http_req rq = {
@@ -473,6 +473,31 @@ int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct maf
 					     je.text);
 	}
 	return r;
+}
+
+/*
+ * A swarm manager answers 5xx while its swarm elects a leader (a few
+ * seconds): such an answer is asked again, with backoff, up to the handle's
+ * bound. A create asked again may meet its own first attempt as a conflict,
+ * which get-or-create already takes.
+ */
+int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
+{
+	struct mafsbx_error mine;
+	struct mafsbx_error *ep = err ? err : &mine;
+	long long deadline = mafsbx_now_ms() + e->transient_retry_ms;
+	long nap_ms = 100;
+	for (;;) {
+		mafsbx_error_clear(ep);
+		int r = call_once(e, c, ep);
+		if (r == 0 || !e->transient_retry_ms || !mafsbx_eng_transient(ep))
+			return r;
+		if (mafsbx_now_ms() + nap_ms > deadline)
+			return mafsbx_eng_transient_give_up(e, ep);
+		usleep((useconds_t)nap_ms * 1000);
+		if (nap_ms < 1000)
+			nap_ms *= 2;
+	}
 }
 
 char *mafsbx_eng_dump_json(const json_t *j)

@@ -42,6 +42,10 @@ void mafsbx_engine_close(struct mafsbx_engine *e);
  * stalled engine. */
 void mafsbx_engine_end_by(struct mafsbx_engine *e, long long deadline_ms);
 const struct mafsbx_endpoint *mafsbx_engine_endpoint(const struct mafsbx_engine *e);
+/* A swarm manager's handle: an answer of a swarm without a leader (5xx DeadlineExceeded, Unavailable,
+ * "no leader") is asked again for up to `ms` (0: never), then fails ENOTCONN naming it. Set before the
+ * handle is shared between threads. */
+void mafsbx_engine_set_transient_retry(struct mafsbx_engine *e, long ms);
 
 /* GET /_ping; negotiates the API version (at most 1.41-era paths are used). 0 or -errno. */
 int mafsbx_engine_ping(struct mafsbx_engine *e, struct mafsbx_error *err);

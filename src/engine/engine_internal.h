@@ -25,6 +25,7 @@ struct mafsbx_engine {
 	bool negotiated;
 	char prefix[24];         /* "/v1.41" */
 	int podman;              /* the engine is Podman (its /version): 1, 0, -1 not known yet */
+	long transient_retry_ms; /* a swarm manager's election answers retried this long (engine_retry.c) */
 };
 
 /*
@@ -88,6 +89,10 @@ int mafsbx_eng_copy_id(json_t *j, char id[65], const char *what, struct mafsbx_e
 int mafsbx_eng_check_answer(json_t **out, enum answer want, const char *what, struct mafsbx_error *err);
 
 int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err);
+/* engine_retry.c: an answer a swarm manager gives while it has no leader (retried, bounded). */
+bool mafsbx_eng_transient(const struct mafsbx_error *err);
+/* engine_retry.c: the error after the bound: ENOTCONN naming the manager's last answer. */
+int mafsbx_eng_transient_give_up(const struct mafsbx_engine *e, struct mafsbx_error *err);
 char *mafsbx_eng_obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err);
 int mafsbx_eng_obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err);
 int mafsbx_eng_get_json(struct mafsbx_engine *e, const char *path, long timeout_ms, const char *what, json_t **out,
