@@ -100,6 +100,8 @@ struct sbx_where {
 #define SBX_WHERE_TTL_MS 2000
 /* How long an acquire waits for its task to run, and a dispose for the task's container to go. */
 #define SBX_SWARM_TASK_WAIT_MS 60000
+/* Get-or-create rounds when what another acquire of the key made is removed under this one. */
+#define SBX_SWARM_ACQUIRE_ROUNDS 3
 /* A sandbox's task is stopped as a forced removal would: 100 ms, then SIGKILL. */
 #define SBX_SWARM_STOP_GRACE_NS 100000000LL
 

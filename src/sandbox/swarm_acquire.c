@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "duration.h"
 #include "log.h"
 #include "sbx_internal.h"
 
@@ -85,7 +87,12 @@ static json_t *service_spec(struct mafsbx_backend *b, const struct mafsbx_acquir
 			 "Target", name, "Mode", "Replicated", "Replicas", 1);
 }
 
-/* The sandbox's own network: internal (no route out), overlay (the task may land on any node). */
+/*
+ * The sandbox's own network: internal (no route out), overlay (the task may
+ * land on any node). Its name is the key's, so another mount acquiring the
+ * same key at once may have made it: that one is taken when it is what this
+ * acquire would make (internal, overlay, a sandbox's labels), else refused.
+ */
 static int ensure_network(struct mafsbx_backend *b, const char *name, json_t *labels, struct mafsbx_error *err)
 {
 	__do_json json_t *cfg = json_pack("{s:s, s:s, s:b, s:b, s:O}", "Name", name, "Driver", "overlay", "Internal", 1,
@@ -95,8 +102,18 @@ static int ensure_network(struct mafsbx_backend *b, const char *name, json_t *la
 	char id[65];
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
-	if (mafsbx_network_create(mafsbx_cluster_manager(b->cluster), cfg, id, &e) == 0 || e.kind == MAFSBX_EK_CONFLICT)
+	struct mafsbx_engine *m = mafsbx_cluster_manager(b->cluster);
+	if (mafsbx_network_create(m, cfg, id, &e) == 0)
 		return 0;
+	__do_json json_t *have = NULL;
+	if (e.kind == MAFSBX_EK_CONFLICT && mafsbx_network_inspect(m, name, &have, &e) == 0) {
+		const char *drv = json_string_value(json_object_get(have, "Driver"));
+		if (json_is_true(json_object_get(have, "Internal")) && drv && strcmp(drv, "overlay") == 0 &&
+		    mafsbx_has_identity_labels(json_object_get(have, "Labels")))
+			return 0;
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: a network of that name exists and is not "
+					"a sandbox's internal overlay network; remove it before acquiring this key", name);
+	}
 	if (err)
 		*err = e;
 	mafsbx_error_prefix(err, "acquire %s: its internal network", name);
@@ -110,6 +127,16 @@ static bool task_terminal(const char *st)
 		if (strcmp(st, end[i]) == 0)
 			return true;
 	return false;
+}
+
+/* The service `sid` no longer exists (a failed acquire elsewhere removed what it made). */
+static bool service_gone(struct mafsbx_backend *b, const char *sid)
+{
+	__do_json json_t *svc = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	return mafsbx_service_inspect(mafsbx_cluster_manager(b->cluster), sid, &svc, &e) < 0 &&
+	       e.kind == MAFSBX_EK_NO_OBJECT;
 }
 
 /* Until the service's task runs: its node and container into w. A task that ended: EK_UNREACHABLE "lost". */
@@ -127,6 +154,9 @@ static int wait_running(struct mafsbx_backend *b, const char *name, const char *
 				*err = e;
 			return r;
 		}
+		if (r < 0 && nap_ms >= 400 && service_gone(b, sid))
+			return mafsbx_error_set(err, MAFSBX_EK_NO_OBJECT, "acquire %s: its service was removed while "
+						"its task was awaited", name);
 		if (r == 0 && strcmp(w->task_state, "running") == 0 && w->container_id[0] && w->node_id[0])
 			return 0;
 		if (r == 0 && task_terminal(w->task_state))
@@ -243,6 +273,16 @@ static int check_task(struct mafsbx_backend *b, struct mafsbx_backend *nb, bool 
 				     "--no-new-privileges)%s", name, node, why);
 }
 
+/* Made less than a task's wait ago (by its CreatedAt; an unreadable one counts as young). */
+static bool service_young(json_t *svc)
+{
+	struct mafsbx_time t = { 0, 0 };
+	const char *created = json_string_value(json_object_get(svc, "CreatedAt"));
+	if (!created || mafsbx_time_parse(created, &t, NULL) < 0)
+		return true;
+	return (long long)time(NULL) - (long long)t.sec < SBX_SWARM_TASK_WAIT_MS / 1000;
+}
+
 /* Step 1: the service under the name, if any; a lost one is removed (*sid then ""). */
 static int acquire_look(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
 			char sid[65], struct mafsbx_error *err)
@@ -273,7 +313,10 @@ static int acquire_look(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 	struct mafsbx_cluster_where w;
 	mafsbx_error_clear(&e);
 	int r = mafsbx_cluster_task(b->cluster, sid, &w, &e);
-	bool lost = (r == 0 && task_terminal(w.task_state)) || (r < 0 && e.kind == MAFSBX_EK_NO_OBJECT);
+	/* no task yet is not lost while the service is young: another mount just made it and awaits its
+	 * task; removing it would remove that acquire's sandbox (and its network) under it */
+	bool lost = (r == 0 && task_terminal(w.task_state)) ||
+		    (r < 0 && e.kind == MAFSBX_EK_NO_OBJECT && !service_young(svc));
 	if (r == 0 && !lost && w.node_id[0]) {
 		struct mafsbx_cluster_node ni;
 		struct mafsbx_engine *ne;
@@ -309,6 +352,9 @@ static int acquire_create(struct mafsbx_backend *b, const struct mafsbx_acquire_
 		*state = MAFSBX_ACQ_CREATED;
 		return 0;
 	}
+	/* the network another acquire's cleanup just removed: NO_OBJECT, so the acquire starts over */
+	if (e.kind != MAFSBX_EK_CONFLICT && strcasestr(e.message, "network") && strcasestr(e.message, "not found"))
+		e.kind = MAFSBX_EK_NO_OBJECT;
 	json_t *other = NULL;
 	if (e.kind != MAFSBX_EK_CONFLICT || mafsbx_service_inspect(m, name, &other, &e) < 0) {
 		if (err)
@@ -345,13 +391,13 @@ static int thaw_orphan(struct mafsbx_backend *nb, const char *name, const char *
 	return 0;
 }
 
-int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
-			     const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
+static int acquire_once(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
 {
 	char sid[65];
 	enum mafsbx_acquire_state state = MAFSBX_ACQ_REUSED;
-	int r = swarm_can_harden(b, err);
-	if (r < 0 || (r = acquire_look(b, spec, name, sid, err)) < 0)
+	int r = acquire_look(b, spec, name, sid, err);
+	if (r < 0)
 		return r;
 	if (!sid[0] && (r = acquire_create(b, spec, image, name, sid, &state, err)) < 0)
 		return r;
@@ -378,4 +424,29 @@ int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acqui
 	mafsbx_sbx_where_put(b, name, sid, w.node_id, w.container_id);
 	log_info("sandbox %s %s on node %s (%s)", name, mafsbx_acquire_state_name(state), ni.hostname, w.node_id);
 	return 0;
+}
+
+/*
+ * Get-or-create converges when two mounts acquire one key at once: each
+ * takes what the other made (network, service). What one of them removes
+ * after its own failure (its service and network) makes the other's next
+ * call NO_OBJECT: that one starts over, a bounded number of times.
+ */
+int mafsbx_sbx_swarm_acquire(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *image,
+			     const char *name, struct mafsbx_acquire_result *res, struct mafsbx_error *err)
+{
+	int r = swarm_can_harden(b, err);
+	for (int round = 1; r == 0; round++) {
+		struct mafsbx_error e;
+		mafsbx_error_clear(&e);
+		r = acquire_once(b, spec, image, name, res, &e);
+		if (r == 0 || e.kind != MAFSBX_EK_NO_OBJECT || round == SBX_SWARM_ACQUIRE_ROUNDS) {
+			if (r < 0 && err)
+				*err = e;
+			return r;
+		}
+		log_info("acquire %s: %s; again (round %d)", name, e.message, round + 1);
+		r = 0;
+	}
+	return r;
 }

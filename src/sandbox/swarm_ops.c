@@ -55,13 +55,26 @@ static void wait_container_gone(struct mafsbx_backend *b, const char *node, cons
 		 SBX_SWARM_TASK_WAIT_MS / 1000);
 }
 
+/* A service named `name` other than `sid` exists: another mount's acquire of the key, whose network
+ * this removal must not take. */
+static bool other_service(struct mafsbx_backend *b, const char *name, const char *sid)
+{
+	__do_json json_t *svc = NULL;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (mafsbx_service_inspect(mafsbx_cluster_manager(b->cluster), name, &svc, &e) < 0)
+		return false;
+	const char *id = json_string_value(json_object_get(svc, "ID"));
+	return id && (!sid || strcmp(id, sid) != 0);
+}
+
 /*
  * The network goes once no task uses it; the manager may still count the
  * removed task for a moment, and after its answer the manager's own view
  * keeps it for about 2 s more (measured): the call returns once the manager
  * no longer lists it.
  */
-static void remove_network(struct mafsbx_backend *b, const char *name, long long deadline)
+static void remove_network(struct mafsbx_backend *b, const char *name, const char *sid, long long deadline)
 {
 	struct mafsbx_engine *m = mafsbx_cluster_manager(b->cluster);
 	bool deleted = false;
@@ -73,6 +86,10 @@ static void remove_network(struct mafsbx_backend *b, const char *name, long long
 		json_decref(n);
 		if (r < 0 && e.kind == MAFSBX_EK_NO_OBJECT)
 			return;
+		if (r < 0 && !deleted && strcasestr(e.message, "in use") && other_service(b, name, sid)) {
+			log_info("network %s: left to the service another acquire of the key made", name);
+			return;
+		}
 		deleted = deleted || r == 0;
 		if (mafsbx_now_ms() + 200 > deadline || e.kind == MAFSBX_EK_UNREACHABLE) {
 			log_warn("network %s %s", name, deleted ? "is still listed by the manager" : e.message);
@@ -100,7 +117,7 @@ int mafsbx_sbx_swarm_remove(struct mafsbx_backend *b, const char *name, const ch
 		return r;
 	}
 	wait_container_gone(b, w.node_id, w.container_id, deadline);
-	remove_network(b, name, deadline);
+	remove_network(b, name, sid, deadline);
 	if (r < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_NO_CONTAINER, "no sandbox named %s", name);
 	log_info("sandbox released %s", name);
