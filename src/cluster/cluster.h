@@ -30,7 +30,7 @@
 /* Node handles (live and retired) one cluster holds at most. */
 #define MAFSBX_CLUSTER_MAX_NODES 256
 /* How long the manager's calls retry the answers of a swarm electing a leader (engine_retry.c). */
-#define MAFSBX_CLUSTER_ELECTION_MS 15000
+#define MAFSBX_CLUSTER_ELECTION_MS 30000
 
 struct mafsbx_cluster;
 

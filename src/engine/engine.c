@@ -490,8 +490,11 @@ int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct maf
 	for (;;) {
 		mafsbx_error_clear(ep);
 		int r = call_once(e, c, ep);
-		if (r == 0 || !e->transient_retry_ms || !mafsbx_eng_transient(ep))
+		if (r == 0 || !e->transient_retry_ms || !mafsbx_eng_transient(ep)) {
+			if (nap_ms > 100)
+				mafsbx_eng_transient_waited(e, c->what, deadline - e->transient_retry_ms, r);
 			return r;
+		}
 		if (mafsbx_now_ms() + nap_ms > deadline)
 			return mafsbx_eng_transient_give_up(e, ep);
 		usleep((useconds_t)nap_ms * 1000);

@@ -92,6 +92,8 @@ int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct maf
 /* engine_retry.c: an answer a swarm manager gives while it has no leader (retried, bounded). */
 bool mafsbx_eng_transient(const struct mafsbx_error *err);
 /* engine_retry.c: the error after the bound: ENOTCONN naming the manager's last answer. */
+/* engine_retry.c: logs how long an answer waited out an election (since `start_ms`). */
+void mafsbx_eng_transient_waited(const struct mafsbx_engine *e, const char *what, long long start_ms, int r);
 int mafsbx_eng_transient_give_up(const struct mafsbx_engine *e, struct mafsbx_error *err);
 char *mafsbx_eng_obj_target(struct mafsbx_engine *e, struct obj_call *o, int *r, struct mafsbx_error *err);
 int mafsbx_eng_obj_call(struct mafsbx_engine *e, struct obj_call *o, struct mafsbx_error *err);

@@ -1,6 +1,7 @@
 /*
  * engine_retry.c: what a swarm manager answers while its swarm has no leader
- * (a manager stopped, an election under way: measured 2 to 10 s on 26.1),
+ * (a manager stopped, an election under way: over 15 s on 26.1 with the leader's
+ * node paused, doc/scale-out.md),
  * told apart from a real refusal, and the error given when the handle's
  * bound passes: mafsbx_eng_do_call (engine.c) asks such an answer again.
  * Only a handle marked with mafsbx_engine_set_transient_retry (the cluster's
@@ -9,7 +10,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "buf.h"
 #include "engine_internal.h"
+#include "log.h"
 
 void mafsbx_engine_set_transient_retry(struct mafsbx_engine *e, long ms)
 {
@@ -43,4 +46,10 @@ int mafsbx_eng_transient_give_up(const struct mafsbx_engine *e, struct mafsbx_er
 				      e->transient_retry_ms / 1000, last);
 	err->http_status = status;
 	return r;
+}
+
+void mafsbx_eng_transient_waited(const struct mafsbx_engine *e, const char *what, long long start_ms, int r)
+{
+	log_info("%s: the swarm manager at %s answered %s after %lld ms of election answers", what, e->ep.url,
+		 r == 0 ? "at last" : "another error", mafsbx_now_ms() - start_ms);
 }
