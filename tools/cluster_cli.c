@@ -60,13 +60,12 @@ static json_t *as_container(json_t *svc)
 	const char *created = json_string_value(json_object_get(svc, "CreatedAt"));
 	if (created && mafsbx_time_parse(created, &t, NULL) < 0)
 		t.sec = 0;
-	bool running = json_integer_value(json_object_get(json_object_get(svc, "ServiceStatus"), "RunningTasks")) > 0;
 	if (!name || !id || !json_is_object(labels))
 		return NULL;
 	char slash[MAFSBX_NAME_LEN + 2];
 	snprintf(slash, sizeof(slash), "/%s", name);
 	return json_pack("{s:[s], s:s, s:s, s:s, s:O, s:I}", "Names", slash, "Id", id, "State",
-			 running ? "running" : "lost", "Image", image ? image : "", "Labels", labels, "Created",
+			 mafsbx_swarm_service_state(svc), "Image", image ? image : "", "Labels", labels, "Created",
 			 (json_int_t)t.sec);
 }
 

@@ -326,6 +326,13 @@ struct mafsbx_cluster;   /* cluster.h */
 int mafsbx_backend_set_cluster(struct mafsbx_backend *b, struct mafsbx_cluster *cl, const char *const *placement,
 			       size_t n_placement, struct mafsbx_error *err);
 bool mafsbx_backend_clustered(const struct mafsbx_backend *b);
+/*
+ * A listed service's sandbox state, the same for the mount and `mafsbx
+ * --cluster swarm ls`, from the list answer alone: "running" (a task runs),
+ * "pending" (none runs yet and the service is younger than an acquire's wait
+ * for its task: the swarm may still place it), else "lost".
+ */
+const char *mafsbx_swarm_service_state(json_t *svc);
 
 /*
  * The seam "which engine serves this sandbox": on one engine, b itself and

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -205,7 +206,18 @@ void mafsbx_sbx_swarm_purge(struct mafsbx_backend *b, const char *const *labels,
 
 /* ---- the inventory ------------------------------------------------------------ */
 
-/* A listed service as the tree shows it: "running" when its task runs, else "lost". */
+const char *mafsbx_swarm_service_state(json_t *svc)
+{
+	if (json_integer_value(json_object_get(json_object_get(svc, "ServiceStatus"), "RunningTasks")) > 0)
+		return "running";
+	struct mafsbx_time t = { 0, 0 };
+	const char *created = json_string_value(json_object_get(svc, "CreatedAt"));
+	bool young = created && mafsbx_time_parse(created, &t, NULL) == 0 &&
+		     (long long)time(NULL) - (long long)t.sec < SBX_SWARM_TASK_WAIT_MS / 1000;
+	return young ? "pending" : "lost";
+}
+
+/* A listed service as the tree shows it: its state of mafsbx_swarm_service_state. */
 static int info_of_service(struct mafsbx_backend *b, json_t *s, const char *state, struct mafsbx_sandbox_info *i)
 {
 	json_t *spec = json_object_get(s, "Spec");
@@ -262,9 +274,7 @@ int mafsbx_sbx_swarm_list(struct mafsbx_backend *b, const char *const want[3], u
 	json_array_foreach(list, i, s) {
 		if ((limit && k >= limit) || !service_selected(s, want))
 			continue;
-		json_t *st = json_object_get(s, "ServiceStatus");
-		bool running = json_integer_value(json_object_get(st, "RunningTasks")) > 0;
-		if (info_of_service(b, s, running ? "running" : "lost", &a[k]) < 0) {
+		if (info_of_service(b, s, mafsbx_swarm_service_state(s), &a[k]) < 0) {
 			mafsbx_sandbox_info_free_array(a, k);
 			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		}
@@ -298,7 +308,10 @@ int mafsbx_sbx_swarm_lookup(struct mafsbx_backend *b, const char *name, struct m
 	/* "running" only when the task runs on a node that can serve it */
 	struct mafsbx_serving sv;
 	bool running = mafsbx_backend_serving(b, name, &sv, &e) == 0;
-	if (info_of_service(b, svc, running ? "running" : "lost", out) < 0)
+	const char *state = running ? "running" : "lost";
+	if (!running && strcmp(mafsbx_swarm_service_state(svc), "pending") == 0)
+		state = "pending";   /* its task not placed yet: not lost (the list says the same) */
+	if (info_of_service(b, svc, state, out) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	return 0;
 }
