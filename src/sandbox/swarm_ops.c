@@ -289,6 +289,17 @@ int mafsbx_sbx_swarm_list(struct mafsbx_backend *b, const char *const want[3], u
 	return 0;
 }
 
+/* The service's newest task is on a node (a task on a node that died is lost, not pending). */
+static bool placed(struct mafsbx_backend *b, json_t *svc)
+{
+	const char *id = json_string_value(json_object_get(svc, "ID"));
+	struct mafsbx_cluster_where w;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	int r = id ? mafsbx_cluster_task(b->cluster, id, &w, &e) : -1;
+	return r == 0 ? w.node_id[0] != 0 : e.kind != MAFSBX_EK_NO_OBJECT;
+}
+
 int mafsbx_sbx_swarm_lookup(struct mafsbx_backend *b, const char *name, struct mafsbx_sandbox_info *out,
 			    struct mafsbx_error *err)
 {
@@ -309,8 +320,8 @@ int mafsbx_sbx_swarm_lookup(struct mafsbx_backend *b, const char *name, struct m
 	struct mafsbx_serving sv;
 	bool running = mafsbx_backend_serving(b, name, &sv, &e) == 0;
 	const char *state = running ? "running" : "lost";
-	if (!running && strcmp(mafsbx_swarm_service_state(svc), "pending") == 0)
-		state = "pending";   /* its task not placed yet: not lost (the list says the same) */
+	if (!running && strcmp(mafsbx_swarm_service_state(svc), "pending") == 0 && !placed(b, svc))
+		state = "pending";   /* a young service whose task no node holds yet: not lost */
 	if (info_of_service(b, svc, state, out) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	return 0;
