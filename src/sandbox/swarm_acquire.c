@@ -285,10 +285,9 @@ static bool service_young(json_t *svc)
 
 /* Step 1: the service under the name, if any; a lost one is removed (*sid then ""). */
 static int acquire_look(struct mafsbx_backend *b, const struct mafsbx_acquire_spec *spec, const char *name,
-			char sid[65], bool *young, struct mafsbx_error *err)
+			char sid[65], struct mafsbx_error *err)
 {
 	sid[0] = 0;
-	*young = false;
 	__do_json json_t *svc = NULL;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
@@ -311,14 +310,14 @@ static int acquire_look(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 					"before asking for work_dir %s", name, have ? have : "(none)", spec->work_dir);
 	const char *id = json_string_value(json_object_get(svc, "ID"));
 	snprintf(sid, 65, "%s", id ? id : "");
-	*young = service_young(svc);
+	bool young = service_young(svc);
 	struct mafsbx_cluster_where w;
 	mafsbx_error_clear(&e);
 	int r = mafsbx_cluster_task(b->cluster, sid, &w, &e);
 	/* no task yet is not lost while the service is young: another mount just made it and awaits its
 	 * task; removing it would remove that acquire's sandbox (and its network) under it */
 	bool lost = (r == 0 && task_terminal(w.task_state)) ||
-		    (r < 0 && e.kind == MAFSBX_EK_NO_OBJECT && !*young);
+		    (r < 0 && e.kind == MAFSBX_EK_NO_OBJECT && !young);
 	if (r == 0 && !lost && w.node_id[0]) {
 		struct mafsbx_cluster_node ni;
 		struct mafsbx_engine *ne;
@@ -429,16 +428,16 @@ static int acquire_once(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 {
 	char sid[65];
 	enum mafsbx_acquire_state state = MAFSBX_ACQ_REUSED;
-	bool young = false;
-	int r = acquire_look(b, spec, name, sid, &young, err);
+	int r = acquire_look(b, spec, name, sid, err);
 	if (r < 0)
 		return r;
 	bool made_now = !sid[0];
 	if (made_now && (r = acquire_create(b, spec, image, name, sid, &state, err)) < 0)
 		return r;
-	/* a service made moments ago (here or by another mount) is not an orphan of a dead mount: a pause
-	 * on it is another mount's live freeze of its first steps, never to be thawed from here */
-	young = young || made_now;
+	/* a service made in this acquire (here, or by another mount at the same moment: the create's
+	 * conflict) is no orphan of a dead mount: a pause on it is the other mount's live freeze. One found
+	 * already there is thawed when paused, as on one engine; should that be the other mount's freeze,
+	 * its ready() runs its steps again */
 	struct mafsbx_cluster_where w;
 	struct mafsbx_backend *nb = NULL;
 	struct mafsbx_engine *ne;
@@ -449,7 +448,7 @@ static int acquire_once(struct mafsbx_backend *b, const struct mafsbx_acquire_sp
 	    (r = mafsbx_cluster_node_engine(b->cluster, w.node_id, &ne, &nfz, &nnp, &ni, err)) < 0 ||
 	    (r = mafsbx_sbx_node_backend(b, w.node_id, &nb, err)) < 0 ||
 	    (state == MAFSBX_ACQ_CREATED && (r = check_task(b, nb, nnp, name, w.node_id, w.container_id, err)) < 0) ||
-	    (!young && (r = thaw_orphan(nb, name, w.container_id, &state, err)) < 0) ||
+	    (!made_now && (r = thaw_orphan(nb, name, w.container_id, &state, err)) < 0) ||
 	    (r = ready(b, nb, spec, image, name, sid, w.container_id, state, res, err)) < 0) {
 		if (state == MAFSBX_ACQ_CREATED) {
 			/* not left behind: the caller sees an error, so nobody would serve or dispose it */
