@@ -108,11 +108,16 @@ static int ensure_network(struct mafsbx_backend *b, const char *name, json_t *la
 	__do_json json_t *have = NULL;
 	if (e.kind == MAFSBX_EK_CONFLICT && mafsbx_network_inspect(m, name, &have, &e) == 0) {
 		const char *drv = json_string_value(json_object_get(have, "Driver"));
-		if (json_is_true(json_object_get(have, "Internal")) && drv && strcmp(drv, "overlay") == 0 &&
-		    mafsbx_has_identity_labels(json_object_get(have, "Labels")))
+		bool internal = json_is_true(json_object_get(have, "Internal"));
+		bool labelled = mafsbx_has_identity_labels(json_object_get(have, "Labels"));
+		if (internal && drv && strcmp(drv, "overlay") == 0 && labelled)
 			return 0;
-		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "acquire %s: a network of that name exists and is not "
-					"a sandbox's internal overlay network; remove it before acquiring this key", name);
+		/* NO_OBJECT: the acquire starts over (bounded); a network of the other mount read mid-create or
+		 * mid-removal is then gone or whole, and a foreign one is refused after the last round */
+		return mafsbx_error_set(err, MAFSBX_EK_NO_OBJECT, "acquire %s: a network of that name exists and is "
+					"not a sandbox's internal overlay network (driver %s, internal %s, %s identity "
+					"labels); remove it before acquiring this key", name, drv ? drv : "none",
+					internal ? "true" : "false", labelled ? "with" : "without");
 	}
 	if (err)
 		*err = e;
