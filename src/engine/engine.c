@@ -483,6 +483,8 @@ static int call_once(struct mafsbx_engine *e, const struct call *c, struct mafsb
  */
 int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
 {
+	if (!e->transient_retry_ms)
+		return call_once(e, c, err);
 	struct mafsbx_error mine;
 	struct mafsbx_error *ep = err ? err : &mine;
 	long long deadline = mafsbx_now_ms() + e->transient_retry_ms;
