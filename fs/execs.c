@@ -439,6 +439,7 @@ static int launch(struct mfs *fs, struct mfs_dexec *d, const struct mafsbx_exec_
 	snprintf(m.sandbox, sizeof(m.sandbox), "%s", d->sandbox);
 	snprintf(m.container, sizeof(m.container), "%s", d->container_id);
 	snprintf(m.endpoint, sizeof(m.endpoint), "%s", fs->ep.url);
+	m.cluster = fs->cluster != NULL;
 	snprintf(m.scope, sizeof(m.scope), "%s", fs->scope_label);
 	int dfd = mfs_job_start(fs, &m, spec, err);
 	if (dfd < 0)
@@ -646,7 +647,8 @@ static void end_lost(struct mfs *fs, struct mfs_dexec *d)
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	int killed = 0;
-	if (eid[0] && engine_local(fs) &&
+	/* over a swarm it ran on a node's engine, not this host's: left to a dispose */
+	if (eid[0] && engine_local(fs) && !fs->cluster &&
 	    mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &e) < 0 &&
 	    e.err != ESRCH)
 		log_warn("exec %s of %s (lost): its command could not be killed: %s", d->id, d->sandbox, e.message);

@@ -107,9 +107,10 @@ static int get_str(const json_t *o, const char *key, char *out, size_t size)
 
 int mafsbx_job_meta_write(int dirfd, const struct mafsbx_job_meta *m, struct mafsbx_error *err)
 {
-	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "version", MAFSBX_JOB_VERSION, "job", m->job,
-			      "sandbox", m->sandbox, "container", m->container, "endpoint", m->endpoint, "scope", m->scope,
-			      "started", (json_int_t)m->started_s, "stream_cap", (json_int_t)m->stream_cap);
+	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:I}", "version", MAFSBX_JOB_VERSION, "job",
+			      m->job, "sandbox", m->sandbox, "container", m->container, "endpoint", m->endpoint,
+			      "cluster", m->cluster, "scope", m->scope, "started", (json_int_t)m->started_s,
+			      "stream_cap", (json_int_t)m->stream_cap);
 	int r = write_json(dirfd, "meta", o, err);
 	json_decref(o);
 	return r;
@@ -130,6 +131,8 @@ int mafsbx_job_meta_read(int dirfd, struct mafsbx_job_meta *m, struct mafsbx_err
 	    get_str(o, "scope", m->scope, sizeof(m->scope)) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "job meta: not of version %d, or a field is missing",
 					MAFSBX_JOB_VERSION);
+	/* absent in a job of one engine's mount made before swarms were served: false */
+	m->cluster = json_is_true(json_object_get(o, "cluster"));
 	m->started_s = json_integer_value(s);
 	m->stream_cap = (uint64_t)json_integer_value(c);
 	return 0;
