@@ -232,7 +232,7 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 		.burst_ms = fs->opt.burst_ms,
 		.listing = (enum mafsbx_plane_listing)fs->opt.listing,
 		.local_max_read = fs->opt.max_read_given ? fs->opt.max_read : 0,
-		.caller_uid = mfs_caller_uid,   /* spools are charged to the user who opens them */
+		.caller_uid = mfs_work_caller_uid,   /* spools are charged to the user who opens them */
 	};
 	/* The engine plane's spool budget (default 1 GiB); tests make it small. */
 	const char *sb = getenv("MAFSBX_SPOOL_BUDGET_MB");
@@ -296,7 +296,6 @@ static int start(struct run *rn, struct mafsbx_error *err)
 	fs->run = mfs_run_request;
 	mfs_init(fs);
 	rn->inited = true;
-	mfs_set_current(fs);
 	if (mfs_lowlevel_start(fs) < 0) {
 		log_error("out of memory");
 		return 1;

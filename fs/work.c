@@ -18,6 +18,7 @@
  * names this mount knows of (declared outputs and files written through it)
  * are its candidates, listed even where the guest's listing was cut.
  */
+#include "ctx.h"
 #include "mfs.h"
 
 #include <errno.h>
@@ -76,23 +77,32 @@ static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_
  * worker thread. So may a local-plane open for reading with -o frozen_reads
  * (its copy is made under a freeze): open_file() counts it too. target_of()
  * counts the call and target_put() returns it; the two are paired on one
- * thread, so the charge is kept per thread.
+ * request, whose context (ctx.h) keeps the charge.
  */
-static __thread bool call_charged;
-static __thread uid_t call_uid;
-/* The call is watched for its caller's death (mfs_call_watch_begin). */
-static __thread bool call_watched;
+/*
+ * The caller of the plane call in progress on this thread, from target_of()
+ * to target_put(): the plane charges an open's spool to whoever opens it,
+ * and asks for them per thread (mafsbx_plane_config.caller_uid), below
+ * the request's context it was not handed.
+ */
+static __thread const struct mfs_ctx *plane_caller;
 
-/* Count this thread's call for its caller when that is another user. 0 or -EBUSY. */
-static int charge_call(struct mfs *fs)
+bool mfs_work_caller_uid(uid_t *uid)
 {
-	uid_t uid;
-	if (call_charged || !mfs_caller_uid(&uid) || uid == getuid())
+	const struct mfs_ctx *c = plane_caller;
+	*uid = c ? c->uid : 0;
+	return c && c->known;
+}
+
+/* Count this request's call for its caller when that is another user. 0 or -EBUSY. */
+static int charge_call(struct mfs_ctx *c)
+{
+	if (c->call_charged || !c->known || c->uid == getuid())
 		return 0;
-	int r = mfs_call_charge(fs, uid);
+	int r = mfs_call_charge(c->fs, c->uid);
 	if (r == 0) {
-		call_charged = true;
-		call_uid = uid;
+		c->call_charged = true;
+		c->call_uid = c->uid;
 	}
 	return r;
 }
@@ -101,9 +111,10 @@ static int charge_call(struct mfs *fs)
  * caller puts it with target_put) or NULL with the errno in *errp (EBUSY:
  * the caller, another user, has its most engine-plane calls waiting).
  * `fresh`: ask the engine. */
-static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **info,
+static struct mfs_snapshot *target_of(struct mfs_ctx *c, const char *name, const struct mafsbx_sandbox_info **info,
 				      struct mafsbx_plane_target *t, int *errp, bool fresh)
 {
+	struct mfs *fs = c->fs;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	long long age = (long long)(fs->opt.attr_timeout * 1000.0);
@@ -117,11 +128,9 @@ static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const st
 	t->id = (*info)->id;
 	t->name = (*info)->name;
 	t->work_dir = (*info)->work_dir ? (*info)->work_dir : MAFSBX_DEFAULT_WORK_DIR;
-	call_charged = false;
-	uid_t uid;
-	if (mfs_caller_uid(&uid) && uid != getuid() &&
-	    mafsbx_plane_which(fs->planes, t, NULL, 0) == MAFSBX_PK_ENGINE) {
-		int r = charge_call(fs);
+	c->call_charged = false;
+	if (c->known && c->uid != getuid() && mafsbx_plane_which(fs->planes, t, NULL, 0) == MAFSBX_PK_ENGINE) {
+		int r = charge_call(c);
 		if (r < 0) {
 			mfs_snapshot_put(s);
 			*errp = r;
@@ -129,22 +138,26 @@ static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const st
 		}
 	}
 	/* every plane: the engine's waits for a freeze, and -o frozen_reads' local ones */
-	call_watched = true;
-	mfs_call_watch_begin();
+	c->call_watched = true;
+	if (c->watch_begin)
+		c->watch_begin(c);
+	plane_caller = c;
 	return s;
 }
 
 /* The end of a call that target_of() began. */
-static void target_put(struct mfs *fs, struct mfs_snapshot *s)
+static void target_put(struct mfs_ctx *c, struct mfs_snapshot *s)
 {
 	mfs_snapshot_put(s);
-	if (call_watched) {
-		call_watched = false;
-		mfs_call_watch_end();
+	plane_caller = NULL;
+	if (c->call_watched) {
+		c->call_watched = false;
+		if (c->watch_end)
+			c->watch_end(c);
 	}
-	if (call_charged) {
-		call_charged = false;
-		mfs_call_uncharge(fs, call_uid);
+	if (c->call_charged) {
+		c->call_charged = false;
+		mfs_call_uncharge(c->fs, c->call_uid);
 	}
 }
 
@@ -209,8 +222,9 @@ static int open_write_stat(struct mfs *fs, const struct mfs_node *n, struct mafs
 	return mfs_handles_each(fs, write_stat_of, &ws) ? 0 : -ENOENT;
 }
 
-int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
+int mfs_work_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
 {
+	struct mfs *fs = c->fs;
 	struct mfs_handle *h = mfs_handle_of(fi);
 	struct mafsbx_pstat p;
 	if (h && h->type == MFS_H_WORK) {
@@ -223,14 +237,14 @@ int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, 
 	struct mafsbx_error e;
 	int r;
 	for (int attempt = 0;; attempt++) {
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s)
 			return r;
 		mafsbx_error_clear(&e);
 		r = mafsbx_plane_stat(fs->planes, &t, base_of(n), n->rel, &p, &e);
 		if (r == 0 && !*n->rel && n->type == MFS_N_WORK && !p.mtime.tv_sec)
 			p.mtime = p.ctime = p.atime = (struct timespec){ (time_t)info->created, 0 };
-		target_put(fs, s);
+		target_put(c, s);
 		if (!retry_stale(fs, attempt, r, &e))
 			break;
 	}
@@ -290,8 +304,9 @@ static void dir_discard(struct mfs_handle *h)
 	mfs_work_releasedir((struct mfs_dir *)h);
 }
 
-int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
+int mfs_work_opendir(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi)
 {
+	struct mfs *fs = c->fs;
 	struct mfs_dir *d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -302,7 +317,7 @@ int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	for (int attempt = 0;; attempt++) {
 		const struct mafsbx_sandbox_info *info;
 		struct mafsbx_plane_target t;
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s) {
 			free(d);
 			return r;
@@ -316,7 +331,7 @@ int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 			r = mafsbx_plane_opendir(fs->planes, &t, base_of(n), n->rel, (const char *const *)kids, nk,
 						 &d->d, &e);
 		mfs_strv_free(kids);
-		target_put(fs, s);
+		target_put(c, s);
 		if (!retry_stale(fs, attempt, r, &e))
 			break;
 	}
@@ -361,8 +376,9 @@ static void work_discard(struct mfs_handle *h)
 	mfs_work_discard((struct mfs_work *)h);
 }
 
-static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, bool create, mode_t mode)
+static int open_file(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi, bool create, mode_t mode)
 {
+	struct mfs *fs = c->fs;
 	const struct mafsbx_sandbox_info *info;
 	struct mafsbx_plane_target t;
 	int r;
@@ -380,7 +396,7 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	w->h.discard = work_discard;
 	struct mafsbx_error e;
 	for (int attempt = 0;; attempt++) {
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s) {
 			free(w->rel);
 			free(w);
@@ -389,8 +405,8 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		snprintf(w->id, sizeof(w->id), "%s", info->id);
 		snprintf(w->name, sizeof(w->name), "%s", info->name);
 		mafsbx_error_clear(&e);
-		if (acc == O_RDONLY && !create && fs->opt.frozen_reads && (r = charge_call(fs)) < 0) {
-			target_put(fs, s);
+		if (acc == O_RDONLY && !create && fs->opt.frozen_reads && (r = charge_call(c)) < 0) {
+			target_put(c, s);
 			break;   /* another user's reads that may wait hold their share of the workers */
 		}
 		if (acc == O_RDONLY && !create) {
@@ -409,7 +425,7 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 				fl |= MAFSBX_PW_READ;
 			r = mafsbx_plane_open_write(fs->planes, &t, n->rel, fl, mode, fs->opt.max_write, &w->f, &e);
 		}
-		target_put(fs, s);
+		target_put(c, s);
 		if (!retry_stale(fs, attempt, r, &e))
 			break;
 	}
@@ -425,14 +441,14 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	return 0;
 }
 
-int mfs_work_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
+int mfs_work_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi)
 {
-	return open_file(fs, n, fi, false, 0);
+	return open_file(c, n, fi, false, 0);
 }
 
-int mfs_work_create(struct mfs *fs, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi)
+int mfs_work_create(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi)
 {
-	return open_file(fs, n, fi, true, mode);
+	return open_file(c, n, fi, true, mode);
 }
 
 int mfs_work_read_fd(const struct mfs_handle *h)
@@ -471,9 +487,9 @@ int mfs_work_ftruncate(struct mfs *fs, struct mfs_work *w, off_t size)
  * A writer killed mid-stream must leave the old file whole, not replace it
  * with what it managed to write (mafsbxfs(1) READING AND WRITING FILES).
  */
-static bool caller_killed(void)
+static bool caller_killed(const struct mfs_ctx *c)
 {
-	pid_t pid = mfs_caller_pid();
+	pid_t pid = c->pid;
 	if (pid <= 0)
 		return false;
 	char path[64], buf[2048];
@@ -507,18 +523,19 @@ static bool caller_killed(void)
 	return (flags & 0x4) && (v & 0x7f) != 0;
 }
 
-static int work_commit(struct mfs *fs, struct mfs_work *w, bool last);
+static int work_commit(struct mfs_ctx *c, struct mfs_work *w, bool last);
 
-int mfs_work_flush(struct mfs *fs, struct mfs_work *w)
+int mfs_work_flush(struct mfs_ctx *c, struct mfs_work *w)
 {
-	return work_commit(fs, w, false);
+	return work_commit(c, w, false);
 }
 
-static int work_commit(struct mfs *fs, struct mfs_work *w, bool last)
+static int work_commit(struct mfs_ctx *c, struct mfs_work *w, bool last)
 {
+	struct mfs *fs = c->fs;
 	if (!mafsbx_plane_file_writable(w->f))
 		return 0;
-	if (caller_killed()) {
+	if (caller_killed(c)) {
 		log_info("write %s/work/%s: the writer was killed; the file is left as it was", w->name, w->rel);
 		mafsbx_plane_abandon(w->f);
 		return 0;
@@ -534,11 +551,11 @@ static int work_commit(struct mfs *fs, struct mfs_work *w, bool last)
 	return 0;
 }
 
-void mfs_work_release(struct mfs *fs, struct mfs_work *w)
+void mfs_work_release(struct mfs_ctx *c, struct mfs_work *w)
 {
 	if (!w)
 		return;
-	work_commit(fs, w, true);
+	work_commit(c, w, true);
 	mfs_work_discard(w);
 }
 
@@ -554,77 +571,83 @@ void mfs_work_discard(struct mfs_work *w)
 /* ---- path operations ------------------------------------------------------ */
 
 /* Run `call` (a plane path operation over &t and n->rel, with &e) for n's sandbox. */
-#define WITH_TARGET(fs, n, what, call)                                                 \
+#define WITH_TARGET(ctx, n, what, call)                                                 \
 	do {                                                                           \
 		const struct mafsbx_sandbox_info *info;                               \
 		struct mafsbx_plane_target t;                                          \
 		struct mafsbx_error e;                                                 \
 		for (int attempt = 0;; attempt++) {                                    \
-			struct mfs_snapshot *s = target_of((fs), (n)->name, &info, &t, &r, attempt > 0); \
+			struct mfs_snapshot *s = target_of((ctx), (n)->name, &info, &t, &r, attempt > 0); \
 			if (!s)                                                        \
 				return r;                                              \
 			mafsbx_error_clear(&e);                                        \
 			r = (call);                                                    \
 			if (r == 0)                                                    \
 				snprintf(id, sizeof(id), "%s", info->id);              \
-			target_put((fs), s);                                           \
-			if (!retry_stale((fs), attempt, r, &e))                        \
+			target_put((ctx), s);                                           \
+			if (!retry_stale((ctx)->fs, attempt, r, &e))                        \
 				break;                                                 \
 		}                                                                      \
 		if (r < 0)                                                             \
 			return plane_errno(what, (n), &e, r);                          \
 	} while (0)
 
-int mfs_work_mkdir(struct mfs *fs, const struct mfs_node *n, mode_t mode)
+int mfs_work_mkdir(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode)
 {
+	struct mfs *fs = c->fs;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, "mkdir", mafsbx_plane_mkdir(fs->planes, &t, n->rel, mode, &e));
+	WITH_TARGET(c, n, "mkdir", mafsbx_plane_mkdir(fs->planes, &t, n->rel, mode, &e));
 	mfs_extra_add_written(fs, id, n->rel);
 	return 0;
 }
 
-int mfs_work_remove(struct mfs *fs, const struct mfs_node *n, bool dir)
+int mfs_work_remove(struct mfs_ctx *c, const struct mfs_node *n, bool dir)
 {
+	struct mfs *fs = c->fs;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, dir ? "rmdir" : "unlink", mafsbx_plane_remove(fs->planes, &t, n->rel, dir, &e));
+	WITH_TARGET(c, n, dir ? "rmdir" : "unlink", mafsbx_plane_remove(fs->planes, &t, n->rel, dir, &e));
 	return 0;
 }
 
-int mfs_work_rename(struct mfs *fs, const struct mfs_node *from, const struct mfs_node *to, unsigned flags)
+int mfs_work_rename(struct mfs_ctx *c, const struct mfs_node *from, const struct mfs_node *to, unsigned flags)
 {
+	struct mfs *fs = c->fs;
 	if (strcmp(from->name, to->name))
 		return -EXDEV;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, from, "rename", mafsbx_plane_rename(fs->planes, &t, from->rel, to->rel, flags, &e));
+	WITH_TARGET(c, from, "rename", mafsbx_plane_rename(fs->planes, &t, from->rel, to->rel, flags, &e));
 	mfs_extra_add_written(fs, id, to->rel);
 	if (flags & RENAME_EXCHANGE)
 		mfs_extra_add_written(fs, id, from->rel);   /* a file came to `from` too */
 	return 0;
 }
 
-int mfs_work_chmod(struct mfs *fs, const struct mfs_node *n, mode_t mode)
+int mfs_work_chmod(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode)
 {
+	struct mfs *fs = c->fs;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, "chmod", mafsbx_plane_chmod(fs->planes, &t, n->rel, mode, &e));
+	WITH_TARGET(c, n, "chmod", mafsbx_plane_chmod(fs->planes, &t, n->rel, mode, &e));
 	return 0;
 }
 
-int mfs_work_truncate(struct mfs *fs, const struct mfs_node *n, off_t size)
+int mfs_work_truncate(struct mfs_ctx *c, const struct mfs_node *n, off_t size)
 {
+	struct mfs *fs = c->fs;
 	if (size < 0)
 		return -EINVAL;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, "truncate", mafsbx_plane_truncate(fs->planes, &t, n->rel, (uint64_t)size, &e));
+	WITH_TARGET(c, n, "truncate", mafsbx_plane_truncate(fs->planes, &t, n->rel, (uint64_t)size, &e));
 	return 0;
 }
 
-int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi)
+int mfs_work_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi)
 {
+	struct mfs *fs = c->fs;
 	struct mfs_handle *h = mfs_handle_of(fi);
 	struct timespec now[2] = { { 0, UTIME_NOW }, { 0, UTIME_NOW } };
 	int r;
@@ -635,14 +658,14 @@ int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct time
 		const struct mafsbx_sandbox_info *info;
 		struct mafsbx_plane_target t;
 		struct mafsbx_error e;
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, false);
+		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, false);
 		if (!s)
 			return r;
 		mafsbx_error_clear(&e);
 		mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e);
-		target_put(fs, s);
+		target_put(c, s);
 		return 0;
 	}
-	WITH_TARGET(fs, n, "utimens", mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e));
+	WITH_TARGET(c, n, "utimens", mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e));
 	return 0;
 }
