@@ -6,8 +6,9 @@
  * Each request finds its node (nodes.c: the kind given at its LOOKUP,
  * tree.c) and calls the node kind's operations (node.h, kinds.c), or, on an
  * open file, the handle's (handles.c), so the rules of mafsbxfs(1) and
- * doc/protocol.md live with each kind. What this layer adds is what only
- * the low-level API can give:
+ * doc/protocol.md live with each kind. This file serves the names (lookup,
+ * attributes, mkdir, rmdir, rename, ...); lowlevel_io.c the open files and
+ * the listings. What this layer adds is what only the low-level API can give:
  *
  *  - every LOOKUP of a .ctl transaction file answers a FRESH node id with
  *    entry and attribute timeouts of 0, so each open(2) gets its own inode
@@ -29,9 +30,7 @@
  * call, which the layers below reach through the context, never by calling
  * up.
  */
-#include "ctx.h"
-#include "mfs.h"
-#include "node.h"
+#include "lowlevel.h"
 #include "pending.h"
 
 #include <errno.h>
@@ -46,15 +45,13 @@
 
 #include "log.h"
 
-/* What readdir reports for an entry it gave no node (as libfuse's high-level API). */
-#define UNKNOWN_INO 0xffffffffu
 /* Transactions that may wait for a thread before a new one is refused (EBUSY). */
 #define MAX_QUEUED_TRANSACTIONS 4096u
 /* How long the end of a mount waits for transactions still running. */
 #define TRANSACTION_GRACE_MS 10000
 
 /* The context of the request at hand (ctx.h), handed down to the operations. */
-static struct mfs *begin(fuse_req_t req, struct mfs_ctx *c)
+struct mfs *mfs_ll_begin(fuse_req_t req, struct mfs_ctx *c)
 {
 	const struct fuse_ctx *cx = fuse_req_ctx(req);
 	mfs_ctx_plain(c, fuse_req_userdata(req));
@@ -70,12 +67,12 @@ static struct mfs *begin(fuse_req_t req, struct mfs_ctx *c)
 
 /* The request was answered, which frees it: an operation run after the
  * answer (the release of an open whose opener went away) watches nothing. */
-static void answered(struct mfs_ctx *c)
+void mfs_ll_answered(struct mfs_ctx *c)
 {
 	c->req = NULL;
 }
 
-static void reply_err(fuse_req_t req, int r)
+void mfs_ll_reply_err(fuse_req_t req, int r)
 {
 	fuse_reply_err(req, r < 0 ? -r : r);
 }
@@ -96,7 +93,7 @@ static void entry_for(struct mfs *fs, const struct mfs_node *n, uint64_t id, con
 }
 
 /* The entry of the node `n` just looked up (whose stat is `st`), its lookup counted. */
-static int make_entry(struct mfs *fs, const struct mfs_node *n, const struct stat *st, struct fuse_entry_param *e)
+int mfs_ll_make_entry(struct mfs *fs, const struct mfs_node *n, const struct stat *st, struct fuse_entry_param *e)
 {
 	uint64_t id;
 	int r = mfs_nodes_ref_node(&fs->nodes, n, &id);
@@ -114,9 +111,9 @@ static void reply_entry_of(fuse_req_t req, struct mfs_ctx *c, const struct mfs_n
 	struct fuse_entry_param e;
 	int r = n->ops->getattr(c, n, &st, NULL);
 	if (r == 0)
-		r = make_entry(fs, n, &st, &e);
+		r = mfs_ll_make_entry(fs, n, &st, &e);
 	if (r < 0) {
-		reply_err(req, r);
+		mfs_ll_reply_err(req, r);
 		return;
 	}
 	if (fuse_reply_entry(req, &e) == -ENOENT)   /* the caller went away: no lookup happened */
@@ -124,13 +121,13 @@ static void reply_entry_of(fuse_req_t req, struct mfs_ctx *c, const struct mfs_n
 }
 
 /* An error of the tree's (a name it cannot hold), not of the node table's. */
-static bool tree_error(int r)
+bool mfs_ll_tree_error(int r)
 {
 	return r == -ENOENT || r == -EINVAL;
 }
 
 /* The child `name` of `parent`, with its kind's operations (nodes.c). */
-static int child(struct mfs *fs, fuse_ino_t parent, const char *name, struct mfs_node *n)
+int mfs_ll_child(struct mfs *fs, fuse_ino_t parent, const char *name, struct mfs_node *n)
 {
 	int r = mfs_nodes_child(&fs->nodes, parent, name, n);
 	if (r == 0)
@@ -139,9 +136,9 @@ static int child(struct mfs *fs, fuse_ino_t parent, const char *name, struct mfs
 }
 
 /* A name where a change may make one: one the tree cannot hold is EPERM. */
-static int child_for_change(struct mfs *fs, fuse_ino_t parent, const char *name, struct mfs_node *n)
+int mfs_ll_child_for_change(struct mfs *fs, fuse_ino_t parent, const char *name, struct mfs_node *n)
 {
-	int r = child(fs, parent, name, n);
+	int r = mfs_ll_child(fs, parent, name, n);
 	return r == -ENOENT ? -EPERM : r;
 }
 
@@ -153,11 +150,11 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
-	int r = child(fs, parent, name, &n);
+	int r = mfs_ll_child(fs, parent, name, &n);
 	if (r < 0)
-		reply_err(req, r);
+		mfs_ll_reply_err(req, r);
 	else
 		reply_entry_of(req, &c, &n);
 	mfs_node_clear(&n);
@@ -179,11 +176,11 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 }
 
 /* The node `ino` in *n, or false with the request answered. */
-static bool node_or_reply(fuse_req_t req, struct mfs *fs, fuse_ino_t ino, struct mfs_node *n)
+bool mfs_ll_node(fuse_req_t req, struct mfs *fs, fuse_ino_t ino, struct mfs_node *n)
 {
 	int r = mfs_nodes_get(&fs->nodes, ino, n);
 	if (r < 0)
-		reply_err(req, r);
+		mfs_ll_reply_err(req, r);
 	else
 		n->ops = mfs_kind_ops(n->type);
 	return r == 0;
@@ -195,7 +192,7 @@ static void reply_attr_of(fuse_req_t req, struct mfs_ctx *c, fuse_ino_t ino, con
 	struct stat st;
 	int r = n->ops->getattr(c, n, &st, fi);
 	if (r < 0) {
-		reply_err(req, r);
+		mfs_ll_reply_err(req, r);
 		return;
 	}
 	st.st_ino = ino;
@@ -205,9 +202,9 @@ static void reply_attr_of(fuse_req_t req, struct mfs_ctx *c, fuse_ino_t ino, con
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
-	if (!node_or_reply(req, fs, ino, &n))
+	if (!mfs_ll_node(req, fs, ino, &n))
 		return;
 	reply_attr_of(req, &c, ino, &n, fi);
 	mfs_node_clear(&n);
@@ -252,13 +249,13 @@ static int apply_setattr(struct mfs_ctx *c, const struct mfs_node *n, const stru
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
-	if (!node_or_reply(req, fs, ino, &n))
+	if (!mfs_ll_node(req, fs, ino, &n))
 		return;
 	int r = apply_setattr(&c, &n, attr, to_set, fi);
 	if (r < 0)
-		reply_err(req, r);
+		mfs_ll_reply_err(req, r);
 	else
 		reply_attr_of(req, &c, ino, &n, fi);
 	mfs_node_clear(&n);
@@ -267,15 +264,15 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
-	if (!node_or_reply(req, fs, ino, &n))
+	if (!mfs_ll_node(req, fs, ino, &n))
 		return;
 	char buf[PATH_MAX];
 	int r = mfs_node_readlink(&c, &n, buf, sizeof(buf));
 	mfs_node_clear(&n);
 	if (r < 0)
-		reply_err(req, r);
+		mfs_ll_reply_err(req, r);
 	else
 		fuse_reply_readlink(req, buf);
 }
@@ -283,25 +280,25 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
-	int r = child_for_change(fs, parent, name, &n);
+	int r = mfs_ll_child_for_change(fs, parent, name, &n);
 	if (r == 0 && (r = mfs_node_mkdir(&c, &n, mode)) == 0)
 		reply_entry_of(req, &c, &n);
 	else
-		reply_err(req, r);
+		mfs_ll_reply_err(req, r);
 	mfs_node_clear(&n);
 }
 
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
-	int r = child_for_change(fs, parent, name, &n);
+	int r = mfs_ll_child_for_change(fs, parent, name, &n);
 	if (r == 0 && (r = mfs_node_unlink(&c, &n)) == 0)
 		mfs_nodes_detach(&fs->nodes, n.path);
-	reply_err(req, r);
+	mfs_ll_reply_err(req, r);
 	mfs_node_clear(&n);
 }
 
@@ -316,7 +313,7 @@ struct rmdir_job {
 
 static void rmdir_answer(struct pending *p)
 {
-	reply_err(p->req, ((struct rmdir_job *)p)->result);
+	mfs_ll_reply_err(p->req, ((struct rmdir_job *)p)->result);
 }
 
 static void rmdir_run(void *arg, bool cancelled)
@@ -355,18 +352,18 @@ static int rmdir_later(fuse_req_t req, struct mfs *fs, struct mfs_node *n)
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
-	int r = child_for_change(fs, parent, name, &n);
+	int r = mfs_ll_child_for_change(fs, parent, name, &n);
 	if (r == 0 && (n.ops->flags & MFS_KIND_RMDIR_TXN)) {
 		if ((r = rmdir_later(req, fs, &n)) < 0)
-			reply_err(req, r);
+			mfs_ll_reply_err(req, r);
 		mfs_node_clear(&n);
 		return;
 	}
 	if (r == 0 && (r = mfs_node_rmdir(&c, &n)) == 0)
 		mfs_nodes_detach(&fs->nodes, n.path);
-	reply_err(req, r);
+	mfs_ll_reply_err(req, r);
 	mfs_node_clear(&n);
 }
 
@@ -374,7 +371,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static int refuse_link(struct mfs *fs, fuse_ino_t parent, const char *name)
 {
 	struct mfs_node n;
-	int r = child(fs, parent, name, &n);
+	int r = mfs_ll_child(fs, parent, name, &n);
 	mfs_node_clear(&n);
 	return r < 0 && r != -ENOENT ? r : -EPERM;
 }
@@ -383,24 +380,24 @@ static void ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 {
 	(void)link;
 	struct mfs_ctx c;
-	reply_err(req, refuse_link(begin(req, &c), parent, name));
+	mfs_ll_reply_err(req, refuse_link(mfs_ll_begin(req, &c), parent, name));
 }
 
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node a, b;
 	memset(&b, 0, sizeof(b));
 	/* A flag renameat2(2) does not know is refused wherever the names are;
 	 * the known ones get the answers a plain rename gets outside work/, and
 	 * the plane's (src/plane/plane.c) inside it. */
 	unsigned unknown = flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT);
-	int ra = child(fs, parent, name, &a), rb = 0, r = 0;
-	if (ra < 0 && !tree_error(ra))
+	int ra = mfs_ll_child(fs, parent, name, &a), rb = 0, r = 0;
+	if (ra < 0 && !mfs_ll_tree_error(ra))
 		r = ra;
-	else if ((rb = child(fs, newparent, newname, &b)) < 0 && !tree_error(rb))
+	else if ((rb = mfs_ll_child(fs, newparent, newname, &b)) < 0 && !mfs_ll_tree_error(rb))
 		r = rb;
 	else if (unknown) {
 		log_debug("rename %s %s: unknown renameat2 flags 0x%x", name, newname, unknown);
@@ -421,7 +418,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 			mfs_nodes_rename(&fs->nodes, a.path, b.path);
 		}
 	}
-	reply_err(req, r);
+	mfs_ll_reply_err(req, r);
 	mfs_node_clear(&a);
 	mfs_node_clear(&b);
 }
@@ -429,400 +426,11 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
+	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
 	int r = mfs_nodes_get(&fs->nodes, ino, &n);
 	mfs_node_clear(&n);
-	reply_err(req, r < 0 ? r : refuse_link(fs, newparent, newname));
-}
-
-/* open and opendir: the node's operation fills fi; a reply that finds the opener gone releases it. */
-static void open_common(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool dir)
-{
-	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
-	uid_t uid = fuse_req_ctx(req)->uid;
-	struct mfs_node n;
-	if (!node_or_reply(req, fs, ino, &n))
-		return;
-	int r = mfs_open_charge(fs, uid);
-	if (dir)
-		fi->fh = 0;   /* the fixed directories are listed afresh by readdir, with no handle */
-	if (r == 0 && (r = dir ? (n.ops->opendir ? n.ops->opendir(&c, &n, fi) : 0)
-			       : (n.ops->open ? n.ops->open(&c, &n, fi) : -EISDIR)) < 0)
-		mfs_open_uncharge(fs, uid);
-	else if (r == 0)
-		mfs_open_charged(fs, fi, uid);
-	if (r == 0 && !dir && (r = mfs_passthrough_open(fs, req, ino, n.path, fi)) < 0)
-		mfs_handle_release(&c, fi);
-	if (r < 0) {
-		reply_err(req, r);
-	} else if (fuse_reply_open(req, fi) == -ENOENT) {   /* the opener went away: no release will come */
-		answered(&c);
-		if (!dir)
-			mfs_passthrough_release(fs, req, fi);
-		(void)(dir ? mfs_handle_releasedir(&c, fi) : mfs_handle_release(&c, fi));
-	}
-	mfs_node_clear(&n);
-}
-
-static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	open_common(req, ino, fi, false);
-}
-
-static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
-{
-	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
-	uid_t uid = fuse_req_ctx(req)->uid;
-	struct mfs_node n;
-	struct stat st;
-	struct fuse_entry_param e;
-	/* As the path operations had it: the table's errors, the open's charge, the tree's. */
-	int r = child(fs, parent, name, &n), looked = r;
-	bool charged = (r == 0 || tree_error(r)) && (r = mfs_open_charge(fs, uid)) == 0;
-	if (charged && looked < 0)
-		r = looked == -ENOENT ? -EPERM : looked;
-	if (r < 0 || (r = mfs_node_create(&c, &n, mode, fi)) < 0) {
-		if (charged)
-			mfs_open_uncharge(fs, uid);
-		reply_err(req, r);
-		mfs_node_clear(&n);
-		return;
-	}
-	mfs_open_charged(fs, fi, uid);
-	if ((r = n.ops->getattr(&c, &n, &st, fi)) < 0 || (r = make_entry(fs, &n, &st, &e)) < 0) {
-		mfs_handle_release(&c, fi);
-		reply_err(req, r);
-	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		answered(&c);
-		mfs_handle_release(&c, fi);
-		mfs_nodes_forget(&fs->nodes, e.ino, 1);
-	}
-	mfs_node_clear(&n);
-}
-
-/* A read of a detached exec's `wait`, parked until the command ends. An
- * interrupt answers EINTR and takes the read off the exec's list; the
- * command runs on, and a later read of `wait` parks again. */
-struct parked_read {
-	struct pending p;            /* must stay first */
-	struct fuse_file_info fi;
-	size_t size;
-	off_t off;
-};
-
-static void serve_read(fuse_req_t req, struct mfs_ctx *c, size_t size, off_t off, struct fuse_file_info *fi);
-
-static void parked_answer(struct pending *p)
-{
-	struct parked_read *pr = (struct parked_read *)p;
-	struct mfs_ctx c;   /* answered from the exec's thread: its caller's request is not this thread's */
-	mfs_ctx_plain(&c, fuse_req_userdata(p->req));
-	serve_read(p->req, &c, pr->size, pr->off, &pr->fi);
-}
-
-static bool parked_withdraw(struct pending *p)
-{
-	struct parked_read *pr = (struct parked_read *)p;
-	return mfs_exec_unpark((struct mfs_exec_handle *)mfs_handle_of(&pr->fi), p);
-}
-
-static void parked_done(void *arg)
-{
-	mfs_pending_done(arg);
-}
-
-/* A `wait` read: parked (true), or not to be parked (false, *r: 1 serve it now, or the error). */
-static bool park_read(fuse_req_t req, struct mfs_exec_handle *x, size_t size, off_t off,
-		      struct fuse_file_info *fi, int *r)
-{
-	struct parked_read *pr = calloc(1, sizeof(*pr));
-	if (!pr) {
-		*r = -ENOMEM;
-		return false;
-	}
-	pr->fi = *fi;
-	pr->size = size;
-	pr->off = off;
-	mfs_pending_start(&pr->p, req, false, parked_answer, parked_withdraw);
-	*r = mfs_exec_when_done(x, parked_done, &pr->p);
-	if (*r != 0) {
-		mfs_pending_abandon(&pr->p);
-		return false;
-	}
-	mfs_pending_armed(&pr->p);   /* answered from the exec's thread when the command ends */
-	return true;
-}
-
-static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	(void)ino;
-	struct mfs_ctx c;
-	begin(req, &c);
-	struct mfs_handle *h = mfs_handle_of(fi);
-	if (h && h->type == MFS_H_EXEC) {
-		int r;
-		if (park_read(req, (struct mfs_exec_handle *)h, size, off, fi, &r))
-			return;
-		if (r < 0) {
-			reply_err(req, r);
-			return;
-		}
-	}
-	serve_read(req, &c, size, off, fi);
-}
-
-static void serve_read(fuse_req_t req, struct mfs_ctx *c, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	char *buf = malloc(size ? size : 1);
-	if (!buf) {
-		reply_err(req, -ENOMEM);
-		return;
-	}
-	int r = mfs_handle_read(c, fi, buf, size, off);
-	if (r < 0)
-		reply_err(req, r);
-	else
-		fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
-}
-
-/* The write that completed a transaction, on its transaction thread. A
- * writer being killed is answered EINTR; the transaction runs on to its end (an
- * exec's command to its own end or timeout, as a killed `docker exec`
- * client leaves it) and its reply is kept for the open file. */
-struct ctl_job {
-	struct pending p;            /* must stay first */
-	struct mfs *fs;
-	struct mfs_ctl *c;
-	int taken;
-	int result;                  /* the write's answer, once run */
-};
-
-static void ctl_answer(struct pending *p)
-{
-	struct ctl_job *j = (struct ctl_job *)p;
-	if (j->result < 0)
-		reply_err(p->req, j->result);
-	else
-		fuse_reply_write(p->req, (size_t)j->result);
-}
-
-static void ctl_run(void *arg, bool cancelled)
-{
-	struct ctl_job *j = arg;
-	j->result = cancelled ? mfs_ctl_write_cancel(j->c, ESHUTDOWN, "the mount is ending")
-			      : mfs_ctl_write_run(j->fs, j->c, j->taken);
-	mfs_pending_done(&j->p);
-}
-
-/* A write to a .ctl file: collected here; a completed request goes to a transaction thread. */
-static void ctl_write(fuse_req_t req, struct mfs *fs, struct mfs_ctl *c, const char *buf, size_t size)
-{
-	bool run_it;
-	int r = mfs_ctl_write_take(c, buf, size, &run_it);
-	if (!run_it) {
-		if (r < 0)
-			reply_err(req, r);
-		else
-			fuse_reply_write(req, (size_t)r);
-		return;
-	}
-	struct ctl_job *j = calloc(1, sizeof(*j));
-	if (j) {
-		j->fs = fs;
-		j->c = c;
-		j->taken = r;
-		mfs_pending_start(&j->p, req, true, ctl_answer, NULL);
-		if ((r = mfs_txns_submit(&fs->txns, ctl_run, j)) == 0) {
-			mfs_pending_armed(&j->p);
-			return;
-		}
-		mfs_pending_abandon(&j->p);
-	} else {
-		r = -ENOMEM;
-	}
-	reply_err(req, mfs_ctl_write_cancel(c, -r, r == -EBUSY ? "too many transactions are waiting already"
-								 : "cannot start the transaction"));
-}
-
-static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
-{
-	(void)ino;
-	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
-	struct mfs_handle *h = mfs_handle_of(fi);
-	if (h && h->type == MFS_H_CTL) {
-		ctl_write(req, fs, (struct mfs_ctl *)h, buf, size);
-		return;
-	}
-	int r = mfs_handle_write(&c, fi, buf, size, off);
-	if (r < 0)
-		reply_err(req, r);
-	else
-		fuse_reply_write(req, (size_t)r);
-}
-
-static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	struct mfs_ctx c;
-	begin(req, &c);
-	reply_err(req, mfs_handle_flush(&c, fi));
-}
-
-static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-	(void)ino;
-	(void)datasync;
-	struct mfs_ctx c;
-	begin(req, &c);
-	reply_err(req, mfs_handle_flush(&c, fi));
-}
-
-static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
-	mfs_passthrough_release(fs, req, fi);
-	reply_err(req, mfs_handle_release(&c, fi));
-}
-
-static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	open_common(req, ino, fi, true);
-}
-
-static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	struct mfs_ctx c;
-	begin(req, &c);
-	reply_err(req, mfs_handle_releasedir(&c, fi));
-}
-
-/*
- * One readdir reply being filled. The path operations list in two ways: the
- * fixed directories give every entry with offset 0 (we number them, and skip
- * those before the asked offset), sandbox directories give each entry's own
- * next offset and start where asked.
- */
-struct fill {
-	fuse_req_t req;
-	struct mfs *fs;
-	const struct mfs_node *dir;
-	char *buf;
-	size_t size, used;
-	off_t start, index;
-	bool plus;
-	int err;
-};
-
-static bool is_dot(const char *name)
-{
-	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
-}
-
-/* readdirplus: the entry of one child the listing gave attributes for (its
- * lookup counted). A name the tree cannot hold gets no node: the kernel
- * looks it up, and is answered as a lookup is. */
-static int plus_entry(struct fill *f, const char *name, const struct stat *st, struct fuse_entry_param *e)
-{
-	struct mfs_node n;
-	if (mfs_tree_child(f->dir, name, &n) < 0)
-		return 0;
-	n.ops = mfs_kind_ops(n.type);
-	size_t dl = strcmp(f->dir->path, "/") ? strlen(f->dir->path) : 0, nl = strlen(name);
-	if (!(n.path = malloc(dl + nl + 2)))
-		return -ENOMEM;
-	memcpy(n.path, f->dir->path, dl);
-	n.path[dl] = '/';
-	memcpy(n.path + dl + 1, name, nl + 1);
-	int r = make_entry(f->fs, &n, st, e);
-	mfs_node_clear(&n);
-	return r;
-}
-
-static int fill_one(void *ctx, const char *name, const struct stat *st, off_t off, enum fuse_fill_dir_flags flags)
-{
-	struct fill *f = ctx;
-	off_t next = off;
-	if (off == 0) {
-		if (++f->index <= f->start)
-			return 0;
-		next = f->index;
-	}
-	struct stat s;
-	memset(&s, 0, sizeof(s));
-	if (st)
-		s = *st;
-	s.st_ino = UNKNOWN_INO;
-	size_t room = f->size - f->used;
-	if (!f->plus) {
-		size_t need = fuse_add_direntry(f->req, NULL, 0, name, NULL, 0);
-		if (need > room)
-			return 1;
-		f->used += fuse_add_direntry(f->req, f->buf + f->used, room, name, &s, next);
-		return 0;
-	}
-	size_t need = fuse_add_direntry_plus(f->req, NULL, 0, name, NULL, 0);
-	if (need > room)
-		return 1;
-	struct fuse_entry_param e;
-	memset(&e, 0, sizeof(e));
-	e.attr = s;
-	if ((flags & FUSE_FILL_DIR_PLUS) && !is_dot(name)) {
-		int r = plus_entry(f, name, &s, &e);
-		if (r < 0) {
-			f->err = r;
-			return 1;
-		}
-	}
-	f->used += fuse_add_direntry_plus(f->req, f->buf + f->used, room, name, &e, next);
-	return 0;
-}
-
-static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
-			   bool plus)
-{
-	struct mfs_ctx c;
-	struct mfs *fs = begin(req, &c);
-	struct mfs_node *dir = malloc(sizeof(*dir));
-	int r = dir ? mfs_nodes_get_path(&fs->nodes, ino, dir) : -ENOMEM;
-	if (r == 0)
-		dir->ops = mfs_kind_ops(dir->type);
-	if (r < 0) {
-		free(dir);
-		reply_err(req, r);
-		return;
-	}
-	struct fill f = { .req = req, .fs = fs, .dir = dir, .size = size, .start = off, .plus = plus };
-	f.buf = malloc(size ? size : 1);
-	r = f.buf ? mfs_node_readdir(&c, dir, &f, fill_one, off, fi) : -ENOMEM;
-	if (r == 0 && f.err && f.used == 0)
-		r = f.err;
-	if (r < 0)
-		reply_err(req, r);
-	else
-		fuse_reply_buf(req, f.buf, f.used);
-	free(f.buf);
-	mfs_node_clear(dir);
-	free(dir);
-}
-
-static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	readdir_common(req, ino, size, off, fi, false);
-}
-
-static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	readdir_common(req, ino, size, off, fi, true);
+	mfs_ll_reply_err(req, r < 0 ? r : refuse_link(fs, newparent, newname));
 }
 
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -850,18 +458,18 @@ const struct fuse_lowlevel_ops mfs_lowlevel_ops = {
 	.symlink = ll_symlink,
 	.rename = ll_rename,
 	.link = ll_link,
-	.open = ll_open,
-	.read = ll_read,
-	.write = ll_write,
-	.flush = ll_flush,
-	.release = ll_release,
-	.fsync = ll_fsync,
-	.opendir = ll_opendir,
-	.readdir = ll_readdir,
-	.readdirplus = ll_readdirplus,
-	.releasedir = ll_releasedir,
+	.open = mfs_ll_open,
+	.read = mfs_ll_read,
+	.write = mfs_ll_write,
+	.flush = mfs_ll_flush,
+	.release = mfs_ll_release,
+	.fsync = mfs_ll_fsync,
+	.opendir = mfs_ll_opendir,
+	.readdir = mfs_ll_readdir,
+	.readdirplus = mfs_ll_readdirplus,
+	.releasedir = mfs_ll_releasedir,
 	.statfs = ll_statfs,
-	.create = ll_create,
+	.create = mfs_ll_create,
 };
 
 int mfs_lowlevel_start(struct mfs *fs)

@@ -8,14 +8,15 @@
  *   /NAME/work[/REL], /NAME/root[/REL]
  *
  * A node's kind is decided once, at its LOOKUP, from its parent's kind and
- * its name (mfs_tree_child); the node table keeps it with the kind's
- * operations (nodes.c, kinds.c), and every later request on the node goes
- * straight to them. The names of the fixed tree (the .ctl files among
- * them: mfs_ctl_kind_name) live here once, in `rows`. Pure text work: whether NAME exists, or REL exists in the
- * guest, is the kinds' business. A component over 255 bytes is ENAMETOOLONG
- * and a backslash under work/ or root/ is EINVAL (mafsbxfs(1) READING AND
- * WRITING FILES); a name the tree cannot hold is ENOENT without asking the
- * engine.
+ * its name (mfs_tree_child); the node table keeps it (nodes.c), the
+ * kernel-facing layer gives it its kind's operations (kinds.c), and every
+ * later request on the node goes straight to them. The names of the fixed
+ * tree (the .ctl files among them: mfs_ctl_kind_name) live here once, in
+ * `rows`. Pure text work: whether NAME exists, or REL exists in the guest,
+ * is the kinds' business. A component over 255 bytes is ENAMETOOLONG and a
+ * backslash under work/ or root/ is EINVAL
+ * (mafsbxfs(1) READING AND WRITING FILES); a name the tree cannot hold is
+ * ENOENT without asking the engine.
  */
 #include "mfs.h"
 #include "node.h"
