@@ -9,37 +9,35 @@
  * Threads, what each lock guards and the order they nest in:
  * doc/threads-and-locks.md.
  *
- * Files:
- *   lifecycle.c  the mount's start and end (mfs_init, mfs_fini), above what it starts
- *   mount.c    what every operation shares: open handles, per-user counts, the request limit
- *   opts.c     the command line (fuse_opt), validation, --help text
- *   tree.c     the kind of a node, from its parent's kind and its name, at LOOKUP (pure)
- *   kinds.c    each kind's node operations (node.h: the table a request calls)
- *   handles.c  each kind of open handle's operations (read, write, flush, release)
- *   root.c     the sandbox list cache, the root listing and by-scope/
- *   status.c   the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
- *   work.c     NAME/work/: frozen stat, readdir, spooled reads, buffered writes, mkdir
- *   ctl.c      the .ctl transaction handles (request bytes in, one reply out)
- *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
- *   reply.c    reply JSON: error replies, the exec reply with its text views
- *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
- *   texts.c    the read-only files' texts, one per file shared by its handles, under the reply budget
- *   janitor.c  background recovery of freezes left behind
- *   daemon.c   going into the background: the fork first, one thread, a readiness pipe
+ * Files (doc/architecture.md "Inside fs/" draws their floors), from the kernel down:
+ *   main.c       the daemon; lifecycle.c the mount's start and end (mfs_init, mfs_fini)
+ *   lowlevel.c   the low-level API's requests on names; lowlevel_io.c on open files and
+ *                listings (lowlevel.h); pending.c requests answered later, interrupts (pending.h)
+ *   kinds.c      each kind of node's operations (node.h); handles.c each kind of open handle's
+ *   status.c     the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
+ *   requests.c   the real request runner (acquire / dispose / exec through sandbox.h)
  *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel
- *   notify.c   the one notifier: what changed, told to the kernel by node
+ *   execs.c      detached execs; janitor.c background recovery of freezes left behind
+ *   work.c       NAME/work/ and NAME/root/ through the plane; target.c a call's plane target
+ *   root.c       the sandbox list cache, the root listing and by-scope/
+ *   ctl.c        the .ctl transaction handles (request bytes in, one reply out)
+ *   notify.c     the one notifier: what changed, told to the kernel by node
+ *   nodes.c      the node ids the kernel holds, each with its kind
+ *   tree.c       the kind of a node, from its parent's kind and its name (pure): the tree's rows
+ *   txn.c        the transaction threads; txnlog.c a transaction's log line
+ *   texts.c      the read-only files' texts, one per file shared by its handles, under the reply budget
+ *   reply.c      reply JSON: error replies, the exec reply with its text views
+ *   textconv.c   text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
+ *   mount.c      what every operation shares: open handles, per-user counts, the request limit
+ *   opts.c       the command line (fuse_opt), validation, --help text
+ *   daemon.c     going into the background: the fork first, one thread, a readiness pipe
+ *   ctx.h        the request's context, handed down from lowlevel.c
  *
- * Calls go one way (no cycle, as grep finds them):
- *   main.c     -> lowlevel.c (the table), opts.c, daemon.c, janitor.c, requests.c (fs->run), mount.c
- *   lowlevel.c -> nodes.c, tree.c, kinds.c, handles.c, txn.c, ctl.c, execs.c, passthrough.c
- *   kinds.c    -> work.c, status.c, ctl.c, root.c, execs.c, handles.c, mount.c
- *   requests.c -> ctl.c (kind names), reply.c, textconv.c, root.c, mount.c
- *   work.c     -> root.c, mount.c       status.c -> root.c, textconv.c
- *   mount.c    -> root.c (the list's teardown only)
- *   ctl.c      -> reply.c, textconv.c, texts.c   reply.c -> textconv.c   janitor.c -> root.c
- *   handles.c, execs.c, main.c -> texts.c      texts.c -> reply.c (the budget)
- * ctl.c reaches the runner only through fs->run, and mount.c frees open
- * handles only through each handle's discard pointer.
+ * Calls go one way, down this list (no file reaches one that reaches it
+ * back): the layers below reach the kernel-facing ones only through the
+ * request's context (its watch) and the notifier. ctl.c reaches the runner
+ * only through fs->run, and mount.c frees open handles only through each
+ * handle's discard pointer.
  */
 #ifndef MAFSBXFS_MFS_H
 #define MAFSBXFS_MFS_H
@@ -708,7 +706,7 @@ void mfs_reply_budget_release_held(void);
 
 /* ---- work/ and root/ (work.c): a sandbox's files through its plane ------- */
 
-/* The caller of the plane call this thread makes (the planes' caller_uid). */
+/* The caller of the plane call this thread makes (the planes' caller_uid; target.c). */
 bool mfs_work_caller_uid(uid_t *uid);
 
 struct mfs_work;

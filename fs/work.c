@@ -16,10 +16,12 @@
  *    root/ is read-only (EROFS).
  * The engine plane lists by the guest's own find (plane_engine.c); the
  * names this mount knows of (declared outputs and files written through it)
- * are its candidates, listed even where the guest's listing was cut.
+ * are its candidates, listed even where the guest's listing was cut. A
+ * call finds its sandbox's plane target through target.c.
  */
 #include "ctx.h"
 #include "mfs.h"
+#include "target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,128 +45,6 @@ struct mfs_dir {
 	struct mfs_handle h;         /* must stay first */
 	struct mafsbx_plane_dir *d;
 };
-
-/* The errno of a failed plane call, logged unless it is an ordinary answer. */
-static int plane_errno(const char *what, const struct mfs_node *n, const struct mafsbx_error *e, int r)
-{
-	int en = -mafsbx_error_errno(e, r < 0 ? r : -EIO);
-	if (en != ENOENT && en != EEXIST && en != ENOTEMPTY && en != ELOOP && en != EACCES)
-		log_debug("%s %s/%s/%s: %s", what, n->name, n->type == MFS_N_ROOTFS ? "root" : "work", n->rel,
-			  e->message);
-	return -en;
-}
-
-/*
- * File calls resolve NAME through a sandbox list up to this old (or
- * attr_timeout, if longer): a name's container changes only when the sandbox
- * is disposed and made again, and a call on a container that is gone fails
- * with EK_NO_CONTAINER, upon which it is retried once with a fresh lookup
- * (RETRY_STALE). Asking the engine for every path component would cost
- * milliseconds where the local plane costs microseconds.
- */
-
-static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_error *e)
-{
-	if (r >= 0 || attempt > 0 || e->kind != MAFSBX_EK_NO_CONTAINER)
-		return false;
-	mfs_snapshot_invalidate(fs);
-	return true;
-}
-
-/*
- * Another user's calls on the engine plane are bounded (mfs_call_charge):
- * each may wait for a freeze behind an exec of the sandbox, holding a FUSE
- * worker thread. So may a local-plane open for reading with -o frozen_reads
- * (its copy is made under a freeze): open_file() counts it too. target_of()
- * counts the call and target_put() returns it; the two are paired on one
- * request, whose context (ctx.h) keeps the charge.
- */
-/*
- * The caller of the plane call in progress on this thread, from target_of()
- * to target_put(): the plane charges an open's spool to whoever opens it,
- * and asks for them per thread (mafsbx_plane_config.caller_uid), below
- * the request's context it was not handed.
- */
-static __thread const struct mfs_ctx *plane_caller;
-
-bool mfs_work_caller_uid(uid_t *uid)
-{
-	const struct mfs_ctx *c = plane_caller;
-	*uid = c ? c->uid : 0;
-	return c && c->known;
-}
-
-/* Count this request's call for its caller when that is another user. 0 or -EBUSY. */
-static int charge_call(struct mfs_ctx *c)
-{
-	if (c->call_charged || !c->known || c->uid == getuid())
-		return 0;
-	int r = mfs_call_charge(c->fs, c->uid);
-	if (r == 0) {
-		c->call_charged = true;
-		c->call_uid = c->uid;
-	}
-	return r;
-}
-
-/* The plane target of a sandbox. Returns the snapshot holding `info` (the
- * caller puts it with target_put) or NULL with the errno in *errp (EBUSY:
- * the caller, another user, has its most engine-plane calls waiting).
- * `fresh`: ask the engine. */
-static struct mfs_snapshot *target_of(struct mfs_ctx *c, const char *name, const struct mafsbx_sandbox_info **info,
-				      struct mafsbx_plane_target *t, int *errp, bool fresh)
-{
-	struct mfs *fs = c->fs;
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	long long age = (long long)(fs->opt.attr_timeout * 1000.0);
-	if (age < MFS_FILE_TARGET_MS)
-		age = MFS_FILE_TARGET_MS;
-	struct mfs_snapshot *s = mfs_sandbox_find_age(fs, name, fresh ? -1 : age, info, &e);
-	if (!s) {
-		*errp = mafsbx_error_errno(&e, -ENOENT);
-		return NULL;
-	}
-	t->id = (*info)->id;
-	t->name = (*info)->name;
-	t->work_dir = (*info)->work_dir ? (*info)->work_dir : MAFSBX_DEFAULT_WORK_DIR;
-	c->call_charged = false;
-	if (c->known && c->uid != getuid() && mafsbx_plane_which(fs->planes, t, NULL, 0) == MAFSBX_PK_ENGINE) {
-		int r = charge_call(c);
-		if (r < 0) {
-			mfs_snapshot_put(s);
-			*errp = r;
-			return NULL;
-		}
-	}
-	/* every plane: the engine's waits for a freeze, and -o frozen_reads' local ones */
-	c->call_watched = true;
-	if (c->watch_begin)
-		c->watch_begin(c);
-	plane_caller = c;
-	return s;
-}
-
-/* The end of a call that target_of() began. */
-static void target_put(struct mfs_ctx *c, struct mfs_snapshot *s)
-{
-	mfs_snapshot_put(s);
-	plane_caller = NULL;
-	if (c->call_watched) {
-		c->call_watched = false;
-		if (c->watch_end)
-			c->watch_end(c);
-	}
-	if (c->call_charged) {
-		c->call_charged = false;
-		mfs_call_uncharge(c->fs, c->call_uid);
-	}
-}
-
-static enum mafsbx_plane_base base_of(const struct mfs_node *n)
-{
-	return n->type == MFS_N_ROOTFS ? MAFSBX_BASE_ROOT : MAFSBX_BASE_WORK;
-}
 
 static void to_stat(const struct mfs *fs, const struct mafsbx_pstat *p, struct stat *st)
 {
@@ -237,21 +117,21 @@ int mfs_work_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct stat *s
 	struct mafsbx_error e;
 	int r;
 	for (int attempt = 0;; attempt++) {
-		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s)
 			return r;
 		mafsbx_error_clear(&e);
-		r = mafsbx_plane_stat(fs->planes, &t, base_of(n), n->rel, &p, &e);
+		r = mafsbx_plane_stat(fs->planes, &t, mfs_base_of(n), n->rel, &p, &e);
 		if (r == 0 && !*n->rel && n->type == MFS_N_WORK && !p.mtime.tv_sec)
 			p.mtime = p.ctime = p.atime = (struct timespec){ (time_t)info->created, 0 };
-		target_put(c, s);
-		if (!retry_stale(fs, attempt, r, &e))
+		mfs_target_put(c, s);
+		if (!mfs_retry_stale(fs, attempt, r, &e))
 			break;
 	}
 	if (r < 0 && e.err == ENOENT && n->type == MFS_N_WORK && open_write_stat(fs, n, &p) == 0)
 		r = 0;
 	if (r < 0)
-		return plane_errno("stat", n, &e, r);
+		return mfs_plane_errno("stat", n, &e, r);
 	to_stat(fs, &p, st);
 	return 0;
 }
@@ -317,7 +197,7 @@ int mfs_work_opendir(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 	for (int attempt = 0;; attempt++) {
 		const struct mafsbx_sandbox_info *info;
 		struct mafsbx_plane_target t;
-		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s) {
 			free(d);
 			return r;
@@ -328,16 +208,16 @@ int mfs_work_opendir(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 		if (n->type == MFS_N_WORK && !kids)
 			r = mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
 		else
-			r = mafsbx_plane_opendir(fs->planes, &t, base_of(n), n->rel, (const char *const *)kids, nk,
+			r = mafsbx_plane_opendir(fs->planes, &t, mfs_base_of(n), n->rel, (const char *const *)kids, nk,
 						 &d->d, &e);
 		mfs_strv_free(kids);
-		target_put(c, s);
-		if (!retry_stale(fs, attempt, r, &e))
+		mfs_target_put(c, s);
+		if (!mfs_retry_stale(fs, attempt, r, &e))
 			break;
 	}
 	if (r < 0) {
 		free(d);
-		return plane_errno("list", n, &e, r);
+		return mfs_plane_errno("list", n, &e, r);
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
 	return 0;
@@ -396,7 +276,7 @@ static int open_file(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 	w->h.discard = work_discard;
 	struct mafsbx_error e;
 	for (int attempt = 0;; attempt++) {
-		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s) {
 			free(w->rel);
 			free(w);
@@ -405,12 +285,12 @@ static int open_file(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 		snprintf(w->id, sizeof(w->id), "%s", info->id);
 		snprintf(w->name, sizeof(w->name), "%s", info->name);
 		mafsbx_error_clear(&e);
-		if (acc == O_RDONLY && !create && fs->opt.frozen_reads && (r = charge_call(c)) < 0) {
-			target_put(c, s);
+		if (acc == O_RDONLY && !create && fs->opt.frozen_reads && (r = mfs_charge_call(c)) < 0) {
+			mfs_target_put(c, s);
 			break;   /* another user's reads that may wait hold their share of the workers */
 		}
 		if (acc == O_RDONLY && !create) {
-			r = mafsbx_plane_open_read(fs->planes, &t, base_of(n), n->rel, fs->opt.max_read, &w->f, &e);
+			r = mafsbx_plane_open_read(fs->planes, &t, mfs_base_of(n), n->rel, fs->opt.max_read, &w->f, &e);
 		} else {
 			unsigned fl = 0;
 			if ((fi->flags & O_TRUNC) || create)
@@ -425,14 +305,14 @@ static int open_file(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 				fl |= MAFSBX_PW_READ;
 			r = mafsbx_plane_open_write(fs->planes, &t, n->rel, fl, mode, fs->opt.max_write, &w->f, &e);
 		}
-		target_put(c, s);
-		if (!retry_stale(fs, attempt, r, &e))
+		mfs_target_put(c, s);
+		if (!mfs_retry_stale(fs, attempt, r, &e))
 			break;
 	}
 	if (r < 0) {
 		free(w->rel);
 		free(w);
-		return plane_errno(create ? "create" : "open", n, &e, r);
+		return mfs_plane_errno(create ? "create" : "open", n, &e, r);
 	}
 	fi->fh = (uint64_t)(uintptr_t)w;
 	/* The guest may change the file at any time: never serve a stale size or page. */
@@ -577,19 +457,19 @@ void mfs_work_discard(struct mfs_work *w)
 		struct mafsbx_plane_target t;                                          \
 		struct mafsbx_error e;                                                 \
 		for (int attempt = 0;; attempt++) {                                    \
-			struct mfs_snapshot *s = target_of((ctx), (n)->name, &info, &t, &r, attempt > 0); \
+			struct mfs_snapshot *s = mfs_target_of((ctx), (n)->name, &info, &t, &r, attempt > 0); \
 			if (!s)                                                        \
 				return r;                                              \
 			mafsbx_error_clear(&e);                                        \
 			r = (call);                                                    \
 			if (r == 0)                                                    \
 				snprintf(id, sizeof(id), "%s", info->id);              \
-			target_put((ctx), s);                                           \
-			if (!retry_stale((ctx)->fs, attempt, r, &e))                        \
+			mfs_target_put((ctx), s);                                           \
+			if (!mfs_retry_stale((ctx)->fs, attempt, r, &e))                        \
 				break;                                                 \
 		}                                                                      \
 		if (r < 0)                                                             \
-			return plane_errno(what, (n), &e, r);                          \
+			return mfs_plane_errno(what, (n), &e, r);                          \
 	} while (0)
 
 int mfs_work_mkdir(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode)
@@ -658,12 +538,12 @@ int mfs_work_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct t
 		const struct mafsbx_sandbox_info *info;
 		struct mafsbx_plane_target t;
 		struct mafsbx_error e;
-		struct mfs_snapshot *s = target_of(c, n->name, &info, &t, &r, false);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, false);
 		if (!s)
 			return r;
 		mafsbx_error_clear(&e);
 		mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e);
-		target_put(c, s);
+		mfs_target_put(c, s);
 		return 0;
 	}
 	WITH_TARGET(c, n, "utimens", mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e));
