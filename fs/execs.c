@@ -1042,7 +1042,7 @@ int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
 	if (!d)
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
-	/* the owner and umask of the sandbox's files (ops.c sandbox_file_stat) */
+	/* the owner and umask of the sandbox's files (kinds.c sandbox_file_stat) */
 	st->st_uid = fs->opt.uid;
 	st->st_gid = fs->opt.gid;
 	st->st_blksize = 4096;
