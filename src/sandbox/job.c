@@ -21,6 +21,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "rundir.h"
+#include "sbx_internal.h"
 
 /* A job's JSON files are small; the spec with its stdin is the largest. */
 #define JOB_JSON_MAX (16u << 20)
@@ -138,17 +139,6 @@ int mafsbx_job_meta_read(int dirfd, struct mafsbx_job_meta *m, struct mafsbx_err
 	return 0;
 }
 
-static json_t *strv_json(char **v, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < n; i++)
-		if (json_array_append_new(a, json_string(v[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
 int mafsbx_job_spec_write(int dirfd, const struct mafsbx_exec_spec *s, struct mafsbx_error *err)
 {
 	__do_free char *in = s->has_stdin ? mafsbx_base64_encode(s->stdin_data ? s->stdin_data : (const unsigned char *)"",
@@ -156,8 +146,8 @@ int mafsbx_job_spec_write(int dirfd, const struct mafsbx_exec_spec *s, struct ma
 					  : NULL;
 	if (s->has_stdin && !in)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "job spec: out of memory");
-	json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:I, s:b}", "sandbox", s->sandbox, "argv", strv_json(s->argv, s->argc),
-			      "env", strv_json(s->env, s->n_env), "cwd", s->cwd, "timeout_ms", (json_int_t)s->timeout_ms,
+	json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:I, s:b}", "sandbox", s->sandbox, "argv", mafsbx_sbx_str_array(s->argv, s->argc),
+			      "env", mafsbx_sbx_str_array(s->env, s->n_env), "cwd", s->cwd, "timeout_ms", (json_int_t)s->timeout_ms,
 			      "dispose_on_timeout", s->on_timeout == MAFSBX_ON_TIMEOUT_DISPOSE);
 	if (o && s->user && json_object_set_new(o, "user", json_string(s->user)) < 0)
 		json_object_clear(o);
