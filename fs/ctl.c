@@ -32,8 +32,9 @@
 #include "jsonscan.h"
 
 struct mfs_ctl {
-	struct mfs_handle h;         /* must stay first: ops.c dispatches on it */
+	struct mfs_handle h;         /* must stay first: handles.c dispatches on it */
 	enum mfs_ctl_kind kind;
+	struct mfs *fs;              /* the mount it was opened on */
 	pthread_mutex_t lock;
 	/* the request being collected */
 	struct mafsbx_buf req;
@@ -60,22 +61,12 @@ static void wait_idle(struct mfs_ctl *c)
 		pthread_cond_wait(&c->done, &c->lock);
 }
 
-const char *mfs_ctl_kind_name(enum mfs_ctl_kind k)
-{
-	switch (k) {
-	case MFS_CTL_ACQUIRE: return "acquire";
-	case MFS_CTL_DISPOSE: return "dispose";
-	case MFS_CTL_EXEC: return "exec";
-	}
-	return "?";
-}
-
 static void ctl_discard(struct mfs_handle *h)
 {
 	mfs_ctl_release((struct mfs_ctl *)h);
 }
 
-struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind)
+struct mfs_ctl *mfs_ctl_open(struct mfs *fs, enum mfs_ctl_kind kind)
 {
 	struct mfs_ctl *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -83,6 +74,7 @@ struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind)
 	c->h.type = MFS_H_CTL;
 	c->h.discard = ctl_discard;
 	c->kind = kind;
+	c->fs = fs;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->done, NULL);
 	return c;
@@ -111,7 +103,7 @@ static void request_ended(struct mfs_ctl *c)
 {
 	if (c->pooled) {
 		c->pooled = false;
-		mfs_request_uncharge(mfs_get(), &c->h);
+		mfs_request_uncharge(c->fs, &c->h);
 	}
 }
 
@@ -146,7 +138,7 @@ static int set_reply_text(struct mfs_ctl *c, char *text, size_t len)
 		mfs_reply_budget_put(c->reply_fs, c->reply_charged);
 	c->reply_charged = 0;
 	free(c->reply);
-	struct mfs *fs = mfs_get();
+	struct mfs *fs = c->fs;
 	if (text && fs && len > sizeof(nomem_reply)) {
 		struct mafsbx_error e;
 		mafsbx_error_clear(&e);
@@ -358,7 +350,7 @@ int mfs_ctl_write_take(struct mfs_ctl *c, const char *data, size_t size, bool *r
 	/* Another user's request holds a transaction thread, or a place in
 	 * their queue, until it ends: the others' pool keeps the rest for the
 	 * mounting user. */
-	int pooled = mfs_request_charge(mfs_get(), &c->h);
+	int pooled = mfs_request_charge(c->fs, &c->h);
 	if (pooled < 0) {
 		request_reset(c);
 		ret = refuse_pooled(c, pooled);

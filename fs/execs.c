@@ -439,6 +439,7 @@ static int launch(struct mfs *fs, struct mfs_dexec *d, const struct mafsbx_exec_
 	snprintf(m.sandbox, sizeof(m.sandbox), "%s", d->sandbox);
 	snprintf(m.container, sizeof(m.container), "%s", d->container_id);
 	snprintf(m.endpoint, sizeof(m.endpoint), "%s", fs->ep.url);
+	m.cluster = fs->cluster != NULL;
 	snprintf(m.scope, sizeof(m.scope), "%s", fs->scope_label);
 	int dfd = mfs_job_start(fs, &m, spec, err);
 	if (dfd < 0)
@@ -646,7 +647,8 @@ static void end_lost(struct mfs *fs, struct mfs_dexec *d)
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	int killed = 0;
-	if (eid[0] && engine_local(fs) &&
+	/* over a swarm it ran on a node's engine, not this host's: left to a dispose */
+	if (eid[0] && engine_local(fs) && !fs->cluster &&
 	    mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &e) < 0 &&
 	    e.err != ESRCH)
 		log_warn("exec %s of %s (lost): its command could not be killed: %s", d->id, d->sandbox, e.message);
@@ -1040,7 +1042,7 @@ int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
 	if (!d)
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
-	/* the owner and umask of the sandbox's files (ops.c sandbox_file_stat) */
+	/* the owner and umask of the sandbox's files (kinds.c sandbox_file_stat) */
 	st->st_uid = fs->opt.uid;
 	st->st_gid = fs->opt.gid;
 	st->st_blksize = 4096;

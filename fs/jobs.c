@@ -223,11 +223,13 @@ static void adopt_one(struct mfs *fs, int cfd, const char *name)
 		return;
 	}
 	/* a sandbox disposed behind the daemons' backs (reap, another client):
-	 * its ended jobs go, whichever mount made them */
+	 * its ended jobs go, whichever mount made them. Over a swarm the job's
+	 * "container" is the sandbox's service, which the manager knows */
 	json_t *insp = NULL;
 	mafsbx_error_clear(&e);
-	if (mafsbx_container_inspect(fs->engine, m.container, &insp, &e) < 0 && e.kind == MAFSBX_EK_NO_CONTAINER &&
-	    !mafsbx_job_alive(dfd)) {
+	int r = fs->cluster ? mafsbx_service_inspect(fs->engine, m.container, &insp, &e)
+			    : mafsbx_container_inspect(fs->engine, m.container, &insp, &e);
+	if (r < 0 && (e.kind == MAFSBX_EK_NO_CONTAINER || e.kind == MAFSBX_EK_NO_OBJECT) && !mafsbx_job_alive(dfd)) {
 		log_info("job %s of %s: its sandbox is gone; its files are removed", m.job, m.sandbox);
 		close(dfd);
 		mafsbx_job_remove(cfd, name);

@@ -233,7 +233,7 @@ static int open_backend(struct mfs *fs, struct mafsbx_error *err)
 		.burst_ms = fs->opt.burst_ms,
 		.listing = (enum mafsbx_plane_listing)fs->opt.listing,
 		.local_max_read = fs->opt.max_read_given ? fs->opt.max_read : 0,
-		.caller_uid = mfs_caller_uid,   /* spools are charged to the user who opens them */
+		.caller_uid = mfs_work_caller_uid,   /* spools are charged to the user who opens them */
 		.spool_budget = fs->opt.spool_budget,   /* 0: the plane's default */
 	};
 	fs->planes = mafsbx_planes_new(fs->engine, fs->fz, fs->backend, &pc, err);
@@ -297,7 +297,6 @@ static int start(struct run *rn, struct mafsbx_error *err)
 	/* jobs an earlier daemon left are there before the first request */
 	if (mfs_jobs_open(fs) == 0)
 		mfs_jobs_adopt(fs);
-	mfs_set_current(fs);
 	if (mfs_lowlevel_start(fs) < 0) {
 		log_error("out of memory");
 		return 1;

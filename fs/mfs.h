@@ -3,45 +3,41 @@
  *
  * The daemon is a static library of FUSE operations (libmafsbxfs) plus a
  * thin main. Everything a running mount needs lives in one `struct mfs`,
- * reached from an operation through mfs_get() (a process-wide pointer that
- * main.c, or a unit test, installed with mfs_set_current()), so cmocka tests
+ * handed to an operation in its request's context (ctx.h), so cmocka tests
  * can call the operations without a mount.
  *
  * Threads, what each lock guards and the order they nest in:
  * doc/threads-and-locks.md.
  *
- * Files:
- *   mount.c    the mount's lifecycle: mfs_get(), init/fini, open handles, the request count
- *   opts.c     the command line (fuse_opt), validation; usage.c the --help text
- *   lowlevel.c the mount on libfuse's low-level API: the handlers, replies from any thread
- *   nodes.c    the node ids handed to the kernel (a node is a path)
- *   txn.c      the threads .ctl transactions (and rmdir NAME) run on; txnlog.c their log line
- *   execs.c    detached execs and their NAME/execs/ID/ files
- *   tree.c     path -> node classification (pure)
- *   root.c     the sandbox list cache, the root listing and by-scope/
- *   status.c   the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
- *   work.c     NAME/work/: frozen stat, readdir, spooled reads, buffered writes, mkdir
- *   ctl.c      the .ctl transaction handles (request bytes in, one reply out)
- *   requests.c the real request runner (acquire / dispose / exec through sandbox.h)
- *   reply.c    reply JSON: error replies, the exec reply with its text views
- *   textconv.c text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
- *   texts.c    the read-only files' texts, one per file shared by its handles, under the reply budget
- *   janitor.c  background recovery of freezes left behind, and of what removed containers left
- *   daemon.c   going into the background: the fork first, one thread, a readiness pipe
- *   ops.c      the fuse_operations table and the per-open handle dispatch
+ * Files (doc/architecture.md "Inside fs/" draws their floors), from the kernel down:
+ *   main.c       the daemon; lifecycle.c the mount's start and end (mfs_init, mfs_fini)
+ *   lowlevel.c   the low-level API's requests on names; lowlevel_io.c on open files and
+ *                listings (lowlevel.h); pending.c requests answered later, interrupts (pending.h)
+ *   kinds.c      each kind of node's operations (node.h); handles.c each kind of open handle's
+ *   status.c     the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
+ *   requests.c   the real request runner (acquire / dispose / exec through sandbox.h)
  *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel
+ *   execs.c      detached execs; janitor.c background recovery of freezes left behind
+ *   work.c       NAME/work/ and NAME/root/ through the plane; target.c a call's plane target
+ *   root.c       the sandbox list cache, the root listing and by-scope/
+ *   ctl.c        the .ctl transaction handles (request bytes in, one reply out)
+ *   notify.c     the one notifier: what changed, told to the kernel by node
+ *   nodes.c      the node ids the kernel holds, each with its kind
+ *   tree.c       the kind of a node, from its parent's kind and its name (pure): the tree's rows
+ *   txn.c        the transaction threads; txnlog.c a transaction's log line
+ *   texts.c      the read-only files' texts, one per file shared by its handles, under the reply budget
+ *   reply.c      reply JSON: error replies, the exec reply with its text views
+ *   textconv.c   text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
+ *   mount.c      what every operation shares: open handles, per-user counts, the request limit
+ *   opts.c       the command line (fuse_opt), validation, --help text
+ *   daemon.c     going into the background: the fork first, one thread, a readiness pipe
+ *   ctx.h        the request's context, handed down from lowlevel.c
  *
- * Calls do not go one way (as grep finds them): ctl.c, execs.c,
- * lowlevel.c, mount.c, ops.c, passthrough.c, requests.c, root.c, status.c,
- * txnlog.c and work.c reach each other in a circle: lowlevel.c calls down
- * into ops.c, ctl.c, execs.c and passthrough.c, while root.c and
- * requests.c call back up into it to invalidate the kernel's caches and
- * work.c for the caller's uid and pid and the interrupt watch, and
- * mount.c's init and teardown call execs.c and passthrough.c. Below the
- * circle: texts.c -> reply.c -> textconv.c; janitor.c -> root.c; daemon.c,
- * nodes.c, opts.c, tree.c, txn.c and usage.c call no other file of fs/.
- * ctl.c reaches the runner only through fs->run, and mount.c frees open
- * handles only through each handle's discard pointer.
+ * Calls go one way, down this list (no file reaches one that reaches it
+ * back): the layers below reach the kernel-facing ones only through the
+ * request's context (its watch) and the notifier. ctl.c reaches the runner
+ * only through fs->run, and mount.c frees open handles only through each
+ * handle's discard pointer.
  */
 #ifndef MAFSBXFS_MFS_H
 #define MAFSBXFS_MFS_H
@@ -65,6 +61,7 @@
 #include "plane.h"
 
 struct mfs;
+struct mfs_ctx;
 struct fuse_session;
 struct fuse_lowlevel_ops;
 struct mafsbx_engine;
@@ -176,10 +173,9 @@ int mfs_nodes_init(struct mfs_nodes *t);
 void mfs_nodes_fini(struct mfs_nodes *t);
 /* The path of node `id` (malloc'd), or -ESTALE for a node we do not hold. */
 int mfs_nodes_path(struct mfs_nodes *t, uint64_t id, char **out);
-/* The path of `name` in directory `parent` (malloc'd); -ENAMETOOLONG past the limits. */
-int mfs_nodes_child_path(struct mfs_nodes *t, uint64_t parent, const char *name, char **out);
-/* One more kernel lookup of `path`: its node, made when needed; `fresh`
- * makes a new node whatever exists (a .ctl transaction file). */
+/* One more kernel lookup of `path`: its node (with no kind: node.h's
+ * mfs_nodes_ref_node keeps one), made when needed; `fresh` makes a new node
+ * whatever exists (a .ctl transaction file). */
 int mfs_nodes_ref(struct mfs_nodes *t, const char *path, bool fresh, uint64_t *id);
 /* The kernel's FORGET: `nlookup` fewer; the last one frees the node. */
 void mfs_nodes_forget(struct mfs_nodes *t, uint64_t id, uint64_t nlookup);
@@ -223,21 +219,14 @@ int mfs_lowlevel_start(struct mfs *fs);
 /* After the session loop: the transactions end (false: some outlived the grace). */
 bool mfs_lowlevel_stop(struct mfs *fs);
 void mfs_lowlevel_free(struct mfs *fs);
-/* Tell the kernel its cached attributes and data of `path` went stale. */
+/* Tell the kernel its cached attributes and data of `path` went stale
+ * (notify.c: the one notifier; a no-op without a session). */
 void mfs_invalidate_path(struct mfs *fs, const char *path);
-/* The PID of the process whose request this thread serves (0: none known). */
-pid_t mfs_caller_pid(void);
-/* Its uid, and whether one is known (false: no FUSE request on this thread). */
-bool mfs_caller_uid(uid_t *uid);
-/* Around an engine-plane file call of the request at hand (paired on its
- * thread; no-ops off a FUSE request): a caller being killed meanwhile
- * cancels the call's wait for a freeze (EINTR). */
-void mfs_call_watch_begin(void);
-void mfs_call_watch_end(void);
 
 /* ---- the mount state ---------------------------------------------------- */
 
 enum mfs_ctl_kind { MFS_CTL_ACQUIRE = 0, MFS_CTL_DISPOSE = 1, MFS_CTL_EXEC = 2 };
+/* The name of its .ctl file (tree.c: the tree's rows). */
 const char *mfs_ctl_kind_name(enum mfs_ctl_kind k);
 /* At loglevel info: one line for a transaction that took `ms` and ended with
  * `r` (0: `reply`, else `e`); `req` NULL when it was not a JSON object (txnlog.c). */
@@ -331,7 +320,7 @@ struct mfs {
 	int jobs_fd;                 /* jobs.c: RUNDIR/jobs, -1 when there is none */
 	char *jobs_dir;
 
-	pthread_mutex_t handles_lock; /* open handles (ops.c) and the counts below */
+	pthread_mutex_t handles_lock; /* open handles (mount.c) and the counts below */
 	struct mfs_handle *handles;
 	struct mfs_user_table user_opens; /* open handles per user (not the daemon's own) */
 	struct mfs_user_table user_calls; /* engine-plane file calls in flight per user (work.c) */
@@ -344,16 +333,15 @@ struct mfs {
 
 };
 
-/* ---- the mount's lifecycle (mount.c) ------------------------------------ */
+/* ---- the mount's lifecycle (lifecycle.c) -------------------------------- */
 
 /* Initialise / tear down the fields that need it (mutexes, lists, open handles). */
 int mfs_init(struct mfs *fs);
 void mfs_fini(struct mfs *fs);
+/* mount.c's part: the registry of open handles and the per-user counts. */
+void mfs_handles_init(struct mfs *fs);
+void mfs_handles_fini(struct mfs *fs);
 
-/* The mount of the calling operation: the one mfs_set_current() installed
- * (main.c for the daemon, a unit test for its own). */
-struct mfs *mfs_get(void);
-void mfs_set_current(struct mfs *fs);
 
 /*
  * The limit on .ctl requests (and rmdir NAME, a dispose) running at once:
@@ -442,7 +430,7 @@ void mfs_exec_release(struct mfs_exec_handle *x);
 int mfs_janitor_start(struct mfs *fs);
 void mfs_janitor_stop(struct mfs *fs);
 
-/* ---- path classification (tree.c) --------------------------------------- */
+/* ---- the kinds of node (tree.c, node.h) ------------------------------------ */
 
 enum mfs_node_type {
 	MFS_N_ROOT = 1,
@@ -465,24 +453,21 @@ enum mfs_node_type {
 enum mfs_exec_file { MFS_EXEC_STDOUT = 1, MFS_EXEC_STDERR, MFS_EXEC_STATUS, MFS_EXEC_WAIT };
 #define MFS_EXEC_ID_LEN 16
 
+struct mfs_node_ops;
+/* A node as a request sees it: its kind (tree.c) and what names it. */
 struct mfs_node {
 	enum mfs_node_type type;
+	const struct mfs_node_ops *ops; /* the kind's operations (node.h, kinds.c) */
 	enum mfs_ctl_kind ctl_kind;
-	char name[64];               /* the sandbox (SBX_*, WORK) */
-	const char *rel;             /* WORK, ROOTFS: relative path below work/ or root/, points into the input */
-	int depth;                   /* BYSCOPE: 0..3 */
+	char name[64];               /* the sandbox (SBX_*, WORK, ROOTFS, EXEC*) */
+	char *path;                  /* the node's path, for a kind whose operations need it (else NULL) */
+	const char *rel;             /* WORK, ROOTFS: relative path below work/ or root/, into `path` */
+	int depth;                   /* BYSCOPE: 0..3, BYSCOPE_LINK: 4 */
 	const char *comp[4];         /* BYSCOPE(_LINK): the components after by-scope/ (into `buf`) */
 	char exec_id[MFS_EXEC_ID_LEN + 1]; /* EXEC_DIR, EXEC_FILE */
 	enum mfs_exec_file exec_file; /* EXEC_FILE */
 	char buf[1024];
 };
-
-/*
- * Classify an absolute FUSE path. 0, -ENOENT for a path that cannot exist,
- * -EINVAL for a backslash under work/, -ENAMETOOLONG for a component over
- * 255 bytes. Pure: no engine call; whether NAME exists is the caller's job.
- */
-int mfs_classify(const char *path, struct mfs_node *n);
 
 /* ---- the sandbox list (root.c) ----------------------------------------- */
 
@@ -529,7 +514,7 @@ struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long
 /* True when a sandbox belongs to the mount's scope. */
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
 
-/* One readdir entry of type `type` (S_IFDIR, S_IFREG, S_IFLNK); the filler's answer (1: buffer full). */
+/* One readdir entry of type `type` (S_IFDIR, S_IFREG, S_IFLNK); the filler's answer (1: buffer full) (tree.c). */
 int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type);
 int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void *buf, fuse_fill_dir_t filler);
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
@@ -671,7 +656,7 @@ struct mfs_blob {
 /* ---- .ctl handles (ctl.c) ---------------------------------------------- */
 
 struct mfs_ctl;
-struct mfs_ctl *mfs_ctl_open(enum mfs_ctl_kind kind);
+struct mfs_ctl *mfs_ctl_open(struct mfs *fs, enum mfs_ctl_kind kind);
 /* A write(2): returns `size`, or a negative errno (the request ran and failed,
  * or the bytes were refused). `fs` runs the request when the object completes. */
 int mfs_ctl_write(struct mfs *fs, struct mfs_ctl *c, const char *data, size_t size);
@@ -699,7 +684,7 @@ void mfs_ctl_release(struct mfs_ctl *c);
 
 /* {"ok": false, "error": {"errno", "type", "message"}} plus the members of `extra`. */
 json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra);
-/* The exec reply's members (requests.c): exit code, the text and base64
+/* The exec reply's members (reply.c): exit code, the text and base64
  * views of both streams, timed_out, truncated, duration; "ok" when asked. */
 struct mafsbx_exec_result;
 json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok);
@@ -745,34 +730,35 @@ void mfs_reply_budget_release_held(void);
 
 /* ---- work/ and root/ (work.c): a sandbox's files through its plane ------- */
 
+/* The caller of the plane call this thread makes (the planes' caller_uid; target.c). */
+bool mfs_work_caller_uid(uid_t *uid);
+
 struct mfs_work;
 struct mfs_dir;
 /* A work/ or root/ node's attributes as shown: -o uid/gid/umask, special files
  * as empty mode-0 regular files, links as links (never followed). */
-int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi);
-int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
+int mfs_work_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi);
+int mfs_work_opendir(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi);
 int mfs_work_readdir(struct mfs *fs, struct mfs_dir *d, void *buf, fuse_fill_dir_t filler, off_t off);
 void mfs_work_releasedir(struct mfs_dir *d);
-int mfs_work_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
-int mfs_work_create(struct mfs *fs, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi);
+int mfs_work_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi);
+int mfs_work_create(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi);
 int mfs_work_read(struct mfs_work *w, char *buf, size_t size, off_t off);
 int mfs_work_write(struct mfs *fs, struct mfs_work *w, const char *buf, size_t size, off_t off);
 int mfs_work_ftruncate(struct mfs *fs, struct mfs_work *w, off_t size);
-int mfs_work_flush(struct mfs *fs, struct mfs_work *w);
-void mfs_work_release(struct mfs *fs, struct mfs_work *w);
+int mfs_work_flush(struct mfs_ctx *c, struct mfs_work *w);
+void mfs_work_release(struct mfs_ctx *c, struct mfs_work *w);
 /* Free without sending (unmount with the file still open). */
 void mfs_work_discard(struct mfs_work *w);
 /* Path operations under work/ (root/ is EROFS; the caller checks the type). */
-int mfs_work_mkdir(struct mfs *fs, const struct mfs_node *n, mode_t mode);
-int mfs_work_remove(struct mfs *fs, const struct mfs_node *n, bool dir);
-int mfs_work_rename(struct mfs *fs, const struct mfs_node *from, const struct mfs_node *to, unsigned flags);
-int mfs_work_chmod(struct mfs *fs, const struct mfs_node *n, mode_t mode);
-int mfs_work_truncate(struct mfs *fs, const struct mfs_node *n, off_t size);
-int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi);
+int mfs_work_mkdir(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode);
+int mfs_work_remove(struct mfs_ctx *c, const struct mfs_node *n, bool dir);
+int mfs_work_rename(struct mfs_ctx *c, const struct mfs_node *from, const struct mfs_node *to, unsigned flags);
+int mfs_work_chmod(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode);
+int mfs_work_truncate(struct mfs_ctx *c, const struct mfs_node *n, off_t size);
+int mfs_work_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi);
 
-/* ---- operations (ops.c) ------------------------------------------------ */
-
-extern const struct fuse_operations mfs_operations;
+/* ---- the request runner ------------------------------------------------ */
 
 /* The real runner (requests.c). */
 int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,

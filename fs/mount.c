@@ -1,19 +1,15 @@
 /*
- * mount.c: the lifecycle of one mount: the `struct mfs` every operation
- * reaches through mfs_get() (a process-wide pointer: the daemon serves one
- * mount; unit tests install theirs with mfs_set_current()), its init and
- * teardown, the registry of open handles, the count of .ctl requests
- * running (mfs_request_enter: the daemon's own limit is txn.c's threads,
- * so only a request run on the caller's thread, as the unit tests' writes
- * through ops.c are, can meet it), and what users other than the daemon's
- * may hold: open files, file calls that may wait and .ctl requests, per
- * user and in one pool all of them share.
+ * mount.c: what one mount holds for every operation (the `struct mfs` an
+ * operation is handed in its request's context, ctx.h): the registry of
+ * open handles, the limit on .ctl requests
+ * running at once, and what users other than the daemon's may hold: open
+ * files, file calls that may wait and .ctl requests, per user and in one
+ * pool all of them share.
  *
- * Not the bottom of fs/: the operations (ops.c), lowlevel.c, work.c,
- * ctl.c, requests.c and passthrough.c call here, and init and teardown call
- * execs.c (its state is in struct mfs), passthrough.c's teardown, root.c's
- * list teardown and each handle's own discard function (a pointer in the
- * handle); never an operation.
+ * The bottom of fs/: the node kinds (kinds.c, handles.c), work.c, ctl.c,
+ * requests.c call here; this file calls only each handle's own discard
+ * function (a pointer in the handle), never an operation. The mount's
+ * start and end are lifecycle.c's.
  */
 #include "mfs.h"
 
@@ -27,50 +23,21 @@
 
 #include "names.h"
 
-static struct mfs *current;
-
 static void user_table_free(struct mfs_user_table *t);
 
-struct mfs *mfs_get(void)
+void mfs_handles_init(struct mfs *fs)
 {
-	return current;
-}
-
-void mfs_set_current(struct mfs *fs)
-{
-	current = fs;
-}
-
-int mfs_init(struct mfs *fs)
-{
-	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->handles_lock, NULL);
 	fs->handles = NULL;
-	fs->mount_time = time(NULL);
-	fs->snap = NULL;
-	fs->extras = NULL;
-	atomic_init(&fs->requests_running, 0);
-	/* Transactions run on their own threads (txn.c), as many as this. */
-	fs->requests_max = (int)(fs->opt.max_requests ? fs->opt.max_requests : MFS_DEFAULT_MAX_REQUESTS);
-	mfs_execs_init(fs);
 	mfs_open_bound_init(fs);
-	fs->scope_label[0] = '\0';
-	if (fs->opt.scope)
-		mafsbx_label_value(fs->opt.scope, fs->scope_label);
-	return 0;
 }
 
-void mfs_fini(struct mfs *fs)
+void mfs_handles_fini(struct mfs *fs)
 {
-	mfs_execs_fini(fs);   /* before the handles: a `wait` reader is answered first */
-	mfs_handles_discard_all(fs);
-	mfs_passthrough_fini(fs);
 	user_table_free(&fs->user_opens);
 	user_table_free(&fs->user_calls);
 	user_table_free(&fs->user_requests);
 	pthread_mutex_destroy(&fs->handles_lock);
-	mfs_list_clear(fs);
-	pthread_mutex_destroy(&fs->lock);
 }
 
 /* ---- the registry of open handles ---------------------------------------- */

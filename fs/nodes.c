@@ -20,6 +20,7 @@
  * One mutex guards both tables; nothing is called with it held.
  */
 #include "mfs.h"
+#include "node.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -32,6 +33,14 @@ struct mfs_ll_node {
 	uint64_t nlookup;
 	bool in_paths;               /* reachable by its path (not fresh, not removed) */
 	bool relink;                 /* rename: moved, to be linked under its new path */
+	/* Its kind and what names it (struct mfs_node); type 0: none kept. A
+	 * rename moves a node within one sandbox's work/: these stay true. */
+	enum mfs_node_type type;
+	enum mfs_ctl_kind ctl_kind;
+	enum mfs_exec_file exec_file;
+	int depth;
+	char name[64];
+	char exec_id[MFS_EXEC_ID_LEN + 1];
 	struct mfs_ll_node *next_id, *next_path;
 };
 
@@ -174,36 +183,17 @@ int mfs_nodes_path(struct mfs_nodes *t, uint64_t id, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-int mfs_nodes_child_path(struct mfs_nodes *t, uint64_t parent, const char *name, char **out)
+static void keep_kind(struct mfs_ll_node *ln, const struct mfs_node *n)
 {
-	*out = NULL;
-	if (strlen(name) > NAME_MAX)
-		return -ENAMETOOLONG;
-	char *dir;
-	int r = mfs_nodes_path(t, parent, &dir);
-	if (r < 0)
-		return r;
-	size_t dl = strlen(dir), nl = strlen(name);
-	if (dl + 1 + nl >= PATH_MAX) {
-		free(dir);
-		return -ENAMETOOLONG;
-	}
-	char *p = malloc(dl + 1 + nl + 1);
-	if (!p) {
-		free(dir);
-		return -ENOMEM;
-	}
-	memcpy(p, dir, dl);
-	size_t at = dl;
-	if (at == 0 || p[at - 1] != '/')
-		p[at++] = '/';
-	memcpy(p + at, name, nl + 1);
-	free(dir);
-	*out = p;
-	return 0;
+	ln->type = n->type;
+	ln->ctl_kind = n->ctl_kind;
+	ln->exec_file = n->exec_file;
+	ln->depth = n->depth;
+	memcpy(ln->name, n->name, sizeof(ln->name));
+	memcpy(ln->exec_id, n->exec_id, sizeof(ln->exec_id));
 }
 
-int mfs_nodes_ref(struct mfs_nodes *t, const char *path, bool fresh, uint64_t *id)
+static int ref(struct mfs_nodes *t, const char *path, bool fresh, const struct mfs_node *kind, uint64_t *id)
 {
 	if (strcmp(path, "/") == 0) {
 		*id = MFS_ROOT_ID;
@@ -227,10 +217,92 @@ int mfs_nodes_ref(struct mfs_nodes *t, const char *path, bool fresh, uint64_t *i
 		t->count++;
 		maybe_grow(t);
 	}
+	if (kind)
+		keep_kind(n, kind);
 	n->nlookup++;
 	*id = n->id;
 	pthread_mutex_unlock(&t->mu);
 	return 0;
+}
+
+int mfs_nodes_ref(struct mfs_nodes *t, const char *path, bool fresh, uint64_t *id)
+{
+	return ref(t, path, fresh, NULL, id);
+}
+
+int mfs_nodes_ref_node(struct mfs_nodes *t, const struct mfs_node *n, uint64_t *id)
+{
+	return ref(t, n->path, (n->ops->flags & MFS_KIND_FRESH) != 0, n, id);
+}
+
+/* The node `id` (its kind, not yet its operations) with its path whatever
+ * its kind (`with_path`), or as its kind needs. */
+static int get(struct mfs_nodes *t, uint64_t id, bool with_path, struct mfs_node *n)
+{
+	if (id == MFS_ROOT_ID) {
+		mfs_tree_root(n);
+		return with_path && !(n->path = strdup("/")) ? -ENOMEM : 0;
+	}
+	memset(n, 0, sizeof(*n));
+	int r = 0;
+	pthread_mutex_lock(&t->mu);
+	struct mfs_ll_node *ln = *id_slot(t, id);
+	if (!ln || !ln->path || !ln->type) {
+		r = -ESTALE;   /* forgotten, or its path lost (repath) */
+	} else {
+		n->type = ln->type;
+		n->ctl_kind = ln->ctl_kind;
+		n->exec_file = ln->exec_file;
+		n->depth = ln->depth;
+		memcpy(n->name, ln->name, sizeof(n->name));
+		memcpy(n->exec_id, ln->exec_id, sizeof(n->exec_id));
+		if ((with_path || mfs_tree_needs_path(n->type)) && !(n->path = strdup(ln->path)))
+			r = -ENOMEM;
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (r == 0 && n->path && (r = mfs_tree_bind(n)) < 0)
+		mfs_node_clear(n);
+	return r;
+}
+
+int mfs_nodes_get(struct mfs_nodes *t, uint64_t id, struct mfs_node *n)
+{
+	return get(t, id, false, n);
+}
+
+int mfs_nodes_get_path(struct mfs_nodes *t, uint64_t id, struct mfs_node *n)
+{
+	return get(t, id, true, n);
+}
+
+int mfs_nodes_child(struct mfs_nodes *t, uint64_t parent, const char *name, struct mfs_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	struct mfs_node *dir = malloc(sizeof(*dir));
+	if (!dir)
+		return -ENOMEM;
+	int r = get(t, parent, true, dir);
+	size_t dl = r == 0 ? strlen(dir->path) : 0, nl = strlen(name);
+	if (r == 0 && dl + 1 + nl >= PATH_MAX)
+		r = -ENAMETOOLONG;
+	if (r == 0)
+		r = mfs_tree_child(dir, name, n);
+	if (r == 0 && !(n->path = malloc(dl + 1 + nl + 1)))
+		r = -ENOMEM;
+	if (r == 0) {
+		memcpy(n->path, dir->path, dl);
+		size_t at = dl;
+		if (at == 0 || n->path[at - 1] != '/')
+			n->path[at++] = '/';
+		memcpy(n->path + at, name, nl + 1);
+		if ((r = mfs_tree_bind(n)) < 0)
+			mfs_node_clear(n);
+	}
+	mfs_node_clear(dir);
+	free(dir);
+	return r;
 }
 
 void mfs_nodes_forget(struct mfs_nodes *t, uint64_t id, uint64_t nlookup)

@@ -1,7 +1,9 @@
 /*
  * reply.c: the shape of .ctl replies (doc/protocol.md "The transactions"): one JSON object and
  * a newline, `{"ok": true, ...}` or
- * `{"ok": false, "error": {"errno": "E...", "type": "...", "message": "..."}}`.
+ * `{"ok": false, "error": {"errno": "E...", "type": "...", "message": "..."}}`,
+ * and the members of an exec's reply (its exit code, the text and base64
+ * views of its output), for a .ctl/exec and for a detached exec's status.
  *
  * Also the mount-wide reply budget: an exec reply holds the guest's output
  * several times over while it is built (the result, its base64, the text
@@ -15,6 +17,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base64.h"
+#include "sandbox.h"
 
 json_t *mfs_error_reply(const struct mafsbx_error *e, const json_t *extra)
 {
@@ -112,4 +117,69 @@ int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct
 void mfs_reply_budget_put(struct mfs *fs, size_t bytes)
 {
 	atomic_fetch_sub(&fs->reply_bytes, bytes);
+}
+
+/* ---- the exec reply (requests.c's, and a detached exec's status: execs.c) ---- */
+
+/*
+ * The text views when the exact bytes travel as _b64 anyway: each capped at
+ * this many bytes of JSON (a control byte costs 6), so a reply is at most
+ * about 4/3 of the output plus 2 MiB, never ~6x it.
+ */
+#define MFS_TEXT_VIEW_MAX ((size_t)1024 * 1024)
+
+static size_t b64_len(size_t n)
+{
+	return (n + 2) / 3 * 4;
+}
+
+/*
+ * What building an exec reply holds at its peak, beside the result itself:
+ * each base64 string and text view twice (our copy, jansson's copy) and the
+ * dumped line (about their sum) with slack.
+ */
+static size_t exec_reply_cost(const struct mafsbx_exec_result *res)
+{
+	size_t views = (res->out_len < MFS_TEXT_VIEW_MAX ? res->out_len * 3 : MFS_TEXT_VIEW_MAX) +
+		       (res->err_len < MFS_TEXT_VIEW_MAX ? res->err_len * 3 : MFS_TEXT_VIEW_MAX);
+	size_t b64 = b64_len(res->out_len) + b64_len(res->err_len);
+	return 3 * (views + b64) + 4096;
+}
+
+size_t mfs_exec_reply_cost(size_t out_len, size_t err_len)
+{
+	struct mafsbx_exec_result res = { .out_len = out_len, .err_len = err_len };
+	return exec_reply_cost(&res);
+}
+
+json_t *mfs_exec_fields(const struct mafsbx_exec_result *res, bool with_ok)
+{
+	json_t *o = json_object();
+	int bad = o ? 0 : -1;
+	if (with_ok)
+		bad |= json_object_set_new(o, "ok", json_true());
+	size_t ol = 0, el = 0;
+	bool ocut = false, ecut = false;
+	__do_free char *out = mfs_utf8_view(res->out, res->out_len, MFS_TEXT_VIEW_MAX, &ol, &ocut);
+	__do_free char *errt = mfs_utf8_view(res->err, res->err_len, MFS_TEXT_VIEW_MAX, &el, &ecut);
+	__do_free char *out64 = mafsbx_base64_encode(res->out, res->out_len, MAFSBX_B64_STD);
+	__do_free char *err64 = mafsbx_base64_encode(res->err, res->err_len, MAFSBX_B64_STD);
+	/* a view or an encoding that could not be made would pass for no output at all */
+	if (!out || !errt || !out64 || !err64)
+		bad = -1;
+	bad |= json_object_set_new(o, "exit_code", json_integer(res->exit_code));
+	bad |= json_object_set_new(o, "stdout", out ? json_stringn_nocheck(out, ol) : NULL);
+	bad |= json_object_set_new(o, "stderr", errt ? json_stringn_nocheck(errt, el) : NULL);
+	bad |= json_object_set_new(o, "stdout_b64", out64 ? json_string(out64) : NULL);
+	bad |= json_object_set_new(o, "stderr_b64", err64 ? json_string(err64) : NULL);
+	bad |= json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	bad |= json_object_set_new(o, "truncated", json_boolean(res->truncated));
+	/* the views were cut to bound the reply; the _b64 members hold every byte */
+	bad |= json_object_set_new(o, "text_truncated", json_boolean(ocut || ecut));
+	bad |= json_object_set_new(o, "duration_ms", json_integer(res->duration_ms));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }

@@ -373,14 +373,6 @@ struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long
 
 /* ---- the root and by-scope ----------------------------------------------- */
 
-int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
-{
-	struct stat st;
-	memset(&st, 0, sizeof(st));
-	st.st_mode = type;
-	return filler(buf, name, &st, 0, 0);
-}
-
 int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void *buf, fuse_fill_dir_t filler)
 {
 	struct mafsbx_error e;

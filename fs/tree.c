@@ -1,179 +1,267 @@
 /*
- * tree.c: which node an absolute FUSE path names (doc/protocol.md "The tree").
+ * tree.c: which kind of node a name under a node is (doc/protocol.md "The tree").
  *
  *   /                          root
  *   /.ctl, /.ctl/{acquire,dispose,exec,declarations,engine}
  *   /by-scope[/S[/T[/A[/KIND]]]]
- *   /NAME, /NAME/status, /NAME/egress, /NAME/work[/REL], /NAME/root[/REL]
+ *   /NAME, /NAME/status, /NAME/egress, /NAME/execs[/ID[/FILE]]
+ *   /NAME/work[/REL], /NAME/root[/REL]
  *
- * Pure text work: whether NAME exists, or REL exists in the guest, is
- * decided by the callers. A component over 255 bytes is ENAMETOOLONG and a
- * backslash under work/ is EINVAL (mafsbxfs(1) READING AND WRITING FILES); anything the tree cannot
- * hold is ENOENT without asking the engine.
+ * A node's kind is decided once, at its LOOKUP, from its parent's kind and
+ * its name (mfs_tree_child); the node table keeps it (nodes.c), the
+ * kernel-facing layer gives it its kind's operations (kinds.c), and every
+ * later request on the node goes straight to them. The names of the fixed
+ * tree (the .ctl files among them: mfs_ctl_kind_name) live here once, in
+ * `rows`. Pure text work: whether NAME exists, or REL exists in the guest,
+ * is the kinds' business. A component over 255 bytes is ENAMETOOLONG and a
+ * backslash under work/ or root/ is EINVAL
+ * (mafsbxfs(1) READING AND WRITING FILES); a name the tree cannot hold is
+ * ENOENT without asking the engine.
  */
 #include "mfs.h"
+#include "node.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "names.h"
 
-#define MFS_NAME_MAX 255
-
-static int check_components(const char *p)
+static void set_type(struct mfs_node *n, enum mfs_node_type t)
 {
-	while (*p) {
-		const char *s = strchr(p, '/');
-		size_t len = s ? (size_t)(s - p) : strlen(p);
-		if (len > MFS_NAME_MAX)
-			return -ENAMETOOLONG;
-		if (!s)
-			break;
-		p = s + 1;
-	}
-	return 0;
+	n->type = t;
 }
 
-/* .ctl/REST */
-static int classify_ctl(const char *rest, struct mfs_node *n)
+static int lookup_none(const struct mfs_node *dir, const char *name, struct mfs_node *n)
 {
-	static const struct {
-		const char *name;
-		enum mfs_node_type type;
-		enum mfs_ctl_kind kind;
-	} files[] = {
-		{ "acquire", MFS_N_CTL_FILE, MFS_CTL_ACQUIRE },
-		{ "dispose", MFS_N_CTL_FILE, MFS_CTL_DISPOSE },
-		{ "exec", MFS_N_CTL_FILE, MFS_CTL_EXEC },
-		{ "declarations", MFS_N_CTL_DECLARATIONS, 0 },
-		{ "engine", MFS_N_CTL_ENGINE, 0 },
-	};
-	if (!rest || !*rest) {
-		n->type = MFS_N_CTL_DIR;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		if (!strcmp(rest, files[i].name)) {
-			n->type = files[i].type;
-			n->ctl_kind = files[i].kind;
-			return 0;
-		}
-	}
+	(void)dir;
+	(void)name;
+	(void)n;
 	return -ENOENT;
 }
 
-/* by-scope/REST: up to four components, the fourth a link. */
-static int classify_byscope(const char *rest, struct mfs_node *n)
+/*
+ * The fixed names of the tree, one row each, in the order a listing gives
+ * them: the lookup of a fixed name and the listing of a fixed directory
+ * both come from here (mfs_tree_list). `sub` is the ctl kind of a .ctl
+ * transaction file, the file of a detached exec's.
+ */
+static const struct row {
+	enum mfs_node_type parent;
+	const char *name;
+	enum mfs_node_type kind;
+	int sub;
+	mode_t type;                 /* S_IFDIR or S_IFREG: the listing's */
+} rows[] = {
+	{ MFS_N_ROOT, ".ctl", MFS_N_CTL_DIR, 0, S_IFDIR },
+	{ MFS_N_ROOT, "by-scope", MFS_N_BYSCOPE, 0, S_IFDIR },
+	{ MFS_N_CTL_DIR, "acquire", MFS_N_CTL_FILE, MFS_CTL_ACQUIRE, S_IFREG },
+	{ MFS_N_CTL_DIR, "dispose", MFS_N_CTL_FILE, MFS_CTL_DISPOSE, S_IFREG },
+	{ MFS_N_CTL_DIR, "exec", MFS_N_CTL_FILE, MFS_CTL_EXEC, S_IFREG },
+	{ MFS_N_CTL_DIR, "declarations", MFS_N_CTL_DECLARATIONS, 0, S_IFREG },
+	{ MFS_N_CTL_DIR, "engine", MFS_N_CTL_ENGINE, 0, S_IFREG },
+	{ MFS_N_SBX_DIR, "status", MFS_N_SBX_STATUS, 0, S_IFREG },
+	{ MFS_N_SBX_DIR, "egress", MFS_N_SBX_EGRESS, 0, S_IFREG },
+	{ MFS_N_SBX_DIR, "work", MFS_N_WORK, 0, S_IFDIR },
+	{ MFS_N_SBX_DIR, "root", MFS_N_ROOTFS, 0, S_IFDIR },
+	{ MFS_N_SBX_DIR, "execs", MFS_N_EXECS, 0, S_IFDIR },
+	{ MFS_N_EXEC_DIR, "stdout", MFS_N_EXEC_FILE, MFS_EXEC_STDOUT, S_IFREG },
+	{ MFS_N_EXEC_DIR, "stderr", MFS_N_EXEC_FILE, MFS_EXEC_STDERR, S_IFREG },
+	{ MFS_N_EXEC_DIR, "status", MFS_N_EXEC_FILE, MFS_EXEC_STATUS, S_IFREG },
+	{ MFS_N_EXEC_DIR, "wait", MFS_N_EXEC_FILE, MFS_EXEC_WAIT, S_IFREG },
+};
+
+#define N_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* A fixed name of `dir`'s: 1 and n set, else 0. */
+static int lookup_row(const struct mfs_node *dir, const char *name, struct mfs_node *n)
 {
-	n->type = MFS_N_BYSCOPE;
-	if (!rest || !*rest)
-		return 0;
-	if (strlen(rest) >= sizeof(n->buf))
+	for (size_t i = 0; i < N_ROWS; i++)
+		if (rows[i].parent == dir->type && !strcmp(name, rows[i].name)) {
+			set_type(n, rows[i].kind);
+			if (rows[i].kind == MFS_N_CTL_FILE)
+				n->ctl_kind = (enum mfs_ctl_kind)rows[i].sub;
+			else if (rows[i].kind == MFS_N_EXEC_FILE)
+				n->exec_file = (enum mfs_exec_file)rows[i].sub;
+			return 1;
+		}
+	return 0;
+}
+
+int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
+{
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = type;
+	return filler(buf, name, &st, 0, 0);
+}
+
+const char *mfs_ctl_kind_name(enum mfs_ctl_kind k)
+{
+	for (size_t i = 0; i < N_ROWS; i++)
+		if (rows[i].kind == MFS_N_CTL_FILE && rows[i].sub == (int)k)
+			return rows[i].name;
+	return "?";
+}
+
+int mfs_tree_list(enum mfs_node_type dir, void *buf, fuse_fill_dir_t filler)
+{
+	mfs_dir_entry(buf, filler, ".", S_IFDIR);
+	mfs_dir_entry(buf, filler, "..", S_IFDIR);
+	for (size_t i = 0; i < N_ROWS; i++)
+		if (rows[i].parent == dir)
+			mfs_dir_entry(buf, filler, rows[i].name, rows[i].type);
+	return 0;
+}
+
+/* The names no row holds: a pattern per kind of directory. */
+
+/* /NAME: only workload names can exist. */
+static int lookup_root(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	(void)dir;
+	if (strlen(name) != MAFSBX_NAME_LEN || !mafsbx_is_workload_name(name))
 		return -ENOENT;
-	strcpy(n->buf, rest);
+	strcpy(n->name, name);
+	set_type(n, MFS_N_SBX_DIR);
+	return 0;
+}
+
+/* by-scope/S/T/A: three levels of directories, then the links. */
+static int lookup_byscope(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	(void)name;
+	n->depth = dir->depth + 1;
+	set_type(n, n->depth == 4 ? MFS_N_BYSCOPE_LINK : MFS_N_BYSCOPE);
+	return 0;
+}
+
+/* Below work/ and root/: any name but one with a backslash. */
+static int lookup_files(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	if (strchr(name, '\\'))
+		return -EINVAL;
+	set_type(n, dir->type);
+	return 0;
+}
+
+static int lookup_execs(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	(void)dir;
+	size_t il = strlen(name);
+	if (il != MFS_EXEC_ID_LEN || strspn(name, "0123456789abcdef") < il)
+		return -ENOENT;
+	memcpy(n->exec_id, name, il + 1);
+	set_type(n, MFS_N_EXEC_DIR);
+	return 0;
+}
+
+typedef int (*lookup_fn)(const struct mfs_node *dir, const char *name, struct mfs_node *n);
+
+static const lookup_fn lookups[] = {
+	[MFS_N_ROOT] = lookup_root,
+	[MFS_N_BYSCOPE] = lookup_byscope,
+	[MFS_N_WORK] = lookup_files,
+	[MFS_N_ROOTFS] = lookup_files,
+	[MFS_N_EXECS] = lookup_execs,
+};
+
+int mfs_tree_child(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	/* A child names what its parent names (the sandbox, the exec). */
+	memcpy(n->name, dir->name, sizeof(n->name));
+	memcpy(n->exec_id, dir->exec_id, sizeof(n->exec_id));
+	if (lookup_row(dir, name, n))
+		return 0;
+	size_t t = (size_t)dir->type;
+	lookup_fn fn = t < sizeof(lookups) / sizeof(lookups[0]) && lookups[t] ? lookups[t] : lookup_none;
+	return fn(dir, name, n);
+}
+
+void mfs_tree_root(struct mfs_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	set_type(n, MFS_N_ROOT);
+}
+
+bool mfs_tree_needs_path(enum mfs_node_type t)
+{
+	return t == MFS_N_WORK || t == MFS_N_ROOTFS || t == MFS_N_BYSCOPE || t == MFS_N_BYSCOPE_LINK;
+}
+
+/*
+ * Point the node's path-derived fields into n->path (set by the caller):
+ * `rel` below work/ or root/ ("/" NAME "/work/" REL, NAME of a fixed
+ * length), and by-scope's components (copied into n->buf). 0, or -ENOENT
+ * for a by-scope path the buffer cannot hold.
+ */
+int mfs_tree_bind(struct mfs_node *n)
+{
+	if (n->type == MFS_N_WORK || n->type == MFS_N_ROOTFS) {
+		const char *p = n->path + 1 + MAFSBX_NAME_LEN + 5;   /* past "/NAME/work" */
+		n->rel = *p ? p + 1 : p;
+		return 0;
+	}
+	if (n->type != MFS_N_BYSCOPE && n->type != MFS_N_BYSCOPE_LINK)
+		return 0;
+	const char *rest = n->path + strlen("/by-scope");
+	if (!*rest)
+		return 0;
+	if (strlen(rest + 1) >= sizeof(n->buf))
+		return -ENOENT;
+	strcpy(n->buf, rest + 1);
 	char *c = n->buf;
-	int depth = 0;
-	while (c) {
-		if (depth == 4 || !*c)
-			return -ENOENT;
-		n->comp[depth++] = c;
+	for (int i = 0; i < n->depth; i++) {
+		n->comp[i] = c;
 		char *s = strchr(c, '/');
 		if (s)
 			*s++ = '\0';
 		c = s;
 	}
-	n->depth = depth;
-	if (depth == 4)
-		n->type = MFS_N_BYSCOPE_LINK;
 	return 0;
 }
 
-/* NAME/work[/REL] or NAME/root[/REL] when `rest` starts with `dir`: 1 and n set, else 0. */
-static int classify_files(const char *rest, const char *dir, enum mfs_node_type type, struct mfs_node *n)
+void mfs_node_clear(struct mfs_node *n)
 {
-	if (strncmp(rest, dir, 4) || (rest[4] != '\0' && rest[4] != '/'))
-		return 0;
-	n->type = type;
-	n->rel = rest[4] ? rest + 5 : rest + 4;
-	return strchr(n->rel, '\\') ? -EINVAL : 1;
+	free(n->path);
+	n->path = NULL;
 }
 
-/* NAME/execs[/ID[/FILE]] (`rest` after "NAME/"): 1 and n set, 0 not that, or -ENOENT. */
-static int classify_execs(const char *rest, struct mfs_node *n)
-{
-	if (strncmp(rest, "execs", 5) || (rest[5] != '\0' && rest[5] != '/'))
-		return 0;
-	n->type = MFS_N_EXECS;
-	if (!rest[5])
-		return 1;
-	const char *id = rest + 6, *slash = strchr(id, '/');
-	size_t il = slash ? (size_t)(slash - id) : strlen(id);
-	if (il != MFS_EXEC_ID_LEN || strspn(id, "0123456789abcdef") < il)
-		return -ENOENT;
-	memcpy(n->exec_id, id, il);
-	n->exec_id[il] = '\0';
-	n->type = MFS_N_EXEC_DIR;
-	if (!slash)
-		return 1;
-	static const struct { const char *name; enum mfs_exec_file f; } files[] = {
-		{ "stdout", MFS_EXEC_STDOUT }, { "stderr", MFS_EXEC_STDERR },
-		{ "status", MFS_EXEC_STATUS }, { "wait", MFS_EXEC_WAIT },
-	};
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (!strcmp(slash + 1, files[i].name)) {
-			n->type = MFS_N_EXEC_FILE;
-			n->exec_file = files[i].f;
-			return 1;
-		}
-	return -ENOENT;
-}
-
-/* NAME[/REST], the first component `first` bytes long. */
-static int classify_sandbox(const char *p, size_t first, const char *rest, struct mfs_node *n)
-{
-	/* A sandbox directory: only workload names can exist. */
-	if (first != MAFSBX_NAME_LEN)
-		return -ENOENT;
-	memcpy(n->name, p, first);
-	n->name[first] = '\0';
-	if (!mafsbx_is_workload_name(n->name))
-		return -ENOENT;
-	if (!rest || !*rest)
-		n->type = MFS_N_SBX_DIR;
-	else if (!strcmp(rest, "status"))
-		n->type = MFS_N_SBX_STATUS;
-	else if (!strcmp(rest, "egress"))
-		n->type = MFS_N_SBX_EGRESS;
-	else {
-		int r = classify_files(rest, "work", MFS_N_WORK, n);
-		if (r == 0)
-			r = classify_files(rest, "root", MFS_N_ROOTFS, n);
-		if (r == 0)
-			r = classify_execs(rest, n);
-		return r == 0 ? -ENOENT : r < 0 ? r : 0;
-	}
-	return 0;
-}
-
-int mfs_classify(const char *path, struct mfs_node *n)
+int mfs_tree_walk(const char *path, struct mfs_node *n)
 {
 	memset(n, 0, sizeof(*n));
 	if (!path || path[0] != '/')
 		return -ENOENT;
-	int r = check_components(path + 1);
-	if (r < 0)
-		return r;
-	const char *p = path + 1;
-	if (!*p) {
-		n->type = MFS_N_ROOT;
-		return 0;
+	for (const char *c = path + 1; *c;) {   /* a long name is ENAMETOOLONG wherever it is */
+		const char *s = strchr(c, '/');
+		if ((s ? (size_t)(s - c) : strlen(c)) > NAME_MAX)
+			return -ENAMETOOLONG;
+		c = s ? s + 1 : c + strlen(c);
 	}
-	const char *slash = strchr(p, '/');
-	size_t first = slash ? (size_t)(slash - p) : strlen(p);
-	const char *rest = slash ? slash + 1 : NULL;
-	if (first == 4 && !memcmp(p, ".ctl", 4))
-		return classify_ctl(rest, n);
-	if (first == 8 && !memcmp(p, "by-scope", 8))
-		return classify_byscope(rest, n);
-	return classify_sandbox(p, first, rest, n);
+	struct mfs_node dir;
+	mfs_tree_root(&dir);
+	const char *p = path + 1;
+	while (*p) {
+		const char *s = strchr(p, '/');
+		size_t len = s ? (size_t)(s - p) : strlen(p);
+		char name[NAME_MAX + 1];
+		memcpy(name, p, len);
+		name[len] = '\0';
+		int r = len ? mfs_tree_child(&dir, name, n) : -ENOENT;
+		if (r < 0)
+			return r;
+		dir = *n;
+		p = s ? s + 1 : p + len;
+	}
+	*n = dir;
+	if (!(n->path = strdup(path)))
+		return -ENOMEM;
+	int r = mfs_tree_bind(n);
+	if (r < 0)
+		mfs_node_clear(n);
+	return r;
 }

@@ -16,9 +16,12 @@
  *    root/ is read-only (EROFS).
  * The engine plane lists by the guest's own find (plane_engine.c); the
  * names this mount knows of (declared outputs and files written through it)
- * are its candidates, listed even where the guest's listing was cut.
+ * are its candidates, listed even where the guest's listing was cut. A
+ * call finds its sandbox's plane target through target.c.
  */
+#include "ctx.h"
 #include "mfs.h"
+#include "target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,116 +45,6 @@ struct mfs_dir {
 	struct mfs_handle h;         /* must stay first */
 	struct mafsbx_plane_dir *d;
 };
-
-/* The errno of a failed plane call, logged unless it is an ordinary answer. */
-static int plane_errno(const char *what, const struct mfs_node *n, const struct mafsbx_error *e, int r)
-{
-	int en = -mafsbx_error_errno(e, r < 0 ? r : -EIO);
-	if (en != ENOENT && en != EEXIST && en != ENOTEMPTY && en != ELOOP && en != EACCES)
-		log_debug("%s %s/%s/%s: %s", what, n->name, n->type == MFS_N_ROOTFS ? "root" : "work", n->rel,
-			  e->message);
-	return -en;
-}
-
-/*
- * File calls resolve NAME through a sandbox list up to this old (or
- * attr_timeout, if longer): a name's container changes only when the sandbox
- * is disposed and made again, and a call on a container that is gone fails
- * with EK_NO_CONTAINER, upon which it is retried once with a fresh lookup
- * (RETRY_STALE). Asking the engine for every path component would cost
- * milliseconds where the local plane costs microseconds.
- */
-
-static bool retry_stale(struct mfs *fs, int attempt, int r, const struct mafsbx_error *e)
-{
-	if (r >= 0 || attempt > 0 || e->kind != MAFSBX_EK_NO_CONTAINER)
-		return false;
-	mfs_snapshot_invalidate(fs);
-	return true;
-}
-
-/*
- * Another user's calls on the engine plane are bounded (mfs_call_charge):
- * each may wait for a freeze behind an exec of the sandbox, holding a FUSE
- * worker thread. So may a local-plane open for reading with -o frozen_reads
- * (its copy is made under a freeze): open_file() counts it too. target_of()
- * counts the call and target_put() returns it; the two are paired on one
- * thread, so the charge is kept per thread.
- */
-static __thread bool call_charged;
-static __thread uid_t call_uid;
-/* The call is watched for its caller's death (mfs_call_watch_begin). */
-static __thread bool call_watched;
-
-/* Count this thread's call for its caller when that is another user. 0 or -EBUSY. */
-static int charge_call(struct mfs *fs)
-{
-	uid_t uid;
-	if (call_charged || !mfs_caller_uid(&uid) || uid == getuid())
-		return 0;
-	int r = mfs_call_charge(fs, uid);
-	if (r == 0) {
-		call_charged = true;
-		call_uid = uid;
-	}
-	return r;
-}
-
-/* The plane target of a sandbox. Returns the snapshot holding `info` (the
- * caller puts it with target_put) or NULL with the errno in *errp (EBUSY:
- * the caller, another user, has its most engine-plane calls waiting).
- * `fresh`: ask the engine. */
-static struct mfs_snapshot *target_of(struct mfs *fs, const char *name, const struct mafsbx_sandbox_info **info,
-				      struct mafsbx_plane_target *t, int *errp, bool fresh)
-{
-	struct mafsbx_error e;
-	mafsbx_error_clear(&e);
-	long long age = (long long)(fs->opt.attr_timeout * 1000.0);
-	if (age < MFS_FILE_TARGET_MS)
-		age = MFS_FILE_TARGET_MS;
-	struct mfs_snapshot *s = mfs_sandbox_find_age(fs, name, fresh ? -1 : age, info, &e);
-	if (!s) {
-		*errp = mafsbx_error_errno(&e, -ENOENT);
-		return NULL;
-	}
-	t->id = (*info)->id;
-	t->name = (*info)->name;
-	t->work_dir = (*info)->work_dir ? (*info)->work_dir : MAFSBX_DEFAULT_WORK_DIR;
-	call_charged = false;
-	uid_t uid;
-	if (mfs_caller_uid(&uid) && uid != getuid() &&
-	    mafsbx_plane_which(fs->planes, t, NULL, 0) == MAFSBX_PK_ENGINE) {
-		int r = charge_call(fs);
-		if (r < 0) {
-			mfs_snapshot_put(s);
-			*errp = r;
-			return NULL;
-		}
-	}
-	/* every plane: the engine's waits for a freeze, and -o frozen_reads' local ones */
-	call_watched = true;
-	mfs_call_watch_begin();
-	return s;
-}
-
-/* The end of a call that target_of() began. */
-static void target_put(struct mfs *fs, struct mfs_snapshot *s)
-{
-	mfs_snapshot_put(s);
-	if (call_watched) {
-		call_watched = false;
-		mfs_call_watch_end();
-	}
-	if (call_charged) {
-		call_charged = false;
-		mfs_call_uncharge(fs, call_uid);
-	}
-}
-
-static enum mafsbx_plane_base base_of(const struct mfs_node *n)
-{
-	return n->type == MFS_N_ROOTFS ? MAFSBX_BASE_ROOT : MAFSBX_BASE_WORK;
-}
 
 static void to_stat(const struct mfs *fs, const struct mafsbx_pstat *p, struct stat *st)
 {
@@ -209,8 +102,9 @@ static int open_write_stat(struct mfs *fs, const struct mfs_node *n, struct mafs
 	return mfs_handles_each(fs, write_stat_of, &ws) ? 0 : -ENOENT;
 }
 
-int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
+int mfs_work_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
 {
+	struct mfs *fs = c->fs;
 	struct mfs_handle *h = mfs_handle_of(fi);
 	struct mafsbx_pstat p;
 	if (h && h->type == MFS_H_WORK) {
@@ -223,21 +117,21 @@ int mfs_work_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st, 
 	struct mafsbx_error e;
 	int r;
 	for (int attempt = 0;; attempt++) {
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s)
 			return r;
 		mafsbx_error_clear(&e);
-		r = mafsbx_plane_stat(fs->planes, &t, base_of(n), n->rel, &p, &e);
+		r = mafsbx_plane_stat(fs->planes, &t, mfs_base_of(n), n->rel, &p, &e);
 		if (r == 0 && !*n->rel && n->type == MFS_N_WORK && !p.mtime.tv_sec)
 			p.mtime = p.ctime = p.atime = (struct timespec){ (time_t)info->created, 0 };
-		target_put(fs, s);
-		if (!retry_stale(fs, attempt, r, &e))
+		mfs_target_put(c, s);
+		if (!mfs_retry_stale(fs, attempt, r, &e))
 			break;
 	}
 	if (r < 0 && e.err == ENOENT && n->type == MFS_N_WORK && open_write_stat(fs, n, &p) == 0)
 		r = 0;
 	if (r < 0)
-		return plane_errno("stat", n, &e, r);
+		return mfs_plane_errno("stat", n, &e, r);
 	to_stat(fs, &p, st);
 	return 0;
 }
@@ -290,8 +184,9 @@ static void dir_discard(struct mfs_handle *h)
 	mfs_work_releasedir((struct mfs_dir *)h);
 }
 
-int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
+int mfs_work_opendir(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi)
 {
+	struct mfs *fs = c->fs;
 	struct mfs_dir *d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -302,7 +197,7 @@ int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	for (int attempt = 0;; attempt++) {
 		const struct mafsbx_sandbox_info *info;
 		struct mafsbx_plane_target t;
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s) {
 			free(d);
 			return r;
@@ -313,16 +208,16 @@ int mfs_work_opendir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		if (n->type == MFS_N_WORK && !kids)
 			r = mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
 		else
-			r = mafsbx_plane_opendir(fs->planes, &t, base_of(n), n->rel, (const char *const *)kids, nk,
+			r = mafsbx_plane_opendir(fs->planes, &t, mfs_base_of(n), n->rel, (const char *const *)kids, nk,
 						 &d->d, &e);
 		mfs_strv_free(kids);
-		target_put(fs, s);
-		if (!retry_stale(fs, attempt, r, &e))
+		mfs_target_put(c, s);
+		if (!mfs_retry_stale(fs, attempt, r, &e))
 			break;
 	}
 	if (r < 0) {
 		free(d);
-		return plane_errno("list", n, &e, r);
+		return mfs_plane_errno("list", n, &e, r);
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
 	return 0;
@@ -361,8 +256,9 @@ static void work_discard(struct mfs_handle *h)
 	mfs_work_discard((struct mfs_work *)h);
 }
 
-static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, bool create, mode_t mode)
+static int open_file(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi, bool create, mode_t mode)
 {
+	struct mfs *fs = c->fs;
 	const struct mafsbx_sandbox_info *info;
 	struct mafsbx_plane_target t;
 	int r;
@@ -380,7 +276,7 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	w->h.discard = work_discard;
 	struct mafsbx_error e;
 	for (int attempt = 0;; attempt++) {
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, attempt > 0);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, attempt > 0);
 		if (!s) {
 			free(w->rel);
 			free(w);
@@ -389,12 +285,12 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 		snprintf(w->id, sizeof(w->id), "%s", info->id);
 		snprintf(w->name, sizeof(w->name), "%s", info->name);
 		mafsbx_error_clear(&e);
-		if (acc == O_RDONLY && !create && fs->opt.frozen_reads && (r = charge_call(fs)) < 0) {
-			target_put(fs, s);
+		if (acc == O_RDONLY && !create && fs->opt.frozen_reads && (r = mfs_charge_call(c)) < 0) {
+			mfs_target_put(c, s);
 			break;   /* another user's reads that may wait hold their share of the workers */
 		}
 		if (acc == O_RDONLY && !create) {
-			r = mafsbx_plane_open_read(fs->planes, &t, base_of(n), n->rel, fs->opt.max_read, &w->f, &e);
+			r = mafsbx_plane_open_read(fs->planes, &t, mfs_base_of(n), n->rel, fs->opt.max_read, &w->f, &e);
 		} else {
 			unsigned fl = 0;
 			if ((fi->flags & O_TRUNC) || create)
@@ -409,14 +305,14 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 				fl |= MAFSBX_PW_READ;
 			r = mafsbx_plane_open_write(fs->planes, &t, n->rel, fl, mode, fs->opt.max_write, &w->f, &e);
 		}
-		target_put(fs, s);
-		if (!retry_stale(fs, attempt, r, &e))
+		mfs_target_put(c, s);
+		if (!mfs_retry_stale(fs, attempt, r, &e))
 			break;
 	}
 	if (r < 0) {
 		free(w->rel);
 		free(w);
-		return plane_errno(create ? "create" : "open", n, &e, r);
+		return mfs_plane_errno(create ? "create" : "open", n, &e, r);
 	}
 	fi->fh = (uint64_t)(uintptr_t)w;
 	/* The guest may change the file at any time: never serve a stale size or page. */
@@ -425,14 +321,14 @@ static int open_file(struct mfs *fs, const struct mfs_node *n, struct fuse_file_
 	return 0;
 }
 
-int mfs_work_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi)
+int mfs_work_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_file_info *fi)
 {
-	return open_file(fs, n, fi, false, 0);
+	return open_file(c, n, fi, false, 0);
 }
 
-int mfs_work_create(struct mfs *fs, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi)
+int mfs_work_create(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi)
 {
-	return open_file(fs, n, fi, true, mode);
+	return open_file(c, n, fi, true, mode);
 }
 
 int mfs_work_read_fd(const struct mfs_handle *h)
@@ -471,9 +367,9 @@ int mfs_work_ftruncate(struct mfs *fs, struct mfs_work *w, off_t size)
  * A writer killed mid-stream must leave the old file whole, not replace it
  * with what it managed to write (mafsbxfs(1) READING AND WRITING FILES).
  */
-static bool caller_killed(void)
+static bool caller_killed(const struct mfs_ctx *c)
 {
-	pid_t pid = mfs_caller_pid();
+	pid_t pid = c->pid;
 	if (pid <= 0)
 		return false;
 	char path[64], buf[2048];
@@ -507,18 +403,19 @@ static bool caller_killed(void)
 	return (flags & 0x4) && (v & 0x7f) != 0;
 }
 
-static int work_commit(struct mfs *fs, struct mfs_work *w, bool last);
+static int work_commit(struct mfs_ctx *c, struct mfs_work *w, bool last);
 
-int mfs_work_flush(struct mfs *fs, struct mfs_work *w)
+int mfs_work_flush(struct mfs_ctx *c, struct mfs_work *w)
 {
-	return work_commit(fs, w, false);
+	return work_commit(c, w, false);
 }
 
-static int work_commit(struct mfs *fs, struct mfs_work *w, bool last)
+static int work_commit(struct mfs_ctx *c, struct mfs_work *w, bool last)
 {
+	struct mfs *fs = c->fs;
 	if (!mafsbx_plane_file_writable(w->f))
 		return 0;
-	if (caller_killed()) {
+	if (caller_killed(c)) {
 		log_info("write %s/work/%s: the writer was killed; the file is left as it was", w->name, w->rel);
 		mafsbx_plane_abandon(w->f);
 		return 0;
@@ -534,11 +431,11 @@ static int work_commit(struct mfs *fs, struct mfs_work *w, bool last)
 	return 0;
 }
 
-void mfs_work_release(struct mfs *fs, struct mfs_work *w)
+void mfs_work_release(struct mfs_ctx *c, struct mfs_work *w)
 {
 	if (!w)
 		return;
-	work_commit(fs, w, true);
+	work_commit(c, w, true);
 	mfs_work_discard(w);
 }
 
@@ -554,77 +451,83 @@ void mfs_work_discard(struct mfs_work *w)
 /* ---- path operations ------------------------------------------------------ */
 
 /* Run `call` (a plane path operation over &t and n->rel, with &e) for n's sandbox. */
-#define WITH_TARGET(fs, n, what, call)                                                 \
+#define WITH_TARGET(ctx, n, what, call)                                                 \
 	do {                                                                           \
 		const struct mafsbx_sandbox_info *info;                               \
 		struct mafsbx_plane_target t;                                          \
 		struct mafsbx_error e;                                                 \
 		for (int attempt = 0;; attempt++) {                                    \
-			struct mfs_snapshot *s = target_of((fs), (n)->name, &info, &t, &r, attempt > 0); \
+			struct mfs_snapshot *s = mfs_target_of((ctx), (n)->name, &info, &t, &r, attempt > 0); \
 			if (!s)                                                        \
 				return r;                                              \
 			mafsbx_error_clear(&e);                                        \
 			r = (call);                                                    \
 			if (r == 0)                                                    \
 				snprintf(id, sizeof(id), "%s", info->id);              \
-			target_put((fs), s);                                           \
-			if (!retry_stale((fs), attempt, r, &e))                        \
+			mfs_target_put((ctx), s);                                           \
+			if (!mfs_retry_stale((ctx)->fs, attempt, r, &e))                        \
 				break;                                                 \
 		}                                                                      \
 		if (r < 0)                                                             \
-			return plane_errno(what, (n), &e, r);                          \
+			return mfs_plane_errno(what, (n), &e, r);                          \
 	} while (0)
 
-int mfs_work_mkdir(struct mfs *fs, const struct mfs_node *n, mode_t mode)
+int mfs_work_mkdir(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode)
 {
+	struct mfs *fs = c->fs;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, "mkdir", mafsbx_plane_mkdir(fs->planes, &t, n->rel, mode, &e));
+	WITH_TARGET(c, n, "mkdir", mafsbx_plane_mkdir(fs->planes, &t, n->rel, mode, &e));
 	mfs_extra_add_written(fs, id, n->rel);
 	return 0;
 }
 
-int mfs_work_remove(struct mfs *fs, const struct mfs_node *n, bool dir)
+int mfs_work_remove(struct mfs_ctx *c, const struct mfs_node *n, bool dir)
 {
+	struct mfs *fs = c->fs;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, dir ? "rmdir" : "unlink", mafsbx_plane_remove(fs->planes, &t, n->rel, dir, &e));
+	WITH_TARGET(c, n, dir ? "rmdir" : "unlink", mafsbx_plane_remove(fs->planes, &t, n->rel, dir, &e));
 	return 0;
 }
 
-int mfs_work_rename(struct mfs *fs, const struct mfs_node *from, const struct mfs_node *to, unsigned flags)
+int mfs_work_rename(struct mfs_ctx *c, const struct mfs_node *from, const struct mfs_node *to, unsigned flags)
 {
+	struct mfs *fs = c->fs;
 	if (strcmp(from->name, to->name))
 		return -EXDEV;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, from, "rename", mafsbx_plane_rename(fs->planes, &t, from->rel, to->rel, flags, &e));
+	WITH_TARGET(c, from, "rename", mafsbx_plane_rename(fs->planes, &t, from->rel, to->rel, flags, &e));
 	mfs_extra_add_written(fs, id, to->rel);
 	if (flags & RENAME_EXCHANGE)
 		mfs_extra_add_written(fs, id, from->rel);   /* a file came to `from` too */
 	return 0;
 }
 
-int mfs_work_chmod(struct mfs *fs, const struct mfs_node *n, mode_t mode)
+int mfs_work_chmod(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode)
 {
+	struct mfs *fs = c->fs;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, "chmod", mafsbx_plane_chmod(fs->planes, &t, n->rel, mode, &e));
+	WITH_TARGET(c, n, "chmod", mafsbx_plane_chmod(fs->planes, &t, n->rel, mode, &e));
 	return 0;
 }
 
-int mfs_work_truncate(struct mfs *fs, const struct mfs_node *n, off_t size)
+int mfs_work_truncate(struct mfs_ctx *c, const struct mfs_node *n, off_t size)
 {
+	struct mfs *fs = c->fs;
 	if (size < 0)
 		return -EINVAL;
 	int r;
 	char id[65];
-	WITH_TARGET(fs, n, "truncate", mafsbx_plane_truncate(fs->planes, &t, n->rel, (uint64_t)size, &e));
+	WITH_TARGET(c, n, "truncate", mafsbx_plane_truncate(fs->planes, &t, n->rel, (uint64_t)size, &e));
 	return 0;
 }
 
-int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi)
+int mfs_work_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct timespec tv[2], struct fuse_file_info *fi)
 {
+	struct mfs *fs = c->fs;
 	struct mfs_handle *h = mfs_handle_of(fi);
 	struct timespec now[2] = { { 0, UTIME_NOW }, { 0, UTIME_NOW } };
 	int r;
@@ -635,14 +538,14 @@ int mfs_work_utimens(struct mfs *fs, const struct mfs_node *n, const struct time
 		const struct mafsbx_sandbox_info *info;
 		struct mafsbx_plane_target t;
 		struct mafsbx_error e;
-		struct mfs_snapshot *s = target_of(fs, n->name, &info, &t, &r, false);
+		struct mfs_snapshot *s = mfs_target_of(c, n->name, &info, &t, &r, false);
 		if (!s)
 			return r;
 		mafsbx_error_clear(&e);
 		mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e);
-		target_put(fs, s);
+		mfs_target_put(c, s);
 		return 0;
 	}
-	WITH_TARGET(fs, n, "utimens", mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e));
+	WITH_TARGET(c, n, "utimens", mafsbx_plane_utimens(fs->planes, &t, n->rel, tv ? tv : now, &e));
 	return 0;
 }

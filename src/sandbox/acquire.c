@@ -47,7 +47,7 @@ void (*sbx_test_before_create)(const char *name, void *ctx);
 void *sbx_test_before_create_ctx;
 #endif
 
-static json_t *str_array(char *const *v, size_t n)
+json_t *mafsbx_sbx_str_array(char *const *v, size_t n)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < n; i++)
@@ -91,7 +91,7 @@ json_t *mafsbx_sbx_create_labels(const struct mafsbx_acquire_spec *spec)
 {
 	__do_json json_t *labels = mafsbx_workload_labels(&spec->key, spec->kind, spec->labels, spec->work_dir);
 	__do_free char *attribution = mafsbx_key_attribution(&spec->key);
-	__do_json json_t *outputs = str_array(spec->outputs, spec->n_outputs);
+	__do_json json_t *outputs = mafsbx_sbx_str_array(spec->outputs, spec->n_outputs);
 	__do_free char *outputs_text = outputs ? json_dumps(outputs, JSON_COMPACT) : NULL;
 	if (!labels || !attribution || !outputs_text)
 		return NULL;
@@ -130,7 +130,7 @@ static json_t *create_config(struct mafsbx_backend *b, const struct mafsbx_acqui
 					  "AttachStderr", 0, "Tty", 0, "OpenStdin", 0, "HostConfig", hc);
 	if (!cfg || r)
 		return NULL;
-	if (spec->env && spec->n_env && json_object_set_new(cfg, "Env", str_array(spec->env, spec->n_env)) < 0)
+	if (spec->env && spec->n_env && json_object_set_new(cfg, "Env", mafsbx_sbx_str_array(spec->env, spec->n_env)) < 0)
 		return NULL;
 	/* allowlist: on NAME-net only, the proxy variables after the caller's, IPv6 off */
 	if (egress_name && mafsbx_sbx_egress_workload_config(egress_name, cfg) < 0)

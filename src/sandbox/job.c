@@ -21,6 +21,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "rundir.h"
+#include "sbx_internal.h"
 
 /* A job's JSON files are small; the spec with its stdin is the largest. */
 #define JOB_JSON_MAX (16u << 20)
@@ -107,9 +108,10 @@ static int get_str(const json_t *o, const char *key, char *out, size_t size)
 
 int mafsbx_job_meta_write(int dirfd, const struct mafsbx_job_meta *m, struct mafsbx_error *err)
 {
-	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "version", MAFSBX_JOB_VERSION, "job", m->job,
-			      "sandbox", m->sandbox, "container", m->container, "endpoint", m->endpoint, "scope", m->scope,
-			      "started", (json_int_t)m->started_s, "stream_cap", (json_int_t)m->stream_cap);
+	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:I}", "version", MAFSBX_JOB_VERSION, "job",
+			      m->job, "sandbox", m->sandbox, "container", m->container, "endpoint", m->endpoint,
+			      "cluster", m->cluster, "scope", m->scope, "started", (json_int_t)m->started_s,
+			      "stream_cap", (json_int_t)m->stream_cap);
 	int r = write_json(dirfd, "meta", o, err);
 	json_decref(o);
 	return r;
@@ -130,20 +132,11 @@ int mafsbx_job_meta_read(int dirfd, struct mafsbx_job_meta *m, struct mafsbx_err
 	    get_str(o, "scope", m->scope, sizeof(m->scope)) < 0)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "job meta: not of version %d, or a field is missing",
 					MAFSBX_JOB_VERSION);
+	/* absent in a job of one engine's mount made before swarms were served: false */
+	m->cluster = json_is_true(json_object_get(o, "cluster"));
 	m->started_s = json_integer_value(s);
 	m->stream_cap = (uint64_t)json_integer_value(c);
 	return 0;
-}
-
-static json_t *strv_json(char **v, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < n; i++)
-		if (json_array_append_new(a, json_string(v[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
 }
 
 int mafsbx_job_spec_write(int dirfd, const struct mafsbx_exec_spec *s, struct mafsbx_error *err)
@@ -153,8 +146,8 @@ int mafsbx_job_spec_write(int dirfd, const struct mafsbx_exec_spec *s, struct ma
 					  : NULL;
 	if (s->has_stdin && !in)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "job spec: out of memory");
-	json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:I, s:b}", "sandbox", s->sandbox, "argv", strv_json(s->argv, s->argc),
-			      "env", strv_json(s->env, s->n_env), "cwd", s->cwd, "timeout_ms", (json_int_t)s->timeout_ms,
+	json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:I, s:b}", "sandbox", s->sandbox, "argv", mafsbx_sbx_str_array(s->argv, s->argc),
+			      "env", mafsbx_sbx_str_array(s->env, s->n_env), "cwd", s->cwd, "timeout_ms", (json_int_t)s->timeout_ms,
 			      "dispose_on_timeout", s->on_timeout == MAFSBX_ON_TIMEOUT_DISPOSE);
 	if (o && s->user && json_object_set_new(o, "user", json_string(s->user)) < 0)
 		json_object_clear(o);

@@ -41,6 +41,8 @@ struct mafsbx_job_meta {
 	char sandbox[64];
 	char container[65];
 	char endpoint[1024];         /* the engine's URL (mafsbx_endpoint.url) */
+	bool cluster;                /* that engine is a swarm's manager (-o cluster=swarm): the
+				      * monitor runs the exec on the task's node (sandbox.h mafsbx_backend_serving) */
 	char scope[64];              /* the mount's scope label ("": unscoped) */
 	long long started_s;         /* wall clock */
 	uint64_t stream_cap;         /* bytes spooled per stream at most */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cluster.h"
 #include "engine.h"
 #include "freeze.h"
 #include "log.h"
@@ -101,17 +102,20 @@ static void on_created(const char *container_id, const char *exec_id, void *ctx)
 }
 
 /* The engine, its freezer (this host's freezes are shared through the runtime
- * directory) and a backend, as the daemon opened them. */
+ * directory) and a backend, as the daemon opened them; over a swarm the node
+ * map too, so that the exec runs in the task's container on its node's
+ * engine (sandbox.h mafsbx_backend_serving), as the daemon's own execs do. */
 struct engine_set {
 	struct mafsbx_endpoint ep;
 	struct mafsbx_engine *engine;
 	struct mafsbx_freezer *fz;
+	struct mafsbx_cluster *cl;
 	struct mafsbx_backend *b;
 };
 
-static int engine_set_open(struct engine_set *s, const char *url, struct mafsbx_error *err)
+static int engine_set_open(struct engine_set *s, const struct mafsbx_job_meta *meta, struct mafsbx_error *err)
 {
-	struct mafsbx_endpoint_options eo = { .host = url };
+	struct mafsbx_endpoint_options eo = { .host = meta->endpoint };
 	if (mafsbx_endpoint_resolve(&eo, NULL, NULL, &s->ep, err) < 0 ||
 	    !(s->engine = mafsbx_engine_open(&s->ep, NULL, err)) || !(s->fz = mafsbx_freezer_new(s->engine, NULL, err)))
 		return -1;
@@ -119,13 +123,20 @@ static int engine_set_open(struct engine_set *s, const char *url, struct mafsbx_
 	mafsbx_sandbox_config_defaults(&sc);
 	/* the daemon already bounded the timeout; no ceiling of our own */
 	sc.exec_timeout_max_s = MAFSBX_EXEC_TIMEOUT_NO_CEILING;
-	s->b = mafsbx_backend_new(s->engine, s->fz, &sc, err);
-	return s->b ? 0 : -1;
+	if (!(s->b = mafsbx_backend_new(s->engine, s->fz, &sc, err)))
+		return -1;
+	if (!meta->cluster)
+		return 0;
+	/* no placement: the monitor never acquires, it only finds where the task runs */
+	if (!(s->cl = mafsbx_cluster_new(s->engine, &s->ep, NULL, err)))
+		return -1;
+	return mafsbx_backend_set_cluster(s->b, s->cl, NULL, 0, err);
 }
 
 static void engine_set_close(struct engine_set *s)
 {
-	mafsbx_backend_free(s->b);
+	mafsbx_backend_free(s->b);   /* before the node map: its node backends borrow the map's engines */
+	mafsbx_cluster_free(s->cl);
 	if (s->fz)
 		mafsbx_freezer_free(s->fz);
 	if (s->engine)
@@ -139,7 +150,7 @@ static void run(struct monitor *m, const struct mafsbx_job_meta *meta, struct ma
 	struct engine_set es = { 0 };
 	struct mafsbx_error *e = &st->error;
 	long long t0 = mafsbx_now_ms();
-	if (mafsbx_job_spec_read(m->dirfd, &spec, e) < 0 || engine_set_open(&es, meta->endpoint, e) < 0) {
+	if (mafsbx_job_spec_read(m->dirfd, &spec, e) < 0 || engine_set_open(&es, meta, e) < 0) {
 		log_error("%s", e->message);
 		goto out;
 	}

@@ -1,6 +1,7 @@
 /*
  * sbx_internal.h: private to the sandbox backend (backend.c, acquire.c,
- * facts.c, dispose.c, exec.c, inventory.c, declarations.c). The backend
+ * facts.c, dispose.c, exec.c, inventory.c, declarations.c, the swarm's
+ * files, job.c and monitor.c). The backend
  * object, its per-name locks, the per-instance facts cache, and the helpers
  * the pieces share. Nothing outside those files includes this.
  */
@@ -228,6 +229,8 @@ struct sbx_user_spec {
 	bool root;               /* "" or "0:0" */
 };
 int mafsbx_sbx_parse_user(const char *user, struct sbx_user_spec *out);
+/* a JSON array of the n strings of v (NULL when out of memory) */
+json_t *mafsbx_sbx_str_array(char *const *v, size_t n);
 void mafsbx_sbx_user_spec_clear(struct sbx_user_spec *u);
 
 /* ---- dispose.c ---------------------------------------------------------- */

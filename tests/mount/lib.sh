@@ -150,6 +150,24 @@ wait_exit() {
 	return 1
 }
 
+# threads_of PID: each thread's state, wait channel, syscall (number, args)
+# and kernel stack, to stderr: what a daemon that did not exit in time was
+# blocked in, without a debugger (an exit bound missed on a loaded CI run
+# is otherwise a bare timeout).
+threads_of() {
+	local t fd
+	echo "threads of $1 (state, wchan, syscall; kernel stack):" >&2
+	for t in /proc/"$1"/task/*; do
+		printf '  tid %s %s wchan=%s syscall=%s\n' "${t##*/}" \
+			"$(awk '{ print $3 }' "$t/stat" 2>/dev/null)" "$(cat "$t/wchan" 2>/dev/null)" \
+			"$(cat "$t/syscall" 2>/dev/null)" >&2
+		sed 's/^/      /' "$t/stack" >&2 2>/dev/null || true
+	done
+	for fd in /proc/"$1"/fd/*; do
+		printf '  fd %s -> %s\n' "${fd##*/}" "$(readlink "$fd" 2>/dev/null)" >&2
+	done
+}
+
 # How long a background daemon may take to exit once unmounted or
 # signalled: its own bound on its end (engine calls end 10 s after the
 # session, an unpause 5 s more: fs/main.c) plus 5 s. It fails a daemon that
@@ -165,13 +183,15 @@ umount_fs() {
 	local mnt=$1 pid=$2
 	fusermount3 -u "$mnt" || fail "fusermount3 -u $mnt failed"
 	if [ "$MOUNT_MODE" = background ]; then
-		wait_exit "$pid" "$DAEMON_EXIT_BOUND_S" ||
+		wait_exit "$pid" "$DAEMON_EXIT_BOUND_S" || {
+			threads_of "$pid"
 			fail "the background daemon $pid did not exit within $DAEMON_EXIT_BOUND_S s of the unmount"
+		}
 		is_mounted "$mnt" && fail "$mnt is still mounted"
 		no_paused_now
 		return 0
 	fi
-	wait_exit "$pid" 30 || fail "mafsbxfs did not exit within 30 s of the unmount"
+	wait_exit "$pid" 30 || { threads_of "$pid"; fail "mafsbxfs did not exit within 30 s of the unmount"; }
 	[ "$EXIT_STATUS" = 0 ] || fail "mafsbxfs exited with $EXIT_STATUS after the unmount"
 	is_mounted "$mnt" && fail "$mnt is still mounted"
 	return 0

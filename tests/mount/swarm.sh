@@ -14,8 +14,11 @@
 #  - ls, by-scope/, status (with the node's hostname and ID), files and
 #    execs through the node's engine;
 #  - an acquire thaws a sandbox left paused with no live freeze;
-#  - a detached exec's cancel disposes the sandbox (its node's engine is not
-#    this host's to kill in), as upstream;
+#  - a detached exec runs in the task's container (its monitor routes it to
+#    the node's engine); its stdout, status and wait through the mount; its
+#    cancel disposes the sandbox (its node's engine is not this host's to kill
+#    in), as upstream; a kill -9 of the daemon loses no job: the next mount
+#    of the swarm adopts the ended one and the running one;
 #  - two mounts acquiring one key at once make one service;
 #  - a node whose label is missing or names another engine is refused
 #    (ENOTCONN naming the node), never guessed;
@@ -142,11 +145,49 @@ acquire "$M" t4 a k
 N4=$SBX
 N1=$N
 N=$N4
-detach_exec '"command": "sleep 300"'
+detach_exec '"command": "echo started; sleep 300"'
+for i in $(seq 1 100); do grep -q started "$M/$N4/execs/$XID/stdout" && break; sleep 0.1; done
+expect_eq "$(cat "$M/$N4/execs/$XID/stdout")" started "a detached exec's output before its cancel"
 N=$N1
 rmdir "$M/$N4/execs/$XID" || fail "rmdir (cancel) of a detached exec"
 expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=t4" | wc -l)" 0 \
 	"the sandbox of a cancelled exec (disposed, as upstream)"
+
+# ---- a detached exec runs in the task's container; its job outlives the daemon --
+# Its monitor runs it on the node's engine (the manager's backend routes it);
+# the daemon killed (an unmount in the background mode), the next mount of the
+# swarm adopts the jobs: the ended one with its output and exit code, the
+# running one to its end.
+acquire "$M" t7 a k
+N7=$SBX
+C7=$(docker ps -q --no-trunc --filter "label=com.docker.swarm.service.name=$N7")
+N=$N7
+detach_exec '"command": "cat /etc/hostname; echo end; exit 5"'
+XA=$XID
+detach_exec '"command": "echo before; sleep 3; echo after; exit 3"'
+XB=$XID
+N=$N1
+W=$(timeout 60 cat "$M/$N7/execs/$XA/wait") || fail "wait of a detached exec on the swarm"
+expect_eq "$(jget "$W" exit_code)" 5 "a detached exec's exit code on the swarm"
+expect_eq "$(jget "$W" stdout)" "$(docker inspect --format '{{.Config.Hostname}}' "$C7")"$'\n'end \
+	"a detached exec's stdout: run in the task's container"
+expect_eq "$(jget "$(cat "$M/$N7/execs/$XA/status")" exit_code)" 5 "a detached exec's status on the swarm"
+if [ "$MOUNT_MODE" = background ]; then
+	umount_fs "$M" "$MPID"
+else
+	kill -9 "$MPID"
+	wait_exit "$MPID" 10 || fail "the daemon survived kill -9"
+	fusermount3 -u -z "$M" || fail "cannot detach the dead mount"
+fi
+mount_fs "$M" -o cluster=swarm -H "unix://$SW_SOCK"
+MPID=$DAEMON_PID
+[ -d "$M/$N7/execs/$XA" ] || fail "the ended job was not adopted by the swarm's next mount"
+expect_eq "$(jget "$(cat "$M/$N7/execs/$XA/status")" exit_code)" 5 "an adopted ended job's exit code"
+expect_eq "$(tail -n1 "$M/$N7/execs/$XA/stdout")" end "an adopted ended job's output"
+W=$(timeout 60 cat "$M/$N7/execs/$XB/wait") || fail "wait of an adopted running job on the swarm"
+expect_eq "$(jget "$W" exit_code)" 3 "an adopted running job's exit code"
+expect_eq "$(jget "$W" stdout)" $'before\nafter' "an adopted running job's output"
+rmdir "$M/$N7" || fail "rmdir $N7"
 
 # ---- two mounts acquiring one key at once: one service ---------------------
 M2=$T/m2

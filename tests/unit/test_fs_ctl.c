@@ -1,6 +1,6 @@
 /*
  * test_fs_ctl.c: the .ctl transaction protocol (doc/protocol.md "The transactions"), through
- * the FUSE operations called directly (no mount), with a stub request
+ * the node and handle operations called by path (fs_paths.c, no mount), with a stub request
  * runner in place of the sandbox backend: split writes, a second request on
  * one handle, a read before any write, O_TRUNC, an oversized request,
  * malformed and trailing data, the framing (a byte that cannot continue a
@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "fs_paths.h"
 #include "mfs.h"
 
 static struct mfs fs;
@@ -61,7 +62,7 @@ static int setup(void **state)
 	fs.opt.max_threads = 16;
 	fs.run = stub_run;
 	mfs_init(&fs);
-	mfs_set_current(&fs);
+	fs_paths_set(&fs);
 	runs = 0;
 	return 0;
 }
@@ -70,7 +71,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	mfs_fini(&fs);
-	mfs_set_current(NULL);
+	fs_paths_set(NULL);
 	free(last_req);
 	last_req = NULL;
 	return 0;

@@ -87,6 +87,12 @@ static void test_meta_round_trip(void **state)
 	assert_string_equal(back.scope, m.scope);
 	assert_int_equal(back.started_s, m.started_s);
 	assert_int_equal(back.stream_cap, m.stream_cap);
+	assert_false(back.cluster);
+	/* a swarm mount's job says so: its monitor routes the exec to the task's node */
+	m.cluster = true;
+	assert_int_equal(mafsbx_job_meta_write(fx->fd, &m, &e), 0);
+	assert_int_equal(mafsbx_job_meta_read(fx->fd, &back, &e), 0);
+	assert_true(back.cluster);
 	/* a version this code does not know is refused, not guessed at */
 	put_file(fx->fd, "meta", "{\"version\": 2, \"job\": \"x\"}");
 	assert_true(mafsbx_job_meta_read(fx->fd, &back, &e) < 0);
