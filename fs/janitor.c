@@ -14,9 +14,10 @@
  *
  * Garbage. The freezer's lock files (five per container ID under the
  * runtime directory) and the mount's per-sandbox lists of declared outputs
- * and files written (fs->extras) are dropped when the mount disposes of a
- * sandbox, but a container removed by someone else (`mafsbx reap`, the
- * Python host, `docker rm`) would leave them for ever. A collection pass at
+ * and files written (fs->extras) and its detached execs' job files
+ * (RUNDIR/jobs, fs/jobs.c) are dropped when the mount disposes of a
+ * sandbox by name, but a container removed otherwise (a dispose by scope,
+ * `mafsbx reap`, the Python host, `docker rm`) would leave them for ever. A collection pass at
  * start-up and every JANITOR_GC_MS (MAFSBX_TEST_JANITOR_GC_MS in tests)
  * lists every container once and drops what belongs to IDs that are gone,
  * each absence confirmed by an inspect (an acquire that completed after the
@@ -132,6 +133,11 @@ static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
 	return dropped;
 }
 
+static bool id_listed_cb(const char *id, void *ctx)
+{
+	return id_listed(ctx, id);
+}
+
 static void gc_pass(struct mfs *fs)
 {
 	/* the lock files of the manager's containers only: over a swarm the nodes' are in their own
@@ -161,10 +167,11 @@ static void gc_pass(struct mfs *fs)
 	if (mafsbx_freezer_collect(fs->fz, ids, list.n, &locks, &e) < 0)
 		log_warn("collecting freeze lock files: %s", e.message);
 	unsigned lists = collect_extras(fs, &list);
+	unsigned jobs = mfs_jobs_collect(fs, id_listed_cb, &list);
 	/* warn level: rare (containers removed behind the mount's back), and what tests look for */
-	if (locks || lists)
-		log_warn("janitor: collected the freeze lock files of %u and the file lists of %u removed containers",
-			 locks, lists);
+	if (locks || lists || jobs)
+		log_warn("janitor: collected the freeze lock files of %u, the file lists of %u and the job files of "
+			 "%u removed containers' jobs", locks, lists, jobs);
 	free(ids);
 	free(list.id);
 }

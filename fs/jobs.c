@@ -243,7 +243,9 @@ static void adopt_one(struct mfs *fs, int cfd, const char *name)
 	mfs_exec_adopt(fs, dfd, &m);   /* takes dfd */
 }
 
-void mfs_jobs_adopt(struct mfs *fs)
+/* fn on every job directory under RUNDIR/jobs (cfd: its container's
+ * directory); a container's directory left empty is removed. */
+static void jobs_each(struct mfs *fs, void (*fn)(struct mfs *fs, int cfd, const char *name, void *ctx), void *ctx)
 {
 	if (fs->jobs_fd < 0 || !fs->engine)
 		return;
@@ -266,9 +268,60 @@ void mfs_jobs_adopt(struct mfs *fs)
 		struct dirent *j;
 		while ((j = readdir(jobs)))
 			if (j->d_name[0] != '.')
-				adopt_one(fs, dirfd(jobs), j->d_name);
+				fn(fs, dirfd(jobs), j->d_name, ctx);
 		closedir(jobs);
 		unlinkat(dirfd(top), c->d_name, AT_REMOVEDIR);   /* empty now: gone, else it stays */
 	}
 	closedir(top);
+}
+
+static void adopt_each(struct mfs *fs, int cfd, const char *name, void *ctx)
+{
+	(void)ctx;
+	adopt_one(fs, cfd, name);
+}
+
+void mfs_jobs_adopt(struct mfs *fs)
+{
+	jobs_each(fs, adopt_each, NULL);
+}
+
+struct collect_ctx {
+	bool (*listed)(const char *id, void *ctx);
+	void *ctx;
+	unsigned removed;
+};
+
+/* One job for the janitor: removed when it is this engine's, its container
+ * is not in the engine's list and an inspect confirms it gone (an acquire
+ * after the listing is no removal), and no monitor holds it (a monitor of a
+ * removed container ends soon; a later pass takes its files). */
+static void collect_each(struct mfs *fs, int cfd, const char *name, void *arg)
+{
+	struct collect_ctx *cc = arg;
+	__do_close int dfd = openat(cfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	struct mafsbx_job_meta m;
+	struct mafsbx_error e;
+	mafsbx_error_clear(&e);
+	if (dfd < 0 || mafsbx_job_meta_read(dfd, &m, &e) < 0)
+		return;   /* no meta yet: a job being made, or one the next start judges */
+	if (strcmp(m.endpoint, fs->ep.url) != 0 || strcmp(m.job, name) != 0 || cc->listed(m.container, cc->ctx) ||
+	    mafsbx_job_alive(dfd))
+		return;
+	json_t *insp = NULL;
+	int r = mafsbx_container_inspect(fs->engine, m.container, &insp, &e);
+	json_decref(insp);
+	if (r == 0 || e.kind != MAFSBX_EK_NO_CONTAINER)
+		return;
+	log_info("job %s of %s: its sandbox is gone; its files are removed", m.job, m.sandbox);
+	close(move_fd(dfd));
+	if (mafsbx_job_remove(cfd, name) == 0)
+		cc->removed++;
+}
+
+unsigned mfs_jobs_collect(struct mfs *fs, bool (*listed)(const char *id, void *ctx), void *ctx)
+{
+	struct collect_ctx cc = { .listed = listed, .ctx = ctx };
+	jobs_each(fs, collect_each, &cc);
+	return cc.removed;
 }

@@ -400,6 +400,10 @@ int mfs_jobs_open(struct mfs *fs);
 void mfs_jobs_close(struct mfs *fs);
 /* At mount start: every job of this engine and scope found there, adopted. */
 void mfs_jobs_adopt(struct mfs *fs);
+/* The janitor's collection: the files of this engine's jobs whose container
+ * is not listed (listed(id, ctx) false), is confirmed gone and has no
+ * monitor left, removed; how many. */
+unsigned mfs_jobs_collect(struct mfs *fs, bool (*listed)(const char *id, void *ctx), void *ctx);
 /* The job's directory made and its monitor started: the directory's fd, or -errno with err. */
 int mfs_job_start(struct mfs *fs, const struct mafsbx_job_meta *m, const struct mafsbx_exec_spec *spec,
 		  struct mafsbx_error *err);

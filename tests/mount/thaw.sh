@@ -8,7 +8,8 @@
 #      (a SIGKILLed mount) is gone, and collects the lock files of removed
 #      containers;
 #   3. a sandbox's five lock files go when the mount disposes of it, and when
-#      someone else removes it (the janitor's collection pass).
+#      someone else removes it (the janitor's collection pass), its detached
+#      execs' job files too.
 . "$(dirname "$0")/lib.sh"
 # Freezes belong to the engine plane (the local plane never freezes).
 PLANE=engine
@@ -65,6 +66,11 @@ N2=$SBX
 ID2=$(jget "$CTL_REPLY" id)
 echo data >"$M/$N2/work/written.txt" || fail "write through the mount"
 [ "$(locks_of "$R1" "$ID2")" -ge 3 ] || fail "expected lock files of $ID2 in $R1"
+# and a finished detached exec's job files (RUNDIR/jobs/ID/JOB)
+N=$N2
+detach_exec '"command": "echo job"'
+timeout 60 cat "$M/$N2/execs/$XID/wait" >/dev/null || fail "wait of the detached exec in $N2"
+[ -d "$R1/jobs/$ID2/$XID" ] || fail "expected the job files of $XID under $R1/jobs/$ID2"
 "$MFS_TOOL" rm-scope "$SCOPE"
 for i in $(seq 1 100); do
 	[ "$(locks_of "$R1" "$ID2")" = 0 ] && break
@@ -76,8 +82,14 @@ for i in $(seq 1 50); do
 	sleep 0.1
 done
 daemon_log_has "$T/daemon.mnt.log" "file lists of [1-9]" || fail "the janitor did not collect the file list of $N2"
+for i in $(seq 1 50); do
+	[ -e "$R1/jobs/$ID2" ] || break
+	sleep 0.1
+done
+[ -e "$R1/jobs/$ID2" ] && fail "the janitor left the job files of $N2, removed by someone else: $(ls -R "$R1/jobs/$ID2")"
+daemon_log_has "$T/daemon.mnt.log" "job files of [1-9]" || fail "the janitor did not say it collected the job files of $N2"
 umount_fs "$M" "$PID"
-log "ok: lock files and file lists are collected"
+log "ok: lock files, file lists and job files are collected"
 
 # --- 2. mafsbx thaw --------------------------------------------------------------
 R2=$T/run2
