@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct mfs fs;
 	fs.run = stub_run;
 	runs = 0;
-	struct mfs_ctl *c = mfs_ctl_open(MFS_CTL_EXEC);
+	struct mfs_ctl *c = mfs_ctl_open(&fs, MFS_CTL_EXEC);
 	FUZZ_CHECK(c != NULL);
 	int first_err = 0;
 	for (size_t i = 0; i < size; i += piece) {
