@@ -76,7 +76,7 @@ struct mfs_ctl *mfs_ctl_open(struct mfs *fs, enum mfs_ctl_kind kind)
 	c->kind = kind;
 	c->fs = fs;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->done, NULL);
+	mafsbx_cond_init_monotonic(&c->done);
 	return c;
 }
 

@@ -370,7 +370,7 @@ static struct mfs_dexec *dexec_new(struct mfs *fs, const char *sandbox, const ch
 		return NULL;
 	d->fd[0] = d->fd[1] = d->dirfd = -1;
 	pthread_mutex_init(&d->mu, NULL);
-	pthread_cond_init(&d->ended, NULL);
+	mafsbx_cond_init_monotonic(&d->ended);   /* wait_end's deadlines are monotonic */
 	atomic_init(&d->refs, 1);
 	d->fs = fs;
 	if (fs->planes)
