@@ -1,19 +1,23 @@
 /*
  * test_fs_ctl.c: the .ctl transaction protocol (doc/protocol.md "The transactions"), through
- * the node and handle operations called by path (fs_paths.c, no mount), with a stub request
- * runner in place of the sandbox backend: split writes, a second request on
- * one handle, a read before any write, O_TRUNC, an oversized request,
- * malformed and trailing data, the framing (a byte that cannot continue a
- * JSON object fails its write at once; a write ending in a newline ends the
- * request), a failing request's errno and reply, the pipe-like open
- * flags, a file closed while its request runs (its writer was killed:
- * the close does not wait, the request's end frees the handle); and the
- * others' pool of open files and waiting calls (mount.c).
+ * the daemon's own low-level handlers on fake requests (fs_ll.c, fuse_shim.c: no mount, no
+ * libfuse), the mount started as main.c starts it, so a write that completes a request runs
+ * on the transaction threads and is answered from there; a stub request runner stands in for
+ * the sandbox backend: split writes, a second request on one handle, a read before any
+ * write, O_TRUNC, an oversized request, malformed and trailing data, the framing (a byte
+ * that cannot continue a JSON object fails its write at once; a write ending in a newline
+ * ends the request), a failing request's errno and reply, the pipe-like open flags, a file
+ * closed while its request runs (its writer was killed: the close does not wait, the
+ * request's end frees the handle); the one request limit (-o max_requests transactions run
+ * at once, the rest wait their turn); and the others' pool of open files, waiting calls
+ * and requests (mount.c).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +27,53 @@
 
 #include <cmocka.h>
 
-#include "fs_paths.h"
+#include "fs_ll.h"
 #include "mfs.h"
 
 static struct mfs fs;
-static int runs;
+static atomic_int runs;
 static enum mfs_ctl_kind last_kind;
 static char *last_req;
+
+/* {"block": true} requests wait at the gate until the test opens it; the
+ * most that ran at once is kept. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static int at_gate, most_at_once, running_now;
+
+static void gate_pass(void)
+{
+	pthread_mutex_lock(&gate_mu);
+	at_gate++;
+	pthread_cond_broadcast(&gate_cv);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	at_gate--;
+	pthread_mutex_unlock(&gate_mu);
+}
+
+/* Wait until n requests wait at the gate (a generous bound, then fail). */
+static void gate_wait_for(int n)
+{
+	for (int i = 0; i < 6000; i++) {
+		pthread_mutex_lock(&gate_mu);
+		int have = at_gate;
+		pthread_mutex_unlock(&gate_mu);
+		if (have >= n)
+			return;
+		usleep(10000);
+	}
+	fail_msg("%d requests never reached the runner", n);
+}
+
+static void gate_set(bool open)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate_open = open;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
 
 /* {"fail": "ENOENT"} fails with that errno (and an extra member); anything
  * else succeeds, echoing the request. */
@@ -37,10 +81,19 @@ static int stub_run(struct mfs *m, enum mfs_ctl_kind kind, const json_t *req, js
 		    struct mafsbx_error *err)
 {
 	(void)m;
+	pthread_mutex_lock(&gate_mu);
+	if (++running_now > most_at_once)
+		most_at_once = running_now;
+	pthread_mutex_unlock(&gate_mu);
+	if (json_is_true(json_object_get(req, "block")))
+		gate_pass();
+	pthread_mutex_lock(&gate_mu);   /* requests released together end together */
+	running_now--;
 	runs++;
 	last_kind = kind;
 	free(last_req);
 	last_req = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+	pthread_mutex_unlock(&gate_mu);
 	const char *fail = json_string_value(json_object_get(req, "fail"));
 	if (fail) {
 		int e = !strcmp(fail, "ENOENT") ? ENOENT : !strcmp(fail, "ETIMEDOUT") ? ETIMEDOUT : EIO;
@@ -61,17 +114,18 @@ static int setup(void **state)
 	fs.opt.max_write = MFS_DEFAULT_MAX_WRITE;
 	fs.opt.max_threads = 16;
 	fs.run = stub_run;
-	mfs_init(&fs);
-	fs_paths_set(&fs);
+	fsll_start(&fs);
 	runs = 0;
+	gate_open = false;
+	most_at_once = 0;
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	mfs_fini(&fs);
-	fs_paths_set(NULL);
+	gate_set(true);   /* a failed test's blocked requests end */
+	fsll_stop(&fs);
 	free(last_req);
 	last_req = NULL;
 	return 0;
@@ -81,7 +135,7 @@ static void ctl_open(const char *path, int flags, struct fuse_file_info *fi)
 {
 	memset(fi, 0, sizeof(*fi));
 	fi->flags = flags;
-	assert_int_equal(mfs_operations.open(path, fi), 0);
+	assert_int_equal(fsll_open(path, fi), 0);
 	assert_true(fi->direct_io);
 	assert_true(fi->nonseekable);
 	assert_true(fi->fh != 0);
@@ -89,7 +143,7 @@ static void ctl_open(const char *path, int flags, struct fuse_file_info *fi)
 
 static int wr(struct fuse_file_info *fi, const char *s, size_t n, off_t off)
 {
-	return mfs_operations.write("/.ctl/exec", s, n, off, fi);
+	return fsll_write(fi, s, n, off);
 }
 
 /* Read the whole reply (until 0). Offsets are passed as a kernel would for a
@@ -104,7 +158,7 @@ static char *read_all(struct fuse_file_info *fi, size_t chunk)
 			cap = (len + chunk + 1) * 2;
 			out = realloc(out, cap);
 		}
-		int n = mfs_operations.read("/.ctl/exec", out + len, chunk, off, fi);
+		int n = fsll_read(fi, out + len, chunk, off);
 		assert_true(n >= 0);
 		if (n == 0)
 			break;
@@ -132,19 +186,19 @@ static void test_getattr_and_open_flags(void **state)
 {
 	(void)state;
 	struct stat st;
-	assert_int_equal(mfs_operations.getattr("/.ctl/acquire", &st, NULL), 0);
+	assert_int_equal(fsll_getattr("/.ctl/acquire", &st), 0);
 	assert_true(S_ISREG(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_int_equal(st.st_size, 0);
-	assert_int_equal(mfs_operations.getattr("/.ctl", &st, NULL), 0);
+	assert_int_equal(fsll_getattr("/.ctl", &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
-	assert_int_equal(mfs_operations.getattr("/.ctl/nope", &st, NULL), -ENOENT);
+	assert_int_equal(fsll_getattr("/.ctl/nope", &st), -ENOENT);
 	struct fuse_file_info fi;
 	ctl_open("/.ctl/dispose", O_RDWR, &fi);
-	assert_int_equal(mfs_operations.release("/.ctl/dispose", &fi), 0);
+	assert_int_equal(fsll_release(&fi), 0);
 	memset(&fi, 0, sizeof(fi));
 	fi.flags = O_RDWR;
-	assert_int_equal(mfs_operations.open("/.ctl/nope", &fi), -ENOENT);
+	assert_int_equal(fsll_open("/.ctl/nope", &fi), -ENOENT);
 }
 
 static void test_split_writes(void **state)
@@ -170,8 +224,8 @@ static void test_split_writes(void **state)
 	assert_int_equal(strncmp(text, "{\"ok\": true", 11), 0);
 	json_decref(j);
 	free(text);
-	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), 0);
-	assert_int_equal(mfs_operations.release("/.ctl/exec", &fi), 0);
+	assert_int_equal(fsll_flush(&fi), 0);
+	assert_int_equal(fsll_release(&fi), 0);
 }
 
 static void test_second_request_replaces_reply(void **state)
@@ -182,7 +236,7 @@ static void test_second_request_replaces_reply(void **state)
 	const char *r1 = "{\"n\": 1}";
 	assert_int_equal(wr(&fi, r1, strlen(r1), 0), (int)strlen(r1));
 	char part[5];
-	assert_int_equal(mfs_operations.read("/.ctl/acquire", part, sizeof(part), 0, &fi), (int)sizeof(part));
+	assert_int_equal(fsll_read(&fi, part, sizeof(part), 0), (int)sizeof(part));
 	const char *r2 = "{\"n\": 2222}";
 	assert_int_equal(wr(&fi, r2, strlen(r2), 0), (int)strlen(r2));
 	assert_int_equal(runs, 2);
@@ -194,8 +248,8 @@ static void test_second_request_replaces_reply(void **state)
 	free(text);
 	/* Fully read: further reads are at EOF. */
 	char c;
-	assert_int_equal(mfs_operations.read("/.ctl/acquire", &c, 1, 0, &fi), 0);
-	mfs_operations.release("/.ctl/acquire", &fi);
+	assert_int_equal(fsll_read(&fi, &c, 1, 0), 0);
+	fsll_release(&fi);
 }
 
 static void test_read_before_write(void **state)
@@ -220,7 +274,7 @@ static void test_read_before_write(void **state)
 	assert_true(json_is_true(json_object_get(j, "ok")));
 	json_decref(j);
 	free(text);
-	mfs_operations.release("/.ctl/exec", &fi);
+	fsll_release(&fi);
 }
 
 static void test_read_with_incomplete_request(void **state)
@@ -235,13 +289,13 @@ static void test_read_with_incomplete_request(void **state)
 	json_decref(j);
 	free(text);
 	/* close() of a descriptor with an unfinished request reports it */
-	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), -EINVAL);
+	assert_int_equal(fsll_flush(&fi), -EINVAL);
 	/* ...but the bytes stay, so the request can still be finished */
 	assert_int_equal(wr(&fi, " 1}", 3, 5), 3);
 	assert_int_equal(runs, 1);
 	assert_string_equal(last_req, "{\"a\":1}");
-	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), 0);
-	mfs_operations.release("/.ctl/exec", &fi);
+	assert_int_equal(fsll_flush(&fi), 0);
+	fsll_release(&fi);
 }
 
 static void test_o_trunc(void **state)
@@ -250,21 +304,21 @@ static void test_o_trunc(void **state)
 	struct fuse_file_info fi;
 	/* `echo '{...}' > .ctl/dispose` opens with O_WRONLY|O_TRUNC. */
 	ctl_open("/.ctl/dispose", O_WRONLY | O_TRUNC, &fi);
-	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 0, NULL), 0);
-	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 0, &fi), 0);
-	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 10, &fi), -EINVAL);
+	assert_int_equal(fsll_truncate("/.ctl/dispose", 0, NULL), 0);
+	assert_int_equal(fsll_truncate("/.ctl/dispose", 0, &fi), 0);
+	assert_int_equal(fsll_truncate("/.ctl/dispose", 10, &fi), -EINVAL);
 	/* truncate(0) on the handle forgets a partial request */
 	assert_int_equal(wr(&fi, "{\"junk\": [1, 2", 14, 0), 14);
-	assert_int_equal(mfs_operations.truncate("/.ctl/dispose", 0, &fi), 0);
+	assert_int_equal(fsll_truncate("/.ctl/dispose", 0, &fi), 0);
 	const char *req = "{\"name\": \"maf-sandbox-docker-000000000000\"}\n";
 	assert_int_equal(wr(&fi, req, strlen(req), 0), (int)strlen(req));
 	assert_int_equal(runs, 1);
 	assert_int_equal(last_kind, MFS_CTL_DISPOSE);
 	assert_string_equal(last_req, "{\"name\":\"maf-sandbox-docker-000000000000\"}");
-	assert_int_equal(mfs_operations.flush("/.ctl/dispose", &fi), 0);
-	mfs_operations.release("/.ctl/dispose", &fi);
+	assert_int_equal(fsll_flush(&fi), 0);
+	fsll_release(&fi);
 	/* utimens (touch) is accepted too */
-	assert_int_equal(mfs_operations.utimens("/.ctl/dispose", NULL, NULL), 0);
+	assert_int_equal(fsll_utimens("/.ctl/dispose"), 0);
 }
 
 static void test_oversized(void **state)
@@ -300,10 +354,10 @@ static void test_oversized(void **state)
 	json_decref(j);
 	free(text);
 	/* O_TRUNC / truncate(0) starts afresh. */
-	assert_int_equal(mfs_operations.truncate("/.ctl/exec", 0, &fi), 0);
+	assert_int_equal(fsll_truncate("/.ctl/exec", 0, &fi), 0);
 	assert_int_equal(wr(&fi, "{\"ok\": 1}", 9, 0), 9);
 	assert_int_equal(runs, 1);
-	mfs_operations.release("/.ctl/exec", &fi);
+	fsll_release(&fi);
 
 	/* A request of exactly the cap is fine. */
 	ctl_open("/.ctl/exec", O_RDWR, &fi);
@@ -320,7 +374,7 @@ static void test_oversized(void **state)
 		off += n;
 	}
 	assert_int_equal(runs, 2);
-	mfs_operations.release("/.ctl/exec", &fi);
+	fsll_release(&fi);
 	free(big);
 	free(buf);
 }
@@ -341,7 +395,7 @@ static void expect_einval(const char *req, const char *needle)
 		fail_msg("message '%s' does not contain '%s'", msg, needle);
 	json_decref(j);
 	free(text);
-	mfs_operations.release("/.ctl/acquire", &fi);
+	fsll_release(&fi);
 }
 
 static void test_malformed(void **state)
@@ -357,8 +411,8 @@ static void test_malformed(void **state)
 	struct fuse_file_info fi;
 	ctl_open("/.ctl/acquire", O_RDWR, &fi);
 	assert_int_equal(wr(&fi, " \n\t", 3, 0), 3);
-	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
-	mfs_operations.release("/.ctl/acquire", &fi);
+	assert_int_equal(fsll_flush(&fi), 0);
+	fsll_release(&fi);
 	assert_int_equal(runs, 0);
 }
 
@@ -386,11 +440,11 @@ static void expect_bad_at_once(const char *first, const char *second, const char
 		fail_msg("'%s': message '%s' does not contain '%s'", first, msg, needle);
 	json_decref(j);
 	free(text);
-	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
+	assert_int_equal(fsll_flush(&fi), 0);
 	/* the next request on the handle works */
 	assert_int_equal(wr(&fi, "{}", 2, 0), 2);
 	assert_int_equal(runs, before + 1);
-	mfs_operations.release("/.ctl/acquire", &fi);
+	fsll_release(&fi);
 }
 
 static void test_framing_bad_bytes(void **state)
@@ -455,7 +509,7 @@ static void test_framing_newline(void **state)
 	assert_non_null(strstr(msg, "a newline ended the request"));
 	json_decref(j);
 	free(text);
-	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
+	assert_int_equal(fsll_flush(&fi), 0);
 	const char *pretty = "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}\n";
 	assert_int_equal(wr(&fi, pretty, strlen(pretty), 0), (int)strlen(pretty));
 	assert_int_equal(runs, 1);
@@ -463,7 +517,7 @@ static void test_framing_newline(void **state)
 	/* whitespace-only lines neither start nor end anything */
 	assert_int_equal(wr(&fi, "\n", 1, 0), 1);
 	assert_int_equal(wr(&fi, "  \r\n", 4, 0), 4);
-	assert_int_equal(mfs_operations.flush("/.ctl/acquire", &fi), 0);
+	assert_int_equal(fsll_flush(&fi), 0);
 	/* every value form, split byte by byte (no write ends in a newline) */
 	const char *all = "{\"n\": [0, -0, 12, -3.25, 1e5, 2E-3, 4.5e+6, true, false, null, \"\", "
 			  "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD83D\\uDE00 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\", "
@@ -479,7 +533,7 @@ static void test_framing_newline(void **state)
 	assert_string_equal(last_req, w);
 	free(w);
 	json_decref(want);
-	mfs_operations.release("/.ctl/acquire", &fi);
+	fsll_release(&fi);
 }
 
 static void test_failing_request(void **state)
@@ -509,7 +563,7 @@ static void test_failing_request(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "errno")), "ETIMEDOUT");
 	json_decref(j);
 	free(text);
-	mfs_operations.release("/.ctl/exec", &fi);
+	fsll_release(&fi);
 }
 
 static void test_closed_while_running(void **state)
@@ -517,19 +571,18 @@ static void test_closed_while_running(void **state)
 	(void)state;
 	struct fuse_file_info fi;
 	ctl_open("/.ctl/exec", O_RDWR, &fi);
-	struct mfs_ctl *c = (struct mfs_ctl *)mfs_handle_of(&fi);
-	const char *req = "{\"who\": \"gone\"}";
-	bool run_it = false;
-	int taken = mfs_ctl_write_take(c, req, strlen(req), &run_it);
-	assert_true(run_it);
-	assert_int_equal(taken, (int)strlen(req));
-	/* as lowlevel.c's transaction thread would run it, after the writer's close */
-	assert_int_equal(mfs_operations.flush("/.ctl/exec", &fi), 0);   /* no wait for the run */
-	assert_int_equal(mfs_operations.release("/.ctl/exec", &fi), 0);
+	const char *req = "{\"who\": \"gone\", \"block\": true}";
+	struct fuse_req *w = fsll_write_start(&fi, req, strlen(req), 0);
+	gate_wait_for(1);   /* running on its transaction thread */
+	/* the writer is closed meanwhile: neither call waits for the run */
+	assert_int_equal(fsll_flush(&fi), 0);
+	assert_int_equal(fsll_release(&fi), 0);
+	assert_false(shim_answered(w));
 	assert_int_equal(runs, 0);
-	assert_int_equal(mfs_ctl_write_run(&fs, c, taken), taken);   /* runs, then frees the handle */
+	gate_set(true);
+	assert_int_equal(fsll_result(w), (int)strlen(req));   /* runs, answers, then frees the handle */
 	assert_int_equal(runs, 1);
-	assert_string_equal(last_req, "{\"who\":\"gone\"}");
+	assert_string_equal(last_req, "{\"block\":true,\"who\":\"gone\"}");
 }
 
 static void test_parallel_handles_are_private(void **state)
@@ -546,8 +599,8 @@ static void test_parallel_handles_are_private(void **state)
 	assert_non_null(strstr(tb, "\"who\": \"b\""));
 	free(ta);
 	free(tb);
-	mfs_operations.release("/.ctl/exec", &a);
-	mfs_operations.release("/.ctl/exec", &b);
+	fsll_release(&a);
+	fsll_release(&b);
 }
 
 static void test_read_only_files(void **state)
@@ -556,50 +609,57 @@ static void test_read_only_files(void **state)
 	struct fuse_file_info fi;
 	memset(&fi, 0, sizeof(fi));
 	fi.flags = O_WRONLY;
-	assert_int_equal(mfs_operations.open("/.ctl/declarations", &fi), -EACCES);
+	assert_int_equal(fsll_open("/.ctl/declarations", &fi), -EACCES);
 	fi.flags = O_RDWR;
-	assert_int_equal(mfs_operations.open("/.ctl/engine", &fi), -EACCES);
-	fi.flags = O_WRONLY;
-	assert_int_equal(mfs_operations.open("/maf-sandbox-docker-0123456789ab/status", &fi), -EACCES);
-	assert_int_equal(mfs_operations.truncate("/.ctl/declarations", 0, NULL), -EACCES);
-	assert_int_equal(mfs_operations.create("/.ctl/engine", 0644, &fi), -EACCES);
+	assert_int_equal(fsll_open("/.ctl/engine", &fi), -EACCES);
+	assert_int_equal(fsll_truncate("/.ctl/declarations", 0, NULL), -EACCES);
+	assert_int_equal(fsll_create("/.ctl/engine", 0644, &fi), -EACCES);
 	struct stat st;
-	assert_int_equal(mfs_operations.getattr("/.ctl/declarations", &st, NULL), 0);
+	assert_int_equal(fsll_getattr("/.ctl/declarations", &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0444);
 	/* the tree itself cannot be changed */
-	assert_int_equal(mfs_operations.unlink("/.ctl/acquire"), -EPERM);
-	assert_int_equal(mfs_operations.mkdir("/newdir", 0755), -EPERM);
-	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/x", 0), -EPERM);
+	assert_int_equal(fsll_unlink("/.ctl/acquire"), -EPERM);
+	assert_int_equal(fsll_mkdir("/newdir", 0755), -EPERM);
+	assert_int_equal(fsll_rename("/.ctl/acquire", "/.ctl/x", 0), -EPERM);
 	/* renameat2's flags: a plain rename's answer there, EINVAL for one it does not know */
-	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/exec", RENAME_EXCHANGE), -EPERM);
-	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/x", RENAME_NOREPLACE), -EPERM);
-	assert_int_equal(mfs_operations.rename("/.ctl/acquire", "/.ctl/x", 0x80), -EINVAL);
-	assert_int_equal(mfs_operations.rename("/maf-sandbox-docker-0123456789ab/root/a",
-					       "/maf-sandbox-docker-0123456789ab/root/b", RENAME_EXCHANGE), -EROFS);
-	assert_int_equal(mfs_operations.rmdir("/.ctl"), -EPERM);
-	assert_int_equal(mfs_operations.chmod("/.ctl/exec", 0777, NULL), -EPERM);
+	assert_int_equal(fsll_rename("/.ctl/acquire", "/.ctl/exec", RENAME_EXCHANGE), -EPERM);
+	assert_int_equal(fsll_rename("/.ctl/acquire", "/.ctl/x", RENAME_NOREPLACE), -EPERM);
+	assert_int_equal(fsll_rename("/.ctl/acquire", "/.ctl/x", 0x80), -EINVAL);
+	assert_int_equal(fsll_rmdir("/.ctl"), -EPERM);
+	assert_int_equal(fsll_chmod("/.ctl/exec", 0777), -EPERM);
 }
 
-/* The real runner refuses a request past the worker budget at once (EBUSY,
- * naming the option) instead of queueing it behind the running ones. */
-static void test_runner_budget(void **state)
+/* The one request limit is the daemon's (txn.c): at most -o max_requests
+ * transactions run at once; the next waits its turn (not refused), and runs
+ * when one ends. */
+static void test_request_limit(void **state)
 {
 	(void)state;
-	fs.run = mfs_run_request;
-	fs.requests_max = 0;
-	struct fuse_file_info fi;
-	ctl_open("/.ctl/exec", O_RDWR, &fi);
-	const char *req = "{\"sandbox\": \"maf-sandbox-docker-000000000000\", \"argv\": [\"true\"]}";
-	assert_int_equal(wr(&fi, req, strlen(req), 0), -EBUSY);
-	char *text = read_all(&fi, 4096);
-	json_t *j = parse_reply(text);
-	json_t *e = json_object_get(j, "error");
-	assert_string_equal(json_string_value(json_object_get(e, "errno")), "EBUSY");
-	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "max_requests"));
-	json_decref(j);
-	free(text);
-	mfs_operations.release("/.ctl/exec", &fi);
-	assert_int_equal(atomic_load(&fs.requests_running), 0);
+	fsll_stop(&fs);
+	fs.opt.max_requests = 2;
+	fsll_start(&fs);
+	struct fuse_file_info fi[3];
+	struct fuse_req *w[3];
+	const char *req = "{\"block\": true}";
+	for (int i = 0; i < 3; i++) {
+		ctl_open("/.ctl/exec", O_RDWR, &fi[i]);
+		w[i] = fsll_write_start(&fi[i], req, strlen(req), 0);
+	}
+	gate_wait_for(2);
+	usleep(200000);   /* time for a third to start, were it let */
+	pthread_mutex_lock(&gate_mu);
+	int at_once = at_gate;
+	pthread_mutex_unlock(&gate_mu);
+	assert_int_equal(at_once, 2);
+	for (int i = 0; i < 3; i++)
+		assert_false(shim_answered(w[i]));   /* the third waits: no EBUSY */
+	gate_set(true);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(fsll_result(w[i]), (int)strlen(req));
+		assert_int_equal(fsll_release(&fi[i]), 0);
+	}
+	assert_int_equal(runs, 3);
+	assert_int_equal(most_at_once, 2);
 }
 
 /*
@@ -676,37 +736,37 @@ static void test_others_request_pool(void **state)
 	unsigned pool = fs.user_requests.pool;
 	assert_int_equal(pool, MFS_DEFAULT_MAX_REQUESTS / 2);
 	struct fuse_file_info fi[MFS_DEFAULT_MAX_REQUESTS / 2 + 2];
-	bool run_it;
+	struct fuse_req *w[MFS_DEFAULT_MAX_REQUESTS / 2 + 2];
+	const char *block = "{\"block\": true}";
 	for (unsigned i = 0; i <= pool; i++) {
-		uid_t u = 100000 + i;
-		assert_int_equal(mfs_open_charge(&fs, u), 0);
+		fsll_as(100000 + i);   /* another user each: opened and written as that uid */
 		ctl_open("/.ctl/exec", O_RDWR, &fi[i]);
-		mfs_open_charged(&fs, &fi[i], u);
-		struct mfs_ctl *c = (struct mfs_ctl *)(uintptr_t)fi[i].fh;
-		int r = mfs_ctl_write_take(c, "{}", 2, &run_it);
+		w[i] = fsll_write_start(&fi[i], block, strlen(block), 0);
 		if (i < pool) {
-			assert_int_equal(r, 2);
-			assert_true(run_it);
+			gate_wait_for((int)i + 1);
 		} else {
-			assert_int_equal(r, -EBUSY);   /* the pool is full: refused before it waits for a thread */
-			assert_false(run_it);
+			/* the pool is full: refused before it waits for a thread */
+			assert_int_equal(fsll_result(w[i]), -EBUSY);
 			char *reply = read_all(&fi[i], 4096);
 			assert_non_null(strstr(reply, "half of -o max_requests"));
 			free(reply);
 		}
 	}
 	/* the mounting user's request is not counted */
+	fsll_as(getuid());
 	ctl_open("/.ctl/exec", O_RDWR, &fi[pool + 1]);
 	assert_int_equal(wr(&fi[pool + 1], "{}", 2, 0), 2);
-	/* one other user's request ends: another may run */
-	struct mfs_ctl *first = (struct mfs_ctl *)(uintptr_t)fi[0].fh;
-	assert_int_equal(mfs_ctl_write_run(&fs, first, 2), 2);
+	/* the other users' requests end: another may run */
+	gate_set(true);
+	for (unsigned i = 0; i < pool; i++)
+		assert_int_equal(fsll_result(w[i]), (int)strlen(block));
+	fsll_as(100000 + pool);
 	assert_int_equal(wr(&fi[pool], "{}", 2, 0), 2);
-	for (unsigned i = 1; i < pool; i++)
-		assert_int_equal(mfs_ctl_write_run(&fs, (struct mfs_ctl *)(uintptr_t)fi[i].fh, 2), 2);
 	assert_int_equal(fs.user_requests.total, 0);
-	for (unsigned i = 0; i <= pool + 1; i++)
-		mfs_operations.release("/.ctl/exec", &fi[i]);
+	for (unsigned i = 0; i <= pool + 1; i++) {
+		fsll_as(i <= pool ? 100000 + i : getuid());
+		assert_int_equal(fsll_release(&fi[i]), 0);
+	}
 }
 
 int main(void)
@@ -726,7 +786,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_closed_while_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_runner_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_others_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_others_request_pool, setup, teardown),
 	};
