@@ -18,7 +18,6 @@ int mfs_init(struct mfs *fs)
 	fs->mount_time = time(NULL);
 	fs->snap = NULL;
 	fs->extras = NULL;
-	atomic_init(&fs->requests_running, 0);
 	/* Transactions run on their own threads (txn.c), as many as this. */
 	fs->requests_max = (int)(fs->opt.max_requests ? fs->opt.max_requests : MFS_DEFAULT_MAX_REQUESTS);
 	mfs_execs_init(fs);

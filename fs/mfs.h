@@ -301,8 +301,7 @@ struct mfs {
 	struct mfs_sbx_extra *extras;
 
 	atomic_size_t reply_bytes;   /* reply.c: exec reply bytes being built now */
-	atomic_int requests_running; /* mount.c: .ctl requests (and rmdir NAME) running now */
-	int requests_max;            /* they may hold at most this many worker threads */
+	int requests_max;            /* -o max_requests: transaction threads (txn.c), the one request limit */
 
 	pthread_t janitor;           /* janitor.c */
 	bool janitor_running;
@@ -341,15 +340,6 @@ void mfs_fini(struct mfs *fs);
 /* mount.c's part: the registry of open handles and the per-user counts. */
 void mfs_handles_init(struct mfs *fs);
 void mfs_handles_fini(struct mfs *fs);
-
-
-/*
- * The limit on .ctl requests (and rmdir NAME, a dispose) running at once:
- * enter() counts one in, or refuses with EBUSY naming `what` when
- * requests_max run already; leave() counts it out.
- */
-int mfs_request_enter(struct mfs *fs, const char *what, struct mafsbx_error *err);
-void mfs_request_leave(struct mfs *fs);
 
 /* ---- going into the background (daemon.c) --------------------------------- */
 

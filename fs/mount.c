@@ -1,10 +1,10 @@
 /*
  * mount.c: what one mount holds for every operation (the `struct mfs` an
  * operation is handed in its request's context, ctx.h): the registry of
- * open handles, the limit on .ctl requests
- * running at once, and what users other than the daemon's may hold: open
+ * open handles, and what users other than the daemon's may hold: open
  * files, file calls that may wait and .ctl requests, per user and in one
- * pool all of them share.
+ * pool all of them share. (The limit on .ctl requests running at once is
+ * the transaction threads', txn.c.)
  *
  * The bottom of fs/: the node kinds (kinds.c, handles.c), work.c, ctl.c,
  * requests.c call here; this file calls only each handle's own discard
@@ -347,23 +347,4 @@ void mfs_handles_discard_all(struct mfs *fs)
 			h->discard(h);
 		h = next;
 	}
-}
-
-/* ---- the request limit ------------------------------------------------------ */
-
-int mfs_request_enter(struct mfs *fs, const char *what, struct mafsbx_error *err)
-{
-	int running = atomic_fetch_add(&fs->requests_running, 1);
-	if (running < fs->requests_max)
-		return 0;
-	atomic_fetch_sub(&fs->requests_running, 1);
-	return mafsbx_error_set_full(err, MAFSBX_EK_CONFLICT, EBUSY, "RuntimeError",
-				     "%s: %d requests are running already, the most this mount allows "
-				     "(raise -o max_requests)",
-				     what, running);
-}
-
-void mfs_request_leave(struct mfs *fs)
-{
-	atomic_fetch_sub(&fs->requests_running, 1);
 }

@@ -29,10 +29,9 @@
  *
  * Requests run on the transaction threads (txn.c, -o max_requests of them),
  * never on a FUSE worker, so lookups and reads always find a free worker;
- * past the cap a request waits its turn in txn.c's queue. The count here
- * (mfs_request_enter, mount.c) is the backstop: it refuses with EBUSY only
- * a caller that reached the runner some other way past the cap (the unit
- * tests' synchronous writes through the .ctl handle's ops; the daemon never does).
+ * past the cap a request waits its turn in txn.c's queue. That is the one
+ * limit: the unit tests reach this runner through the same threads
+ * (tests/unit/fs_ll.c drives the daemon's low-level handlers).
  */
 #include "mfs.h"
 
@@ -302,9 +301,7 @@ int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, j
 		    struct mafsbx_error *err)
 {
 	mfs_reply_budget_release_held();
-	int r = mfs_request_enter(fs, mfs_ctl_kind_name(kind), err);
-	if (r < 0)
-		return r;
+	int r;
 	struct mafsbx_spec_config cfg;   /* the limits acquire and exec requests are checked against */
 	mafsbx_backend_spec_config(fs->backend, &cfg);
 	switch (kind) {
@@ -321,6 +318,5 @@ int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, j
 		r = mafsbx_error_set(err, MAFSBX_EK_INVALID, "unknown request");
 		break;
 	}
-	mfs_request_leave(fs);
 	return r;
 }
