@@ -201,6 +201,37 @@ static void test_getattr_and_open_flags(void **state)
 	assert_int_equal(fsll_open("/.ctl/nope", &fi), -ENOENT);
 }
 
+/* The root and .ctl as the kernel looks them up (no engine: nothing here lists sandboxes):
+ * each lookup of a transaction file is a fresh node no cache keeps; .ctl lists its files. */
+static void test_ctl_nodes(void **state)
+{
+	(void)state;
+	struct stat st;
+	assert_int_equal(fsll_getattr("/", &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	fuse_ino_t a, b;
+	struct fuse_entry_param e;
+	assert_int_equal(fsll_lookup("/.ctl", &a, &e), 0);
+	assert_true(S_ISDIR(e.attr.st_mode));
+	assert_int_equal(fsll_lookup("/.ctl/acquire", &a, &e), 0);
+	assert_true(e.attr_timeout == 0 && e.entry_timeout == 0);
+	assert_int_equal(fsll_lookup("/.ctl/acquire", &b, NULL), 0);
+	assert_true(a != b);
+	assert_int_equal(fsll_lookup("/.ctl/declarations", &a, &e), 0);
+	assert_int_equal(e.attr.st_mode & 07777, 0444);
+	struct fuse_req *r;
+	assert_true(fsll_readdir("/.ctl", false, 4096, &r) > 0);
+	size_t pos = 0;
+	struct shim_dirent d;
+	char names[256] = "";
+	while (shim_dirent_next(r, &pos, &d)) {
+		strcat(names, d.name);
+		strcat(names, " ");
+	}
+	shim_free(r);
+	assert_string_equal(names, ". .. acquire dispose exec declarations engine ");
+}
+
 static void test_split_writes(void **state)
 {
 	(void)state;
@@ -773,6 +804,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_getattr_and_open_flags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ctl_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_second_request_replaces_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_before_write, setup, teardown),
