@@ -232,7 +232,7 @@ build build-clang clang || failures+=("clang build failed")
 # cycles; option parsing is in the unit suite), and the timing-bound
 # threads (a read must finish within 10 s behind 9 s of execs) and
 # concurrency (a 30 s soak) tests, which ASan's slowdown makes flaky.
-asan_integration=(engine files exec freeze_exec dispose sandbox burst)
+asan_integration=(engine files exec freeze_exec dispose sandbox burst fs_lowlevel)
 asan_mount=(badinput bigfile engine_down interop story story-engine rename interrupt timeouts snapshot jobs)
 if build build-asan gcc -Db_sanitize=address,undefined; then
 	run_tests asan-ubsan-unit build-asan --setup sanitize --suite unit
