@@ -60,8 +60,12 @@ static int result_of(struct fuse_req *r, char *out, size_t size)
 	int v = 0;
 	if (r->answer == SHIM_ERR)
 		v = -r->err;
-	else if (r->answer == SHIM_WRITE)
+	else if (r->answer == SHIM_WRITE) {
+		/* a count no write can have: an error sent as a count (the kernel would take it as bytes) */
+		if (r->count > INT_MAX)
+			fail_msg("a write answered with the count %zu", r->count);
 		v = (int)r->count;
+	}
 	else if (r->answer == SHIM_BUF) {
 		assert_true(r->len <= size);
 		if (out)
