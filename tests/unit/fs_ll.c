@@ -120,16 +120,22 @@ static int parent_of(const char *path, fuse_ino_t *parent, char name[NAME_MAX + 
 	return fsll_lookup(dir, parent, NULL);
 }
 
+/* A request for the node `path` names (*ino), or NULL with *v the lookup's error. */
+static struct fuse_req *req_on(const char *path, fuse_ino_t *ino, int *v)
+{
+	*v = fsll_lookup(path, ino, NULL);
+	return *v < 0 ? NULL : req();
+}
+
 int fsll_getattr(const char *path, struct stat *st)
 {
 	fuse_ino_t ino;
-	int v = fsll_lookup(path, &ino, NULL);
-	if (v < 0)
+	int v;
+	struct fuse_req *r = req_on(path, &ino, &v);
+	if (!r)
 		return v;
-	struct fuse_req *r = req();
 	mfs_lowlevel_ops.getattr(r, ino, NULL);
-	v = result_of(r, NULL, 0);
-	if (r->answer == SHIM_ATTR)
+	if ((v = result_of(r, NULL, 0)) == 0 && r->answer == SHIM_ATTR)
 		*st = r->attr;
 	shim_free(r);
 	return v;
@@ -138,13 +144,12 @@ int fsll_getattr(const char *path, struct stat *st)
 int fsll_open(const char *path, struct fuse_file_info *fi)
 {
 	fuse_ino_t ino;
-	int v = fsll_lookup(path, &ino, NULL);
-	if (v < 0)
+	int v;
+	struct fuse_req *r = req_on(path, &ino, &v);
+	if (!r)
 		return v;
-	struct fuse_req *r = req();
 	mfs_lowlevel_ops.open(r, ino, fi);
-	v = result_of(r, NULL, 0);
-	if (r->answer == SHIM_OPEN)
+	if ((v = result_of(r, NULL, 0)) == 0 && r->answer == SHIM_OPEN)
 		*fi = r->fi;
 	shim_free(r);
 	return v;
@@ -204,10 +209,10 @@ int fsll_release(struct fuse_file_info *fi)
 static int setattr(const char *path, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	fuse_ino_t ino;
-	int v = fsll_lookup(path, &ino, NULL);
-	if (v < 0)
+	int v;
+	struct fuse_req *r = req_on(path, &ino, &v);
+	if (!r)
 		return v;
-	struct fuse_req *r = req();
 	mfs_lowlevel_ops.setattr(r, ino, attr, to_set, fi);
 	return fsll_result(r);
 }
@@ -235,7 +240,10 @@ int fsll_chmod(const char *path, mode_t mode)
 	return setattr(path, &attr, FUSE_SET_ATTR_MODE, NULL);
 }
 
-int fsll_mkdir(const char *path, mode_t mode)
+/* mkdir, unlink or rmdir of `path`, in its parent. */
+enum name_op { OP_MKDIR, OP_UNLINK, OP_RMDIR };
+
+static int on_name(const char *path, enum name_op op, mode_t mode)
 {
 	fuse_ino_t parent;
 	char name[NAME_MAX + 1];
@@ -243,32 +251,28 @@ int fsll_mkdir(const char *path, mode_t mode)
 	if (v < 0)
 		return v;
 	struct fuse_req *r = req();
-	mfs_lowlevel_ops.mkdir(r, parent, name, mode);
+	if (op == OP_MKDIR)
+		mfs_lowlevel_ops.mkdir(r, parent, name, mode);
+	else if (op == OP_UNLINK)
+		mfs_lowlevel_ops.unlink(r, parent, name);
+	else
+		mfs_lowlevel_ops.rmdir(r, parent, name);
 	return fsll_result(r);
+}
+
+int fsll_mkdir(const char *path, mode_t mode)
+{
+	return on_name(path, OP_MKDIR, mode);
 }
 
 int fsll_unlink(const char *path)
 {
-	fuse_ino_t parent;
-	char name[NAME_MAX + 1];
-	int v = parent_of(path, &parent, name);
-	if (v < 0)
-		return v;
-	struct fuse_req *r = req();
-	mfs_lowlevel_ops.unlink(r, parent, name);
-	return fsll_result(r);
+	return on_name(path, OP_UNLINK, 0);
 }
 
 int fsll_rmdir(const char *path)
 {
-	fuse_ino_t parent;
-	char name[NAME_MAX + 1];
-	int v = parent_of(path, &parent, name);
-	if (v < 0)
-		return v;
-	struct fuse_req *r = req();
-	mfs_lowlevel_ops.rmdir(r, parent, name);
-	return fsll_result(r);
+	return on_name(path, OP_RMDIR, 0);
 }
 
 int fsll_rename(const char *from, const char *to, unsigned flags)
@@ -288,13 +292,13 @@ int fsll_rename(const char *from, const char *to, unsigned flags)
 int fsll_readdir(const char *path, bool plus, size_t size, struct fuse_req **out)
 {
 	fuse_ino_t ino;
+	int v;
 	*out = NULL;
-	int v = fsll_lookup(path, &ino, NULL);
-	if (v < 0)
+	struct fuse_req *r = req_on(path, &ino, &v);
+	if (!r)
 		return v;
 	struct fuse_file_info fi;
 	memset(&fi, 0, sizeof(fi));
-	struct fuse_req *r = req();
 	mfs_lowlevel_ops.opendir(r, ino, &fi);
 	v = fsll_result(r);
 	if (v < 0)
