@@ -477,8 +477,8 @@ int mfs_lowlevel_start(struct mfs *fs)
 	int r = mfs_nodes_init(&fs->nodes);
 	if (r < 0)
 		return r;
-	r = mfs_txns_init(&fs->txns, fs->opt.max_requests ? fs->opt.max_requests : MFS_DEFAULT_MAX_REQUESTS,
-			  MAX_QUEUED_TRANSACTIONS);
+	/* the one request limit: -o max_requests as mfs_init() read it */
+	r = mfs_txns_init(&fs->txns, (unsigned)fs->requests_max, MAX_QUEUED_TRANSACTIONS);
 	if (r < 0)
 		mfs_nodes_fini(&fs->nodes);
 	return r;
