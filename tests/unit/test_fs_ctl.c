@@ -693,6 +693,45 @@ static void test_request_limit(void **state)
 	assert_int_equal(most_at_once, 2);
 }
 
+/* Past the queue (4096 waiting behind the running ones) a transaction is
+ * refused at once: EBUSY, with a reply saying why; the others still run. */
+static void test_request_queue_full(void **state)
+{
+	(void)state;
+	fsll_stop(&fs);
+	fs.opt.max_requests = 1;
+	fsll_start(&fs);
+	enum { N = 1 + 4096 + 1 };
+	struct fuse_file_info *fi = calloc(N, sizeof(*fi));
+	struct fuse_req **w = calloc(N, sizeof(*w));
+	assert_non_null(fi);
+	assert_non_null(w);
+	const char *req = "{\"block\": true}";
+	for (int i = 0; i < N; i++) {
+		ctl_open("/.ctl/exec", O_RDWR, &fi[i]);
+		w[i] = fsll_write_start(&fi[i], req, strlen(req), 0);
+		if (i == 0)
+			gate_wait_for(1);   /* the one running; the rest queue behind it */
+	}
+	assert_int_equal(fsll_result(w[N - 1]), -EBUSY);
+	char *text = read_all(&fi[N - 1], 4096);
+	json_t *j = parse_reply(text);
+	json_t *e = json_object_get(j, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "errno")), "EBUSY");
+	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "too many transactions are waiting"));
+	json_decref(j);
+	free(text);
+	gate_set(true);
+	for (int i = 0; i < N - 1; i++)
+		assert_int_equal(fsll_result(w[i]), (int)strlen(req));
+	for (int i = 0; i < N; i++)
+		assert_int_equal(fsll_release(&fi[i]), 0);
+	assert_int_equal(runs, N - 1);
+	assert_int_equal(most_at_once, 1);
+	free(w);
+	free(fi);
+}
+
 /*
  * The others' pool (mount.c): 40 uids other than the daemon's, each up to
  * its own bound, together hold no more than the pool, which is below the
@@ -819,6 +858,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_queue_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_others_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_others_request_pool, setup, teardown),
 	};
