@@ -249,10 +249,13 @@ fi
 # threads, detached execs, the burst timer, the watchdog, the janitor): the
 # mount suites of both planes, and the ones that stress the new threads.
 tsan_mount=(story story-engine badinput badinput-engine files files-engine execs parallel engine_down thaw interrupt interrupt-engine jobs)
+# and the daemon's handlers on fake requests, whose .ctl writes run on the transaction threads (~10 s)
+tsan_handlers=(fs_ctl fs_lowlevel)
 if build build-tsan gcc -Db_sanitize=thread; then
 	rm -rf build-tsan/sanitizer-logs
 	mkdir -p build-tsan/sanitizer-logs
 	run_tests tsan-mount build-tsan --setup tsanlogs "${tsan_mount[@]}"
+	run_tests tsan-handlers build-tsan --setup tsanlogs "${tsan_handlers[@]}"
 	sanitizer_reports build-tsan ThreadSanitizer
 else
 	failures+=("ThreadSanitizer build failed")
