@@ -24,6 +24,7 @@
 static struct mfs *mounted;
 static uid_t caller;
 static bool caller_set;
+static pid_t caller_pid;
 
 void fsll_start(struct mfs *fs)
 {
@@ -31,6 +32,7 @@ void fsll_start(struct mfs *fs)
 	assert_int_equal(mfs_lowlevel_start(fs), 0);
 	mounted = fs;
 	caller_set = false;
+	caller_pid = 0;
 }
 
 void fsll_stop(struct mfs *fs)
@@ -47,10 +49,18 @@ void fsll_as(uid_t uid)
 	caller_set = true;
 }
 
+void fsll_pid(pid_t pid)
+{
+	caller_pid = pid;
+}
+
 static struct fuse_req *req(void)
 {
 	assert_non_null(mounted);
-	return shim_req(mounted, caller_set ? caller : getuid());
+	struct fuse_req *r = shim_req(mounted, caller_set ? caller : getuid());
+	if (caller_pid)
+		r->ctx.pid = caller_pid;
+	return r;
 }
 
 /* The answer as a return value; `out` (if any) gets a read's bytes. */

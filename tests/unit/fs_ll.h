@@ -16,6 +16,8 @@ void fsll_start(struct mfs *fs);
 void fsll_stop(struct mfs *fs);
 /* The uid the next requests come from (the test's own by default). */
 void fsll_as(uid_t uid);
+/* The pid the next requests come from (0: the test's own). */
+void fsll_pid(pid_t pid);
 
 int fsll_lookup(const char *path, fuse_ino_t *ino, struct fuse_entry_param *e);
 int fsll_getattr(const char *path, struct stat *st);

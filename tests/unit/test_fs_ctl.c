@@ -8,7 +8,8 @@
  * that cannot continue a JSON object fails its write at once; a write ending in a newline
  * ends the request), a failing request's errno and reply, the pipe-like open flags, a file
  * closed while its request runs (its writer was killed: the close does not wait, the
- * request's end frees the handle); the one request limit (-o max_requests transactions run
+ * request's end frees the handle); a writer's interrupt (EINTR at once when it is being
+ * killed, nothing for a caught signal); the one request limit (-o max_requests transactions run
  * at once, the rest wait their turn); and the others' pool of open files, waiting calls
  * and requests (mount.c).
  */
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -616,6 +618,53 @@ static void test_closed_while_running(void **state)
 	assert_string_equal(last_req, "{\"block\":true,\"who\":\"gone\"}");
 }
 
+/* A pid no process has now: a caller that is gone, as the kernel's interrupt finds one being killed. */
+static pid_t gone_pid(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return pid;
+}
+
+/* The interrupt of a writer being killed answers EINTR at once; its
+ * transaction runs on, and its reply stays for the open file. A caught
+ * signal (the caller lives on) answers nothing: a retry would run it twice. */
+static void test_interrupted_write(void **state)
+{
+	(void)state;
+	struct fuse_file_info fi;
+	ctl_open("/.ctl/exec", O_RDWR, &fi);
+	const char *req = "{\"who\": \"killed\", \"block\": true}";
+	struct fuse_req *w = fsll_write_start(&fi, req, strlen(req), 0);
+	gate_wait_for(1);
+	shim_interrupt(w);   /* this process is not dying: a caught signal */
+	assert_false(shim_answered(w));
+	gate_set(true);
+	assert_int_equal(fsll_result(w), (int)strlen(req));
+	assert_int_equal(runs, 1);
+
+	gate_set(false);
+	fsll_pid(gone_pid());
+	w = fsll_write_start(&fi, req, strlen(req), 0);
+	gate_wait_for(1);
+	shim_interrupt(w);
+	assert_int_equal(fsll_result(w), -EINTR);   /* answered while the request still runs */
+	assert_int_equal(runs, 1);
+	fsll_pid(0);
+	gate_set(true);
+	char *text = read_all(&fi, 4096);   /* waits for the run's end */
+	assert_int_equal(runs, 2);
+	json_t *j = parse_reply(text);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "echo"), "who")), "killed");
+	json_decref(j);
+	free(text);
+	assert_int_equal(fsll_release(&fi), 0);
+}
+
 static void test_parallel_handles_are_private(void **state)
 {
 	(void)state;
@@ -855,6 +904,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_framing_newline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closed_while_running, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_interrupted_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parallel_handles_are_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_limit, setup, teardown),
