@@ -223,11 +223,11 @@ static int blob_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 	struct mfs *fs = c->fs;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return -EACCES;
+	/* the text's key is its path below the mount, its names the rows' */
 	char key[300];
-	if (n->type == MFS_N_CTL_DECLARATIONS || n->type == MFS_N_CTL_ENGINE)
-		snprintf(key, sizeof(key), ".ctl/%s", n->type == MFS_N_CTL_ENGINE ? "engine" : "declarations");
-	else
-		snprintf(key, sizeof(key), "%s/%s", n->name, n->type == MFS_N_SBX_EGRESS ? "egress" : "status");
+	bool ctl = n->type == MFS_N_CTL_DECLARATIONS || n->type == MFS_N_CTL_ENGINE;
+	snprintf(key, sizeof(key), "%s/%s", ctl ? mfs_kind_row(MFS_N_CTL_DIR)->name : n->name,
+		 mfs_kind_row(n->type)->name);
 	int r = mfs_blob_open(fs, key, build_blob, (void *)n, fi);
 	if (r == 0)
 		mfs_handle_register(fs, fi);

@@ -6,7 +6,7 @@
  * locks; the index of a kind's row is built once (pthread_once).
  *
  * Adding a module's rows is one line in `modules`; adding a .ctl verb is
- * one line in `verbs` (its file holds the rest). A verb's number is its
+ * one X(NAME) in `VERBS` (its file, verb_NAME.c, holds the rest). A verb's number is its
  * place in `verbs`: MFS_CTL_ACQUIRE, _DISPOSE and _EXEC (mfs.h) name the
  * first three, which the unit test checks.
  */
@@ -19,7 +19,14 @@
 
 static const struct mfs_row *const modules[] = { mfs_ctl_rows, mfs_tree_rows };
 
-static const struct mfs_verb *const verbs[] = { &mfs_verb_acquire, &mfs_verb_dispose, &mfs_verb_exec };
+/* The .ctl verbs, in their order under .ctl/: X(NAME) is the verb
+ * mfs_verb_NAME of fs/verb_NAME.c, its one line of registration. */
+#define VERBS(X) X(acquire) X(dispose) X(exec)
+
+#define DECLARE_VERB(v) extern const struct mfs_verb mfs_verb_##v;
+#define LIST_VERB(v) &mfs_verb_##v,
+VERBS(DECLARE_VERB)
+static const struct mfs_verb *const verbs[] = { VERBS(LIST_VERB) };
 
 #define N_MODULES (sizeof(modules) / sizeof(modules[0]))
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))

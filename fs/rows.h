@@ -73,7 +73,6 @@ struct mfs_verb {
 /* The modules' rows (rows.c lists them). */
 extern const struct mfs_row mfs_tree_rows[];
 extern const struct mfs_row mfs_ctl_rows[];
-extern const struct mfs_verb mfs_verb_acquire, mfs_verb_dispose, mfs_verb_exec;
 
 /* The row that makes `name` a child of `dir`: 0 and n's kind set, else -errno
  * (ENOENT when no row has it). */
