@@ -121,7 +121,7 @@ int mfs_rows_list(enum mfs_node_type dir, void *buf, fuse_fill_dir_t filler)
 }
 
 /* The index of each kind's first row, built once. */
-static struct mfs_row kind_rows[MFS_N_EXEC_FILE + 1];
+static struct mfs_row kind_rows[MFS_ROWS_MAX_KIND + 1];
 static pthread_once_t kind_once = PTHREAD_ONCE_INIT;
 
 static void index_kinds(void)
@@ -167,8 +167,8 @@ static int check_row(const struct mfs_row *rows, size_t n, size_t i, char *why, 
 {
 	const struct mfs_row *r = &rows[i];
 	const char *what = r->name ? r->name : "a pattern";
-	if (!r->kind || !!r->name == !!r->match || !r->mode || !r->refuse || !r->refuse_write) {
-		snprintf(why, len, "row %zu (%s): needs a kind, a name or a pattern (not both), a mode and its refusals",
+	if (!r->kind || (unsigned)r->kind > MFS_ROWS_MAX_KIND || !!r->name == !!r->match || !r->mode || !r->refuse || !r->refuse_write) {
+		snprintf(why, len, "row %zu (%s): needs a kind (at most MFS_ROWS_MAX_KIND), a name or a pattern (not both), a mode and its refusals",
 			 i, what);
 		return -EINVAL;
 	}

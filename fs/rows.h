@@ -53,6 +53,9 @@ struct mfs_row {
 	int refuse_write;            /* a change of the content */
 };
 
+/* The largest enum mfs_node_type the index of kinds holds (test_fs_rows checks). */
+#define MFS_ROWS_MAX_KIND 63
+
 /* Every row of a module ends with an empty one (kind 0). */
 #define MFS_ROWS_END { .kind = 0 }
 
