@@ -6,9 +6,9 @@
  * locks; the index of a kind's row is built once (pthread_once).
  *
  * Adding a module's rows is one line in `modules`; adding a .ctl verb is
- * one X(NAME) in `VERBS` (its file, verb_NAME.c, holds the rest). A verb's number is its
- * place in `verbs`: MFS_CTL_ACQUIRE, _DISPOSE and _EXEC (mfs.h) name the
- * first three, which the unit test checks.
+ * one X(NAME) in `VERBS` (its file, verb_NAME.c, holds the rest). A
+ * verb's number is its place in `verbs`: MFS_CTL_ACQUIRE, _DISPOSE and
+ * _EXEC (mfs.h) name the first three, which the unit test checks.
  */
 #include "rows.h"
 

@@ -13,10 +13,10 @@
  * later request on the node goes straight to them. The tree's shape is
  * `mfs_tree_rows`, this module's rows of the one table (rows.h): the fixed
  * names and the patterns of the names no row holds. Pure text work:
- * whether NAME exists, or REL exists in the guest, is the kinds' business. A component over 255 bytes is ENAMETOOLONG and a
- * backslash under work/ or root/ is EINVAL
- * (mafsbxfs(1) READING AND WRITING FILES); a name the tree cannot hold is
- * ENOENT without asking the engine.
+ * whether NAME exists, or REL exists in the guest, is the kinds' business.
+ * A component over 255 bytes is ENAMETOOLONG and a backslash under work/
+ * or root/ is EINVAL (mafsbxfs(1) READING AND WRITING FILES); a name the
+ * tree cannot hold is ENOENT without asking the engine.
  */
 #include "mfs.h"
 #include "node.h"
