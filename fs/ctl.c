@@ -20,8 +20,12 @@
  * A writer killed while its request runs (lowlevel.c answers it EINTR)
  * does not stop the request: its close() does not wait for it, and the
  * handle, released meanwhile, stays until the request's end (`released`).
+ *
+ * Its rows of the tree (rows.h): .ctl/ and the two read-only texts beside
+ * the verbs (each verb's row is its own file's, verb_*.c).
  */
 #include "mfs.h"
+#include "rows.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -52,6 +56,15 @@ struct mfs_ctl {
 	bool pooled;                 /* the running request counts in the others' pool (mfs_request_charge) */
 	pthread_cond_t done;
 	bool released;               /* closed while running: the runner frees it */
+};
+
+const struct mfs_row mfs_ctl_rows[] = {
+	{ MFS_N_ROOT, ".ctl", NULL, MFS_N_CTL_DIR, 0, S_IFDIR | 0755, .refuse = EPERM, .refuse_write = EPERM },
+	{ MFS_N_CTL_DIR, "declarations", NULL, MFS_N_CTL_DECLARATIONS, 0, S_IFREG | 0444, .refuse = EPERM,
+	  .refuse_write = EACCES, .cache = MFS_KIND_DIRECT_IO },
+	{ MFS_N_CTL_DIR, "engine", NULL, MFS_N_CTL_ENGINE, 0, S_IFREG | 0444, .refuse = EPERM, .refuse_write = EACCES,
+	  .cache = MFS_KIND_DIRECT_IO },
+	MFS_ROWS_END,
 };
 
 /* With c->lock held: until no request of this handle runs. */

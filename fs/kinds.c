@@ -3,7 +3,9 @@
  * (the root, .ctl and its files, by-scope/), a sandbox's directory and its
  * read-only files (status, egress, execs/), and the doors to its files
  * (work/, root/: work.c). A kind's table is what a request on a node of
- * that kind may do; what it leaves out is refused with the kind's errno.
+ * that kind may do; what it leaves out is refused with the errno of the
+ * kind's row, and the mode and cache policy it shows are its row's too
+ * (rows.h: tree.c's rows, ctl.c's, the verbs').
  *
  * Errors follow doc/protocol.md "Errors": writes to read-only virtual files
  * are EACCES; unlink/rename/symlink/link/chmod are EPERM; rmdir NAME disposes.
@@ -77,10 +79,8 @@ static bool blob_size(const struct fuse_file_info *fi, struct stat *st)
 
 static int dir_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
 {
-	struct mfs *fs = c->fs;
-	(void)n;
 	(void)fi;
-	base_stat(fs, st, S_IFDIR | 0755);
+	base_stat(c->fs, st, mfs_kind_mode(n->type));
 	return 0;
 }
 
@@ -107,7 +107,7 @@ static int byscope_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct s
 {
 	struct mfs *fs = c->fs;
 	(void)fi;
-	base_stat(fs, st, S_IFDIR | 0555);
+	base_stat(fs, st, mfs_kind_mode(n->type));
 	return mfs_byscope_getattr(fs, n, st);
 }
 
@@ -131,17 +131,14 @@ static int link_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 }
 
 static const struct mfs_node_ops root_ops = {
-	.refuse = EPERM, .refuse_write = EPERM,
 	.getattr = dir_getattr, .opendir = listdir_opendir, .readdir = root_readdir,
 };
 
 static const struct mfs_node_ops byscope_ops = {
-	.refuse = EPERM, .refuse_write = EPERM,
 	.getattr = byscope_getattr, .opendir = listdir_opendir, .readdir = byscope_readdir,
 };
 
 static const struct mfs_node_ops byscope_link_ops = {
-	.refuse = EPERM, .refuse_write = EPERM,
 	.getattr = byscope_getattr, .readlink = byscope_readlink, .open = link_open,
 };
 
@@ -150,18 +147,15 @@ static const struct mfs_node_ops byscope_link_ops = {
 static int ctl_dir_readdir(struct mfs_ctx *c, const struct mfs_node *n, void *buf, fuse_fill_dir_t filler, off_t off,
 			   struct fuse_file_info *fi)
 {
-	(void)n;
 	(void)off;
 	(void)fi;
-	return mfs_tree_list(MFS_N_CTL_DIR, buf, filler);
+	return mfs_tree_list(n->type, buf, filler);
 }
 
 static int ctl_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
 {
-	struct mfs *fs = c->fs;
-	(void)n;
 	(void)fi;
-	base_stat(fs, st, S_IFREG | 0600);
+	base_stat(c->fs, st, mfs_kind_mode(n->type));
 	return 0;
 }
 
@@ -172,7 +166,7 @@ static int ctl_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fil
 	if (!ch)
 		return -ENOMEM;
 	fi->fh = (uint64_t)(uintptr_t)ch;
-	fi->direct_io = 1;
+	fi->direct_io = (mfs_kind_cache(n->type) & MFS_KIND_DIRECT_IO) != 0;
 	fi->nonseekable = 1;
 	mfs_handle_register(fs, fi);
 	return 0;
@@ -201,12 +195,10 @@ static int ctl_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct
 }
 
 static const struct mfs_node_ops ctl_dir_ops = {
-	.refuse = EPERM, .refuse_write = EPERM,
 	.getattr = dir_getattr, .readdir = ctl_dir_readdir,
 };
 
 static const struct mfs_node_ops ctl_file_ops = {
-	.flags = MFS_KIND_NO_CACHE | MFS_KIND_FRESH, .refuse = EPERM, .refuse_write = EPERM,
 	.getattr = ctl_getattr, .open = ctl_open, .create = ctl_create,
 	.truncate = ctl_truncate, .utimens = ctl_utimens,
 };
@@ -231,11 +223,11 @@ static int blob_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 	struct mfs *fs = c->fs;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return -EACCES;
+	/* the text's key is its path below the mount, its names the rows' */
 	char key[300];
-	if (n->type == MFS_N_CTL_DECLARATIONS || n->type == MFS_N_CTL_ENGINE)
-		snprintf(key, sizeof(key), ".ctl/%s", n->type == MFS_N_CTL_ENGINE ? "engine" : "declarations");
-	else
-		snprintf(key, sizeof(key), "%s/%s", n->name, n->type == MFS_N_SBX_EGRESS ? "egress" : "status");
+	bool ctl = n->type == MFS_N_CTL_DECLARATIONS || n->type == MFS_N_CTL_ENGINE;
+	snprintf(key, sizeof(key), "%s/%s", ctl ? mfs_kind_row(MFS_N_CTL_DIR)->name : n->name,
+		 mfs_kind_row(n->type)->name);
 	int r = mfs_blob_open(fs, key, build_blob, (void *)n, fi);
 	if (r == 0)
 		mfs_handle_register(fs, fi);
@@ -244,9 +236,7 @@ static int blob_open(struct mfs_ctx *c, const struct mfs_node *n, struct fuse_fi
 
 static int ctl_blob_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi)
 {
-	struct mfs *fs = c->fs;
-	(void)n;
-	base_stat(fs, st, S_IFREG | 0444);
+	base_stat(c->fs, st, mfs_kind_mode(n->type));
 	blob_size(fi, st);
 	return 0;
 }
@@ -258,25 +248,23 @@ static int sandbox_blob_getattr(struct mfs_ctx *c, const struct mfs_node *n, str
 	time_t created = 0;
 	if (blob_size(fi, st)) {
 		off_t size = st->st_size;
-		sandbox_file_stat(fs, st, S_IFREG | 0444);
+		sandbox_file_stat(fs, st, mfs_kind_mode(n->type));
 		st->st_size = size;
 		return 0;
 	}
 	int r = sandbox_exists(fs, n->name, &created);
 	if (r < 0)
 		return r;
-	sandbox_file_stat(fs, st, S_IFREG | 0444);
+	sandbox_file_stat(fs, st, mfs_kind_mode(n->type));
 	st->st_mtime = st->st_ctime = st->st_atime = created;
 	return 0;
 }
 
 static const struct mfs_node_ops ctl_blob_ops = {
-	.refuse = EPERM, .refuse_write = EACCES,
 	.getattr = ctl_blob_getattr, .open = blob_open,
 };
 
 static const struct mfs_node_ops sandbox_blob_ops = {
-	.refuse = EPERM, .refuse_write = EACCES,
 	.getattr = sandbox_blob_getattr, .open = blob_open,
 };
 
@@ -290,7 +278,7 @@ static int sandbox_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct s
 	int r = sandbox_exists(fs, n->name, &created);
 	if (r < 0)
 		return r;
-	base_stat(fs, st, S_IFDIR | 0755);   /* the mount's: rmdir disposes, as the root's modes allow */
+	base_stat(fs, st, mfs_kind_mode(n->type));   /* the mount's: rmdir disposes, as the root's modes allow */
 	st->st_mtime = st->st_ctime = st->st_atime = created;
 	return 0;
 }
@@ -302,7 +290,7 @@ static int sandbox_readdir(struct mfs_ctx *c, const struct mfs_node *n, void *bu
 	(void)off;
 	(void)fi;
 	int r = sandbox_exists(fs, n->name, NULL);
-	return r < 0 ? r : mfs_tree_list(MFS_N_SBX_DIR, buf, filler);
+	return r < 0 ? r : mfs_tree_list(n->type, buf, filler);
 }
 
 /* The errno of a dispose reply's failures ({"code", "detail"}): the first
@@ -363,7 +351,6 @@ static int sandbox_rmdir(struct mfs_ctx *c, const struct mfs_node *n)
 }
 
 static const struct mfs_node_ops sandbox_ops = {
-	.flags = MFS_KIND_RMDIR_TXN, .refuse = EPERM, .refuse_write = EPERM,
 	.getattr = sandbox_getattr, .readdir = sandbox_readdir, .rmdir = sandbox_rmdir,
 };
 
@@ -376,7 +363,7 @@ static int execs_getattr(struct mfs_ctx *c, const struct mfs_node *n, struct sta
 	int r = sandbox_exists(fs, n->name, NULL);
 	if (r < 0)
 		return r;
-	sandbox_file_stat(fs, st, S_IFDIR | 0555);
+	sandbox_file_stat(fs, st, mfs_kind_mode(n->type));
 	return 0;
 }
 
@@ -403,7 +390,7 @@ static int exec_dir_readdir(struct mfs_ctx *c, const struct mfs_node *n, void *b
 	struct mfs *fs = c->fs;
 	(void)off;
 	(void)fi;
-	return mfs_exec_exists(fs, n->name, n->exec_id) ? mfs_tree_list(MFS_N_EXEC_DIR, buf, filler) : -ENOENT;
+	return mfs_exec_exists(fs, n->name, n->exec_id) ? mfs_tree_list(n->type, buf, filler) : -ENOENT;
 }
 
 /* rmdir NAME/execs/ID: cancel a running command, forget a finished one. */
@@ -428,17 +415,14 @@ static int exec_file_open(struct mfs_ctx *c, const struct mfs_node *n, struct fu
 }
 
 static const struct mfs_node_ops execs_ops = {
-	.flags = MFS_KIND_NO_CACHE, .refuse = EPERM, .refuse_write = EPERM,
 	.getattr = execs_getattr, .readdir = execs_readdir,
 };
 
 static const struct mfs_node_ops exec_dir_ops = {
-	.flags = MFS_KIND_NO_CACHE, .refuse = EPERM, .refuse_write = EPERM,
 	.getattr = exec_getattr, .readdir = exec_dir_readdir, .rmdir = exec_dir_rmdir,
 };
 
 static const struct mfs_node_ops exec_file_ops = {
-	.flags = MFS_KIND_NO_CACHE, .refuse = EPERM, .refuse_write = EACCES,
 	.getattr = exec_getattr, .open = exec_file_open,
 };
 
@@ -504,7 +488,6 @@ static int work_rmdir(struct mfs_ctx *c, const struct mfs_node *n)
 }
 
 static const struct mfs_node_ops work_ops = {
-	.refuse = EPERM, .refuse_write = EPERM,
 	.getattr = mfs_work_getattr, .readlink = files_readlink, .open = files_open,
 	.opendir = files_opendir, .readdir = files_readdir, .create = work_create,
 	.mkdir = mfs_work_mkdir, .unlink = work_unlink, .rmdir = work_rmdir, .rename = mfs_work_rename,
@@ -512,7 +495,6 @@ static const struct mfs_node_ops work_ops = {
 };
 
 static const struct mfs_node_ops rootfs_ops = {
-	.refuse = EROFS, .refuse_write = EROFS,
 	.getattr = mfs_work_getattr, .readlink = files_readlink, .open = files_open,
 	.opendir = files_opendir, .readdir = files_readdir,
 };

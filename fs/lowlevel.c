@@ -87,7 +87,7 @@ static void entry_for(struct mfs *fs, const struct mfs_node *n, uint64_t id, con
 	e->ino = id;
 	e->attr = *st;
 	e->attr.st_ino = id;
-	bool fresh = (n->ops->flags & MFS_KIND_NO_CACHE) != 0;
+	bool fresh = (mfs_kind_cache(n->type) & MFS_KIND_NO_CACHE) != 0;
 	e->attr_timeout = fresh ? 0 : fs->opt.attr_timeout;
 	e->entry_timeout = fresh ? 0 : fs->opt.entry_timeout;
 }
@@ -196,7 +196,7 @@ static void reply_attr_of(fuse_req_t req, struct mfs_ctx *c, fuse_ino_t ino, con
 		return;
 	}
 	st.st_ino = ino;
-	fuse_reply_attr(req, &st, (n->ops->flags & MFS_KIND_NO_CACHE) ? 0 : c->fs->opt.attr_timeout);
+	fuse_reply_attr(req, &st, (mfs_kind_cache(n->type) & MFS_KIND_NO_CACHE) ? 0 : c->fs->opt.attr_timeout);
 }
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -355,7 +355,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct mfs *fs = mfs_ll_begin(req, &c);
 	struct mfs_node n;
 	int r = mfs_ll_child_for_change(fs, parent, name, &n);
-	if (r == 0 && (n.ops->flags & MFS_KIND_RMDIR_TXN)) {
+	if (r == 0 && (mfs_kind_cache(n.type) & MFS_KIND_RMDIR_TXN)) {
 		if ((r = rmdir_later(req, fs, &n)) < 0)
 			mfs_ll_reply_err(req, r);
 		mfs_node_clear(&n);

@@ -5,10 +5,11 @@
  * from its parent's kind and its name) and keeps it in the node table
  * (nodes.c); a request on the node calls its kind's operations
  * (n->ops->op(ctx, n, ...), the tables in kinds.c) with no path classified
- * again. An operation a kind leaves NULL is refused with the kind's errno
- * (the mfs_node_* helpers below): `refuse` for a change of the namespace
- * or the mode (EPERM on the fixed tree, EROFS under root/), `refuse_write`
- * for a change of the content (EACCES for a read-only virtual file).
+ * again. An operation a kind leaves NULL is refused with the errno of the
+ * kind's row (rows.h; the mfs_node_* helpers below): `refuse` for a change
+ * of the namespace or the mode (EPERM on the fixed tree, EROFS under
+ * root/), `refuse_write` for a change of the content (EACCES for a
+ * read-only virtual file).
  * Answers follow doc/protocol.md "Errors".
  */
 #ifndef MAFSBXFS_NODE_H
@@ -18,17 +19,9 @@
 
 #include "ctx.h"
 #include "mfs.h"
-
-/* The kernel keeps neither the entry nor the attributes of the node. */
-#define MFS_KIND_NO_CACHE 0x1u
-/* Every lookup is a new node (a .ctl transaction file: one inode per open). */
-#define MFS_KIND_FRESH 0x2u
-/* rmdir runs on a transaction thread (rmdir NAME disposes). */
-#define MFS_KIND_RMDIR_TXN 0x8u
+#include "rows.h"
 
 struct mfs_node_ops {
-	unsigned flags;
-	int refuse, refuse_write;
 	int (*getattr)(struct mfs_ctx *c, const struct mfs_node *n, struct stat *st, struct fuse_file_info *fi);
 	int (*readlink)(struct mfs_ctx *c, const struct mfs_node *n, char *buf, size_t size);
 	/* open and opendir register the handle they put in fi->fh. */
@@ -92,7 +85,13 @@ int mfs_handle_releasedir(struct mfs_ctx *c, struct fuse_file_info *fi);
 /* Open a snapshot of the shared text `key` (texts.c) as a read-only file. */
 int mfs_blob_open(struct mfs *fs, const char *key, mfs_text_build_fn build, void *arg, struct fuse_file_info *fi);
 
-/* The refusals of an operation a kind does not have. */
+/* The refusals of an operation a kind does not have (its row's). */
+static inline int mfs_node_refusal(const struct mfs_node *n, bool write)
+{
+	const struct mfs_row *r = mfs_kind_row(n->type);
+	return write ? r->refuse_write : r->refuse;
+}
+
 static inline int mfs_node_readlink(struct mfs_ctx *c, const struct mfs_node *n, char *buf, size_t size)
 {
 	return n->ops->readlink ? n->ops->readlink(c, n, buf, size) : -EINVAL;
@@ -100,43 +99,43 @@ static inline int mfs_node_readlink(struct mfs_ctx *c, const struct mfs_node *n,
 
 static inline int mfs_node_mkdir(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode)
 {
-	return n->ops->mkdir ? n->ops->mkdir(c, n, mode) : -n->ops->refuse;
+	return n->ops->mkdir ? n->ops->mkdir(c, n, mode) : -mfs_node_refusal(n, false);
 }
 
 static inline int mfs_node_unlink(struct mfs_ctx *c, const struct mfs_node *n)
 {
-	return n->ops->unlink ? n->ops->unlink(c, n) : -n->ops->refuse;
+	return n->ops->unlink ? n->ops->unlink(c, n) : -mfs_node_refusal(n, false);
 }
 
 static inline int mfs_node_rmdir(struct mfs_ctx *c, const struct mfs_node *n)
 {
-	return n->ops->rmdir ? n->ops->rmdir(c, n) : -n->ops->refuse;
+	return n->ops->rmdir ? n->ops->rmdir(c, n) : -mfs_node_refusal(n, false);
 }
 
 static inline int mfs_node_chmod(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode)
 {
-	return n->ops->chmod ? n->ops->chmod(c, n, mode) : -n->ops->refuse;
+	return n->ops->chmod ? n->ops->chmod(c, n, mode) : -mfs_node_refusal(n, false);
 }
 
 static inline int mfs_node_create(struct mfs_ctx *c, const struct mfs_node *n, mode_t mode, struct fuse_file_info *fi)
 {
-	return n->ops->create ? n->ops->create(c, n, mode, fi) : -n->ops->refuse_write;
+	return n->ops->create ? n->ops->create(c, n, mode, fi) : -mfs_node_refusal(n, true);
 }
 
 static inline int mfs_node_truncate(struct mfs_ctx *c, const struct mfs_node *n, off_t size)
 {
-	return n->ops->truncate ? n->ops->truncate(c, n, size) : -n->ops->refuse_write;
+	return n->ops->truncate ? n->ops->truncate(c, n, size) : -mfs_node_refusal(n, true);
 }
 
 static inline int mfs_node_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct timespec tv[2],
 				   struct fuse_file_info *fi)
 {
-	return n->ops->utimens ? n->ops->utimens(c, n, tv, fi) : -n->ops->refuse_write;
+	return n->ops->utimens ? n->ops->utimens(c, n, tv, fi) : -mfs_node_refusal(n, true);
 }
 
 static inline int mfs_node_rename(struct mfs_ctx *c, const struct mfs_node *a, const struct mfs_node *b, unsigned flags)
 {
-	if (a->ops->refuse == EROFS || b->ops->refuse == EROFS)
+	if (mfs_node_refusal(a, false) == EROFS || mfs_node_refusal(b, false) == EROFS)
 		return -EROFS;
 	return a->ops == b->ops && a->ops->rename ? a->ops->rename(c, a, b, flags) : -EPERM;
 }

@@ -232,7 +232,7 @@ int mfs_nodes_ref(struct mfs_nodes *t, const char *path, bool fresh, uint64_t *i
 
 int mfs_nodes_ref_node(struct mfs_nodes *t, const struct mfs_node *n, uint64_t *id)
 {
-	return ref(t, n->path, (n->ops->flags & MFS_KIND_FRESH) != 0, n, id);
+	return ref(t, n->path, (mfs_kind_cache(n->type) & MFS_KIND_FRESH) != 0, n, id);
 }
 
 /* The node `id` (its kind, not yet its operations) with its path whatever

@@ -22,6 +22,7 @@
  * by a later acquire, files written through the mount), keyed by container ID.
  */
 #include "mfs.h"
+#include "rows.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -384,8 +385,7 @@ int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void 
 	}
 	mfs_dir_entry(buf, filler, ".", S_IFDIR);
 	mfs_dir_entry(buf, filler, "..", S_IFDIR);
-	mfs_dir_entry(buf, filler, ".ctl", S_IFDIR);
-	mfs_dir_entry(buf, filler, "by-scope", S_IFDIR);
+	mfs_rows_list(MFS_N_ROOT, buf, filler);
 	for (size_t i = 0; i < s->n; i++)
 		if (mfs_dir_entry(buf, filler, s->a[i].name, S_IFDIR))
 			break;

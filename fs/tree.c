@@ -10,16 +10,17 @@
  * A node's kind is decided once, at its LOOKUP, from its parent's kind and
  * its name (mfs_tree_child); the node table keeps it (nodes.c), the
  * kernel-facing layer gives it its kind's operations (kinds.c), and every
- * later request on the node goes straight to them. The names of the fixed
- * tree (the .ctl files among them: mfs_ctl_kind_name) live here once, in
- * `rows`. Pure text work: whether NAME exists, or REL exists in the guest,
- * is the kinds' business. A component over 255 bytes is ENAMETOOLONG and a
- * backslash under work/ or root/ is EINVAL
- * (mafsbxfs(1) READING AND WRITING FILES); a name the tree cannot hold is
- * ENOENT without asking the engine.
+ * later request on the node goes straight to them. The tree's shape is
+ * `mfs_tree_rows`, this module's rows of the one table (rows.h): the fixed
+ * names and the patterns of the names no row holds. Pure text work:
+ * whether NAME exists, or REL exists in the guest, is the kinds' business.
+ * A component over 255 bytes is ENAMETOOLONG and a backslash under work/
+ * or root/ is EINVAL (mafsbxfs(1) READING AND WRITING FILES); a name the
+ * tree cannot hold is ENOENT without asking the engine.
  */
 #include "mfs.h"
 #include "node.h"
+#include "rows.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -28,66 +29,88 @@
 
 #include "names.h"
 
-static void set_type(struct mfs_node *n, enum mfs_node_type t)
-{
-	n->type = t;
-}
+/* ---- the patterns: the names no fixed row holds ------------------------------ */
 
-static int lookup_none(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+/* /NAME: only workload names can exist. */
+static int match_sandbox(const struct mfs_node *dir, const char *name, struct mfs_node *n)
 {
 	(void)dir;
-	(void)name;
-	(void)n;
-	return -ENOENT;
-}
-
-/*
- * The fixed names of the tree, one row each, in the order a listing gives
- * them: the lookup of a fixed name and the listing of a fixed directory
- * both come from here (mfs_tree_list). `sub` is the ctl kind of a .ctl
- * transaction file, the file of a detached exec's.
- */
-static const struct row {
-	enum mfs_node_type parent;
-	const char *name;
-	enum mfs_node_type kind;
-	int sub;
-	mode_t type;                 /* S_IFDIR or S_IFREG: the listing's */
-} rows[] = {
-	{ MFS_N_ROOT, ".ctl", MFS_N_CTL_DIR, 0, S_IFDIR },
-	{ MFS_N_ROOT, "by-scope", MFS_N_BYSCOPE, 0, S_IFDIR },
-	{ MFS_N_CTL_DIR, "acquire", MFS_N_CTL_FILE, MFS_CTL_ACQUIRE, S_IFREG },
-	{ MFS_N_CTL_DIR, "dispose", MFS_N_CTL_FILE, MFS_CTL_DISPOSE, S_IFREG },
-	{ MFS_N_CTL_DIR, "exec", MFS_N_CTL_FILE, MFS_CTL_EXEC, S_IFREG },
-	{ MFS_N_CTL_DIR, "declarations", MFS_N_CTL_DECLARATIONS, 0, S_IFREG },
-	{ MFS_N_CTL_DIR, "engine", MFS_N_CTL_ENGINE, 0, S_IFREG },
-	{ MFS_N_SBX_DIR, "status", MFS_N_SBX_STATUS, 0, S_IFREG },
-	{ MFS_N_SBX_DIR, "egress", MFS_N_SBX_EGRESS, 0, S_IFREG },
-	{ MFS_N_SBX_DIR, "work", MFS_N_WORK, 0, S_IFDIR },
-	{ MFS_N_SBX_DIR, "root", MFS_N_ROOTFS, 0, S_IFDIR },
-	{ MFS_N_SBX_DIR, "execs", MFS_N_EXECS, 0, S_IFDIR },
-	{ MFS_N_EXEC_DIR, "stdout", MFS_N_EXEC_FILE, MFS_EXEC_STDOUT, S_IFREG },
-	{ MFS_N_EXEC_DIR, "stderr", MFS_N_EXEC_FILE, MFS_EXEC_STDERR, S_IFREG },
-	{ MFS_N_EXEC_DIR, "status", MFS_N_EXEC_FILE, MFS_EXEC_STATUS, S_IFREG },
-	{ MFS_N_EXEC_DIR, "wait", MFS_N_EXEC_FILE, MFS_EXEC_WAIT, S_IFREG },
-};
-
-#define N_ROWS (sizeof(rows) / sizeof(rows[0]))
-
-/* A fixed name of `dir`'s: 1 and n set, else 0. */
-static int lookup_row(const struct mfs_node *dir, const char *name, struct mfs_node *n)
-{
-	for (size_t i = 0; i < N_ROWS; i++)
-		if (rows[i].parent == dir->type && !strcmp(name, rows[i].name)) {
-			set_type(n, rows[i].kind);
-			if (rows[i].kind == MFS_N_CTL_FILE)
-				n->ctl_kind = (enum mfs_ctl_kind)rows[i].sub;
-			else if (rows[i].kind == MFS_N_EXEC_FILE)
-				n->exec_file = (enum mfs_exec_file)rows[i].sub;
-			return 1;
-		}
+	if (strlen(name) != MAFSBX_NAME_LEN || !mafsbx_is_workload_name(name))
+		return -ENOENT;
+	strcpy(n->name, name);
 	return 0;
 }
+
+/* by-scope/S/T/A: three levels of directories, then the links. */
+static int match_byscope_dir(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	(void)name;
+	if (dir->depth >= 3)
+		return -ENOENT;
+	n->depth = dir->depth + 1;
+	return 0;
+}
+
+static int match_byscope_link(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	(void)name;
+	if (dir->depth != 3)
+		return -ENOENT;
+	n->depth = 4;
+	return 0;
+}
+
+/* Below work/ and root/: any name but one with a backslash. */
+static int match_files(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	(void)dir;
+	(void)n;
+	return strchr(name, '\\') ? -EINVAL : 0;
+}
+
+static int match_exec(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	(void)dir;
+	size_t il = strlen(name);
+	if (il != MFS_EXEC_ID_LEN || strspn(name, "0123456789abcdef") < il)
+		return -ENOENT;
+	memcpy(n->exec_id, name, il + 1);
+	return 0;
+}
+
+/* The cache policies and refusals of the tree's kinds (doc/protocol.md "Errors"). */
+#define FIXED .refuse = EPERM, .refuse_write = EPERM
+#define READ_ONLY .refuse = EPERM, .refuse_write = EACCES, .cache = MFS_KIND_DIRECT_IO
+#define READ_ONLY_LIVE .refuse = EPERM, .refuse_write = EACCES, .cache = MFS_KIND_DIRECT_IO | MFS_KIND_NO_CACHE
+#define LIVE .cache = MFS_KIND_NO_CACHE
+/* A guest's file: its mode is the guest's (0777 here says so). */
+#define GUEST(k, err) .kind = k, .mode = S_IFDIR | 0777, .refuse = err, .refuse_write = err
+
+/*
+ * The tree's shape, in the order a listing gives it: the root, by-scope/, a
+ * sandbox's directory and what is in it (the .ctl files are ctl.c's and the
+ * verbs'). A sandbox's own files show the mount's -o umask (kinds.c).
+ */
+const struct mfs_row mfs_tree_rows[] = {
+	{ MFS_N_ROOT, "/", NULL, MFS_N_ROOT, 0, S_IFDIR | 0755, FIXED },
+	{ MFS_N_ROOT, "by-scope", NULL, MFS_N_BYSCOPE, 0, S_IFDIR | 0555, FIXED },
+	{ MFS_N_BYSCOPE, NULL, match_byscope_dir, MFS_N_BYSCOPE, 0, S_IFDIR | 0555, FIXED },
+	{ MFS_N_BYSCOPE, NULL, match_byscope_link, MFS_N_BYSCOPE_LINK, 0, S_IFLNK | 0777, FIXED },
+	{ MFS_N_ROOT, NULL, match_sandbox, MFS_N_SBX_DIR, 0, S_IFDIR | 0755, FIXED, .cache = MFS_KIND_RMDIR_TXN },
+	{ MFS_N_SBX_DIR, "status", NULL, MFS_N_SBX_STATUS, 0, S_IFREG | 0444, READ_ONLY },
+	{ MFS_N_SBX_DIR, "egress", NULL, MFS_N_SBX_EGRESS, 0, S_IFREG | 0444, READ_ONLY },
+	{ MFS_N_SBX_DIR, "work", NULL, GUEST(MFS_N_WORK, EPERM) },
+	{ MFS_N_SBX_DIR, "root", NULL, GUEST(MFS_N_ROOTFS, EROFS) },
+	{ MFS_N_WORK, NULL, match_files, GUEST(MFS_N_WORK, EPERM) },
+	{ MFS_N_ROOTFS, NULL, match_files, GUEST(MFS_N_ROOTFS, EROFS) },
+	{ MFS_N_SBX_DIR, "execs", NULL, MFS_N_EXECS, 0, S_IFDIR | 0555, FIXED, LIVE },
+	{ MFS_N_EXECS, NULL, match_exec, MFS_N_EXEC_DIR, 0, S_IFDIR | 0555, FIXED, LIVE },
+	{ MFS_N_EXEC_DIR, "stdout", NULL, MFS_N_EXEC_FILE, MFS_EXEC_STDOUT, S_IFREG | 0444, READ_ONLY_LIVE },
+	{ MFS_N_EXEC_DIR, "stderr", NULL, MFS_N_EXEC_FILE, MFS_EXEC_STDERR, S_IFREG | 0444, READ_ONLY_LIVE },
+	{ MFS_N_EXEC_DIR, "status", NULL, MFS_N_EXEC_FILE, MFS_EXEC_STATUS, S_IFREG | 0444, READ_ONLY_LIVE },
+	{ MFS_N_EXEC_DIR, "wait", NULL, MFS_N_EXEC_FILE, MFS_EXEC_WAIT, S_IFREG | 0444, READ_ONLY_LIVE },
+	MFS_ROWS_END,
+};
 
 int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
 {
@@ -97,75 +120,12 @@ int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t ty
 	return filler(buf, name, &st, 0, 0);
 }
 
-const char *mfs_ctl_kind_name(enum mfs_ctl_kind k)
-{
-	for (size_t i = 0; i < N_ROWS; i++)
-		if (rows[i].kind == MFS_N_CTL_FILE && rows[i].sub == (int)k)
-			return rows[i].name;
-	return "?";
-}
-
 int mfs_tree_list(enum mfs_node_type dir, void *buf, fuse_fill_dir_t filler)
 {
 	mfs_dir_entry(buf, filler, ".", S_IFDIR);
 	mfs_dir_entry(buf, filler, "..", S_IFDIR);
-	for (size_t i = 0; i < N_ROWS; i++)
-		if (rows[i].parent == dir)
-			mfs_dir_entry(buf, filler, rows[i].name, rows[i].type);
-	return 0;
+	return mfs_rows_list(dir, buf, filler);
 }
-
-/* The names no row holds: a pattern per kind of directory. */
-
-/* /NAME: only workload names can exist. */
-static int lookup_root(const struct mfs_node *dir, const char *name, struct mfs_node *n)
-{
-	(void)dir;
-	if (strlen(name) != MAFSBX_NAME_LEN || !mafsbx_is_workload_name(name))
-		return -ENOENT;
-	strcpy(n->name, name);
-	set_type(n, MFS_N_SBX_DIR);
-	return 0;
-}
-
-/* by-scope/S/T/A: three levels of directories, then the links. */
-static int lookup_byscope(const struct mfs_node *dir, const char *name, struct mfs_node *n)
-{
-	(void)name;
-	n->depth = dir->depth + 1;
-	set_type(n, n->depth == 4 ? MFS_N_BYSCOPE_LINK : MFS_N_BYSCOPE);
-	return 0;
-}
-
-/* Below work/ and root/: any name but one with a backslash. */
-static int lookup_files(const struct mfs_node *dir, const char *name, struct mfs_node *n)
-{
-	if (strchr(name, '\\'))
-		return -EINVAL;
-	set_type(n, dir->type);
-	return 0;
-}
-
-static int lookup_execs(const struct mfs_node *dir, const char *name, struct mfs_node *n)
-{
-	(void)dir;
-	size_t il = strlen(name);
-	if (il != MFS_EXEC_ID_LEN || strspn(name, "0123456789abcdef") < il)
-		return -ENOENT;
-	memcpy(n->exec_id, name, il + 1);
-	set_type(n, MFS_N_EXEC_DIR);
-	return 0;
-}
-
-typedef int (*lookup_fn)(const struct mfs_node *dir, const char *name, struct mfs_node *n);
-
-static const lookup_fn lookups[] = {
-	[MFS_N_ROOT] = lookup_root,
-	[MFS_N_BYSCOPE] = lookup_byscope,
-	[MFS_N_WORK] = lookup_files,
-	[MFS_N_ROOTFS] = lookup_files,
-	[MFS_N_EXECS] = lookup_execs,
-};
 
 int mfs_tree_child(const struct mfs_node *dir, const char *name, struct mfs_node *n)
 {
@@ -175,17 +135,13 @@ int mfs_tree_child(const struct mfs_node *dir, const char *name, struct mfs_node
 	/* A child names what its parent names (the sandbox, the exec). */
 	memcpy(n->name, dir->name, sizeof(n->name));
 	memcpy(n->exec_id, dir->exec_id, sizeof(n->exec_id));
-	if (lookup_row(dir, name, n))
-		return 0;
-	size_t t = (size_t)dir->type;
-	lookup_fn fn = t < sizeof(lookups) / sizeof(lookups[0]) && lookups[t] ? lookups[t] : lookup_none;
-	return fn(dir, name, n);
+	return mfs_rows_lookup(dir, name, n);
 }
 
 void mfs_tree_root(struct mfs_node *n)
 {
 	memset(n, 0, sizeof(*n));
-	set_type(n, MFS_N_ROOT);
+	n->type = MFS_N_ROOT;
 }
 
 bool mfs_tree_needs_path(enum mfs_node_type t)

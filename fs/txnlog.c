@@ -3,9 +3,11 @@
  * what it was about (the sandbox or the key, never env, stdin or the
  * command's arguments beyond its program), how it ended, and how long it
  * took. Values are a caller's text: cut short, and anything but printable
- * ASCII shown as '?', so a request cannot forge log lines.
+ * ASCII shown as '?', so a request cannot forge log lines. What a verb's
+ * request and reply say in it is the verb's (rows.h: subject, reply).
  */
 #include "mfs.h"
+#include "rows.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 #include "log.h"
 
 /* ` name=value`, the value cleaned; nothing when it is absent (not a string). */
-static void put_value(struct mafsbx_buf *b, const char *name, const json_t *value)
+void mfs_txnlog_value(struct mafsbx_buf *b, const char *name, const json_t *value)
 {
 	const char *v = json_string_value(value);
 	if (!v)
@@ -30,56 +32,17 @@ static void put_value(struct mafsbx_buf *b, const char *name, const json_t *valu
 	mafsbx_buf_printf(b, " %s=%s", name, clean);
 }
 
-/* ` field=value` for a string field of `obj`. */
-static void put_field(struct mafsbx_buf *b, const json_t *obj, const char *field)
+void mfs_txnlog_field(struct mafsbx_buf *b, const json_t *obj, const char *field)
 {
-	put_value(b, field, json_object_get(obj, field));
+	mfs_txnlog_value(b, field, json_object_get(obj, field));
 }
 
-/* The request's subject: the sandbox, or the key. */
-static void put_subject(struct mafsbx_buf *b, enum mfs_ctl_kind kind, const json_t *req)
+void mfs_txnlog_key(struct mafsbx_buf *b, const json_t *req)
 {
 	static const char *const key[] = { "scope", "thread", "agent", "call", "kind", "instance_id" };
-	if (kind == MFS_CTL_EXEC) {
-		put_field(b, req, "sandbox");
-		json_t *argv = json_object_get(req, "argv");
-		if (json_is_array(argv))
-			put_value(b, "program", json_array_get(argv, 0));
-		else if (json_object_get(req, "command"))
-			mafsbx_buf_printf(b, " program=sh");
-		if (json_is_true(json_object_get(req, "detach")))
-			mafsbx_buf_printf(b, " detach");
-		return;
-	}
-	put_field(b, req, "name");
+	mfs_txnlog_field(b, req, "name");
 	for (size_t i = 0; i < sizeof(key) / sizeof(key[0]); i++)
-		put_field(b, req, key[i]);
-}
-
-/* How a successful one ended, from its reply. */
-static void put_outcome(struct mafsbx_buf *b, enum mfs_ctl_kind kind, const json_t *reply)
-{
-	switch (kind) {
-	case MFS_CTL_ACQUIRE:
-		put_field(b, reply, "state");
-		put_field(b, reply, "name");
-		break;
-	case MFS_CTL_DISPOSE:
-		mafsbx_buf_printf(b, " disposed=%lld failures=%zu",
-				  (long long)json_integer_value(json_object_get(reply, "disposed")),
-				  json_array_size(json_object_get(reply, "failures")));
-		break;
-	case MFS_CTL_EXEC:
-		if (json_object_get(reply, "exec"))
-			put_field(b, reply, "exec");
-		else
-			mafsbx_buf_printf(b, " exit_code=%lld%s",
-					  (long long)json_integer_value(json_object_get(reply, "exit_code")),
-					  json_is_true(json_object_get(reply, "truncated")) ? " truncated" : "");
-		break;
-	default:
-		break;
-	}
+		mfs_txnlog_field(b, req, key[i]);
 }
 
 void mfs_txn_log(enum mfs_ctl_kind kind, const json_t *req, const json_t *reply, int r,
@@ -88,12 +51,14 @@ void mfs_txn_log(enum mfs_ctl_kind kind, const json_t *req, const json_t *reply,
 	if (mafsbx_log_get_level() < MAFSBX_LOG_INFO)
 		return;
 	struct mafsbx_buf b = MAFSBX_BUF_INIT;
+	const struct mfs_verb *v = mfs_verb_at(kind);
 	mafsbx_buf_printf(&b, "%s:", mfs_ctl_kind_name(kind));
-	if (req)
-		put_subject(&b, kind, req);
+	if (req && v)
+		v->subject(&b, req);
 	if (r == 0) {
 		mafsbx_buf_printf(&b, " -> ok");
-		put_outcome(&b, kind, reply);
+		if (v)
+			v->reply(&b, reply);
 	} else {
 		mafsbx_buf_printf(&b, " -> %s %.300s", mafsbx_errno_name(e->err), e->message);
 	}
