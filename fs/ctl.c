@@ -22,6 +22,7 @@
  * handle, released meanwhile, stays until the request's end (`released`).
  */
 #include "mfs.h"
+#include "mount.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -30,7 +30,9 @@
  * call, which the layers below reach through the context, never by calling
  * up.
  */
+#include "execs.h"
 #include "lowlevel.h"
+#include "passthrough.h"
 #include "pending.h"
 
 #include <errno.h>

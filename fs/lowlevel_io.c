@@ -5,7 +5,10 @@
  * flush, release, and the listings (readdir, readdirplus). The rest of the
  * low-level API, and the context each request hands down, are lowlevel.c's.
  */
+#include "execs.h"
 #include "lowlevel.h"
+#include "mount.h"
+#include "passthrough.h"
 
 #include <errno.h>
 #include <stdlib.h>

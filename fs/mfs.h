@@ -266,20 +266,6 @@ struct mfs_snapshot {
 /* Scoped lists kept for by-scope/SCOPE/... lookups (root.c). */
 #define MFS_SCOPED_SLOTS 4
 
-/* A count per user with its bound, and the pool all of them share (mount.c):
- * open files, file calls that may wait. */
-struct mfs_user_count;
-struct mfs_user_table {
-	struct mfs_user_count *users;  /* only users with something counted */
-	size_t n, cap;
-	unsigned bound;              /* per user, within the pool (mfs_open_bound_init) */
-	unsigned pool;               /* all users but the daemon's together: below the daemon's limit */
-	unsigned total;              /* counted now, all users together */
-	bool pool_warned;            /* the pool's refusal was logged since it last drained to half */
-	const char *what;            /* "open files": for the log */
-	const char *pool_rule;       /* how the pool was sized: for the log */
-};
-
 struct mfs {
 	struct mfs_options opt;
 	struct mafsbx_endpoint ep;
@@ -304,32 +290,13 @@ struct mfs {
 	atomic_int requests_running; /* mount.c: .ctl requests (and rmdir NAME) running now */
 	int requests_max;            /* they may hold at most this many worker threads */
 
-	pthread_t janitor;           /* janitor.c */
-	bool janitor_running;
-	atomic_bool janitor_stop;
-	pthread_mutex_t janitor_lock;
-	pthread_cond_t janitor_cv;
-	bool janitor_wake;           /* an unpause failed: recover now (under janitor_lock) */
+	struct mfs_janitor *janitor; /* janitor.c's own (janitor.h); NULL when not running */
+	struct mfs_execs *execs;     /* the detached execs' own (execs.h) */
+	struct mfs_jobs *jobs;       /* jobs.c's own (jobs.h): RUNDIR/jobs; NULL when there is none */
 
-	pthread_mutex_t execs_lock;  /* execs.c: guards execs, execs_running, execs_stop */
-	pthread_cond_t execs_cv;     /* a detached exec's thread ended */
-	struct mfs_dexec *execs;     /* newest first */
-	unsigned execs_running;
-	bool execs_stop;
-	bool execs_ready;            /* initialised and not yet torn down */
-	int jobs_fd;                 /* jobs.c: RUNDIR/jobs, -1 when there is none */
-	char *jobs_dir;
+	struct mfs_handles *handles; /* mount.c's own (mount.h): the open handles, the per-user counts */
 
-	pthread_mutex_t handles_lock; /* open handles (mount.c) and the counts below */
-	struct mfs_handle *handles;
-	struct mfs_user_table user_opens; /* open handles per user (not the daemon's own) */
-	struct mfs_user_table user_calls; /* engine-plane file calls in flight per user (work.c) */
-	struct mfs_user_table user_requests; /* .ctl requests running or queued per user (ctl.c) */
-
-	struct mfs_passthrough *passthrough; /* passthrough.c; NULL before the mount's init */
-	atomic_ulong passthrough_opens;     /* opens whose reads the kernel serves */
-	atomic_ulong passthrough_relookups; /* opens answered ESTALE: their node held another file */
-	atomic_ulong file_reads;            /* reads of work/ and rootfs/ files this daemon served */
+	struct mfs_passthrough *passthrough; /* passthrough.c's own (passthrough.h); NULL before the mount's init */
 
 };
 
@@ -338,9 +305,6 @@ struct mfs {
 /* Initialise / tear down the fields that need it (mutexes, lists, open handles). */
 int mfs_init(struct mfs *fs);
 void mfs_fini(struct mfs *fs);
-/* mount.c's part: the registry of open handles and the per-user counts. */
-void mfs_handles_init(struct mfs *fs);
-void mfs_handles_fini(struct mfs *fs);
 
 
 /*
@@ -369,70 +333,6 @@ void mfs_daemon_ready(int ready_fd);
 int mfs_daemon_notify(const char *state, struct mafsbx_error *err);
 /* Raise the soft RLIMIT_NOFILE to the hard limit. 0, or -errno with err set. */
 int mfs_daemon_raise_nofile(struct mafsbx_error *err);
-
-/* ---- detached execs (execs.c) --------------------------------------------- */
-
-#define MFS_EXEC_STREAM_CAP (8 * MFS_MIB)   /* output kept per stream of one exec */
-#define MFS_EXECS_KEPT 32                    /* kept per sandbox */
-#define MFS_EXECS_TOTAL 1024                 /* kept on the mount */
-#define MFS_EXECS_RUNNING 64                 /* running at once on the mount */
-
-struct mfs_dexec;
-struct mfs_exec_handle;
-struct mfs_node;
-struct mafsbx_exec_spec;
-void mfs_execs_init(struct mfs *fs);
-/* Cancel what runs (this host's engine), wait for the threads, free.
- * false: some still ran after the grace (left to the exit, nothing freed). */
-bool mfs_execs_fini(struct mfs *fs);
-/* Start `spec` (taken over) detached: the reply names its ID and path. */
-int mfs_exec_detach(struct mfs *fs, struct mafsbx_exec_spec *spec, json_t **reply, struct mafsbx_error *err);
-bool mfs_exec_exists(struct mfs *fs, const char *sandbox, const char *id);
-/* A job an earlier daemon left (jobs.c found it): listed, watched if it runs. Takes dfd. */
-struct mafsbx_job_meta;
-void mfs_exec_adopt(struct mfs *fs, int dfd, const struct mafsbx_job_meta *m);
-
-/* ---- job monitors (jobs.c) ------------------------------------------------- */
-/* argv[1] of a job monitor: mafsbxfs --job-monitor DIR (fs/main.c) */
-#define MFS_JOB_MONITOR_VERB "--job-monitor"
-/* RUNDIR/jobs opened (made if need be); -1 when not (detached execs are then refused). */
-int mfs_jobs_open(struct mfs *fs);
-void mfs_jobs_close(struct mfs *fs);
-/* At mount start: every job of this engine and scope found there, adopted. */
-void mfs_jobs_adopt(struct mfs *fs);
-/* The janitor's collection: the files of this engine's jobs whose container
- * is not listed (listed(id, ctx) false), is confirmed gone and has no
- * monitor left, removed; how many. */
-unsigned mfs_jobs_collect(struct mfs *fs, bool (*listed)(const char *id, void *ctx), void *ctx);
-/* The job's directory made and its monitor started: the directory's fd, or -errno with err. */
-int mfs_job_start(struct mfs *fs, const struct mafsbx_job_meta *m, const struct mafsbx_exec_spec *spec,
-		  struct mafsbx_error *err);
-/* A job's files removed (its exec forgotten). */
-void mfs_job_forget(struct mfs *fs, const char *container, const char *job);
-/* Every job of a disposed container removed. */
-void mfs_jobs_forget_container(struct mfs *fs, const char *container);
-int mfs_execs_list(struct mfs *fs, const char *sandbox, void *buf, fuse_fill_dir_t filler);
-/* rmdir NAME/execs/ID: cancel a running command, forget a finished one. */
-int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct mafsbx_error *err);
-int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
-int mfs_exec_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
-/* A read; on `wait` it blocks until the end unless the caller parked it first. */
-int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off);
-/* A `wait` whose command still runs: fn(arg) is called once it ended (0);
- * 1 when a read can be served now; -ENOMEM. */
-int mfs_exec_when_done(struct mfs_exec_handle *x, void (*fn)(void *arg), void *arg);
-/* Take back a call registered with `arg` (its reader was interrupted): true
- * when it was still waiting (fn will not be called), false when the
- * command's end has taken it (fn is called, or is being called). */
-bool mfs_exec_unpark(struct mfs_exec_handle *x, void *arg);
-void mfs_exec_release(struct mfs_exec_handle *x);
-
-/* ---- freezes left behind (janitor.c) ------------------------------------- */
-
-/* Start the background recovery (after mounting: it lifts freezes a dead
- * process left, and any unpause this mount failed). 0 or -errno. */
-int mfs_janitor_start(struct mfs *fs);
-void mfs_janitor_stop(struct mfs *fs);
 
 /* ---- the kinds of node (tree.c, node.h) ------------------------------------ */
 
@@ -574,60 +474,6 @@ struct mfs_listdir {
 int mfs_listdir_open(struct mfs *fs, struct fuse_file_info *fi);
 void mfs_listdir_release(struct mfs_listdir *d);
 
-/* The handle in fi->fh (NULL for none). */
-struct mfs_handle *mfs_handle_of(const struct fuse_file_info *fi);
-/* Add the handle just opened into fi->fh to the mount's list / take it out. */
-void mfs_handle_register(struct mfs *fs, const struct fuse_file_info *fi);
-void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h);
-/*
- * The per-user bound on open files, for mounts other users reach
- * (allow_other): each uid but the daemon's own may hold at most
- * fs->user_opens.bound handles, and all of them together at most
- * fs->user_opens.pool (half the open-file limit), so that no user, however
- * many uids it has, can take every descriptor of the daemon (or the memory
- * behind the engine plane's spools) from the mounting user. mfs_open_charge
- * counts one open for `uid` before the open does its work: 0, or -EMFILE
- * (logged once per user as it reaches its bound, once for the pool). The
- * open then either hands the count to its handle (mfs_open_charged: the
- * handle's release returns it) or returns it (mfs_open_uncharge).
- */
-void mfs_open_bound_init(struct mfs *fs);
-int mfs_open_charge(struct mfs *fs, uid_t uid);
-void mfs_open_uncharge(struct mfs *fs, uid_t uid);
-void mfs_open_charged(struct mfs *fs, const struct fuse_file_info *fi, uid_t uid);
-/*
- * The per-user bound on file calls in flight that may wait for a freeze
- * (engine plane; -o frozen_reads opens): each waits (behind an exec, up to
- * the freezer's wait) on a FUSE worker thread, so another user's stats could
- * hold every worker. Each uid but the daemon's own may have at most
- * fs->user_calls.bound of them at once, all of them together at most
- * fs->user_calls.pool (half of max_threads): mfs_call_charge counts one (0),
- * or refuses (-EBUSY, logged once per user as it reaches its bound, once for
- * the pool); mfs_call_uncharge returns it.
- */
-int mfs_call_charge(struct mfs *fs, uid_t uid);
-void mfs_call_uncharge(struct mfs *fs, uid_t uid);
-/*
- * The others' pool of .ctl requests: a request on a handle another user
- * opened (running, or waiting for a transaction thread) counts against
- * fs->user_requests.pool, half of -o max_requests, so that the mounting
- * user's requests always find threads. 1 when counted (return it with
- * mfs_request_uncharge once the request ends), 0 for the daemon's own
- * user (nothing counted), -EBUSY past the pool (logged once), -ENOMEM.
- */
-int mfs_request_charge(struct mfs *fs, struct mfs_handle *h);
-void mfs_request_uncharge(struct mfs *fs, struct mfs_handle *h);
-
-/* Call fn on each open handle (under the registry's lock, so fn must not
- * open or close one) until it returns nonzero; returns that value, or 0. */
-int mfs_handles_each(struct mfs *fs, int (*fn)(struct mfs_handle *h, void *arg), void *arg);
-/*
- * Free every handle still open (at unmount the kernel sends no release for
- * files left open) through its discard function. Unsent writes are dropped:
- * a file nobody closed is not sent half-written.
- */
-void mfs_handles_discard_all(struct mfs *fs);
-
 /*
  * The shared texts of the read-only virtual files (texts.c): one text per
  * key (".ctl/engine", "status/NAME", ...) held by every handle reading it,
@@ -768,25 +614,6 @@ int mfs_work_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct t
 int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
 		    struct mafsbx_error *err);
 
-/* ---- FUSE passthrough (passthrough.c) ------------------------------------ */
-
-struct fuse_conn_info;
-struct fuse_req;
-/* At the mount's init: ask the kernel for passthrough where the build, the plane and the kernel allow it. */
-void mfs_passthrough_init(struct mfs *fs, struct fuse_conn_info *conn);
-void mfs_passthrough_fini(struct mfs *fs);
-/*
- * After a successful open of `path` (fi->fh set), before its reply: hand a
- * local-plane read to the kernel. -ESTALE: the node holds another file
- * open; the path was given a new node, and the open must be answered ESTALE
- * (after its release) so that the kernel looks it up again.
- */
-int mfs_passthrough_open(struct mfs *fs, struct fuse_req *req, uint64_t ino, const char *path,
-			 struct fuse_file_info *fi);
-/* Before the release of an open: give back its node's backing id. */
-void mfs_passthrough_release(struct mfs *fs, struct fuse_req *req, const struct fuse_file_info *fi);
-/* .ctl/engine's "passthrough": on, why not, and the counts. */
-json_t *mfs_passthrough_json(struct mfs *fs);
 /* The descriptor a work/ or rootfs/ handle opened for reading reads from, or -1 (work.c). */
 int mfs_work_read_fd(const struct mfs_handle *h);
 

@@ -34,6 +34,8 @@
  * a caller that reached the runner some other way past the cap (the unit
  * tests' synchronous writes through the .ctl handle's ops; the daemon never does).
  */
+#include "execs.h"
+#include "jobs.h"
 #include "mfs.h"
 
 #include <errno.h>

@@ -22,6 +22,7 @@
  * by a later acquire, files written through the mount), keyed by container ID.
  */
 #include "mfs.h"
+#include "mount.h"
 
 #include <errno.h>
 #include <malloc.h>

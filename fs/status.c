@@ -15,6 +15,7 @@
  * NAME/status always asks the engine (one inspect), so `state` is current.
  */
 #include "mfs.h"
+#include "passthrough.h"
 
 #include <errno.h>
 #include <stdlib.h>

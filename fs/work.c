@@ -21,6 +21,7 @@
  */
 #include "ctx.h"
 #include "mfs.h"
+#include "mount.h"
 #include "target.h"
 
 #include <errno.h>
