@@ -24,6 +24,7 @@
  * The notify protocol is one datagram of "KEY=VALUE" lines on a unix socket;
  * a few lines here, rather than libsystemd for one call.
  */
+#include "daemon.h"
 #include "mfs.h"
 
 #include <dirent.h>

@@ -33,7 +33,7 @@ struct exec_waiter {
 };
 
 struct mfs_dexec {
-	struct mfs_dexec *next;      /* fs->execs->list, newest first (execs_lock) */
+	struct mfs_dexec *next;      /* fs->execs->list, newest first (its lock) */
 	atomic_int refs;             /* the list, the running thread, each open handle */
 	struct mfs *fs;
 	char id[MFS_EXEC_ID_LEN + 1];

@@ -14,7 +14,7 @@
  *
  * Garbage. The freezer's lock files (five per container ID under the
  * runtime directory) and the mount's per-sandbox lists of declared outputs
- * and files written (fs->extras) and its detached execs' job files
+ * and files written (extras.c) and its detached execs' job files
  * (RUNDIR/jobs, fs/jobs.c) are dropped when the mount disposes of a
  * sandbox by name, but a container removed otherwise (a dispose by scope,
  * `mafsbx reap`, the Python host, `docker rm`) would leave them for ever. A collection pass at
@@ -24,6 +24,7 @@
  * listing is not mistaken for a removal).
  */
 #include "janitor.h"
+#include "extras.h"
 #include "jobs.h"
 #include "mfs.h"
 
@@ -115,20 +116,17 @@ static bool id_listed(const struct id_list *l, const char *id)
 	return l->n && bsearch(id, l->id, l->n, sizeof(*l->id), cmp_id) != NULL;
 }
 
+static bool id_listed_cb(const char *id, void *ctx)
+{
+	return id_listed(ctx, id);
+}
+
 /* Drop the file lists of sandboxes whose container is gone; how many were dropped. */
-static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
+static unsigned collect_extras(struct mfs *fs, struct id_list *list)
 {
 	char (*gone)[65] = NULL;
-	size_t n = 0, cap = 0;
-	pthread_mutex_lock(&fs->lock);
-	for (struct mfs_sbx_extra *x = fs->extras; x; x = x->next) {
-		if (id_listed(list, x->id))
-			continue;
-		if (mafsbx_array_grow(&gone, &cap, n + 1, sizeof(*gone), 16, 0) < 0)
-			break;
-		snprintf(gone[n++], 65, "%s", x->id);
-	}
-	pthread_mutex_unlock(&fs->lock);
+	size_t n = 0;
+	mfs_extras_unlisted(fs, id_listed_cb, list, &gone, &n);   /* out of memory: what it found */
 	unsigned dropped = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *insp = NULL;
@@ -142,11 +140,6 @@ static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
 	}
 	free(gone);
 	return dropped;
-}
-
-static bool id_listed_cb(const char *id, void *ctx)
-{
-	return id_listed(ctx, id);
 }
 
 static void gc_pass(struct mfs *fs)

@@ -7,6 +7,7 @@
  * another's teardown.
  */
 #include "execs.h"
+#include "extras.h"
 #include "mfs.h"
 #include "mount.h"
 #include "passthrough.h"
@@ -47,5 +48,6 @@ void mfs_fini(struct mfs *fs)
 	mfs_passthrough_fini(fs);
 	mfs_handles_fini(fs);
 	mfs_list_clear(fs);
+	mfs_extras_clear(fs);
 	pthread_mutex_destroy(&fs->lock);
 }

@@ -9,6 +9,7 @@
 #include "lowlevel.h"
 #include "mount.h"
 #include "passthrough.h"
+#include "txn.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -220,7 +221,7 @@ static void ctl_write(fuse_req_t req, struct mfs *fs, struct mfs_ctl *c, const c
 		j->c = c;
 		j->taken = r;
 		mfs_pending_start(&j->p, req, true, ctl_answer, NULL);
-		if ((r = mfs_txns_submit(&fs->txns, ctl_run, j)) == 0) {
+		if ((r = mfs_txns_submit(fs->txns, ctl_run, j)) == 0) {
 			mfs_pending_armed(&j->p);
 			return;
 		}

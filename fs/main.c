@@ -24,6 +24,7 @@
 #include "execs.h"
 #include "janitor.h"
 #include "jobs.h"
+#include "daemon.h"
 #include "mfs.h"
 
 #include <errno.h>

@@ -16,22 +16,29 @@
  *   kinds.c      each kind of node's operations (node.h); handles.c each kind of open handle's
  *   status.c     the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
  *   requests.c   the real request runner (acquire / dispose / exec through sandbox.h)
- *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel
- *   execs.c      detached execs; janitor.c background recovery of freezes left behind
+ *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel (passthrough.h)
+ *   execs.c      detached execs (execs.h): the registry; execs_watch.c a running job's watch,
+ *                execs_cancel.c rmdir NAME/execs/ID, execs_files.c NAME/execs/ID/ (execs_impl.h)
+ *   jobs.c       the jobs directory and the job monitors (jobs.h)
+ *   janitor.c    background recovery of freezes left behind, and collection (janitor.h)
  *   work.c       NAME/work/ and NAME/root/ through the plane; target.c a call's plane target
- *   root.c       the sandbox list cache, the root listing and by-scope/
+ *   root.c       the sandbox list cache and the root listing; byscope.c by-scope/
+ *   extras.c     per-sandbox outputs and files written through the mount (extras.h)
  *   ctl.c        the .ctl transaction handles (request bytes in, one reply out)
  *   notify.c     the one notifier: what changed, told to the kernel by node
  *   nodes.c      the node ids the kernel holds, each with its kind
  *   tree.c       the kind of a node, from its parent's kind and its name (pure): the tree's rows
- *   txn.c        the transaction threads; txnlog.c a transaction's log line
+ *   txn.c        the transaction threads (txn.h); txnlog.c a transaction's log line
  *   texts.c      the read-only files' texts, one per file shared by its handles, under the reply budget
  *   reply.c      reply JSON: error replies, the exec reply with its text views
  *   textconv.c   text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
- *   mount.c      what every operation shares: open handles, per-user counts, the request limit
- *   opts.c       the command line (fuse_opt), validation, --help text
- *   daemon.c     going into the background: the fork first, one thread, a readiness pipe
+ *   mount.c      open handles and per-user counts (mount.h), the request limit
+ *   opts.c       the command line (fuse_opt), validation, --help text (opts.h)
+ *   daemon.c     going into the background: the fork first, one thread, a readiness pipe (daemon.h)
  *   ctx.h        the request's context, handed down from lowlevel.c
+ *
+ * Each concern's state is its module's own, behind its own header: struct
+ * mfs holds only a pointer to it (doc/architecture.md "Inside fs/").
  *
  * Calls go one way, down this list (no file reaches one that reaches it
  * back): the layers below reach the kernel-facing ones only through the
@@ -69,93 +76,7 @@ struct mafsbx_backend;
 struct mafsbx_freezer;
 struct mafsbx_sandbox_info;
 
-/* ---- options (opts.c) --------------------------------------------------- */
-
-#define MFS_MIB (1024ull * 1024)
-#define MFS_DEFAULT_MAX_READ (64 * MFS_MIB)
-#define MFS_DEFAULT_MAX_WRITE (64 * MFS_MIB)
-#define MFS_DEFAULT_EXEC_TIMEOUT 300
-#define MFS_DEFAULT_MAX_EXEC_TIMEOUT 86400     /* -o max_exec_timeout: 24 h */
-#define MFS_MAX_EXEC_TIMEOUT_CEILING 31536000  /* its largest value (a year); 0 is none */
-#define MFS_DEFAULT_PULL_TIMEOUT 600
-#define MFS_DEFAULT_PIDS_LIMIT 512
-#define MFS_DEFAULT_MAX_THREADS 64u
-/* Transactions are engine round trips and waits, not CPU: 32 in flight keep
- * a 2-core host's engine busy without letting callers pile up threads. */
-#define MFS_DEFAULT_MAX_REQUESTS 32u
-#define MFS_MAX_REQUESTS_CEILING 1024
-/* Open files one user other than the daemon's may hold (-o max_open_per_user):
- * by default a quarter of the daemon's descriptors, within these bounds. */
-#define MFS_OPEN_PER_USER_MIN 64u
-#define MFS_OPEN_PER_USER_MAX 16384u
-#define MFS_OPEN_PER_USER_CEILING 1048576
-/* All users other than the daemon's together (the others' pool, mount.c):
- * half the open-file limit, at most this many. */
-#define MFS_OPEN_OTHERS_MAX 65536u
-/* Engine-plane file calls one user other than the daemon's may have waiting
- * at once (-o max_calls_per_user): by default a quarter of max_threads
- * (all such users together: half of it, mount.c). */
-#define MFS_CALLS_PER_USER_CEILING 65536
-#define MFS_CTL_MAX_REQUEST (1024 * 1024)
-
-struct mfs_options {
-	char *source;                /* the ignored SOURCE before the mount point, or NULL */
-	char *host;                  /* -o host= / -H */
-	char *context;               /* -o context= / --context */
-	char *image;                 /* -o image= */
-	char *scope;                 /* -o scope= */
-	double attr_timeout;         /* seconds */
-	double entry_timeout;        /* seconds: -o entry_timeout, else attr_timeout */
-	unsigned max_requests;       /* .ctl transactions running at once (txn.c) */
-	unsigned max_open_per_user;  /* open files per user but the daemon's; 0: from RLIMIT_NOFILE at start */
-	unsigned max_calls_per_user; /* engine-plane file calls per user but the daemon's; 0: max_threads / 4 */
-	uint64_t reply_budget;       /* -o reply_budget: bytes; 0 (a mount not from the command line): the default */
-	uint64_t spool_budget;       /* -o spool_budget: bytes; 0: the plane's default (1 GiB) */
-	uint64_t max_read;
-	uint64_t max_write;
-	long exec_timeout;           /* seconds: an exec's timeout when it names none */
-	long max_exec_timeout;       /* seconds: the ceiling of an exec's timeout; 0 = none */
-	long pull_timeout;           /* seconds: an image pull of an acquire */
-	int loglevel;                /* enum mafsbx_log_level: -o loglevel (default warning) */
-	bool loglevel_given;
-	long pids_limit;
-	bool cap_drop_all;
-	int64_t memory;              /* bytes, 0 = off */
-	double cpus;                 /* 0 = off */
-	char *egress_proxy_image;    /* NULL or "" = none (main.c: the default image when it exists) */
-	char *egress_outbound_network; /* NULL = bridge */
-	bool cluster;                /* -o cluster=swarm (main.c, src/cluster/) */
-	char *placement;             /* -o placement: ';'-separated swarm constraints, or NULL */
-	unsigned max_threads;        /* FUSE worker ceiling */
-	enum mafsbx_plane_mode plane; /* -o plane= */
-	bool frozen_reads;
-	int burst_ms;                /* -o burst_ms: 0 the default, -1 none (burst.h) */
-	int listing;                 /* -o listing: enum mafsbx_plane_listing (plane.h) */
-	bool max_read_given;         /* the local plane caps reads only when asked */
-	uid_t uid;                   /* owner shown for sandbox files */
-	gid_t gid;
-	mode_t umask;
-	bool allow_other;
-	bool default_permissions_given;
-	bool max_threads_given;
-	bool entry_timeout_given;
-	bool attr_timeout_given;
-	bool fsname_given;
-	bool subtype_given;
-	bool show_help;
-	bool show_version;
-};
-
-/*
- * Parse our options out of `args` (what libfuse needs stays in `args`) and
- * validate every value. 0, or -EINVAL with a message naming the option.
- */
-int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafsbx_error *err);
-void mfs_options_free(struct mfs_options *o);
-void mfs_options_usage(FILE *out, const char *prog);
-
-/* "64M", "1048576", "2GiB" -> bytes. 0 or -EINVAL. */
-int mfs_parse_bytes(const char *text, uint64_t *out);
+#include "opts.h"
 
 /* ---- node ids (nodes.c) -------------------------------------------------- */
 
@@ -187,29 +108,6 @@ void mfs_nodes_detach(struct mfs_nodes *t, const char *path);
 void mfs_nodes_rename(struct mfs_nodes *t, const char *from, const char *to);
 /* After renameat2(RENAME_EXCHANGE): the nodes at and below `a` take `b`'s name, and back. */
 void mfs_nodes_exchange(struct mfs_nodes *t, const char *a, const char *b);
-
-/* ---- transaction threads (txn.c) ----------------------------------------- */
-
-/* One job; `cancelled` when the mount ended before it ran (answer at once). */
-typedef void (*mfs_txn_fn)(void *arg, bool cancelled);
-struct mfs_txn_job;
-struct mfs_txns {
-	pthread_mutex_t mu;          /* guards everything below */
-	pthread_cond_t work;         /* a job was queued, or stop */
-	pthread_cond_t quiet;        /* nothing runs or waits any more */
-	struct mfs_txn_job *head, *tail;
-	size_t queued, max_queued;
-	unsigned running, threads, max;
-	pthread_t *tids;
-	bool stop, ready;
-};
-
-int mfs_txns_init(struct mfs_txns *p, unsigned max, size_t max_queued);
-/* Queue a job: 0, -EBUSY past max_queued waiting, -ESHUTDOWN after fini began. */
-int mfs_txns_submit(struct mfs_txns *p, mfs_txn_fn fn, void *arg);
-/* Stop: queued jobs run cancelled, running ones get `grace_ms`. true when
- * every thread was joined (false: some still run, left to the exit). */
-bool mfs_txns_fini(struct mfs_txns *p, int grace_ms);
 
 /* ---- the low-level mount (lowlevel.c) ------------------------------------ */
 
@@ -276,7 +174,7 @@ struct mfs {
 	struct mafsbx_cluster *cluster; /* -o cluster=swarm (cluster.c), else NULL */
 	struct fuse_session *se;     /* lowlevel.c: cache invalidation; NULL in unit tests */
 	struct mfs_nodes nodes;      /* lowlevel.c: the node ids the kernel holds (nodes.c) */
-	struct mfs_txns txns;        /* lowlevel.c: the threads transactions run on (txn.c) */
+	struct mfs_txns *txns;       /* lowlevel.c: the threads transactions run on (txn.h) */
 	mfs_run_fn run;              /* the .ctl request runner */
 	char scope_label[64];        /* label_value(opt.scope), "" when unscoped */
 	time_t mount_time;           /* the times of the fixed nodes (root, .ctl, by-scope) */
@@ -314,25 +212,6 @@ void mfs_fini(struct mfs *fs);
  */
 int mfs_request_enter(struct mfs *fs, const char *what, struct mafsbx_error *err);
 void mfs_request_leave(struct mfs *fs);
-
-/* ---- going into the background (daemon.c) --------------------------------- */
-
-/* Threads of this process now (/proc/self/task), or a negative errno. */
-int mfs_daemon_thread_count(void);
-/* Fork before anything starts a thread: refused (-1, message printed) when
- * more than one exists. The parent waits for the child's word and exits with
- * 0 once it is ready, or with the child's status when it failed first. In
- * the child: 0, with *ready_fd to hand to mfs_daemon_ready(). */
-int mfs_daemon_fork(int *ready_fd);
-/* The daemon serves: a new session, cwd /, stdio on /dev/null, logging to
- * syslog, and the parent told. Does nothing for -1 (foreground). */
-void mfs_daemon_ready(int ready_fd);
-/* Tell systemd `state` ("READY=1", "STOPPING=1") on $NOTIFY_SOCKET (a path,
- * or '@' for an abstract name): 0 when sent or when the variable is unset,
- * else -errno with err set. */
-int mfs_daemon_notify(const char *state, struct mafsbx_error *err);
-/* Raise the soft RLIMIT_NOFILE to the hard limit. 0, or -errno with err set. */
-int mfs_daemon_raise_nofile(struct mafsbx_error *err);
 
 /* ---- the kinds of node (tree.c, node.h) ------------------------------------ */
 
@@ -387,6 +266,12 @@ void mfs_snapshot_put(struct mfs_snapshot *s);
  * one when young enough, else a narrow one. */
 struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int depth, long long max_age_ms,
 				    struct mafsbx_error *err);
+/* A cached list (the full one or a scoped slot) that holds every sandbox
+ * labelled `want` (scope, thread, agent; "": any), no older than
+ * max_age_ms, referenced; or NULL. */
+struct mfs_snapshot *mfs_scoped_cached(struct mfs *fs, const char (*want)[64], long long max_age_ms);
+/* How old a list a lookup may use: attr_timeout. */
+long long mfs_lookup_age_ms(const struct mfs *fs);
 /* Drop the cached lists: the next reader asks the engine. */
 void mfs_snapshot_invalidate(struct mfs *fs);
 /* Find a sandbox in a snapshot. */
@@ -418,9 +303,16 @@ struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long
 /* True when a sandbox belongs to the mount's scope. */
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
 
+/* The list a listing of the root (n NULL or by-scope/ itself) or of
+ * by-scope/SCOPE[/...] (n) reads from: asked of the engine at its first
+ * chunk (off 0), kept by its directory handle (fi) for the later ones. */
+struct mfs_snapshot *mfs_listing_get(struct mfs *fs, struct fuse_file_info *fi, off_t off, const struct mfs_node *n,
+				     struct mafsbx_error *err);
+
 /* One readdir entry of type `type` (S_IFDIR, S_IFREG, S_IFLNK); the filler's answer (1: buffer full) (tree.c). */
 int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type);
 int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void *buf, fuse_fill_dir_t filler);
+/* by-scope/ (byscope.c) */
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
 int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, off_t off, void *buf,
 			fuse_fill_dir_t filler);
@@ -428,20 +320,12 @@ int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, si
 /* The by-scope link name of a sandbox ("KIND" or "KIND@CALL") into out; false when unshowable. */
 bool mfs_byscope_link_name(const struct mafsbx_sandbox_info *i, char *out, size_t size);
 
-/* Free the cached list and the extras (mfs_fini). */
+/* Free the cached lists (mfs_fini). */
 void mfs_list_clear(struct mfs *fs);
 
 /* Tell the kernel the root, by-scope and NAME changed (after acquire / dispose). */
 void mfs_invalidate_sandbox(struct mfs *fs, const char *name);
 
-/* Extras: declared outputs and files written through this mount. */
-int mfs_extra_add_outputs(struct mfs *fs, const char *id, char *const *outputs, size_t n);
-int mfs_extra_add_written(struct mfs *fs, const char *id, const char *rel);
-void mfs_extra_drop(struct mfs *fs, const char *id);
-/* A malloc'd NULL-terminated copy of the union of the label outputs, this mount's
- * outputs and (with `written`) the files written through it; duplicates dropped. */
-char **mfs_extra_paths(struct mfs *fs, const struct mafsbx_sandbox_info *i, bool written, size_t *n);
-void mfs_strv_free(char **v);
 
 /* ---- the virtual files (status.c) -------------------------------------- */
 

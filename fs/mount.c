@@ -196,7 +196,7 @@ static void user_table_free(struct mfs_user_table *t)
 	t->n = t->cap = 0;
 }
 
-/* handles_lock held: the entry of `uid`, or NULL. */
+/* handles->lock held: the entry of `uid`, or NULL. */
 static struct mfs_user_count *user_entry(struct mfs_user_table *t, uid_t uid)
 {
 	for (size_t i = 0; i < t->n; i++)
@@ -205,7 +205,7 @@ static struct mfs_user_count *user_entry(struct mfs_user_table *t, uid_t uid)
 	return NULL;
 }
 
-/* handles_lock held: drop an entry with nothing counted. */
+/* handles->lock held: drop an entry with nothing counted. */
 static void user_entry_drop(struct mfs_user_table *t, struct mfs_user_count *u)
 {
 	*u = t->users[--t->n];

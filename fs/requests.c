@@ -36,6 +36,7 @@
  */
 #include "execs.h"
 #include "jobs.h"
+#include "extras.h"
 #include "mfs.h"
 
 #include <errno.h>

@@ -14,6 +14,7 @@
  * open, served by offset from the handle, as lxcfs does for /proc files).
  * NAME/status always asks the engine (one inspect), so `state` is current.
  */
+#include "extras.h"
 #include "mfs.h"
 #include "passthrough.h"
 
