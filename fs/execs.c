@@ -35,7 +35,7 @@
  * `mu` its state and output lengths. Never both at once except list, then
  * exec (eviction reads `running`).
  */
-#include "execs_impl.h"
+#include "dexec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,22 +52,6 @@
 #include "spec.h"
 
 #define SHUTDOWN_WAIT_MS 10000
-
-void mfs_dexec_put(struct mfs_dexec *d)
-{
-	if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
-		return;
-	for (int i = 0; i < 2; i++)
-		if (d->fd[i] >= 0)
-			close(d->fd[i]);
-	if (d->dirfd >= 0)
-		close(d->dirfd);
-	if (d->fs && d->fs->planes)
-		mafsbx_planes_spool_release(d->fs->planes, &d->accounted);
-	pthread_cond_destroy(&d->ended);
-	pthread_mutex_destroy(&d->mu);
-	free(d);
-}
 
 struct mfs_dexec *mfs_dexec_find(struct mfs *fs, const char *sandbox, const char *id)
 {

@@ -2,7 +2,7 @@
  * execs.h: detached execs (execs.c and its execs_*.c, doc/protocol.md
  * "Detached execs"): started, adopted, listed, cancelled, and their
  * NAME/execs/ID/ files read. The module's state (its list, lock and
- * threads) is its own: struct mfs_execs, in execs_impl.h.
+ * threads) is its own: struct mfs_execs, in dexec.h.
  */
 #ifndef MAFSBXFS_EXECS_H
 #define MAFSBXFS_EXECS_H

@@ -7,7 +7,7 @@
  * disposed, as upstream does, and `status` says so. A finished exec is
  * forgotten, its job's files removed.
  */
-#include "execs_impl.h"
+#include "dexec.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * worker is held), with the blocking exec's reply. `status` and `wait`
  * are shared texts (texts.c) counted against the reply budget.
  */
-#include "execs_impl.h"
+#include "dexec.h"
 
 #include <errno.h>
 #include <fcntl.h>

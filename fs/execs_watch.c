@@ -7,7 +7,7 @@
  * answered. The threads are counted in execs->running; the mount's end
  * (execs.c) waits for them.
  */
-#include "execs_impl.h"
+#include "dexec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -228,12 +228,3 @@ void mfs_dexec_adopt_ended(struct mfs *fs, struct mfs_dexec *d)
 	pthread_mutex_unlock(&d->mu);
 	keep_output(fs, d);
 }
-
-bool mfs_dexec_wait_end(struct mfs_dexec *d, long long ms)
-{
-	struct timespec until = mafsbx_monotonic_after_ms(ms);
-	while (d->running && !d->abandoned && pthread_cond_timedwait(&d->ended, &d->mu, &until) != ETIMEDOUT)
-		;
-	return !d->running;
-}
-

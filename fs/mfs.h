@@ -18,7 +18,7 @@
  *   requests.c   the real request runner (acquire / dispose / exec through sandbox.h)
  *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel (passthrough.h)
  *   execs.c      detached execs (execs.h): the registry; execs_watch.c a running job's watch,
- *                execs_cancel.c rmdir NAME/execs/ID, execs_files.c NAME/execs/ID/ (execs_impl.h)
+ *                execs_cancel.c rmdir NAME/execs/ID, execs_files.c NAME/execs/ID/, dexec.c one exec (dexec.h)
  *   jobs.c       the jobs directory and the job monitors (jobs.h)
  *   janitor.c    background recovery of freezes left behind, and collection (janitor.h)
  *   work.c       NAME/work/ and NAME/root/ through the plane; target.c a call's plane target

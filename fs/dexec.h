@@ -1,6 +1,7 @@
 /*
- * execs_impl.h: the detached execs' own state, shared by the files that
- * make up the module and by nothing else: execs.c (the registry: launch,
+ * dexec.h: the detached execs' own state, shared by the files that
+ * make up the module and by nothing else: dexec.c (one exec: its last
+ * reference, the wait for its end), execs.c (the registry: launch,
  * adoption, listing, the end of the mount), execs_watch.c (the thread that
  * watches a running job), execs_cancel.c (rmdir NAME/execs/ID) and
  * execs_files.c (the NAME/execs/ID/ files). Other files see execs.h only.
@@ -9,8 +10,8 @@
  * exec's `mu` its state and output lengths. Never both at once except
  * list, then exec (eviction reads `running`).
  */
-#ifndef MAFSBXFS_EXECS_IMPL_H
-#define MAFSBXFS_EXECS_IMPL_H
+#ifndef MAFSBXFS_DEXEC_H
+#define MAFSBXFS_DEXEC_H
 
 #include "execs.h"
 #include "mfs.h"
@@ -56,16 +57,16 @@ struct mfs_dexec {
 	struct exec_waiter *waiters;
 };
 
-/* One reference fewer; the last frees the exec (its descriptors, its share of the spool budget). */
+/* One reference fewer; the last frees the exec (its descriptors, its share of the spool budget) (dexec.c). */
 void mfs_dexec_put(struct mfs_dexec *d);
-/* The exec `id` of `sandbox`, referenced, or NULL. */
+/* The exec `id` of `sandbox`, referenced, or NULL (execs.c). */
 struct mfs_dexec *mfs_dexec_find(struct mfs *fs, const char *sandbox, const char *id);
 /* With execs->lock held: the job's watching thread started (execs_watch.c). */
 int mfs_dexec_start_watch(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err);
 /* A finished (or lost) job found at start: its end read, its output kept (execs_watch.c). */
 void mfs_dexec_adopt_ended(struct mfs *fs, struct mfs_dexec *d);
 /* With d->mu held: until the command ended (or the mount ends) or `ms`
- * passed. true when it ended (execs_watch.c). */
+ * passed. true when it ended (dexec.c). */
 bool mfs_dexec_wait_end(struct mfs_dexec *d, long long ms);
 
 #endif
