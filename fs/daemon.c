@@ -25,7 +25,6 @@
  * a few lines here, rather than libsystemd for one call.
  */
 #include "daemon.h"
-#include "mfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +32,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "log.h"
 
 #define READY_BYTE 'R'

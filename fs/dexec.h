@@ -13,7 +13,6 @@
 #ifndef MAFSBXFS_DEXEC_H
 #define MAFSBXFS_DEXEC_H
 
-#include "execs.h"
 #include "mfs.h"
 
 #define WATCH_MS 200

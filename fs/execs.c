@@ -36,6 +36,7 @@
  * exec (eviction reads `running`).
  */
 #include "dexec.h"
+#include "execs.h"
 
 #include <errno.h>
 #include <fcntl.h>

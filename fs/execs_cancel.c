@@ -8,6 +8,7 @@
  * forgotten, its job's files removed.
  */
 #include "dexec.h"
+#include "execs.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,6 +6,7 @@
  * are shared texts (texts.c) counted against the reply budget.
  */
 #include "dexec.h"
+#include "execs.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -452,9 +452,8 @@ char *mfs_json_dump_line(const json_t *v, size_t flags, size_t *len);
  * The mount-wide reply budget (reply.c): the bytes exec replies being built
  * may hold at once. take() reserves `bytes` or fails with ENOMEM naming the
  * request; put() gives them back. -o reply_budget (fs->opt), else
- * MFS_REPLY_BUDGET_DEFAULT.
+ * MFS_REPLY_BUDGET_DEFAULT (opts.h).
  */
-#define MFS_REPLY_BUDGET_DEFAULT ((size_t)256 * 1024 * 1024)
 int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct mafsbx_error *err);
 void mfs_reply_budget_put(struct mfs *fs, size_t bytes);
 /* Keep `bytes` taken until this thread's next mfs_reply_dump() (then put back). */

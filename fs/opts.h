@@ -9,6 +9,7 @@
 
 #include <fuse.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -43,6 +44,8 @@ struct mafsbx_error;
  * (all such users together: half of it, mount.c). */
 #define MFS_CALLS_PER_USER_CEILING 65536
 #define MFS_CTL_MAX_REQUEST (1024 * 1024)
+/* -o reply_budget's default: the bytes exec replies being built may hold at once (reply.c). */
+#define MFS_REPLY_BUDGET_DEFAULT ((size_t)256 * 1024 * 1024)
 
 struct mfs_options {
 	char *source;                /* the ignored SOURCE before the mount point, or NULL */
