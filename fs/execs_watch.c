@@ -196,11 +196,15 @@ static void *exec_main(void *arg)
 		free(w);
 		w = next;
 	}
+	/* The thread's reference goes before it is counted out: its last put
+	 * gives back a share of the planes' spool budget, and once `running`
+	 * is 0 the mount's end (mfs_execs_fini, then main.c) frees the planes
+	 * and this module's state (TSan saw the put race mafsbx_planes_free). */
+	mfs_dexec_put(d);
 	pthread_mutex_lock(&fs->execs->lock);
 	fs->execs->running--;
 	pthread_cond_broadcast(&fs->execs->cv);
 	pthread_mutex_unlock(&fs->execs->lock);
-	mfs_dexec_put(d);
 	return NULL;
 }
 
