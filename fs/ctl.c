@@ -26,6 +26,7 @@
  */
 #include "mfs.h"
 #include "rows.h"
+#include "mount.h"
 
 #include <errno.h>
 #include <stdio.h>

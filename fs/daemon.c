@@ -24,7 +24,7 @@
  * The notify protocol is one datagram of "KEY=VALUE" lines on a unix socket;
  * a few lines here, rather than libsystemd for one call.
  */
-#include "mfs.h"
+#include "daemon.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +32,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -39,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "log.h"
 
 #define READY_BYTE 'R'

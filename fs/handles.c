@@ -7,7 +7,10 @@
  * leaves out is refused with its errno (EISDIR for a directory, EACCES for
  * a read-only file, EBADF otherwise).
  */
+#include "execs.h"
 #include "mfs.h"
+#include "mount.h"
+#include "passthrough.h"
 #include "node.h"
 
 #include <errno.h>
@@ -110,7 +113,7 @@ static int ctl_truncate(struct mfs_ctx *c, struct mfs_handle *h, off_t size)
 static int work_read(struct mfs_ctx *c, struct mfs_handle *h, char *buf, size_t size, off_t off)
 {
 	if (c->fs)   /* counted for .ctl/engine: a passed-through open's reads never come here */
-		atomic_fetch_add(&c->fs->file_reads, 1);
+		mfs_passthrough_count_read(c->fs);
 	return mfs_work_read((struct mfs_work *)h, buf, size, off);
 }
 

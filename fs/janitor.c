@@ -14,7 +14,7 @@
  *
  * Garbage. The freezer's lock files (five per container ID under the
  * runtime directory) and the mount's per-sandbox lists of declared outputs
- * and files written (fs->extras) and its detached execs' job files
+ * and files written (extras.c) and its detached execs' job files
  * (RUNDIR/jobs, fs/jobs.c) are dropped when the mount disposes of a
  * sandbox by name, but a container removed otherwise (a dispose by scope,
  * `mafsbx reap`, the Python host, `docker rm`) would leave them for ever. A collection pass at
@@ -23,6 +23,9 @@
  * each absence confirmed by an inspect (an acquire that completed after the
  * listing is not mistaken for a removal).
  */
+#include "janitor.h"
+#include "extras.h"
+#include "jobs.h"
 #include "mfs.h"
 
 #include <errno.h>
@@ -34,6 +37,15 @@
 #include "freeze.h"
 #include "log.h"
 #include "sandbox.h"
+
+/* The janitor's own state: nothing outside this file reaches it. */
+struct mfs_janitor {
+	pthread_t thread;
+	atomic_bool stop;
+	pthread_mutex_t lock;        /* guards wake, and the thread's sleep */
+	pthread_cond_t cv;
+	bool wake;                   /* an unpause failed: recover now (under lock) */
+};
 
 #define JANITOR_RECOVER_MS 5000   /* bound on one container's recovery */
 #define JANITOR_RETRY_MIN_MS 500
@@ -59,7 +71,7 @@ static int recover_pass(struct mfs *fs)
 		return -1;
 	}
 	int r = 0;
-	for (size_t i = 0; i < n && !atomic_load(&fs->janitor_stop); i++) {
+	for (size_t i = 0; i < n && !atomic_load(&fs->janitor->stop); i++) {
 		if (!a[i].paused)
 			continue;
 		bool unpaused = false;
@@ -104,20 +116,17 @@ static bool id_listed(const struct id_list *l, const char *id)
 	return l->n && bsearch(id, l->id, l->n, sizeof(*l->id), cmp_id) != NULL;
 }
 
+static bool id_listed_cb(const char *id, void *ctx)
+{
+	return id_listed(ctx, id);
+}
+
 /* Drop the file lists of sandboxes whose container is gone; how many were dropped. */
-static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
+static unsigned collect_extras(struct mfs *fs, struct id_list *list)
 {
 	char (*gone)[65] = NULL;
-	size_t n = 0, cap = 0;
-	pthread_mutex_lock(&fs->lock);
-	for (struct mfs_sbx_extra *x = fs->extras; x; x = x->next) {
-		if (id_listed(list, x->id))
-			continue;
-		if (mafsbx_array_grow(&gone, &cap, n + 1, sizeof(*gone), 16, 0) < 0)
-			break;
-		snprintf(gone[n++], 65, "%s", x->id);
-	}
-	pthread_mutex_unlock(&fs->lock);
+	size_t n = 0;
+	mfs_extras_unlisted(fs, id_listed_cb, list, &gone, &n);   /* out of memory: what it found */
 	unsigned dropped = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *insp = NULL;
@@ -131,11 +140,6 @@ static unsigned collect_extras(struct mfs *fs, const struct id_list *list)
 	}
 	free(gone);
 	return dropped;
-}
-
-static bool id_listed_cb(const char *id, void *ctx)
-{
-	return id_listed(ctx, id);
 }
 
 static void gc_pass(struct mfs *fs)
@@ -176,15 +180,22 @@ static void gc_pass(struct mfs *fs)
 	free(list.id);
 }
 
+static void janitor_free(struct mfs_janitor *j)
+{
+	pthread_cond_destroy(&j->cv);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}
+
 /* The freezer's failure callback: wake the janitor now. */
 static void on_unpause_failure(void *ctx, const char *container)
 {
 	struct mfs *fs = ctx;
 	(void)container;
-	pthread_mutex_lock(&fs->janitor_lock);
-	fs->janitor_wake = true;
-	pthread_cond_broadcast(&fs->janitor_cv);
-	pthread_mutex_unlock(&fs->janitor_lock);
+	pthread_mutex_lock(&fs->janitor->lock);
+	fs->janitor->wake = true;
+	pthread_cond_broadcast(&fs->janitor->cv);
+	pthread_mutex_unlock(&fs->janitor->lock);
 }
 
 static long gc_interval_ms(void)
@@ -204,25 +215,25 @@ static void *janitor_main(void *arg)
 	long gc_ms = gc_interval_ms(), backoff = JANITOR_RETRY_MIN_MS;
 	long long now = mafsbx_now_ms(), retry_at = 0, gc_at = now;
 	bool pending = true; /* the start-up pass */
-	pthread_mutex_lock(&fs->janitor_lock);
-	while (!fs->janitor_stop) {
+	pthread_mutex_lock(&fs->janitor->lock);
+	while (!fs->janitor->stop) {
 		now = mafsbx_now_ms();
-		bool recover = fs->janitor_wake || (pending && now >= retry_at);
+		bool recover = fs->janitor->wake || (pending && now >= retry_at);
 		bool gc = now >= gc_at;
 		if (!recover && !gc) {
 			long long until = gc_at;
 			if (pending && retry_at < until)
 				until = retry_at;
 			struct timespec ts = mafsbx_monotonic_after_ms(until - now);
-			pthread_cond_timedwait(&fs->janitor_cv, &fs->janitor_lock, &ts);
+			pthread_cond_timedwait(&fs->janitor->cv, &fs->janitor->lock, &ts);
 			continue;
 		}
-		if (recover && fs->janitor_wake) {
+		if (recover && fs->janitor->wake) {
 			/* a fresh failure: start the backoff over */
-			fs->janitor_wake = false;
+			fs->janitor->wake = false;
 			backoff = JANITOR_RETRY_MIN_MS;
 		}
-		pthread_mutex_unlock(&fs->janitor_lock);
+		pthread_mutex_unlock(&fs->janitor->lock);
 		if (recover) {
 			if (recover_pass(fs) == 0) {
 				pending = false;
@@ -233,52 +244,54 @@ static void *janitor_main(void *arg)
 				backoff = backoff * 2 > JANITOR_RETRY_MAX_MS ? JANITOR_RETRY_MAX_MS : backoff * 2;
 			}
 		}
-		if (gc && !atomic_load(&fs->janitor_stop)) {
+		if (gc && !atomic_load(&fs->janitor->stop)) {
 			gc_pass(fs);
 			gc_at = mafsbx_now_ms() + gc_ms;
 		}
-		pthread_mutex_lock(&fs->janitor_lock);
+		pthread_mutex_lock(&fs->janitor->lock);
 	}
 	/* An unpause that failed in the last moments of the mount, or one still pending. */
-	bool last = fs->janitor_wake || pending;
-	pthread_mutex_unlock(&fs->janitor_lock);
+	bool last = fs->janitor->wake || pending;
+	pthread_mutex_unlock(&fs->janitor->lock);
 	if (last) {
-		atomic_store(&fs->janitor_stop, false);
+		atomic_store(&fs->janitor->stop, false);
 		recover_pass(fs);
-		atomic_store(&fs->janitor_stop, true);
+		atomic_store(&fs->janitor->stop, true);
 	}
 	return NULL;
 }
 
 int mfs_janitor_start(struct mfs *fs)
 {
-	pthread_mutex_init(&fs->janitor_lock, NULL);
-	mafsbx_cond_init_monotonic(&fs->janitor_cv);
-	atomic_store(&fs->janitor_stop, false);
-	fs->janitor_wake = false;
+	struct mfs_janitor *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	pthread_mutex_init(&j->lock, NULL);
+	mafsbx_cond_init_monotonic(&j->cv);
+	atomic_init(&j->stop, false);
+	fs->janitor = j;
 	mafsbx_freezer_on_unpause_failure(fs->fz, on_unpause_failure, fs);
-	int r = pthread_create(&fs->janitor, NULL, janitor_main, fs);
+	int r = pthread_create(&j->thread, NULL, janitor_main, fs);
 	if (r != 0) {
 		mafsbx_freezer_on_unpause_failure(fs->fz, NULL, NULL);
-		pthread_cond_destroy(&fs->janitor_cv);
-		pthread_mutex_destroy(&fs->janitor_lock);
+		fs->janitor = NULL;
+		janitor_free(j);
 		return -r;
 	}
-	fs->janitor_running = true;
 	return 0;
 }
 
 void mfs_janitor_stop(struct mfs *fs)
 {
-	if (!fs->janitor_running)
+	struct mfs_janitor *j = fs->janitor;
+	if (!j)
 		return;
-	pthread_mutex_lock(&fs->janitor_lock);
-	atomic_store(&fs->janitor_stop, true);
-	pthread_cond_broadcast(&fs->janitor_cv);
-	pthread_mutex_unlock(&fs->janitor_lock);
-	pthread_join(fs->janitor, NULL);
+	pthread_mutex_lock(&j->lock);
+	atomic_store(&j->stop, true);
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->lock);
+	pthread_join(j->thread, NULL);
 	mafsbx_freezer_on_unpause_failure(fs->fz, NULL, NULL);
-	pthread_cond_destroy(&fs->janitor_cv);
-	pthread_mutex_destroy(&fs->janitor_lock);
-	fs->janitor_running = false;
+	fs->janitor = NULL;
+	janitor_free(j);
 }

@@ -4,7 +4,7 @@
  * directory of the mount (RUNDIR/jobs), making a job's directory and
  * starting its monitor, removing a job with its exec or its sandbox, and,
  * at mount start, finding every job left by an earlier daemon for execs.c
- * to adopt.
+ * to adopt (through the adopter it is handed: jobs.c calls nothing above it).
  *
  * A monitor is this very binary run as `mafsbxfs --job-monitor DIR`
  * (/proc/self/exe: nothing to find at run time, and a daemon whose file an
@@ -16,6 +16,7 @@
  * Under systemd the unit needs KillMode=process (contrib/systemd) or a
  * restart of the unit kills every monitor in its cgroup.
  */
+#include "jobs.h"
 #include "mfs.h"
 
 #include <dirent.h>
@@ -37,30 +38,41 @@
 #include "sandbox.h"
 #include "spec.h"
 
+/* The jobs directory of the mount: jobs.c's own, nothing else reaches it. */
+struct mfs_jobs {
+	int fd;                      /* RUNDIR/jobs */
+	char *dir;                   /* its path, for a monitor's argv and messages */
+};
+
 int mfs_jobs_open(struct mfs *fs)
 {
-	fs->jobs_fd = -1;
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	char *dir = mafsbx_jobs_dir(&e);
-	if (dir)
-		fs->jobs_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fs->jobs_fd < 0) {
-		log_warn("no jobs directory (%s): detached execs are refused", dir ? strerror(errno) : e.message);
+	int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	struct mfs_jobs *j = fd >= 0 ? malloc(sizeof(*j)) : NULL;
+	if (!j) {
+		log_warn("no jobs directory (%s): detached execs are refused",
+			 !dir ? e.message : fd < 0 ? strerror(errno) : "out of memory");
+		if (fd >= 0)
+			close(fd);
 		free(dir);
 		return -1;
 	}
-	fs->jobs_dir = dir;
+	*j = (struct mfs_jobs){ .fd = fd, .dir = dir };
+	fs->jobs = j;
 	return 0;
 }
 
 void mfs_jobs_close(struct mfs *fs)
 {
-	if (fs->jobs_fd >= 0)
-		close(fs->jobs_fd);
-	fs->jobs_fd = -1;
-	free(fs->jobs_dir);
-	fs->jobs_dir = NULL;
+	struct mfs_jobs *j = fs->jobs;
+	if (!j)
+		return;
+	close(j->fd);
+	free(j->dir);
+	free(j);
+	fs->jobs = NULL;
 }
 
 /* Start the monitor of the job at `dir`, holding `lockfd` (locked). 0 or -errno. */
@@ -104,9 +116,9 @@ static int spawn_monitor(const char *dir, int lockfd)
 static int room_on_disk(struct mfs *fs, struct mafsbx_error *err)
 {
 	struct statvfs sv;
-	if (fstatvfs(fs->jobs_fd, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < MAFSBX_JOB_DISK_FLOOR)
+	if (fstatvfs(fs->jobs->fd, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < MAFSBX_JOB_DISK_FLOOR)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ENOSPC, "RuntimeError",
-					     "exec: %s has under %llu MiB free for the output of jobs", fs->jobs_dir,
+					     "exec: %s has under %llu MiB free for the output of jobs", fs->jobs->dir,
 					     (unsigned long long)(MAFSBX_JOB_DISK_FLOOR >> 20));
 	return 0;
 }
@@ -115,10 +127,10 @@ static int room_on_disk(struct mfs *fs, struct mafsbx_error *err)
 static int make_dir(struct mfs *fs, const struct mafsbx_job_meta *m, const struct mafsbx_exec_spec *spec,
 		    struct mafsbx_error *err)
 {
-	if (mkdirat(fs->jobs_fd, m->container, 0700) < 0 && errno != EEXIST)
+	if (mkdirat(fs->jobs->fd, m->container, 0700) < 0 && errno != EEXIST)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "exec: cannot make its job directory: %s",
 					     strerror(errno));
-	__do_close int cfd = openat(fs->jobs_fd, m->container, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	__do_close int cfd = openat(fs->jobs->fd, m->container, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (cfd < 0 || mkdirat(cfd, m->job, 0700) < 0)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, errno, NULL, "exec: cannot make its job directory: %s",
 					     strerror(errno));
@@ -148,7 +160,7 @@ static int make_dir(struct mfs *fs, const struct mafsbx_job_meta *m, const struc
 int mfs_job_start(struct mfs *fs, const struct mafsbx_job_meta *m, const struct mafsbx_exec_spec *spec,
 		  struct mafsbx_error *err)
 {
-	if (fs->jobs_fd < 0)
+	if (!fs->jobs)
 		return mafsbx_error_set_full(err, MAFSBX_EK_SYSTEM, ENOTSUP, NULL,
 					     "exec: no jobs directory, so no detached exec (the daemon's log says why)");
 	int r = room_on_disk(fs, err);
@@ -159,7 +171,7 @@ int mfs_job_start(struct mfs *fs, const struct mafsbx_job_meta *m, const struct 
 		return dfd;
 	__do_close int lockfd = openat(dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/%s/%s", fs->jobs_dir, m->container, m->job);
+	snprintf(dir, sizeof(dir), "%s/%s/%s", fs->jobs->dir, m->container, m->job);
 	r = lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0 ? -errno : spawn_monitor(dir, lockfd);
 	if (r < 0) {
 		close(dfd);
@@ -172,22 +184,22 @@ int mfs_job_start(struct mfs *fs, const struct mafsbx_job_meta *m, const struct 
 
 void mfs_job_forget(struct mfs *fs, const char *container, const char *job)
 {
-	if (fs->jobs_fd < 0)
+	if (!fs->jobs)
 		return;
-	__do_close int cfd = openat(fs->jobs_fd, container, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	__do_close int cfd = openat(fs->jobs->fd, container, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (cfd < 0)
 		return;
 	int r = mafsbx_job_remove(cfd, job);
 	if (r < 0)
 		log_warn("job %s of container %.12s: cannot remove its files: %s", job, container, strerror(-r));
-	unlinkat(fs->jobs_fd, container, AT_REMOVEDIR);   /* the container's last job: its directory too */
+	unlinkat(fs->jobs->fd, container, AT_REMOVEDIR);   /* the container's last job: its directory too */
 }
 
 void mfs_jobs_forget_container(struct mfs *fs, const char *container)
 {
-	if (fs->jobs_fd < 0 || !container[0] || strchr(container, '/') || container[0] == '.')
+	if (!fs->jobs || !container[0] || strchr(container, '/') || container[0] == '.')
 		return;
-	__do_close int cfd = openat(fs->jobs_fd, container, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	__do_close int cfd = openat(fs->jobs->fd, container, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	DIR *d = cfd >= 0 ? fdopendir(cfd) : NULL;
 	if (!d)
 		return;
@@ -197,12 +209,12 @@ void mfs_jobs_forget_container(struct mfs *fs, const char *container)
 		if (de->d_name[0] != '.')
 			mafsbx_job_remove(dirfd(d), de->d_name);
 	closedir(d);
-	unlinkat(fs->jobs_fd, container, AT_REMOVEDIR);
+	unlinkat(fs->jobs->fd, container, AT_REMOVEDIR);
 }
 
 /* One job directory found at start: adopted, removed (its sandbox is gone
  * and no monitor holds it), or left for another mount. */
-static void adopt_one(struct mfs *fs, int cfd, const char *name)
+static void adopt_one(struct mfs *fs, int cfd, const char *name, mfs_job_adopt_fn adopt)
 {
 	int dfd = openat(cfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
@@ -240,16 +252,16 @@ static void adopt_one(struct mfs *fs, int cfd, const char *name)
 		close(dfd);   /* another scope's mount's: not shown here */
 		return;
 	}
-	mfs_exec_adopt(fs, dfd, &m);   /* takes dfd */
+	adopt(fs, dfd, &m);   /* takes dfd */
 }
 
 /* fn on every job directory under RUNDIR/jobs (cfd: its container's
  * directory); a container's directory left empty is removed. */
 static void jobs_each(struct mfs *fs, void (*fn)(struct mfs *fs, int cfd, const char *name, void *ctx), void *ctx)
 {
-	if (fs->jobs_fd < 0 || !fs->engine)
+	if (!fs->jobs || !fs->engine)
 		return;
-	__do_close int jfd = openat(fs->jobs_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	__do_close int jfd = openat(fs->jobs->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *top = jfd >= 0 ? fdopendir(jfd) : NULL;
 	if (!top)
 		return;
@@ -275,15 +287,20 @@ static void jobs_each(struct mfs *fs, void (*fn)(struct mfs *fs, int cfd, const 
 	closedir(top);
 }
 
+struct adopt_ctx {
+	mfs_job_adopt_fn adopt;
+};
+
 static void adopt_each(struct mfs *fs, int cfd, const char *name, void *ctx)
 {
-	(void)ctx;
-	adopt_one(fs, cfd, name);
+	struct adopt_ctx *ac = ctx;
+	adopt_one(fs, cfd, name, ac->adopt);
 }
 
-void mfs_jobs_adopt(struct mfs *fs)
+void mfs_jobs_adopt(struct mfs *fs, mfs_job_adopt_fn adopt)
 {
-	jobs_each(fs, adopt_each, NULL);
+	struct adopt_ctx ac = { .adopt = adopt };
+	jobs_each(fs, adopt_each, &ac);
 }
 
 struct collect_ctx {

@@ -10,7 +10,9 @@
  * Errors follow doc/protocol.md "Errors": writes to read-only virtual files
  * are EACCES; unlink/rename/symlink/link/chmod are EPERM; rmdir NAME disposes.
  */
+#include "execs.h"
 #include "mfs.h"
+#include "mount.h"
 #include "node.h"
 
 #include <errno.h>

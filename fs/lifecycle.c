@@ -6,8 +6,13 @@
  * list), so that none of them, and not mount.c at the bottom, calls up to
  * another's teardown.
  */
+#include "execs.h"
+#include "extras.h"
 #include "mfs.h"
+#include "mount.h"
+#include "passthrough.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "names.h"
@@ -20,8 +25,15 @@ int mfs_init(struct mfs *fs)
 	fs->extras = NULL;
 	/* Transactions run on their own threads (txn.c), as many as this. */
 	fs->requests_max = (int)(fs->opt.max_requests ? fs->opt.max_requests : MFS_DEFAULT_MAX_REQUESTS);
-	mfs_execs_init(fs);
-	mfs_handles_init(fs);
+	if (mfs_execs_init(fs) < 0) {
+		pthread_mutex_destroy(&fs->lock);
+		return -ENOMEM;
+	}
+	if (mfs_handles_init(fs) < 0) {
+		mfs_execs_fini(fs);
+		pthread_mutex_destroy(&fs->lock);
+		return -ENOMEM;
+	}
 	fs->scope_label[0] = '\0';
 	if (fs->opt.scope)
 		mafsbx_label_value(fs->opt.scope, fs->scope_label);
@@ -35,5 +47,6 @@ void mfs_fini(struct mfs *fs)
 	mfs_passthrough_fini(fs);
 	mfs_handles_fini(fs);
 	mfs_list_clear(fs);
+	mfs_extras_clear(fs);
 	pthread_mutex_destroy(&fs->lock);
 }

@@ -30,7 +30,10 @@
  * call, which the layers below reach through the context, never by calling
  * up.
  */
+#include "execs.h"
 #include "lowlevel.h"
+#include "passthrough.h"
+#include "txn.h"
 #include "pending.h"
 
 #include <errno.h>
@@ -339,7 +342,7 @@ static int rmdir_later(fuse_req_t req, struct mfs *fs, struct mfs_node *n)
 	j->n = *n;
 	n->path = NULL;   /* the job's now */
 	mfs_pending_start(&j->p, req, true, rmdir_answer, NULL);
-	int r = mfs_txns_submit(&fs->txns, rmdir_run, j);
+	int r = mfs_txns_submit(fs->txns, rmdir_run, j);
 	if (r == 0) {
 		mfs_pending_armed(&j->p);
 		return 0;
@@ -478,9 +481,13 @@ int mfs_lowlevel_start(struct mfs *fs)
 	if (r < 0)
 		return r;
 	/* the one request limit: -o max_requests as mfs_init() read it */
-	r = mfs_txns_init(&fs->txns, (unsigned)fs->requests_max, MAX_QUEUED_TRANSACTIONS);
-	if (r < 0)
+	fs->txns = calloc(1, sizeof(*fs->txns));
+	r = fs->txns ? mfs_txns_init(fs->txns, (unsigned)fs->requests_max, MAX_QUEUED_TRANSACTIONS) : -ENOMEM;
+	if (r < 0) {
+		free(fs->txns);
+		fs->txns = NULL;
 		mfs_nodes_fini(&fs->nodes);
+	}
 	return r;
 }
 
@@ -488,10 +495,12 @@ bool mfs_lowlevel_stop(struct mfs *fs)
 {
 	/* Detached execs first: their `wait` readers are answered through the session. */
 	bool execs = mfs_execs_fini(fs);
-	return mfs_txns_fini(&fs->txns, TRANSACTION_GRACE_MS) && execs;
+	return (!fs->txns || mfs_txns_fini(fs->txns, TRANSACTION_GRACE_MS)) && execs;
 }
 
 void mfs_lowlevel_free(struct mfs *fs)
 {
+	free(fs->txns);   /* its threads were joined (mfs_lowlevel_stop) */
+	fs->txns = NULL;
 	mfs_nodes_fini(&fs->nodes);
 }

@@ -5,7 +5,11 @@
  * flush, release, and the listings (readdir, readdirplus). The rest of the
  * low-level API, and the context each request hands down, are lowlevel.c's.
  */
+#include "execs.h"
 #include "lowlevel.h"
+#include "mount.h"
+#include "passthrough.h"
+#include "txn.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -217,7 +221,7 @@ static void ctl_write(fuse_req_t req, struct mfs *fs, struct mfs_ctl *c, const c
 		j->c = c;
 		j->taken = r;
 		mfs_pending_start(&j->p, req, true, ctl_answer, NULL);
-		if ((r = mfs_txns_submit(&fs->txns, ctl_run, j)) == 0) {
+		if ((r = mfs_txns_submit(fs->txns, ctl_run, j)) == 0) {
 			mfs_pending_armed(&j->p);
 			return;
 		}

@@ -21,6 +21,10 @@
  * Exit status: 0 after a clean unmount, 1 when the engine or the mount
  * failed, 2 for a usage error.
  */
+#include "execs.h"
+#include "janitor.h"
+#include "jobs.h"
+#include "daemon.h"
 #include "mfs.h"
 
 #include <errno.h>
@@ -292,11 +296,14 @@ static int start(struct run *rn, struct mafsbx_error *err)
 	 * ours must not apply a second one to what we create in a guest. */
 	umask(0);
 	fs->run = mfs_run_request;
-	mfs_init(fs);
+	if (mfs_init(fs) < 0) {
+		log_error("out of memory");
+		return 1;
+	}
 	rn->inited = true;
 	/* jobs an earlier daemon left are there before the first request */
 	if (mfs_jobs_open(fs) == 0)
-		mfs_jobs_adopt(fs);
+		mfs_jobs_adopt(fs, mfs_exec_adopt);
 	if (mfs_lowlevel_start(fs) < 0) {
 		log_error("out of memory");
 		return 1;

@@ -16,22 +16,29 @@
  *   kinds.c      each kind of node's operations (node.h); handles.c each kind of open handle's
  *   status.c     the read-only virtual files (NAME/status, .ctl/declarations, .ctl/engine)
  *   requests.c   the real request runner (acquire / dispose / exec through sandbox.h)
- *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel
- *   execs.c      detached execs; janitor.c background recovery of freezes left behind
+ *   passthrough.c  FUSE passthrough: local-plane reads handed to the kernel (passthrough.h)
+ *   execs.c      detached execs (execs.h): the registry; execs_watch.c a running job's watch,
+ *                execs_cancel.c rmdir NAME/execs/ID, execs_files.c NAME/execs/ID/, dexec.c one exec (dexec.h)
+ *   jobs.c       the jobs directory and the job monitors (jobs.h)
+ *   janitor.c    background recovery of freezes left behind, and collection (janitor.h)
  *   work.c       NAME/work/ and NAME/root/ through the plane; target.c a call's plane target
- *   root.c       the sandbox list cache, the root listing and by-scope/
+ *   root.c       the sandbox list cache and the root listing; byscope.c by-scope/
+ *   extras.c     per-sandbox outputs and files written through the mount (extras.h)
  *   ctl.c        the .ctl transaction handles (request bytes in, one reply out)
  *   notify.c     the one notifier: what changed, told to the kernel by node
  *   nodes.c      the node ids the kernel holds, each with its kind
  *   tree.c       the kind of a node, from its parent's kind and its name (pure): the tree's rows
- *   txn.c        the transaction threads; txnlog.c a transaction's log line
+ *   txn.c        the transaction threads (txn.h); txnlog.c a transaction's log line
  *   texts.c      the read-only files' texts, one per file shared by its handles, under the reply budget
  *   reply.c      reply JSON: error replies, the exec reply with its text views
  *   textconv.c   text into JSON: UTF-8 views with U+FFFD replacement, JSON strings, dumped lines
- *   mount.c      what every operation shares: open handles, per-user counts, the request limit
- *   opts.c       the command line (fuse_opt), validation, --help text
- *   daemon.c     going into the background: the fork first, one thread, a readiness pipe
+ *   mount.c      open handles and per-user counts (mount.h), the request limit
+ *   opts.c       the command line (fuse_opt), validation, --help text (opts.h)
+ *   daemon.c     going into the background: the fork first, one thread, a readiness pipe (daemon.h)
  *   ctx.h        the request's context, handed down from lowlevel.c
+ *
+ * Each concern's state is its module's own, behind its own header: struct
+ * mfs holds only a pointer to it (doc/architecture.md "Inside fs/").
  *
  * Calls go one way, down this list (no file reaches one that reaches it
  * back): the layers below reach the kernel-facing ones only through the
@@ -69,93 +76,7 @@ struct mafsbx_backend;
 struct mafsbx_freezer;
 struct mafsbx_sandbox_info;
 
-/* ---- options (opts.c) --------------------------------------------------- */
-
-#define MFS_MIB (1024ull * 1024)
-#define MFS_DEFAULT_MAX_READ (64 * MFS_MIB)
-#define MFS_DEFAULT_MAX_WRITE (64 * MFS_MIB)
-#define MFS_DEFAULT_EXEC_TIMEOUT 300
-#define MFS_DEFAULT_MAX_EXEC_TIMEOUT 86400     /* -o max_exec_timeout: 24 h */
-#define MFS_MAX_EXEC_TIMEOUT_CEILING 31536000  /* its largest value (a year); 0 is none */
-#define MFS_DEFAULT_PULL_TIMEOUT 600
-#define MFS_DEFAULT_PIDS_LIMIT 512
-#define MFS_DEFAULT_MAX_THREADS 64u
-/* Transactions are engine round trips and waits, not CPU: 32 in flight keep
- * a 2-core host's engine busy without letting callers pile up threads. */
-#define MFS_DEFAULT_MAX_REQUESTS 32u
-#define MFS_MAX_REQUESTS_CEILING 1024
-/* Open files one user other than the daemon's may hold (-o max_open_per_user):
- * by default a quarter of the daemon's descriptors, within these bounds. */
-#define MFS_OPEN_PER_USER_MIN 64u
-#define MFS_OPEN_PER_USER_MAX 16384u
-#define MFS_OPEN_PER_USER_CEILING 1048576
-/* All users other than the daemon's together (the others' pool, mount.c):
- * half the open-file limit, at most this many. */
-#define MFS_OPEN_OTHERS_MAX 65536u
-/* Engine-plane file calls one user other than the daemon's may have waiting
- * at once (-o max_calls_per_user): by default a quarter of max_threads
- * (all such users together: half of it, mount.c). */
-#define MFS_CALLS_PER_USER_CEILING 65536
-#define MFS_CTL_MAX_REQUEST (1024 * 1024)
-
-struct mfs_options {
-	char *source;                /* the ignored SOURCE before the mount point, or NULL */
-	char *host;                  /* -o host= / -H */
-	char *context;               /* -o context= / --context */
-	char *image;                 /* -o image= */
-	char *scope;                 /* -o scope= */
-	double attr_timeout;         /* seconds */
-	double entry_timeout;        /* seconds: -o entry_timeout, else attr_timeout */
-	unsigned max_requests;       /* .ctl transactions running at once (txn.c) */
-	unsigned max_open_per_user;  /* open files per user but the daemon's; 0: from RLIMIT_NOFILE at start */
-	unsigned max_calls_per_user; /* engine-plane file calls per user but the daemon's; 0: max_threads / 4 */
-	uint64_t reply_budget;       /* -o reply_budget: bytes; 0 (a mount not from the command line): the default */
-	uint64_t spool_budget;       /* -o spool_budget: bytes; 0: the plane's default (1 GiB) */
-	uint64_t max_read;
-	uint64_t max_write;
-	long exec_timeout;           /* seconds: an exec's timeout when it names none */
-	long max_exec_timeout;       /* seconds: the ceiling of an exec's timeout; 0 = none */
-	long pull_timeout;           /* seconds: an image pull of an acquire */
-	int loglevel;                /* enum mafsbx_log_level: -o loglevel (default warning) */
-	bool loglevel_given;
-	long pids_limit;
-	bool cap_drop_all;
-	int64_t memory;              /* bytes, 0 = off */
-	double cpus;                 /* 0 = off */
-	char *egress_proxy_image;    /* NULL or "" = none (main.c: the default image when it exists) */
-	char *egress_outbound_network; /* NULL = bridge */
-	bool cluster;                /* -o cluster=swarm (main.c, src/cluster/) */
-	char *placement;             /* -o placement: ';'-separated swarm constraints, or NULL */
-	unsigned max_threads;        /* FUSE worker ceiling */
-	enum mafsbx_plane_mode plane; /* -o plane= */
-	bool frozen_reads;
-	int burst_ms;                /* -o burst_ms: 0 the default, -1 none (burst.h) */
-	int listing;                 /* -o listing: enum mafsbx_plane_listing (plane.h) */
-	bool max_read_given;         /* the local plane caps reads only when asked */
-	uid_t uid;                   /* owner shown for sandbox files */
-	gid_t gid;
-	mode_t umask;
-	bool allow_other;
-	bool default_permissions_given;
-	bool max_threads_given;
-	bool entry_timeout_given;
-	bool attr_timeout_given;
-	bool fsname_given;
-	bool subtype_given;
-	bool show_help;
-	bool show_version;
-};
-
-/*
- * Parse our options out of `args` (what libfuse needs stays in `args`) and
- * validate every value. 0, or -EINVAL with a message naming the option.
- */
-int mfs_options_parse(struct fuse_args *args, struct mfs_options *o, struct mafsbx_error *err);
-void mfs_options_free(struct mfs_options *o);
-void mfs_options_usage(FILE *out, const char *prog);
-
-/* "64M", "1048576", "2GiB" -> bytes. 0 or -EINVAL. */
-int mfs_parse_bytes(const char *text, uint64_t *out);
+#include "opts.h"
 
 /* ---- node ids (nodes.c) -------------------------------------------------- */
 
@@ -187,29 +108,6 @@ void mfs_nodes_detach(struct mfs_nodes *t, const char *path);
 void mfs_nodes_rename(struct mfs_nodes *t, const char *from, const char *to);
 /* After renameat2(RENAME_EXCHANGE): the nodes at and below `a` take `b`'s name, and back. */
 void mfs_nodes_exchange(struct mfs_nodes *t, const char *a, const char *b);
-
-/* ---- transaction threads (txn.c) ----------------------------------------- */
-
-/* One job; `cancelled` when the mount ended before it ran (answer at once). */
-typedef void (*mfs_txn_fn)(void *arg, bool cancelled);
-struct mfs_txn_job;
-struct mfs_txns {
-	pthread_mutex_t mu;          /* guards everything below */
-	pthread_cond_t work;         /* a job was queued, or stop */
-	pthread_cond_t quiet;        /* nothing runs or waits any more */
-	struct mfs_txn_job *head, *tail;
-	size_t queued, max_queued;
-	unsigned running, threads, max;
-	pthread_t *tids;
-	bool stop, ready;
-};
-
-int mfs_txns_init(struct mfs_txns *p, unsigned max, size_t max_queued);
-/* Queue a job: 0, -EBUSY past max_queued waiting, -ESHUTDOWN after fini began. */
-int mfs_txns_submit(struct mfs_txns *p, mfs_txn_fn fn, void *arg);
-/* Stop: queued jobs run cancelled, running ones get `grace_ms`. true when
- * every thread was joined (false: some still run, left to the exit). */
-bool mfs_txns_fini(struct mfs_txns *p, int grace_ms);
 
 /* ---- the low-level mount (lowlevel.c) ------------------------------------ */
 
@@ -266,20 +164,6 @@ struct mfs_snapshot {
 /* Scoped lists kept for by-scope/SCOPE/... lookups (root.c). */
 #define MFS_SCOPED_SLOTS 4
 
-/* A count per user with its bound, and the pool all of them share (mount.c):
- * open files, file calls that may wait. */
-struct mfs_user_count;
-struct mfs_user_table {
-	struct mfs_user_count *users;  /* only users with something counted */
-	size_t n, cap;
-	unsigned bound;              /* per user, within the pool (mfs_open_bound_init) */
-	unsigned pool;               /* all users but the daemon's together: below the daemon's limit */
-	unsigned total;              /* counted now, all users together */
-	bool pool_warned;            /* the pool's refusal was logged since it last drained to half */
-	const char *what;            /* "open files": for the log */
-	const char *pool_rule;       /* how the pool was sized: for the log */
-};
-
 struct mfs {
 	struct mfs_options opt;
 	struct mafsbx_endpoint ep;
@@ -290,7 +174,7 @@ struct mfs {
 	struct mafsbx_cluster *cluster; /* -o cluster=swarm (cluster.c), else NULL */
 	struct fuse_session *se;     /* lowlevel.c: cache invalidation; NULL in unit tests */
 	struct mfs_nodes nodes;      /* lowlevel.c: the node ids the kernel holds (nodes.c) */
-	struct mfs_txns txns;        /* lowlevel.c: the threads transactions run on (txn.c) */
+	struct mfs_txns *txns;       /* lowlevel.c: the threads transactions run on (txn.h) */
 	mfs_run_fn run;              /* the .ctl request runner */
 	char scope_label[64];        /* label_value(opt.scope), "" when unscoped */
 	time_t mount_time;           /* the times of the fixed nodes (root, .ctl, by-scope) */
@@ -303,32 +187,13 @@ struct mfs {
 	atomic_size_t reply_bytes;   /* reply.c: exec reply bytes being built now */
 	int requests_max;            /* -o max_requests: transaction threads (txn.c), the one request limit */
 
-	pthread_t janitor;           /* janitor.c */
-	bool janitor_running;
-	atomic_bool janitor_stop;
-	pthread_mutex_t janitor_lock;
-	pthread_cond_t janitor_cv;
-	bool janitor_wake;           /* an unpause failed: recover now (under janitor_lock) */
+	struct mfs_janitor *janitor; /* janitor.c's own (janitor.h); NULL when not running */
+	struct mfs_execs *execs;     /* the detached execs' own (execs.h) */
+	struct mfs_jobs *jobs;       /* jobs.c's own (jobs.h): RUNDIR/jobs; NULL when there is none */
 
-	pthread_mutex_t execs_lock;  /* execs.c: guards execs, execs_running, execs_stop */
-	pthread_cond_t execs_cv;     /* a detached exec's thread ended */
-	struct mfs_dexec *execs;     /* newest first */
-	unsigned execs_running;
-	bool execs_stop;
-	bool execs_ready;            /* initialised and not yet torn down */
-	int jobs_fd;                 /* jobs.c: RUNDIR/jobs, -1 when there is none */
-	char *jobs_dir;
+	struct mfs_handles *handles; /* mount.c's own (mount.h): the open handles, the per-user counts */
 
-	pthread_mutex_t handles_lock; /* open handles (mount.c) and the counts below */
-	struct mfs_handle *handles;
-	struct mfs_user_table user_opens; /* open handles per user (not the daemon's own) */
-	struct mfs_user_table user_calls; /* engine-plane file calls in flight per user (work.c) */
-	struct mfs_user_table user_requests; /* .ctl requests running or queued per user (ctl.c) */
-
-	struct mfs_passthrough *passthrough; /* passthrough.c; NULL before the mount's init */
-	atomic_ulong passthrough_opens;     /* opens whose reads the kernel serves */
-	atomic_ulong passthrough_relookups; /* opens answered ESTALE: their node held another file */
-	atomic_ulong file_reads;            /* reads of work/ and rootfs/ files this daemon served */
+	struct mfs_passthrough *passthrough; /* passthrough.c's own (passthrough.h); NULL before the mount's init */
 
 };
 
@@ -337,92 +202,7 @@ struct mfs {
 /* Initialise / tear down the fields that need it (mutexes, lists, open handles). */
 int mfs_init(struct mfs *fs);
 void mfs_fini(struct mfs *fs);
-/* mount.c's part: the registry of open handles and the per-user counts. */
-void mfs_handles_init(struct mfs *fs);
-void mfs_handles_fini(struct mfs *fs);
 
-/* ---- going into the background (daemon.c) --------------------------------- */
-
-/* Threads of this process now (/proc/self/task), or a negative errno. */
-int mfs_daemon_thread_count(void);
-/* Fork before anything starts a thread: refused (-1, message printed) when
- * more than one exists. The parent waits for the child's word and exits with
- * 0 once it is ready, or with the child's status when it failed first. In
- * the child: 0, with *ready_fd to hand to mfs_daemon_ready(). */
-int mfs_daemon_fork(int *ready_fd);
-/* The daemon serves: a new session, cwd /, stdio on /dev/null, logging to
- * syslog, and the parent told. Does nothing for -1 (foreground). */
-void mfs_daemon_ready(int ready_fd);
-/* Tell systemd `state` ("READY=1", "STOPPING=1") on $NOTIFY_SOCKET (a path,
- * or '@' for an abstract name): 0 when sent or when the variable is unset,
- * else -errno with err set. */
-int mfs_daemon_notify(const char *state, struct mafsbx_error *err);
-/* Raise the soft RLIMIT_NOFILE to the hard limit. 0, or -errno with err set. */
-int mfs_daemon_raise_nofile(struct mafsbx_error *err);
-
-/* ---- detached execs (execs.c) --------------------------------------------- */
-
-#define MFS_EXEC_STREAM_CAP (8 * MFS_MIB)   /* output kept per stream of one exec */
-#define MFS_EXECS_KEPT 32                    /* kept per sandbox */
-#define MFS_EXECS_TOTAL 1024                 /* kept on the mount */
-#define MFS_EXECS_RUNNING 64                 /* running at once on the mount */
-
-struct mfs_dexec;
-struct mfs_exec_handle;
-struct mfs_node;
-struct mafsbx_exec_spec;
-void mfs_execs_init(struct mfs *fs);
-/* Cancel what runs (this host's engine), wait for the threads, free.
- * false: some still ran after the grace (left to the exit, nothing freed). */
-bool mfs_execs_fini(struct mfs *fs);
-/* Start `spec` (taken over) detached: the reply names its ID and path. */
-int mfs_exec_detach(struct mfs *fs, struct mafsbx_exec_spec *spec, json_t **reply, struct mafsbx_error *err);
-bool mfs_exec_exists(struct mfs *fs, const char *sandbox, const char *id);
-/* A job an earlier daemon left (jobs.c found it): listed, watched if it runs. Takes dfd. */
-struct mafsbx_job_meta;
-void mfs_exec_adopt(struct mfs *fs, int dfd, const struct mafsbx_job_meta *m);
-
-/* ---- job monitors (jobs.c) ------------------------------------------------- */
-/* argv[1] of a job monitor: mafsbxfs --job-monitor DIR (fs/main.c) */
-#define MFS_JOB_MONITOR_VERB "--job-monitor"
-/* RUNDIR/jobs opened (made if need be); -1 when not (detached execs are then refused). */
-int mfs_jobs_open(struct mfs *fs);
-void mfs_jobs_close(struct mfs *fs);
-/* At mount start: every job of this engine and scope found there, adopted. */
-void mfs_jobs_adopt(struct mfs *fs);
-/* The janitor's collection: the files of this engine's jobs whose container
- * is not listed (listed(id, ctx) false), is confirmed gone and has no
- * monitor left, removed; how many. */
-unsigned mfs_jobs_collect(struct mfs *fs, bool (*listed)(const char *id, void *ctx), void *ctx);
-/* The job's directory made and its monitor started: the directory's fd, or -errno with err. */
-int mfs_job_start(struct mfs *fs, const struct mafsbx_job_meta *m, const struct mafsbx_exec_spec *spec,
-		  struct mafsbx_error *err);
-/* A job's files removed (its exec forgotten). */
-void mfs_job_forget(struct mfs *fs, const char *container, const char *job);
-/* Every job of a disposed container removed. */
-void mfs_jobs_forget_container(struct mfs *fs, const char *container);
-int mfs_execs_list(struct mfs *fs, const char *sandbox, void *buf, fuse_fill_dir_t filler);
-/* rmdir NAME/execs/ID: cancel a running command, forget a finished one. */
-int mfs_exec_remove(struct mfs *fs, const char *sandbox, const char *id, struct mafsbx_error *err);
-int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
-int mfs_exec_open(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi);
-/* A read; on `wait` it blocks until the end unless the caller parked it first. */
-int mfs_exec_read(struct mfs_exec_handle *x, char *buf, size_t size, off_t off);
-/* A `wait` whose command still runs: fn(arg) is called once it ended (0);
- * 1 when a read can be served now; -ENOMEM. */
-int mfs_exec_when_done(struct mfs_exec_handle *x, void (*fn)(void *arg), void *arg);
-/* Take back a call registered with `arg` (its reader was interrupted): true
- * when it was still waiting (fn will not be called), false when the
- * command's end has taken it (fn is called, or is being called). */
-bool mfs_exec_unpark(struct mfs_exec_handle *x, void *arg);
-void mfs_exec_release(struct mfs_exec_handle *x);
-
-/* ---- freezes left behind (janitor.c) ------------------------------------- */
-
-/* Start the background recovery (after mounting: it lifts freezes a dead
- * process left, and any unpause this mount failed). 0 or -errno. */
-int mfs_janitor_start(struct mfs *fs);
-void mfs_janitor_stop(struct mfs *fs);
 
 /* ---- the kinds of node (tree.c, node.h) ------------------------------------ */
 
@@ -477,6 +257,12 @@ void mfs_snapshot_put(struct mfs_snapshot *s);
  * one when young enough, else a narrow one. */
 struct mfs_snapshot *mfs_scoped_get(struct mfs *fs, const char *const *comp, int depth, long long max_age_ms,
 				    struct mafsbx_error *err);
+/* A cached list (the full one or a scoped slot) that holds every sandbox
+ * labelled `want` (scope, thread, agent; "": any), no older than
+ * max_age_ms, referenced; or NULL. */
+struct mfs_snapshot *mfs_scoped_cached(struct mfs *fs, const char (*want)[64], long long max_age_ms);
+/* How old a list a lookup may use: attr_timeout. */
+long long mfs_lookup_age_ms(const struct mfs *fs);
 /* Drop the cached lists: the next reader asks the engine. */
 void mfs_snapshot_invalidate(struct mfs *fs);
 /* Find a sandbox in a snapshot. */
@@ -508,9 +294,16 @@ struct mfs_snapshot *mfs_sandbox_find_age(struct mfs *fs, const char *name, long
 /* True when a sandbox belongs to the mount's scope. */
 bool mfs_in_scope(const struct mfs *fs, const struct mafsbx_sandbox_info *i);
 
+/* The list a listing of the root (n NULL or by-scope/ itself) or of
+ * by-scope/SCOPE[/...] (n) reads from: asked of the engine at its first
+ * chunk (off 0), kept by its directory handle (fi) for the later ones. */
+struct mfs_snapshot *mfs_listing_get(struct mfs *fs, struct fuse_file_info *fi, off_t off, const struct mfs_node *n,
+				     struct mafsbx_error *err);
+
 /* One readdir entry of type `type` (S_IFDIR, S_IFREG, S_IFLNK); the filler's answer (1: buffer full) (tree.c). */
 int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type);
 int mfs_root_readdir(struct mfs *fs, struct fuse_file_info *fi, off_t off, void *buf, fuse_fill_dir_t filler);
+/* by-scope/ (byscope.c) */
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st);
 int mfs_byscope_readdir(struct mfs *fs, const struct mfs_node *n, struct fuse_file_info *fi, off_t off, void *buf,
 			fuse_fill_dir_t filler);
@@ -518,20 +311,12 @@ int mfs_byscope_readlink(struct mfs *fs, const struct mfs_node *n, char *buf, si
 /* The by-scope link name of a sandbox ("KIND" or "KIND@CALL") into out; false when unshowable. */
 bool mfs_byscope_link_name(const struct mafsbx_sandbox_info *i, char *out, size_t size);
 
-/* Free the cached list and the extras (mfs_fini). */
+/* Free the cached lists (mfs_fini). */
 void mfs_list_clear(struct mfs *fs);
 
 /* Tell the kernel the root, by-scope and NAME changed (after acquire / dispose). */
 void mfs_invalidate_sandbox(struct mfs *fs, const char *name);
 
-/* Extras: declared outputs and files written through this mount. */
-int mfs_extra_add_outputs(struct mfs *fs, const char *id, char *const *outputs, size_t n);
-int mfs_extra_add_written(struct mfs *fs, const char *id, const char *rel);
-void mfs_extra_drop(struct mfs *fs, const char *id);
-/* A malloc'd NULL-terminated copy of the union of the label outputs, this mount's
- * outputs and (with `written`) the files written through it; duplicates dropped. */
-char **mfs_extra_paths(struct mfs *fs, const struct mafsbx_sandbox_info *i, bool written, size_t *n);
-void mfs_strv_free(char **v);
 
 /* ---- the virtual files (status.c) -------------------------------------- */
 
@@ -563,60 +348,6 @@ struct mfs_listdir {
 };
 int mfs_listdir_open(struct mfs *fs, struct fuse_file_info *fi);
 void mfs_listdir_release(struct mfs_listdir *d);
-
-/* The handle in fi->fh (NULL for none). */
-struct mfs_handle *mfs_handle_of(const struct fuse_file_info *fi);
-/* Add the handle just opened into fi->fh to the mount's list / take it out. */
-void mfs_handle_register(struct mfs *fs, const struct fuse_file_info *fi);
-void mfs_handle_unregister(struct mfs *fs, struct mfs_handle *h);
-/*
- * The per-user bound on open files, for mounts other users reach
- * (allow_other): each uid but the daemon's own may hold at most
- * fs->user_opens.bound handles, and all of them together at most
- * fs->user_opens.pool (half the open-file limit), so that no user, however
- * many uids it has, can take every descriptor of the daemon (or the memory
- * behind the engine plane's spools) from the mounting user. mfs_open_charge
- * counts one open for `uid` before the open does its work: 0, or -EMFILE
- * (logged once per user as it reaches its bound, once for the pool). The
- * open then either hands the count to its handle (mfs_open_charged: the
- * handle's release returns it) or returns it (mfs_open_uncharge).
- */
-void mfs_open_bound_init(struct mfs *fs);
-int mfs_open_charge(struct mfs *fs, uid_t uid);
-void mfs_open_uncharge(struct mfs *fs, uid_t uid);
-void mfs_open_charged(struct mfs *fs, const struct fuse_file_info *fi, uid_t uid);
-/*
- * The per-user bound on file calls in flight that may wait for a freeze
- * (engine plane; -o frozen_reads opens): each waits (behind an exec, up to
- * the freezer's wait) on a FUSE worker thread, so another user's stats could
- * hold every worker. Each uid but the daemon's own may have at most
- * fs->user_calls.bound of them at once, all of them together at most
- * fs->user_calls.pool (half of max_threads): mfs_call_charge counts one (0),
- * or refuses (-EBUSY, logged once per user as it reaches its bound, once for
- * the pool); mfs_call_uncharge returns it.
- */
-int mfs_call_charge(struct mfs *fs, uid_t uid);
-void mfs_call_uncharge(struct mfs *fs, uid_t uid);
-/*
- * The others' pool of .ctl requests: a request on a handle another user
- * opened (running, or waiting for a transaction thread) counts against
- * fs->user_requests.pool, half of -o max_requests, so that the mounting
- * user's requests always find threads. 1 when counted (return it with
- * mfs_request_uncharge once the request ends), 0 for the daemon's own
- * user (nothing counted), -EBUSY past the pool (logged once), -ENOMEM.
- */
-int mfs_request_charge(struct mfs *fs, struct mfs_handle *h);
-void mfs_request_uncharge(struct mfs *fs, struct mfs_handle *h);
-
-/* Call fn on each open handle (under the registry's lock, so fn must not
- * open or close one) until it returns nonzero; returns that value, or 0. */
-int mfs_handles_each(struct mfs *fs, int (*fn)(struct mfs_handle *h, void *arg), void *arg);
-/*
- * Free every handle still open (at unmount the kernel sends no release for
- * files left open) through its discard function. Unsent writes are dropped:
- * a file nobody closed is not sent half-written.
- */
-void mfs_handles_discard_all(struct mfs *fs);
 
 /*
  * The shared texts of the read-only virtual files (texts.c): one text per
@@ -712,9 +443,8 @@ char *mfs_json_dump_line(const json_t *v, size_t flags, size_t *len);
  * The mount-wide reply budget (reply.c): the bytes exec replies being built
  * may hold at once. take() reserves `bytes` or fails with ENOMEM naming the
  * request; put() gives them back. -o reply_budget (fs->opt), else
- * MFS_REPLY_BUDGET_DEFAULT.
+ * MFS_REPLY_BUDGET_DEFAULT (opts.h).
  */
-#define MFS_REPLY_BUDGET_DEFAULT ((size_t)256 * 1024 * 1024)
 int mfs_reply_budget_take(struct mfs *fs, size_t bytes, const char *what, struct mafsbx_error *err);
 void mfs_reply_budget_put(struct mfs *fs, size_t bytes);
 /* Keep `bytes` taken until this thread's next mfs_reply_dump() (then put back). */
@@ -758,25 +488,6 @@ int mfs_work_utimens(struct mfs_ctx *c, const struct mfs_node *n, const struct t
 int mfs_run_request(struct mfs *fs, enum mfs_ctl_kind kind, const json_t *req, json_t **reply,
 		    struct mafsbx_error *err);
 
-/* ---- FUSE passthrough (passthrough.c) ------------------------------------ */
-
-struct fuse_conn_info;
-struct fuse_req;
-/* At the mount's init: ask the kernel for passthrough where the build, the plane and the kernel allow it. */
-void mfs_passthrough_init(struct mfs *fs, struct fuse_conn_info *conn);
-void mfs_passthrough_fini(struct mfs *fs);
-/*
- * After a successful open of `path` (fi->fh set), before its reply: hand a
- * local-plane read to the kernel. -ESTALE: the node holds another file
- * open; the path was given a new node, and the open must be answered ESTALE
- * (after its release) so that the kernel looks it up again.
- */
-int mfs_passthrough_open(struct mfs *fs, struct fuse_req *req, uint64_t ino, const char *path,
-			 struct fuse_file_info *fi);
-/* Before the release of an open: give back its node's backing id. */
-void mfs_passthrough_release(struct mfs *fs, struct fuse_req *req, const struct fuse_file_info *fi);
-/* .ctl/engine's "passthrough": on, why not, and the counts. */
-json_t *mfs_passthrough_json(struct mfs *fs);
 /* The descriptor a work/ or rootfs/ handle opened for reading reads from, or -1 (work.c). */
 int mfs_work_read_fd(const struct mfs_handle *h);
 

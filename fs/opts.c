@@ -14,7 +14,7 @@
  * nothing to us and is ignored, but it must be a plain word (mafsbxfs,
  * none): a path there is more likely a mistyped second mount point.
  */
-#include "mfs.h"
+#include "opts.h"
 
 #include <errno.h>
 #include <fuse_opt.h>
@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "burst.h"
 #include "log.h"
 

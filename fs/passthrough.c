@@ -25,6 +25,8 @@
  * overlayfs over a mount with passthrough on.
  */
 #include "mfs.h"
+#include "mount.h"
+#include "passthrough.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +51,9 @@ struct mfs_passthrough {
 	atomic_bool on;              /* read unlocked by every open */
 	char why[160];               /* when off: why */
 	struct pt_node *nodes;
+	atomic_ulong opens;          /* opens whose reads the kernel serves */
+	atomic_ulong relookups;      /* opens answered ESTALE: their node held another file */
+	atomic_ulong daemon_reads;   /* reads of work/ and rootfs/ files this daemon served */
 };
 
 static struct mfs_passthrough *pt_new(bool on, const char *why)
@@ -123,7 +128,7 @@ int mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, const cha
 		uint64_t at;
 		if (mfs_nodes_find(&fs->nodes, path, &at) && at == ino)
 			mfs_nodes_detach(&fs->nodes, path);
-		atomic_fetch_add(&fs->passthrough_relookups, 1);
+		atomic_fetch_add(&p->relookups, 1);
 		return -ESTALE;
 	}
 	if (!n) {
@@ -153,7 +158,7 @@ int mfs_passthrough_open(struct mfs *fs, fuse_req_t req, uint64_t ino, const cha
 	fi->keep_cache = 0;
 	h->pt_ino = ino;
 	pthread_mutex_unlock(&p->mu);
-	atomic_fetch_add(&fs->passthrough_opens, 1);
+	atomic_fetch_add(&p->opens, 1);
 #else
 	(void)req;
 	(void)ino;
@@ -188,6 +193,13 @@ void mfs_passthrough_release(struct mfs *fs, fuse_req_t req, const struct fuse_f
 	h->pt_ino = 0;
 }
 
+void mfs_passthrough_count_read(struct mfs *fs)
+{
+	struct mfs_passthrough *p = fs->passthrough;
+	if (p)
+		atomic_fetch_add(&p->daemon_reads, 1);
+}
+
 json_t *mfs_passthrough_json(struct mfs *fs)
 {
 	struct mfs_passthrough *p = fs->passthrough;
@@ -197,17 +209,21 @@ json_t *mfs_passthrough_json(struct mfs *fs)
 	int bad = 0;
 	bool on = false;
 	char why[sizeof(p->why)] = "not mounted";
+	unsigned long opens = 0, relookups = 0, reads = 0;
 	if (p) {
 		pthread_mutex_lock(&p->mu);
 		on = atomic_load(&p->on);
 		snprintf(why, sizeof(why), "%s", p->why);
 		pthread_mutex_unlock(&p->mu);
+		opens = atomic_load(&p->opens);
+		relookups = atomic_load(&p->relookups);
+		reads = atomic_load(&p->daemon_reads);
 	}
 	bad |= json_object_set_new(o, "on", json_boolean(on));
 	bad |= json_object_set_new(o, "why", on ? json_null() : json_string(why));
-	bad |= json_object_set_new(o, "opens", json_integer((json_int_t)atomic_load(&fs->passthrough_opens)));
-	bad |= json_object_set_new(o, "relookups", json_integer((json_int_t)atomic_load(&fs->passthrough_relookups)));
-	bad |= json_object_set_new(o, "daemon_reads", json_integer((json_int_t)atomic_load(&fs->file_reads)));
+	bad |= json_object_set_new(o, "opens", json_integer((json_int_t)opens));
+	bad |= json_object_set_new(o, "relookups", json_integer((json_int_t)relookups));
+	bad |= json_object_set_new(o, "daemon_reads", json_integer((json_int_t)reads));
 	if (bad) {
 		json_decref(o);   /* a part missing would pass for a passthrough that is off */
 		return NULL;

@@ -14,7 +14,9 @@
  * open, served by offset from the handle, as lxcfs does for /proc files).
  * NAME/status always asks the engine (one inspect), so `state` is current.
  */
+#include "extras.h"
 #include "mfs.h"
+#include "passthrough.h"
 
 #include <errno.h>
 #include <stdlib.h>

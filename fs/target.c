@@ -7,6 +7,7 @@
  */
 #include "ctx.h"
 #include "mfs.h"
+#include "mount.h"
 #include "target.h"
 
 #include <errno.h>

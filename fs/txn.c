@@ -12,13 +12,14 @@
  * At the end, queued jobs are run with `cancelled` set (they answer at
  * once); running ones get a grace period to finish.
  */
-#include "mfs.h"
+#include "txn.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "log.h"
 
 struct mfs_txn_job {

@@ -9,6 +9,7 @@
  *
  * Probes are execs: the library keeps them and freezes from overlapping.
  */
+#include "extras.h"
 #include "mfs.h"
 #include "rows.h"
 

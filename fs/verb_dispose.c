@@ -10,6 +10,8 @@
  * refuses the disposal; a container that merely has a sandbox's name is
  * never removed (EACCES).
  */
+#include "extras.h"
+#include "jobs.h"
 #include "mfs.h"
 #include "rows.h"
 

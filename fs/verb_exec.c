@@ -15,6 +15,7 @@
  * src/host/execkill.c), unless the request says "on_timeout": "dispose";
  * on a remote engine it disposes, as upstream.
  */
+#include "execs.h"
 #include "mfs.h"
 #include "rows.h"
 

@@ -20,7 +20,9 @@
  * call finds its sandbox's plane target through target.c.
  */
 #include "ctx.h"
+#include "extras.h"
 #include "mfs.h"
+#include "mount.h"
 #include "target.h"
 
 #include <errno.h>

@@ -31,6 +31,7 @@
 
 #include "fs_ll.h"
 #include "mfs.h"
+#include "mount.h"
 
 static struct mfs fs;
 static atomic_int runs;
@@ -781,6 +782,14 @@ static void test_request_queue_full(void **state)
 	free(fi);
 }
 
+/* One of the mount's per-user counts now (mount.c owns them). */
+static struct mfs_user_counts counts(enum mfs_user_kind kind)
+{
+	struct mfs_user_counts c;
+	mfs_user_counts(&fs, kind, &c);
+	return c;
+}
+
 /*
  * The others' pool (mount.c): 40 uids other than the daemon's, each up to
  * its own bound, together hold no more than the pool, which is below the
@@ -809,8 +818,8 @@ static void test_others_pool(void **state)
 {
 	(void)state;
 	/* calls: 16 workers, a pool of 8, 4 per user */
-	assert_int_equal(fs.user_calls.pool, 8);
-	assert_int_equal(fs.user_calls.bound, 4);
+	assert_int_equal(counts(MFS_USER_CALLS).pool, 8);
+	assert_int_equal(counts(MFS_USER_CALLS).bound, 4);
 	unsigned held, refused;
 	charge_all(mfs_call_charge, 4, &held, &refused, EBUSY);
 	assert_int_equal(held, 8);
@@ -820,24 +829,24 @@ static void test_others_pool(void **state)
 	for (uid_t u = 100000; u < 100040; u++)
 		for (int i = 0; i < 4; i++)
 			mfs_call_uncharge(&fs, u);   /* what was refused returns nothing */
-	assert_int_equal(fs.user_calls.total, 0);
+	assert_int_equal(counts(MFS_USER_CALLS).total, 0);
 	assert_int_equal(mfs_call_charge(&fs, 100041), 0);
 	mfs_call_uncharge(&fs, 100041);
 
 	/* opens: the pool is half the open-file limit, a user at most half the pool */
 	struct rlimit rl;
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	assert_true(fs.user_opens.pool > 0 && fs.user_opens.pool < rl.rlim_cur);
-	assert_true(fs.user_opens.bound <= fs.user_opens.pool);
-	unsigned per = fs.user_opens.bound;
+	assert_true(counts(MFS_USER_OPENS).pool > 0 && counts(MFS_USER_OPENS).pool < rl.rlim_cur);
+	assert_true(counts(MFS_USER_OPENS).bound <= counts(MFS_USER_OPENS).pool);
+	unsigned per = counts(MFS_USER_OPENS).bound;
 	charge_all(mfs_open_charge, per, &held, &refused, EMFILE);
-	assert_int_equal(held, fs.user_opens.pool < 40 * per ? fs.user_opens.pool : 40 * per);
+	assert_int_equal(held, counts(MFS_USER_OPENS).pool < 40 * per ? counts(MFS_USER_OPENS).pool : 40 * per);
 	assert_int_equal(mfs_open_charge(&fs, getuid()), 0);
 	for (uid_t u = 100000; u < 100040; u++)
 		for (unsigned i = 0; i < per; i++)
 			mfs_open_uncharge(&fs, u);
-	assert_int_equal(fs.user_opens.total, 0);
-	assert_int_equal(fs.user_opens.n, 0);
+	assert_int_equal(counts(MFS_USER_OPENS).total, 0);
+	assert_int_equal(counts(MFS_USER_OPENS).users, 0);
 
 	/* one worker: no pool at all for the others, the worker is the mounting user's */
 	mfs_fini(&fs);
@@ -852,7 +861,7 @@ static void test_others_pool(void **state)
 static void test_others_request_pool(void **state)
 {
 	(void)state;
-	unsigned pool = fs.user_requests.pool;
+	unsigned pool = counts(MFS_USER_REQUESTS).pool;
 	assert_int_equal(pool, MFS_DEFAULT_MAX_REQUESTS / 2);
 	struct fuse_file_info fi[MFS_DEFAULT_MAX_REQUESTS / 2 + 2];
 	struct fuse_req *w[MFS_DEFAULT_MAX_REQUESTS / 2 + 2];
@@ -881,7 +890,7 @@ static void test_others_request_pool(void **state)
 		assert_int_equal(fsll_result(w[i]), (int)strlen(block));
 	fsll_as(100000 + pool);
 	assert_int_equal(wr(&fi[pool], "{}", 2, 0), 2);
-	assert_int_equal(fs.user_requests.total, 0);
+	assert_int_equal(counts(MFS_USER_REQUESTS).total, 0);
 	for (unsigned i = 0; i <= pool + 1; i++) {
 		fsll_as(i <= pool ? 100000 + i : getuid());
 		assert_int_equal(fsll_release(&fi[i]), 0);

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "daemon.h"
 #include "mfs.h"
 
 static int go_fd[2];
