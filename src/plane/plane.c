@@ -441,7 +441,7 @@ static struct mafsbx_plane_file *file_new(struct mafsbx_planes *ps, const struct
 	if (!f)
 		return NULL;
 	f->ps = ps;
-	mafsbx_planes_spool_owner(ps, &f->accounted, t->name ? t->name : t->id);
+	mafsbx_planes_spool_owner(ps, &f->accounted, t->sandbox ? t->sandbox : t->name ? t->name : t->id);
 	f->fd = -1;
 	f->parent = -1;
 	pthread_mutex_init(&f->mu, NULL);

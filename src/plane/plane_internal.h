@@ -46,6 +46,11 @@ struct mafsbx_planes {
 	uint64_t spool_users;        /* held by users other than own_uid */
 	uint64_t spool_kept;         /* in the kept allowances */
 	uid_t own_uid;               /* the daemon's */
+	/* Over a swarm, a node's planes: the mount's planes, whose spool account
+	 * (the fields above) this one charges instead of its own, so that the
+	 * budget bounds the mount across all its nodes (set before publication). */
+	struct mafsbx_planes *spool_account;
+	bool spool_shared;           /* the account of node planes too (under spool_mu): the refusal says so */
 	struct plane_node *nodes;    /* over a swarm: the planes of each node engine (plane_route.c; under mu) */
 };
 

@@ -8,16 +8,23 @@
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# Each agent function writes its wall time (ms) to $T/ms.WAY.N.I, or "fail".
+# Each agent function writes its wall time (ms) to $T/ms.WAY.N.I, or "fail";
+# a failed agent says on stderr (run keeps it in $T/why.WAY.N.I) which step
+# failed and with what error, so a bench's failure can be looked into.
+agent_fail() {
+	echo "agent $1: $2 failed: $(tr '\n' ' ' <"$T/err.$1" 2>/dev/null | cut -c1-300)" >&2
+	echo fail
+}
 agent_mount() {
-	local i=$1 t0 reply name
+	local i=$1 t0 reply name e=$T/err.$1
 	t0=$(now_ms)
-	reply=$({ exec 3<>"$M/.ctl/acquire" && printf '{"scope": "%s", "thread": "m%s", "agent": "a", "kind": "k"}' "$SCOPE" "$i" >&3 && cat <&3; } 2>/dev/null) || { echo fail; return; }
+	reply=$({ exec 3<>"$M/.ctl/acquire" && printf '{"scope": "%s", "thread": "m%s", "agent": "a", "kind": "k"}' "$SCOPE" "$i" >&3 && cat <&3; } 2>"$e") || { printf " %s" "$reply" >>"$e"; agent_fail "$i" acquire; return; }
 	name=$(printf '%s' "$reply" | sed -n 's/.*"name": "\([^"]*\)".*/\1/p')
-	cp "$T/in" "$M/$name/work/in" || { echo fail; return; }
-	{ exec 3<>"$M/.ctl/exec" && printf '{"sandbox": "%s", "command": "sleep 1; cat in > out"}' "$name" >&3 && cat <&3 >/dev/null; } 2>/dev/null || { echo fail; return; }
-	cmp -s "$T/in" "$M/$name/work/out" || { echo fail; return; }
-	rmdir "$M/$name" || { echo fail; return; }
+	cp "$T/in" "$M/$name/work/in" 2>"$e" || { agent_fail "$i" "write (of $name)"; return; }
+	{ exec 3<>"$M/.ctl/exec" && printf '{"sandbox": "%s", "command": "sleep 1; cat in > out"}' "$name" >&3 && cat <&3 >/dev/null; } 2>"$e" || { agent_fail "$i" "exec (in $name)"; return; }
+	cmp "$T/in" "$M/$name/work/out" >"$e" 2>&1 || { agent_fail "$i" "read (of $name)"; return; }
+	rmdir "$M/$name" 2>"$e" || { agent_fail "$i" "dispose (of $name)"; return; }
+	rm -f "$e"
 	echo $(($(now_ms) - t0))
 }
 
@@ -26,7 +33,7 @@ run() {
 	local way=$1 n=$2 i t0 wall
 	t0=$(now_ms)
 	for i in $(seq 1 "$n"); do
-		"agent_$way" "$n-$i" >"$T/ms.$way.$n.$i" &
+		"agent_$way" "$n-$i" >"$T/ms.$way.$n.$i" 2>"$T/why.$way.$n.$i" &
 	done
 	wait
 	wall=$(($(now_ms) - t0))
