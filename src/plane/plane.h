@@ -82,9 +82,6 @@ struct mafsbx_plane_target {
 	const char *id;            /* full container ID */
 	const char *name;          /* container name (identity lookups) */
 	const char *work_dir;      /* absolute guest path */
-	/* the sandbox its spools are charged to; NULL: name (over a swarm name
-	 * becomes the task's container, plane_route.c, and this stays the sandbox) */
-	const char *sandbox;
 };
 
 /*

@@ -72,9 +72,6 @@ int mafsbx_plane_route(struct mafsbx_planes **ps, const struct mafsbx_plane_targ
 		return -mafsbx_error_errno(err, ENOMEM);
 	snprintf(buf->id, sizeof(buf->id), "%s", sv.container);
 	buf->t = **t;
-	/* the sandbox's share of the budget is one, whichever node or exec holds it */
-	if (!buf->t.sandbox)
-		buf->t.sandbox = (*t)->name;
 	buf->t.id = buf->id;
 	buf->t.name = buf->id;
 	*ps = np;
