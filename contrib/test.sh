@@ -54,7 +54,8 @@
 #      (dockerd 26.1 nodes in containers of the Debian 13 setup image made
 #      for 6b) and one mount on the host over its manager (-o cluster=swarm):
 #      sandboxes spread over the nodes, files and execs on each, one list for
-#      the whole cluster, one service per key from two mounts, a manager
+#      the whole cluster, one service per key from two mounts, the spool
+#      budget held across the nodes, a manager
 #      stopped and a node killed, nothing left after dispose and reap
 #   (the valgrind suite, run in step 3, has the daemon of one mount story
 #   under memcheck)

@@ -8,6 +8,7 @@
  * through the backend's disposal (its task's container and its network go
  * too).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,25 +70,28 @@ static json_t *as_container(json_t *svc)
 			 (json_int_t)t.sec);
 }
 
+struct as_container_each {
+	mafsbx_list_each_fn each;
+	void *ctx;
+};
+
+/* One streamed service handed on as the container list entry it stands for. */
+static int service_each(json_t *s, void *ctx)
+{
+	struct as_container_each *ace = ctx;
+	json_t *c = as_container(s);
+	if (!c)
+		return 0;
+	int r = ace->each(c, ace->ctx);
+	json_decref(c);
+	return r < 0 ? -ENOMEM : 0;
+}
+
 int cli_cluster_list_each(struct mafsbx_engine *e, const json_t *filters, mafsbx_list_each_fn each, void *ctx,
 			  struct mafsbx_error *err)
 {
-	__do_json json_t *list = NULL;
-	int r = mafsbx_service_list(e, filters, &list, err);
-	if (r < 0)
-		return r;
-	size_t i;
-	json_t *s;
-	json_array_foreach(list, i, s) {
-		json_t *c = as_container(s);
-		if (!c)
-			continue;
-		r = each(c, ctx);
-		json_decref(c);
-		if (r < 0)
-			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	}
-	return 0;
+	struct as_container_each ace = { .each = each, .ctx = ctx };
+	return mafsbx_service_list_each(e, filters, service_each, &ace, err);
 }
 
 /* The sandbox services of `scope` (NULL: all) created before now - older_than_s, as "ID NAME" lines. */

@@ -481,20 +481,21 @@ static int call_once(struct mafsbx_engine *e, const struct call *c, struct mafsb
  * bound. A create asked again may meet its own first attempt as a conflict,
  * which get-or-create already takes.
  */
-int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
+int mafsbx_eng_retrying(struct mafsbx_engine *e, const char *what, mafsbx_eng_once_fn once, const void *arg,
+		       struct mafsbx_error *err)
 {
 	if (!e->transient_retry_ms)
-		return call_once(e, c, err);
+		return once(e, arg, err);
 	struct mafsbx_error mine;
 	struct mafsbx_error *ep = err ? err : &mine;
 	long long deadline = mafsbx_now_ms() + e->transient_retry_ms;
 	long nap_ms = 100;
 	for (;;) {
 		mafsbx_error_clear(ep);
-		int r = call_once(e, c, ep);
+		int r = once(e, arg, ep);
 		if (r == 0 || !e->transient_retry_ms || !mafsbx_eng_transient(ep)) {
 			if (nap_ms > 100)
-				mafsbx_eng_transient_waited(e, c->what, deadline - e->transient_retry_ms, r);
+				mafsbx_eng_transient_waited(e, what, deadline - e->transient_retry_ms, r);
 			return r;
 		}
 		if (mafsbx_now_ms() + nap_ms > deadline)
@@ -503,6 +504,16 @@ int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct maf
 		if (nap_ms < 1000)
 			nap_ms *= 2;
 	}
+}
+
+static int call_once_fn(struct mafsbx_engine *e, const void *arg, struct mafsbx_error *err)
+{
+	return call_once(e, arg, err);
+}
+
+int mafsbx_eng_do_call(struct mafsbx_engine *e, const struct call *c, struct mafsbx_error *err)
+{
+	return mafsbx_eng_retrying(e, c->what, call_once_fn, c, err);
 }
 
 char *mafsbx_eng_dump_json(const json_t *j)

@@ -319,6 +319,11 @@ int mafsbx_service_create(struct mafsbx_engine *e, const json_t *spec, char id[6
 int mafsbx_service_inspect(struct mafsbx_engine *e, const char *service, json_t **out, struct mafsbx_error *err);
 /* GET /services?status=true&filters=..: one call for the whole cluster, each with its ServiceStatus. */
 int mafsbx_service_list(struct mafsbx_engine *e, const json_t *filters, json_t **out, struct mafsbx_error *err);
+/* The same list streamed: `each` sees one service at a time (ID, CreatedAt,
+ * Spec, ServiceStatus only), never the whole answer; a manager's transient
+ * 5xx is asked again as for every call. */
+int mafsbx_service_list_each(struct mafsbx_engine *e, const json_t *filters, mafsbx_list_each_fn each, void *ctx,
+			     struct mafsbx_error *err);
 /* DELETE /services/S. Missing: EK_NO_OBJECT. */
 int mafsbx_service_delete(struct mafsbx_engine *e, const char *service, struct mafsbx_error *err);
 /* GET /tasks?filters=.. ({"service": [...]}, {"desired-state": [...]}, ...). */

@@ -136,6 +136,13 @@ int mafsbx_container_list_each_keep(struct mafsbx_engine *e, const json_t *filte
 				   f ? (all ? "&" : "?") : "", f ? "filters=" : "", f ? f : "", lim);
 	if (!t)
 		return r;
+	return mafsbx_eng_list_stream(e, t, what, keep, each, ctx, err);
+}
+
+int mafsbx_eng_list_stream(struct mafsbx_engine *e, const char *t, const char *what, const char *const *keep,
+			   mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err)
+{
+	int r;
 	struct list_sink ls = { .lr = mafsbx_listreader_new(each, ctx, 0) };
 	if (!ls.lr)
 		return mafsbx_eng_nomem(err);

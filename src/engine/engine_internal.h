@@ -101,6 +101,17 @@ int mafsbx_eng_get_json(struct mafsbx_engine *e, const char *path, long timeout_
 	     struct mafsbx_error *err);
 int mafsbx_eng_create_call(struct mafsbx_engine *e, const char *t, const char *body, const char *what, long ok1, long ok2,
 		char id[65], struct mafsbx_error *err);
+/* Run `once` (engine.c), asked again with backoff while it fails with a
+ * swarm manager's transient 5xx, up to the handle's bound (engine_retry.c);
+ * once at all on a handle without transient_retry_ms. */
+typedef int (*mafsbx_eng_once_fn)(struct mafsbx_engine *e, const void *arg, struct mafsbx_error *err);
+int mafsbx_eng_retrying(struct mafsbx_engine *e, const char *what, mafsbx_eng_once_fn once, const void *arg,
+		       struct mafsbx_error *err);
+/* GET `t` (a target of mafsbx_eng_target), a JSON array streamed element by
+ * element to `each` (listreader.h; `keep`: the members kept, NULL: all).
+ * A 5xx answer feeds nothing, so it may be asked again (mafsbx_eng_retrying). */
+int mafsbx_eng_list_stream(struct mafsbx_engine *e, const char *t, const char *what, const char *const *keep,
+			   mafsbx_list_each_fn each, void *ctx, struct mafsbx_error *err);
 int mafsbx_eng_list_call(struct mafsbx_engine *e, const char *path, const json_t *filters, bool all, const char *what,
 	      json_t **out, struct mafsbx_error *err);
 

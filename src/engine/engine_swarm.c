@@ -72,6 +72,39 @@ int mafsbx_service_list(struct mafsbx_engine *e, const json_t *filters, json_t *
 	return mafsbx_eng_list_call(e, "/services?status=true", filters, false, "list services", out, err);
 }
 
+/* The members of a service the listings read; Version, UpdatedAt and
+ * Endpoint are passed over unparsed (listreader.h). */
+static const char *const service_keys[] = { "ID", "CreatedAt", "Spec", "ServiceStatus", NULL };
+
+struct service_stream {
+	const char *target;
+	mafsbx_list_each_fn each;
+	void *ctx;
+};
+
+static int service_stream_once(struct mafsbx_engine *e, const void *arg, struct mafsbx_error *err)
+{
+	const struct service_stream *ss = arg;
+	return mafsbx_eng_list_stream(e, ss->target, "list services", service_keys, ss->each, ss->ctx, err);
+}
+
+int mafsbx_service_list_each(struct mafsbx_engine *e, const json_t *filters, mafsbx_list_each_fn each, void *ctx,
+			     struct mafsbx_error *err)
+{
+	if (!e || !each || (filters && !json_is_object(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list services: bad arguments");
+	__do_free char *f = NULL;
+	if (filters && json_object_size(filters) && !(f = mafsbx_filters_encode(filters)))
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "list services: filters cannot be encoded");
+	int r;
+	/* status=true as mafsbx_service_list; streamed, so no whole-answer bound and no whole tree */
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "/services?status=true%s%s", f ? "&filters=" : "", f ? f : "");
+	if (!t)
+		return r;
+	struct service_stream ss = { .target = t, .each = each, .ctx = ctx };
+	return mafsbx_eng_retrying(e, "list services", service_stream_once, &ss, err);
+}
+
 int mafsbx_service_delete(struct mafsbx_engine *e, const char *service, struct mafsbx_error *err)
 {
 	if (!e)

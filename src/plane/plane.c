@@ -435,13 +435,14 @@ void mafsbx_plane_closedir(struct mafsbx_plane_dir *d)
 	free(d);
 }
 
-static struct mafsbx_plane_file *file_new(struct mafsbx_planes *ps, const struct mafsbx_plane_target *t)
+/* `sandbox`: whom its spool is charged to (PLANE_ROUTE's route_sandbox_). */
+static struct mafsbx_plane_file *file_new(struct mafsbx_planes *ps, const char *sandbox)
 {
 	struct mafsbx_plane_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	f->ps = ps;
-	mafsbx_planes_spool_owner(ps, &f->accounted, t->name ? t->name : t->id);
+	mafsbx_planes_spool_owner(ps, &f->accounted, sandbox);
 	f->fd = -1;
 	f->parent = -1;
 	pthread_mutex_init(&f->mu, NULL);
@@ -458,7 +459,7 @@ int mafsbx_plane_open_read(struct mafsbx_planes *ps, const struct mafsbx_plane_t
 	int r = mafsbx_plane_rel_check(rel, err);
 	if (r < 0)
 		return r;
-	struct mafsbx_plane_file *f = file_new(ps, t);
+	struct mafsbx_plane_file *f = file_new(ps, route_sandbox_);
 	if (!f)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	if ((r = entry_get(ps, t, &f->entry, err)) == 0) {
@@ -486,7 +487,7 @@ int mafsbx_plane_open_write(struct mafsbx_planes *ps, const struct mafsbx_plane_
 	if (!*rel)
 		return mafsbx_error_set_full(err, MAFSBX_EK_INVALID, EISDIR, NULL,
 					     "the working directory itself cannot be written");
-	struct mafsbx_plane_file *f = file_new(ps, t);
+	struct mafsbx_plane_file *f = file_new(ps, route_sandbox_);
 	if (!f)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	f->writable = true;

@@ -118,6 +118,12 @@ void mafsbx_planes_spool_release(struct mafsbx_planes *ps, struct mafsbx_spool_s
  * caller drops older kept output and asks again). */
 int mafsbx_planes_spool_keep(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted);
 
+/* Over a swarm: `node`'s spools are charged to `mount`'s account from now
+ * on (its budget, shares and tallies; plane_route.c, before `node` serves
+ * anything), so the mount's bound holds across every node, not per node.
+ * `mount` outlives `node`. */
+void mafsbx_planes_share_spool(struct mafsbx_planes *node, struct mafsbx_planes *mount);
+
 /* Forget what is known of a container (disposed): unpins it, drops its spool accounting. */
 void mafsbx_planes_forget(struct mafsbx_planes *ps, const char *id);
 

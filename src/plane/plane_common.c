@@ -130,8 +130,23 @@ void mafsbx_plane_spool_fini(struct mafsbx_planes *ps)
 	pthread_mutex_destroy(&ps->spool_mu);
 }
 
+void mafsbx_planes_share_spool(struct mafsbx_planes *node, struct mafsbx_planes *mount)
+{
+	node->spool_account = mount;
+	pthread_mutex_lock(&mount->spool_mu);
+	mount->spool_shared = true;
+	pthread_mutex_unlock(&mount->spool_mu);
+}
+
+/* The planes whose spool account `ps` charges: its own, or the mount's for a node's. */
+static struct mafsbx_planes *account(struct mafsbx_planes *ps)
+{
+	return ps->spool_account ? ps->spool_account : ps;
+}
+
 void mafsbx_planes_spool_owner(struct mafsbx_planes *ps, struct mafsbx_spool_share *a, const char *sandbox)
 {
+	ps = account(ps);
 	memset(a, 0, sizeof(*a));
 	a->uid = ps->own_uid;
 	uid_t uid;
@@ -143,8 +158,9 @@ void mafsbx_planes_spool_owner(struct mafsbx_planes *ps, struct mafsbx_spool_sha
 static int spool_refused(struct mafsbx_planes *ps, uint64_t held, struct mafsbx_error *err)
 {
 	return mafsbx_error_set_full(err, MAFSBX_EK_NOMEM, ENOMEM, NULL,
-				     "open files already hold %llu bytes of spool (budget %llu): close some",
-				     (unsigned long long)held, (unsigned long long)ps->cfg.spool_budget);
+				     "open files already hold %llu bytes of spool (budget %llu%s): close some",
+				     (unsigned long long)held, (unsigned long long)ps->cfg.spool_budget,
+				     ps->spool_shared ? ", the mount's over all its nodes" : "");
 }
 
 
@@ -175,6 +191,7 @@ static int spool_fits(struct mafsbx_planes *ps, const struct mafsbx_spool_share 
 
 int mafsbx_plane_spool_room(struct mafsbx_planes *ps, const struct mafsbx_spool_share *a, struct mafsbx_error *err)
 {
+	ps = account(ps);
 	/* a share that could not take one more byte: every bound that applies is full */
 	pthread_mutex_lock(&ps->spool_mu);
 	int r = spool_fits(ps, a, 1, tally(ps, a, false, false), tally(ps, a, true, false), err);
@@ -185,6 +202,7 @@ int mafsbx_plane_spool_room(struct mafsbx_planes *ps, const struct mafsbx_spool_
 int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted, uint64_t want,
 			    struct mafsbx_error *err)
 {
+	ps = account(ps);
 	if (want <= accounted->bytes)
 		return 0;
 	uint64_t more = want - accounted->bytes;
@@ -211,6 +229,7 @@ int mafsbx_plane_spool_grow(struct mafsbx_planes *ps, struct mafsbx_spool_share 
 
 void mafsbx_plane_spool_release(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted)
 {
+	ps = account(ps);
 	uint64_t n = accounted->bytes;
 	if (!n)
 		return;
@@ -238,6 +257,7 @@ void mafsbx_plane_spool_release(struct mafsbx_planes *ps, struct mafsbx_spool_sh
 
 int mafsbx_planes_spool_keep(struct mafsbx_planes *ps, struct mafsbx_spool_share *accounted)
 {
+	ps = account(ps);
 	uint64_t n = accounted->bytes, b = ps->cfg.spool_budget;
 	if (accounted->kept || !n)
 		return 0;

@@ -46,6 +46,11 @@ struct mafsbx_planes {
 	uint64_t spool_users;        /* held by users other than own_uid */
 	uint64_t spool_kept;         /* in the kept allowances */
 	uid_t own_uid;               /* the daemon's */
+	/* Over a swarm, a node's planes: the mount's planes, whose spool account
+	 * (the fields above) this one charges instead of its own, so that the
+	 * budget bounds the mount across all its nodes (set before publication). */
+	struct mafsbx_planes *spool_account;
+	bool spool_shared;           /* the account of node planes too (under spool_mu): the refusal says so */
 	struct plane_node *nodes;    /* over a swarm: the planes of each node engine (plane_route.c; under mu) */
 };
 
@@ -65,8 +70,11 @@ int mafsbx_plane_route(struct mafsbx_planes **ps, const struct mafsbx_plane_targ
 		       struct mafsbx_error *err);
 void mafsbx_plane_route_free(struct mafsbx_planes *ps);
 /* The first statement of a call on a sandbox: route it, or return the refusal. */
+/* route_sandbox_: the sandbox as the caller named it, which its spools are
+ * charged to (over a swarm the routed name is its task's container). */
 #define PLANE_ROUTE(ps, t, err)                                                     \
 	struct plane_routed route_buf_;                                             \
+	__attribute__((unused)) const char *route_sandbox_ = (t)->name ? (t)->name : (t)->id; \
 	do {                                                                        \
 		int route_r_ = mafsbx_plane_route(&(ps), &(t), &route_buf_, (err)); \
 		if (route_r_ < 0)                                                   \

@@ -1,8 +1,8 @@
 /*
  * plane_route.c: the planes over a swarm (sandbox.h mafsbx_backend_serving).
  * A sandbox's files are served by the planes of the node its task runs on:
- * one set of planes per node engine (its own freezer, bursts, pins and spool
- * budget), made on first use, and the target rewritten to the task's
+ * one set of planes per node engine (its own freezer, bursts and pins; its
+ * spools charged to the mount's one budget), made on first use, and the target rewritten to the task's
  * container. On one engine nothing is rewritten. The local plane applies
  * only where the node's engine is reached through a unix socket here (its
  * processes are then this host's, which the pin checks); otherwise the
@@ -48,6 +48,8 @@ static struct mafsbx_planes *node_planes(struct mafsbx_planes *ps, const struct 
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
 	if (n) {
+		/* one spool budget for the mount, not one per node (plane.h) */
+		mafsbx_planes_share_spool(n->ps, ps);
 		n->engine = sv->engine;
 		n->next = ps->nodes;
 		ps->nodes = n;

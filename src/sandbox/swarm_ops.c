@@ -251,41 +251,48 @@ static bool service_selected(json_t *s, const char *const want[3])
 	return true;
 }
 
+/* The listing's accumulator: each streamed service checked and kept as it comes. */
+struct swarm_acc {
+	struct mafsbx_backend *b;
+	const char *const *want;
+	unsigned limit;
+	size_t listed;
+	struct mafsbx_sandbox_info *a;
+	size_t n, cap;
+};
+
+static int swarm_list_one(json_t *s, void *ctx)
+{
+	struct swarm_acc *acc = ctx;
+	acc->listed++;
+	if ((acc->limit && acc->n >= acc->limit) || !service_selected(s, acc->want))
+		return 0;
+	if (mafsbx_array_grow(&acc->a, &acc->cap, acc->n + 1, sizeof(*acc->a), 64, 0) < 0 ||
+	    info_of_service(acc->b, s, mafsbx_swarm_service_state(s), &acc->a[acc->n]) < 0)
+		return -ENOMEM;
+	acc->n++;
+	return 0;
+}
+
 int mafsbx_sbx_swarm_list(struct mafsbx_backend *b, const char *const want[3], unsigned limit, size_t *listed,
 			  struct mafsbx_sandbox_info **out, size_t *n, struct mafsbx_error *err)
 {
 	*out = NULL;
 	*n = 0;
 	__do_json json_t *filters = mafsbx_list_filters(want);
-	__do_json json_t *list = NULL;
 	if (!filters)
 		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	int r = mafsbx_service_list(mafsbx_cluster_manager(b->cluster), filters, &list, err);
-	if (r < 0)
+	/* streamed: one service parsed at a time, and only the members read here */
+	struct swarm_acc acc = { .b = b, .want = want, .limit = limit };
+	int r = mafsbx_service_list_each(mafsbx_cluster_manager(b->cluster), filters, swarm_list_one, &acc, err);
+	if (r < 0) {
+		mafsbx_sandbox_info_free_array(acc.a, acc.n);
 		return r;
-	size_t total = json_array_size(list), k = 0;
+	}
 	if (listed)
-		*listed = total;
-	struct mafsbx_sandbox_info *a = total ? calloc(total, sizeof(*a)) : NULL;
-	if (total && !a)
-		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-	size_t i;
-	json_t *s;
-	json_array_foreach(list, i, s) {
-		if ((limit && k >= limit) || !service_selected(s, want))
-			continue;
-		if (info_of_service(b, s, mafsbx_swarm_service_state(s), &a[k]) < 0) {
-			mafsbx_sandbox_info_free_array(a, k);
-			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
-		}
-		k++;
-	}
-	if (!k) {
-		free(a);
-		a = NULL;
-	}
-	*out = a;
-	*n = k;
+		*listed = acc.listed;
+	*out = acc.a;
+	*n = acc.n;
 	return 0;
 }
 

@@ -8,17 +8,31 @@
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# Each agent function writes its wall time (ms) to $T/ms.WAY.N.I, or "fail".
+# Each agent function writes its wall time (ms) to $T/ms.WAY.N.I, or "fail";
+# a failed agent says on stderr (run keeps it in $T/why.WAY.N.I) which step
+# failed and with what error, so a bench's failure can be looked into; a
+# mount agent that succeeded writes its acquire, work (write, exec, read) and
+# dispose times (ms) to $T/phases.SCOPE.I.
+agent_fail() {
+	echo "agent $1: $2 failed: $(tr '\n' ' ' <"$T/err.$1" 2>/dev/null | cut -c1-300)" >&2
+	echo fail
+}
 agent_mount() {
-	local i=$1 t0 reply name
+	local i=$1 t0 t1 t2 t3 reply name e=$T/err.$1
 	t0=$(now_ms)
-	reply=$({ exec 3<>"$M/.ctl/acquire" && printf '{"scope": "%s", "thread": "m%s", "agent": "a", "kind": "k"}' "$SCOPE" "$i" >&3 && cat <&3; } 2>/dev/null) || { echo fail; return; }
+	reply=$({ exec 3<>"$M/.ctl/acquire" && printf '{"scope": "%s", "thread": "m%s", "agent": "a", "kind": "k"}' "$SCOPE" "$i" >&3 && cat <&3; } 2>"$e") || { printf " %s" "$reply" >>"$e"; agent_fail "$i" acquire; return; }
+	t1=$(now_ms)
 	name=$(printf '%s' "$reply" | sed -n 's/.*"name": "\([^"]*\)".*/\1/p')
-	cp "$T/in" "$M/$name/work/in" || { echo fail; return; }
-	{ exec 3<>"$M/.ctl/exec" && printf '{"sandbox": "%s", "command": "sleep 1; cat in > out"}' "$name" >&3 && cat <&3 >/dev/null; } 2>/dev/null || { echo fail; return; }
-	cmp -s "$T/in" "$M/$name/work/out" || { echo fail; return; }
-	rmdir "$M/$name" || { echo fail; return; }
-	echo $(($(now_ms) - t0))
+	cp "$T/in" "$M/$name/work/in" 2>"$e" || { agent_fail "$i" "write (of $name)"; return; }
+	{ exec 3<>"$M/.ctl/exec" && printf '{"sandbox": "%s", "command": "sleep 1; cat in > out"}' "$name" >&3 && cat <&3 >/dev/null; } 2>"$e" || { agent_fail "$i" "exec (in $name)"; return; }
+	cmp "$T/in" "$M/$name/work/out" >"$e" 2>&1 || { agent_fail "$i" "read (of $name)"; return; }
+	t2=$(now_ms)
+	rmdir "$M/$name" 2>"$e" || { agent_fail "$i" "dispose (of $name)"; return; }
+	rm -f "$e"
+	t3=$(now_ms)
+	# the phases that differ by engine, for a caller that looks (bench_cluster)
+	echo "$((t1 - t0)) $((t2 - t1)) $((t3 - t2))" >"$T/phases.$SCOPE.$i"
+	echo $((t3 - t0))
 }
 
 # run WAY N: N agents at once; prints "wall p50 p99 failures"
@@ -26,7 +40,7 @@ run() {
 	local way=$1 n=$2 i t0 wall
 	t0=$(now_ms)
 	for i in $(seq 1 "$n"); do
-		"agent_$way" "$n-$i" >"$T/ms.$way.$n.$i" &
+		"agent_$way" "$n-$i" >"$T/ms.$way.$n.$i" 2>"$T/why.$way.$n.$i" &
 	done
 	wait
 	wall=$(($(now_ms) - t0))

@@ -47,7 +47,7 @@ tests=("$@")
 # Each test's bound: a hung one fails (its exit trap still cleans up) and the
 # stage goes on. Generous: the machine runs at load 10+.
 test_timeout=${MAFSBX_CLUSTER_TEST_TIMEOUT:-600}
-[ ${#tests[@]} -gt 0 ] || tests=(spread onekey faults)
+[ ${#tests[@]} -gt 0 ] || tests=(spread onekey spool faults)
 
 dir=$(mktemp -d /var/tmp/mafsbx-cluster.XXXXXX)
 finish() {

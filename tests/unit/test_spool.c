@@ -2,7 +2,8 @@
  * test_spool.c: the spool budget's shares (src/plane/plane_common.c,
  * plane.h "The spool budget"): per mount, per sandbox, for the users other
  * than the daemon's together and each, and the kept allowance of finished
- * execs' output, on an 8 MiB budget. The caller's uid comes from the hook
+ * execs' output, on an 8 MiB budget; over a swarm, one budget for the mount
+ * whichever node's planes hold the spools. The caller's uid comes from the hook
  * the daemon installs (cfg.caller_uid), set here by each test.
  */
 #include <errno.h>
@@ -144,12 +145,51 @@ static void test_kept(void **state)
 	assert_false(c1.kept);
 }
 
+/* Over a swarm each node engine has planes of its own (plane_route.c): their
+ * spools and the mount's (a detached exec's output) share the one budget,
+ * so the mount holds B in all, not B per node. */
+static void test_cluster_nodes(void **state)
+{
+	struct mafsbx_planes *ps = *state, *node[2];
+	struct mafsbx_plane_config cfg = { .spool_budget = 8 * MIB, .caller_uid = caller_uid, .burst_ms = -1 };
+	struct mafsbx_error e;
+	struct mafsbx_spool_share n0, n1, mount, over, a_exec, a_file;
+	char why[256];
+	for (int i = 0; i < 2; i++) {
+		mafsbx_error_clear(&e);
+		assert_non_null(node[i] = mafsbx_planes_new(NULL, NULL, NULL, &cfg, &e));
+		mafsbx_planes_share_spool(node[i], ps);
+	}
+	assert_int_equal(take(node[0], &n0, "a", 3 * MIB, NULL), 0);
+	assert_int_equal(take(node[1], &n1, "b", 3 * MIB, NULL), 0);
+	assert_int_equal(take(ps, &mount, "c", 2 * MIB, NULL), 0);
+	/* 8 MiB held over two nodes and the mount: the budget is spent on each */
+	assert_int_equal(take(node[1], &over, "d", 1, why), ENOMEM);
+	assert_non_null(strstr(why, "budget 8388608, the mount's over all its nodes"));
+	assert_int_equal(take(node[0], &over, "d", 1, NULL), ENOMEM);
+	assert_int_equal(take(ps, &over, "d", 1, NULL), ENOMEM);
+	/* what one node gives back, another may take */
+	mafsbx_planes_spool_release(node[0], &n0);
+	assert_int_equal(take(node[1], &over, "d", 3 * MIB, NULL), 0);
+	mafsbx_planes_spool_release(node[1], &over);
+	mafsbx_planes_spool_release(node[1], &n1);
+	mafsbx_planes_spool_release(ps, &mount);
+	/* one sandbox's half, its exec output on the mount and its files on its node together */
+	assert_int_equal(take(ps, &a_exec, "a", 3 * MIB, NULL), 0);
+	assert_int_equal(take(node[0], &a_file, "a", 2 * MIB, why), ENOMEM);
+	assert_non_null(strstr(why, "sandbox a"));
+	mafsbx_planes_spool_release(ps, &a_exec);
+	for (int i = 0; i < 2; i++)
+		mafsbx_planes_free(node[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_sandbox_half, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_users_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_nodes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
