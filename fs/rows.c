@@ -10,6 +10,7 @@
  * verb's number is its place in `verbs`: MFS_CTL_ACQUIRE, _DISPOSE and
  * _EXEC (mfs.h) name the first three, which the unit test checks.
  */
+#include "node.h"
 #include "rows.h"
 
 #include <errno.h>
@@ -207,4 +208,38 @@ int mfs_rows_check(const struct mfs_row *rows, size_t n, const struct mfs_verb *
 		}
 	}
 	return 0;
+}
+
+/* ---- the tree's generic answers, from the table ---------------------------- */
+
+int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
+{
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = type;
+	return filler(buf, name, &st, 0, 0);
+}
+
+int mfs_tree_list(enum mfs_node_type dir, void *buf, fuse_fill_dir_t filler)
+{
+	mfs_dir_entry(buf, filler, ".", S_IFDIR);
+	mfs_dir_entry(buf, filler, "..", S_IFDIR);
+	return mfs_rows_list(dir, buf, filler);
+}
+
+int mfs_tree_child(const struct mfs_node *dir, const char *name, struct mfs_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	/* A child names what its parent names (the sandbox, the exec). */
+	memcpy(n->name, dir->name, sizeof(n->name));
+	memcpy(n->exec_id, dir->exec_id, sizeof(n->exec_id));
+	return mfs_rows_lookup(dir, name, n);
+}
+
+void mfs_tree_root(struct mfs_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->type = MFS_N_ROOT;
 }

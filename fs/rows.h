@@ -7,7 +7,7 @@
  * timeouts, direct_io on open), and the errnos of the operations its kind
  * refuses (doc/protocol.md "Errors"). Each module registers its own rows
  * (tree.c the tree's shape, ctl.c the .ctl files, one file per .ctl verb),
- * rows.c collects them; LOOKUP (mfs_tree_child), the listing of a fixed
+ * rows.c collects them; LOOKUP (mfs_tree_child, rows.c), the listing of a fixed
  * directory (mfs_tree_list, the root's fixed names) and the refusals and
  * modes of every kind (node.h, kinds.c, lowlevel.c) are answered from it.
  *

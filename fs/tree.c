@@ -8,7 +8,7 @@
  *   /NAME/work[/REL], /NAME/root[/REL]
  *
  * A node's kind is decided once, at its LOOKUP, from its parent's kind and
- * its name (mfs_tree_child); the node table keeps it (nodes.c), the
+ * its name (mfs_tree_child, in rows.c, reading this module's rows); the node table keeps it (nodes.c), the
  * kernel-facing layer gives it its kind's operations (kinds.c), and every
  * later request on the node goes straight to them. The tree's shape is
  * `mfs_tree_rows`, this module's rows of the one table (rows.h): the fixed
@@ -112,37 +112,6 @@ const struct mfs_row mfs_tree_rows[] = {
 	MFS_ROWS_END,
 };
 
-int mfs_dir_entry(void *buf, fuse_fill_dir_t filler, const char *name, mode_t type)
-{
-	struct stat st;
-	memset(&st, 0, sizeof(st));
-	st.st_mode = type;
-	return filler(buf, name, &st, 0, 0);
-}
-
-int mfs_tree_list(enum mfs_node_type dir, void *buf, fuse_fill_dir_t filler)
-{
-	mfs_dir_entry(buf, filler, ".", S_IFDIR);
-	mfs_dir_entry(buf, filler, "..", S_IFDIR);
-	return mfs_rows_list(dir, buf, filler);
-}
-
-int mfs_tree_child(const struct mfs_node *dir, const char *name, struct mfs_node *n)
-{
-	memset(n, 0, sizeof(*n));
-	if (strlen(name) > NAME_MAX)
-		return -ENAMETOOLONG;
-	/* A child names what its parent names (the sandbox, the exec). */
-	memcpy(n->name, dir->name, sizeof(n->name));
-	memcpy(n->exec_id, dir->exec_id, sizeof(n->exec_id));
-	return mfs_rows_lookup(dir, name, n);
-}
-
-void mfs_tree_root(struct mfs_node *n)
-{
-	memset(n, 0, sizeof(*n));
-	n->type = MFS_N_ROOT;
-}
 
 bool mfs_tree_needs_path(enum mfs_node_type t)
 {
