@@ -11,6 +11,10 @@
 #     pause (EIO, "no pause event" / "no longer reaches back"). The read
 #     answers. The test checks that the late event was logged where it must
 #     be, so it cannot pass without the case it is about.
+#   - a daemon killed (SIGKILL) while a node's sandbox is frozen: the sandbox
+#     stays paused until the next mount on this host, whose janitor asks each
+#     node's engine for its paused sandboxes and lifts the freezes whose
+#     marker names a process that is gone (no acquire, no file call needed).
 . "$(dirname "$0")/testlib.sh"
 require_env
 : "${MAFSBXFS_TEST:?MAFSBXFS_TEST must name the mafsbxfs-test binary (its freeze hold knob)}"
@@ -106,5 +110,33 @@ if [ "$late" = 0 ]; then
 	fail "no node update was logged on $NODE after a pause of $CID with an older time (the test's premise)"
 fi
 log "the late event: $late node update(s) logged on $NODE after a pause, older than it by more than 2 s"
+
+# ---- a daemon killed inside a node's freeze -----------------------------------------
+# Its freeze marker stays in the node's directory of the runtime directory;
+# the next mount on this host (no acquire, no file call) lifts the freeze.
+paused_state() { ndocker "$N" inspect -f '{{.State.Paused}}' "$CID"; }
+(timeout 60 cat "$M/$S/work/f.txt" >/dev/null 2>&1) &
+reader=$!
+for _ in $(seq 1 100); do
+	[ "$(paused_state)" = true ] && break
+	sleep 0.1
+done
+expect_eq "$(paused_state)" true "$S frozen by a read (its freeze held 4 s)"
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+fusermount3 -u -z "$M" 2>/dev/null
+wait "$reader" 2>/dev/null
+sleep 4.5 # past the killed freeze's hold: nothing of it is left to unpause it
+expect_eq "$(paused_state)" true "$S after its mount was killed inside a freeze"
+s=$(date +%s%N)
+mount_cluster "$M" -o "placement=$PLACE"
+for _ in $(seq 1 150); do
+	[ "$(paused_state)" = false ] && break
+	sleep 0.2
+done
+expect_eq "$(paused_state)" false "$S once the next mount started (its janitor)"
+log "the next mount lifted the freeze in $((($(date +%s%N) - s) / 1000000)) ms (mount included)"
+daemon_log_has "$T/daemon.mnt.log" "lifted a freeze left behind" || fail "the janitor did not say it lifted the freeze"
+expect_eq "$(cat "$M/$S/work/f.txt")" before "a read after the freeze was lifted"
 umount_fs "$M" "$DAEMON_PID"
 log "ok"
