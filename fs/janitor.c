@@ -58,10 +58,13 @@ struct mfs_janitor {
 /* One recovery pass: 0 when nothing is left to lift, -1 when a retry is needed. */
 static int recover_pass(struct mfs *fs)
 {
-	/* over a swarm the manager's engine runs none of the sandboxes, and its freezer holds none of
-	 * their freezes (each node's freezer does): nothing of this pass applies to it */
-	if (fs->cluster)
-		return 0;
+	/* over a swarm the nodes' freezers hold the freezes: each node's engine is asked (swarm_thaw.c) */
+	if (fs->cluster) {
+		unsigned lifted = 0;
+		struct mafsbx_error ce;
+		mafsbx_error_clear(&ce);
+		return mafsbx_sandbox_thaw_left(fs->backend, fs->opt.scope, &lifted, &ce) < 0 ? -1 : 0;
+	}
 	struct mafsbx_sandbox_info *a = NULL;
 	size_t n = 0;
 	struct mafsbx_error e;

@@ -184,7 +184,11 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
  * future makes it wait until then, so pass its present (mafsbx_engine_time).
  * Podman is asked for its whole log to the moment of the read (it would
  * wait for an `until` in its future, and may drop events before one in its
- * past), and the events after `until_ns` are dropped here.
+ * past), and the events after `until_ns` are dropped here. dockerd is asked
+ * for its whole ring up to `until` and the events up to `since_ns` are
+ * dropped here: its ring is in log order, not time order (a swarm manager
+ * logs cluster events late, with their store time), and its own cut at
+ * `since` stops at the first older event it meets.
  */
 int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
 			  json_t **out, struct mafsbx_error *err);

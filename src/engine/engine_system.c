@@ -82,8 +82,20 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 	*out = NULL;
 	if (!e || since_ns < 0 || until_ns <= since_ns || (filters && !json_is_object(filters)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "events: bad arguments");
+	/*
+	 * dockerd walks its ring from the newest event back and stops at the
+	 * first one older than `since`. The ring is in the order events were
+	 * logged, not by their time: a swarm manager logs a cluster object's
+	 * change (node, service, network) with the time the store recorded it
+	 * on the leader, when its copy of the store catches up, which can be
+	 * seconds later. One such event logged after our pause hid the pause
+	 * from a read since a moment before it (a node engine's freeze proof
+	 * failed "no pause event"). So dockerd is asked for its whole ring
+	 * (since the epoch: at most 256 events, filtered by it) and the cut at
+	 * `since` is made here, by each event's own time.
+	 */
 	char since[32], until[32];
-	ns_text(since_ns, since);
+	ns_text(0, since);
 	ns_text(until_ns, until);
 	__do_free char *fj = filters ? mafsbx_eng_dump_json(filters) : NULL;
 	__do_free char *fe = fj ? mafsbx_query_escape(fj) : NULL;
@@ -103,6 +115,8 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 		mafsbx_error_prefix(err, "read the engine's events");
 		return r;
 	}
+	if (podman)
+		ns_text(since_ns, since);
 	__do_free char *t = podman ? mafsbx_eng_target(e, err, &r, "/events?since=%s&stream=false%s%s", since,
 						       fe ? "&filters=" : "", fe ? fe : "")
 				   : mafsbx_eng_target(e, err, &r, "/events?since=%s&until=%s%s%s", since, until,
@@ -140,6 +154,8 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 		json_t *tn = json_object_get(ev, "timeNano");
 		if (podman && json_is_integer(tn) && json_integer_value(tn) > until_ns) {
 			json_decref(ev); /* past `until`: logged after the present the caller asked for */
+		} else if (json_is_integer(tn) && json_integer_value(tn) <= since_ns) {
+			json_decref(ev); /* before the window asked for (dockerd was asked for all of its ring) */
 		} else if (json_array_append_new(a, ev) < 0) {
 			json_decref(a);
 			return mafsbx_eng_nomem(err);

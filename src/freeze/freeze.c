@@ -426,9 +426,11 @@ static long long find_anchor(struct mafsbx_freezer *f, const char *container, lo
 				anchor = (long long)json_integer_value(tn);
 		}
 	}
+	/* the window and what it held say which of the engine's clock, its ring or our skew was wrong */
 	if (!anchor)
-		log_warn("freeze: cannot find the engine's record of the pause of %s (%s); transfers under it will "
-			 "be refused", container, e.message[0] ? e.message : "no pause event");
+		log_warn("freeze: cannot find the engine's record of the pause of %s (%s; %zu event(s) of it read "
+			 "between %lld and %lld, the engine's clock); transfers under it will be refused",
+			 container, e.message[0] ? e.message : "no pause event", json_array_size(evs), since, until);
 	json_decref(flt);
 	json_decref(evs);
 	return anchor;

@@ -354,6 +354,15 @@ struct mafsbx_serving {
 };
 int mafsbx_backend_serving(struct mafsbx_backend *b, const char *name, struct mafsbx_serving *out,
 			   struct mafsbx_error *err);
+/*
+ * Over a swarm: lift the freezes a dead mafsbx process of this host left on
+ * the sandboxes (of `scope`, NULL: any) of every ready node with an engine
+ * (swarm_thaw.c): one list of paused containers per node, then the node's
+ * freezer's recovery (mafsbx_freeze_recover, our marker only). *lifted: how
+ * many were unpaused. A node that cannot serve is passed over. -errno when
+ * some could not be asked or lifted (the janitor retries), the first error.
+ */
+int mafsbx_sandbox_thaw_left(struct mafsbx_backend *b, const char *scope, unsigned *lifted, struct mafsbx_error *err);
 /* Forget where a sandbox ran (a call on it found its container gone). */
 void mafsbx_backend_serving_forget(struct mafsbx_backend *b, const char *name);
 

@@ -6,7 +6,7 @@
 # then the cluster tests (tests/cluster/*.sh but the libraries, or the TESTs
 # named), each on the same swarm, in the order given: the fault test kills a
 # node, so it runs last. Run as root on the host from the built tree (BUILD,
-# default build/: its mafsbxfs, mafsbx and mfs_tool).
+# default build/: its mafsbxfs, mafsbxfs-test, mafsbx and mfs_tool).
 #
 # --images-only makes (or finds) the Debian 13 setup image the nodes run
 # (tests/platform/debian13.sh --images-only, cached) and stops.
@@ -39,7 +39,7 @@ fi
 
 if [ "$mode" = run ]; then
 	BUILD=$(cd "${BUILD:-$src/build}" && pwd) || die "no build folder"
-	for b in fs/mafsbxfs tools/mafsbx tests/mount/mfs_tool; do
+	for b in fs/mafsbxfs fs/mafsbxfs-test tools/mafsbx tests/mount/mfs_tool; do
 		[ -x "$BUILD/$b" ] || die "$BUILD/$b is not built"
 	done
 fi
@@ -47,7 +47,7 @@ tests=("$@")
 # Each test's bound: a hung one fails (its exit trap still cleans up) and the
 # stage goes on. Generous: the machine runs at load 10+.
 test_timeout=${MAFSBX_CLUSTER_TEST_TIMEOUT:-600}
-[ ${#tests[@]} -gt 0 ] || tests=(spread onekey spool faults)
+[ ${#tests[@]} -gt 0 ] || tests=(spread onekey spool freezes faults)
 
 dir=$(mktemp -d /var/tmp/mafsbx-cluster.XXXXXX)
 finish() {
@@ -72,7 +72,7 @@ if [ "$mode" = run ]; then
 	for t in "${tests[@]}"; do
 		s=$SECONDS rc=0
 		MAFSBX_CLUSTER_ENV=$(cluster_env_file) MAFSBX_REQUIRE_ENGINE=1 \
-			MAFSBXFS=$BUILD/fs/mafsbxfs MAFSBX_CLI=$BUILD/tools/mafsbx MFS_TOOL=$BUILD/tests/mount/mfs_tool \
+			MAFSBXFS=$BUILD/fs/mafsbxfs MAFSBXFS_TEST=$BUILD/fs/mafsbxfs-test MAFSBX_CLI=$BUILD/tools/mafsbx MFS_TOOL=$BUILD/tests/mount/mfs_tool \
 			timeout -k 30 "$test_timeout" bash "$here/../cluster/$t.sh" || rc=$?
 		if [ "$rc" = 0 ]; then
 			pass=$((pass + 1))

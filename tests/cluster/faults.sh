@@ -3,7 +3,10 @@
 # node 1's manager. Runs last: node 3 stays dead.
 #   - a manager stopped (the leader when it is not node 1, so the swarm elects
 #     another; its container paused, as a machine that hangs): `ls MOUNT`,
-#     by-scope/ and a new acquire work while it is stopped;
+#     by-scope/ and a new acquire work while it is stopped; once it is back,
+#     each of its sandboxes is what the swarm says of its task: `running`
+#     (its files read) when the task runs, else `lost` naming the task's state
+#     (ENOTCONN on its files);
 #   - node 3 killed (its container and every process in it: dockerd and the
 #     sandboxes): once the manager marks it down, its sandboxes' status says
 #     `lost`, their files are ENOTCONN and an exec in one fails with a message,
@@ -69,7 +72,8 @@ STOPPED=
 # takes about 20 s here) is marked down by the new leader, and with
 # restart-condition none the swarm shuts its tasks down for good: its
 # sandboxes are lost, not live. Only those on the third node that stays up
-# are checked as live below; the paused node's say running or lost.
+# are checked as live below; the paused node's are checked against the
+# state the swarm gives their tasks.
 keep=()
 for n in "${live[@]}"; do
 	if [ "$(cat "$T/node.$n")" = "$li" ]; then paused+=("$n"); else keep+=("$n"); fi
@@ -109,10 +113,32 @@ for n in "${live[@]}"; do
 	expect_eq "$CTL_STATUS" OK "exec in $n on a live node"
 	expect_eq "$(jget "$CTL_REPLY" stdout)" "content of $n" "exec in $n on a live node"
 done
+# task_state NAME: the state of the newest task of sandbox NAME's service, the
+# swarm's own view (one replica, restart-condition none: one task).
+task_state() {
+	local t
+	t=$(timeout 60 docker service ps -q --no-trunc "$1" | head -n 1) || return 1
+	[ -n "$t" ] && timeout 60 docker inspect -f '{{.Status.State}}' "$t"
+}
+# Each sandbox of the paused node as the swarm has its task: a running task
+# is a running sandbox whose files read; any other state is a lost sandbox
+# whose status names that state (read again after the status, so that the two
+# are of one moment).
 for n in "${paused[@]}"; do
-	st=$(jget "$(cat "$M/$n/status")" state)
-	[ "$st" = running ] || [ "$st" = lost ] || fail "status of $n on the node that was paused: $st"
-	log "$n on the node that was paused: $st"
+	for t in 1 2 3; do
+		ts=$(task_state "$n") || fail "no task of $n"
+		status=$(cat "$M/$n/status") || fail "status of $n"
+		[ "$(task_state "$n")" = "$ts" ] && break
+	done
+	if [ "$ts" = running ]; then
+		expect_eq "$(jget "$status" state)" running "status of $n, whose task runs on the node that was paused"
+		expect_eq "$(cat "$M/$n/work/mine.txt")" "content of $n" "a file of $n on the node that was paused"
+	else
+		expect_eq "$(jget "$status" state)" lost "status of $n, whose task is $ts"
+		expect_contains "$(jget "$status" lost)" "its task is $ts" "status of $n names its task's state"
+		expect_errno "a file of $n, whose task is $ts" ENOTCONN read "$M/$n/work/mine.txt"
+	fi
+	log "$n on the node that was paused: task $ts, sandbox $(jget "$status" state)"
 done
 expect_eq "$(ls "$M" | grep -c '^maf-sandbox-docker-')" "$((${#NAMES[@]} + 1))" "ls MOUNT with a node dead"
 

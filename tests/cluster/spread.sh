@@ -93,10 +93,9 @@ node_files() {
 	expect_eq "$(timeout 60 cat "$M/$N/execs/$XID/wait" | "$MFS_TOOL" jget exit_code)" 3 "detached exec's exit code in $N"
 	expect_eq "$(cat "$M/$N/execs/$XID/stdout")" detached "detached exec's stdout in $N"
 }
-# One node after the other. Run on the three nodes at once, the freeze proof
-# of a node engine failed once ("cannot find the engine's record of the
-# pause (no pause event)", a read then EIO; CI run at f61f61c): a known bug
-# of the cluster's freezes, open in doc/scale-out.md's limits, not hidden.
+# One node after the other: run on the three nodes at once, a node engine's
+# freeze proof still failed once under extra load (doc/scale-out.md,
+# "Freeze proofs on a manager's engine": a second cause, open).
 for i in "${!ON_NODE[@]}"; do
 	node_files "$i"
 done
