@@ -8,6 +8,7 @@
  * root.
  */
 #include "mfs.h"
+#include "rows.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -141,8 +142,9 @@ static int byscope_dir_probe(struct mfs *fs, const struct mfs_node *n)
 
 int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
 {
+	/* the modes are the kinds' rows' (rows.h) */
 	if (n->depth == 0) {
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = mfs_kind_mode(MFS_N_BYSCOPE);
 		st->st_nlink = 2;
 		return 0;
 	}
@@ -152,7 +154,7 @@ int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *s
 			return p;
 		if (!p)
 			return -ENOENT;
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = mfs_kind_mode(MFS_N_BYSCOPE);
 		st->st_nlink = 2;
 		return 0;
 	}
@@ -162,12 +164,12 @@ int mfs_byscope_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *s
 		return r;
 	const struct mafsbx_sandbox_info *i = byscope_find(s, n, n->depth, false);
 	if (i && n->type == MFS_N_BYSCOPE_LINK) {
-		st->st_mode = S_IFLNK | 0777;
+		st->st_mode = mfs_kind_mode(MFS_N_BYSCOPE_LINK);
 		st->st_nlink = 1;
 		st->st_size = (off_t)strlen("../../../../") + MAFSBX_NAME_LEN;
 		st->st_mtime = i->created;
 	} else if (i) {
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = mfs_kind_mode(MFS_N_BYSCOPE);
 		st->st_nlink = 2;
 	}
 	r = i ? 0 : -ENOENT;

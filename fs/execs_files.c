@@ -7,6 +7,7 @@
  */
 #include "dexec.h"
 #include "execs.h"
+#include "rows.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -348,10 +349,10 @@ int mfs_exec_getattr(struct mfs *fs, const struct mfs_node *n, struct stat *st)
 	pthread_mutex_lock(&d->mu);
 	st->st_mtime = st->st_ctime = st->st_atime = (time_t)d->started_s;
 	if (n->type == MFS_N_EXEC_DIR) {
-		st->st_mode = S_IFDIR | (0555 & ~fs->opt.umask);
+		st->st_mode = mfs_kind_mode(n->type) & ~fs->opt.umask;   /* its row's (rows.h) */
 		st->st_nlink = 2;
 	} else {
-		st->st_mode = S_IFREG | (0444 & ~fs->opt.umask);
+		st->st_mode = mfs_kind_mode(n->type) & ~fs->opt.umask;
 		st->st_nlink = 1;
 		if (n->exec_file == MFS_EXEC_STDOUT || n->exec_file == MFS_EXEC_STDERR)
 			st->st_size = (off_t)d->len[n->exec_file == MFS_EXEC_STDERR];

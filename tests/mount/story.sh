@@ -42,6 +42,10 @@ expect_eq "$(jget "$R2" state)" reused "re-acquire state"
 ls "$M" | grep -qx "$N" || fail "ls MOUNT does not show $N"
 expect_eq "$(readlink "$M/by-scope/$SCOPE/t1/analyst/python")" "../../../../$N" "by-scope link"
 [ -d "$M/by-scope/$SCOPE/t1/analyst/python/work" ] || fail "by-scope link does not lead to the sandbox"
+# the modes are the kinds' rows (fs/rows.h): by-scope's levels 0555, its links 0777
+expect_eq "$(stat -c %A "$M/by-scope" "$M/by-scope/$SCOPE" "$M/by-scope/$SCOPE/t1/analyst" | tr '\n' ' ')" \
+	"dr-xr-xr-x dr-xr-xr-x dr-xr-xr-x " "the modes of by-scope's levels"
+expect_eq "$(stat -c %A "$M/by-scope/$SCOPE/t1/analyst/python")" lrwxrwxrwx "the mode of a by-scope link"
 
 # --- exec writes the outputs ------------------------------------------------
 exec 3<>"$M/.ctl/exec"
