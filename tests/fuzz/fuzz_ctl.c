@@ -15,6 +15,7 @@
 
 #include "fuzz.h"
 #include "mfs.h"
+#include "mount.h"
 
 static int runs;
 static char *ran;
@@ -44,6 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	static struct mfs fs;
 	fs.run = stub_run;
+	/* the open handles' state is mount.c's own (mount.h), made once for the run */
+	if (!fs.handles)
+		FUZZ_CHECK(mfs_handles_init(&fs) == 0);
 	runs = 0;
 	struct mfs_ctl *c = mfs_ctl_open(&fs, MFS_CTL_EXEC);
 	FUZZ_CHECK(c != NULL);
