@@ -17,8 +17,15 @@ ip link set lo up
 for m in 9pnet_virtio 9p fuse overlay br_netfilter veth bridge nf_tables; do modprobe "$m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 out /mnt/out
 echo "vm-init: up after $(cut -d' ' -f1 /proc/uptime) s"
-cd /root/mafsbxfs && bash tests/platform/vm-inside.sh 2>&1 | tee /mnt/out/log
-[ -f /mnt/out/rc ] || echo 99 >/mnt/out/rc
+cd /root/mafsbxfs && { bash tests/platform/vm-inside.sh 2>&1; echo $? >/tmp/vm-inside.status; } | tee /mnt/out/log
+# vm-inside.sh writes rc itself; without it, say how it ended (a signal is
+# 128+N) and keep the kernel's last words (the OOM killer, a hung task)
+st=$(cat /tmp/vm-inside.status 2>/dev/null || echo unknown)
+if [ ! -f /mnt/out/rc ]; then
+	echo "vm-init: vm-inside.sh ended with status $st without writing its status" | tee -a /mnt/out/log
+	echo 99 >/mnt/out/rc
+fi
+dmesg | tail -n 80 >/mnt/out/dmesg 2>&1
 sync
 echo o >/proc/sysrq-trigger
 sleep 60
