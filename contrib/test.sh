@@ -142,7 +142,7 @@ PY
 # RUN_UNDER (an array, may be empty): a command meson test runs under (the Podman stage's service)
 RUN_UNDER=()
 run_tests() {
-	local label=$1 dir=$2 rc=0 logbase
+	local label=$1 dir=$2 rc=0 logbase start=$SECONDS
 	shift 2
 	logbase="mafsbx-${label}"
 	# No stale results from an earlier run can be counted.
@@ -161,7 +161,7 @@ run_tests() {
 	counts=$(count_results "$json")
 	read -r p f s names <<<"$counts"
 	pass_total=$((pass_total + p)) fail_total=$((fail_total + f)) skip_total=$((skip_total + s))
-	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped' "$label:" "$p" "$f" "$s")")
+	summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped (%d s)' "$label:" "$p" "$f" "$s" $((SECONDS - start)))")
 	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
 		failures+=("$label: $f failed: $names (meson exit $rc; full log ${json%.json}.txt)")
 	fi
