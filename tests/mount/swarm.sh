@@ -25,6 +25,9 @@
 #    the node's engine); its stdout, status and wait through the mount; a
 #    kill -9 of the daemon loses no job: the next mount of the swarm adopts
 #    the ended one and the running one;
+#  - `mafsbx --cluster swarm thaw` names a node it cannot reach (exit 1) and
+#    says "none" for a reachable one; `fingerprint` measures a sandbox on a
+#    node that is this host, and refuses (exit 4) one on a remote node;
 #  - two mounts acquiring one key at once make one service;
 #  - a node whose label is missing or names another engine is refused
 #    (ENOTCONN naming the node), never guessed;
@@ -152,14 +155,7 @@ expect_eq "$(docker inspect --format '{{.State.Paused}}' "$C")" false "the sandb
 # time, cgroup, PID namespace, root) hold as on one local engine. The mount
 # asks the manager through a tcp:// relay: whether a command can be killed
 # here is its node's to say, not the manager's endpoint's.
-"$MFS_TOOL" fwd tcp "$SW_SOCK" >"$T/port" 2>>"$T/fwd.log" &
-BGPIDS+=("$!")
-for _ in $(seq 1 50); do
-	[ -s "$T/port" ] && break
-	sleep 0.1
-done
-PORT=$(head -n1 "$T/port")
-[ -n "$PORT" ] || fail "the tcp relay to the node's engine did not start"
+tcp_relay "$SW_SOCK"
 M1=$M
 M=$T/m6
 mount_fs "$M" -o cluster=swarm -H "tcp://127.0.0.1:$PORT"
@@ -187,6 +183,11 @@ expect_eq "$(guest_procs 'sleep 30')" 0 "the timed-out command's processes"
 expect_eq "$(docker service inspect --format '{{.ID}}' "$N4")" "$SID4" \
 	"the sandbox of a timed-out exec on a node that is this host (kept)"
 expect_eq "$(cat "$M/$N4/work/kept.txt")" kept "the sandbox's file after the timeout"
+# mafsbx fingerprint over the swarm measures the task's container on its node (this host)
+C4=$(docker ps -q --no-trunc --filter "label=com.docker.swarm.service.name=$N4")
+FP=$("$MAFSBX_CLI" --cluster swarm -H "tcp://127.0.0.1:$PORT" fingerprint "$N4") ||
+	fail "mafsbx --cluster swarm fingerprint"
+expect_contains "$FP" "${C4:0:12}: " "the fingerprint names the task's container"
 
 # ---- the node's engine reached over tcp:// (a relay): a remote node, so a cancel and a timeout dispose --
 docker node update --label-add "mafsbx.engine=tcp://127.0.0.1:$PORT" "$NODE" >/dev/null || fail "node label"
@@ -204,8 +205,12 @@ expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"command\": \"sleep 30\", \"t
 expect_eq "$(jget "$CTL_REPLY" sandbox_disposed)" true "sandbox_disposed after a timeout on a remote node"
 expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=t4" | wc -l)" 0 \
 	"the sandbox of a timed-out exec on a remote node"
+rc=0
+"$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" fingerprint "$N1" 2>"$T/fp.err" || rc=$?
+expect_eq "$rc" 4 "mafsbx --cluster swarm fingerprint of a sandbox on a remote node"
+expect_contains "$(cat "$T/fp.err")" "not on this host" "the fingerprint's refusal"
+# (the relay runs on to the end: a mount that still holds the tcp:// label is served by the same engine)
 docker node update --label-add "mafsbx.engine=unix://$SW_SOCK" "$NODE" >/dev/null || fail "node label"
-sleep 2.5
 umount_fs "$M" "$M6PID"
 M=$M1
 N=$N1
@@ -266,6 +271,12 @@ M3=$T/m3
 mount_fs "$M3" -o cluster=swarm -H "unix://$SW_SOCK"
 expect_errno "a node whose label names another engine" ENOTCONN read "$M3/$N/work/in.txt"
 expect_contains "$(cat "$M3/.ctl/engine")" "says it is node" ".ctl/engine says why"
+# mafsbx thaw over the swarm names the node it cannot reach, and says so in its exit status
+rc=0
+"$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" thaw >"$T/thaw.out" 2>"$T/thaw.err" || rc=$?
+expect_eq "$rc" 1 "mafsbx --cluster swarm thaw with a node not reached"
+expect_contains "$(cat "$T/thaw.err")" "node $HOSTNAME_NODE (${NODE:0:12}): not reached" "thaw names the node"
+expect_contains "$(cat "$T/thaw.err")" "says it is node" "thaw says why"
 docker node update --label-rm mafsbx.engine "$NODE" >/dev/null
 sleep 2.5
 ctl "$M3" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t3\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\"}"
@@ -274,6 +285,9 @@ expect_contains "$CTL_REPLY" "mafsbx.engine" "the refusal names the missing labe
 docker node update --label-add "mafsbx.engine=unix://$SW_SOCK" "$NODE" >/dev/null
 sleep 2.5
 umount_fs "$M3" "$DAEMON_PID"
+THAW=$("$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" thaw) || fail "mafsbx --cluster swarm thaw: $THAW"
+expect_contains "$THAW" "node $HOSTNAME_NODE (${NODE:0:12}): none" "thaw's line for the node"
+expect_contains "$THAW" "on 1 of 1 nodes" "thaw's summary"
 
 # ---- the manager out of reach: acquires and listings ENOTCONN, files served --
 # A mount whose -H is a relay (socat) to the manager's socket, while the node
