@@ -19,8 +19,9 @@
 #    what the command started (a background job, a setsid one) and keeps the
 #    sandbox and its files, as on one local engine; a blocking exec's timeout
 #    the same (ETIMEDOUT, timed_out, the sandbox kept), though the mount asks
-#    the manager over tcp://; the node's engine labelled as a tcp:// relay is
-#    a remote node: a cancel and a timeout dispose, as upstream;
+#    the manager over tcp://; a detached exec's timeout too; the node's
+#    engine labelled as a tcp:// relay is a remote node: a cancel and a
+#    timeout dispose, as upstream;
 #  - a detached exec runs in the task's container (its monitor routes it to
 #    the node's engine); its stdout, status and wait through the mount; a
 #    kill -9 of the daemon loses no job: the next mount of the swarm adopts
@@ -183,6 +184,12 @@ expect_eq "$(guest_procs 'sleep 30')" 0 "the timed-out command's processes"
 expect_eq "$(docker service inspect --format '{{.ID}}' "$N4")" "$SID4" \
 	"the sandbox of a timed-out exec on a node that is this host (kept)"
 expect_eq "$(cat "$M/$N4/work/kept.txt")" kept "the sandbox's file after the timeout"
+detach_exec '"command": "sleep 30", "timeout": 2'
+W=$(timeout 60 cat "$M/$N4/execs/$XID/wait") || fail "wait of a detached exec that times out"
+expect_eq "$(jget "$W" timed_out) $(jget "$W" sandbox_disposed)" "true false" \
+	"a detached exec's timeout on a node that is this host"
+expect_eq "$(docker service inspect --format '{{.ID}}' "$N4")" "$SID4" \
+	"the sandbox of a timed-out detached exec on a node that is this host (kept)"
 # mafsbx fingerprint over the swarm measures the task's container on its node (this host)
 C4=$(docker ps -q --no-trunc --filter "label=com.docker.swarm.service.name=$N4")
 FP=$("$MAFSBX_CLI" --cluster swarm -H "tcp://127.0.0.1:$PORT" fingerprint "$N4") ||
