@@ -295,6 +295,9 @@ umount_fs "$M3" "$DAEMON_PID"
 THAW=$("$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" thaw) || fail "mafsbx --cluster swarm thaw: $THAW"
 expect_contains "$THAW" "node $HOSTNAME_NODE (${NODE:0:12}): none" "thaw's line for the node"
 expect_contains "$THAW" "on 1 of 1 nodes" "thaw's summary"
+THAW=$("$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" thaw --json) || fail "mafsbx --cluster swarm thaw --json"
+expect_eq "$(jget "$THAW" nodes.0.id) $(jget "$THAW" nodes.0.result) $(jget "$THAW" thawed)" "$NODE none 0" \
+	"thaw's JSON"
 
 # ---- the manager out of reach: acquires and listings ENOTCONN, files served --
 # A mount whose -H is a relay (socat) to the manager's socket, while the node
