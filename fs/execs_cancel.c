@@ -3,9 +3,10 @@
  * disposing the sandbox where the engine runs on this host: its process
  * tree and every process carrying its marker (its ID) are killed
  * (src/host/execkill.c: pidfds checked against the container's cgroup,
- * never its init). On a remote engine, or over a swarm, the sandbox is
- * disposed, as upstream does, and `status` says so. A finished exec is
- * forgotten, its job's files removed.
+ * never its init). Over a swarm the same where the sandbox's node is this
+ * host (kill_target). On a remote engine or node the sandbox is disposed,
+ * as upstream does, and `status` says so. A finished exec is forgotten, its
+ * job's files removed.
  */
 #include "dexec.h"
 #include "execs.h"
@@ -26,10 +27,34 @@
 
 #define CANCEL_WAIT_MS 10000
 
-/* The engine runs on this host: a command can be killed without disposing. */
-static bool engine_local(const struct mfs *fs)
+/*
+ * Where the exec's command can be killed from this host: the engine it ran
+ * on and its container's full ID. On one engine, the mount's when it runs
+ * here; over a swarm, the sandbox's node's when that node is this host (its
+ * engine reached through a unix socket here, as the local plane decides:
+ * src/plane/plane_route.c), the task's container. The kill's proofs
+ * (execkill.c) still check every process against that container. false:
+ * only a dispose ends the command.
+ */
+static bool kill_target(struct mfs *fs, const struct mfs_dexec *d, struct mafsbx_engine **e, char cid[65])
 {
-	return fs->ep.scheme == MAFSBX_EP_UNIX;
+	if (!fs->cluster) {
+		*e = fs->engine;
+		snprintf(cid, 65, "%s", d->container_id);
+		return fs->ep.scheme == MAFSBX_EP_UNIX;
+	}
+	struct mafsbx_serving sv;
+	struct mafsbx_error se;
+	mafsbx_error_clear(&se);
+	if (mafsbx_backend_serving(fs->backend, d->sandbox, &sv, &se) < 0) {
+		log_info("cancel of exec %s in %s: where it runs is not known (%s)", d->id, d->sandbox, se.message);
+		return false;
+	}
+	if (!sv.local || !mafsbx_is_engine_id(sv.container))
+		return false;
+	*e = sv.engine;
+	snprintf(cid, 65, "%s", sv.container);
+	return true;
 }
 
 /* A remote engine's cancel: the sandbox disposed, as upstream does. */
@@ -59,8 +84,9 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 	pthread_mutex_unlock(&d->mu);
 	mafsbx_job_mark(d->dirfd, "cancelled");   /* an adopting daemon says so too */
 	long long deadline = mafsbx_now_ms() + CANCEL_WAIT_MS;
-	/* over a swarm the exec ran on its node's engine, which this host cannot kill in: dispose */
-	bool dispose = !engine_local(fs) || fs->cluster;
+	struct mafsbx_engine *ke = NULL;
+	char kcid[65];
+	bool dispose = !kill_target(fs, d, &ke, kcid);
 	while (!dispose && mafsbx_now_ms() < deadline) {
 		char eid[65];
 		mafsbx_job_exec_read(d->dirfd, eid);
@@ -69,15 +95,15 @@ static int cancel(struct mfs *fs, struct mfs_dexec *d, struct mafsbx_error *err)
 		pthread_mutex_unlock(&d->mu);
 		if (ended)
 			return 0;
-		struct mafsbx_error ke;
-		mafsbx_error_clear(&ke);
+		struct mafsbx_error kerr;
+		mafsbx_error_clear(&kerr);
 		int killed = 0;
 		/* not created yet, or not started yet (ESRCH): ask again shortly */
 		/* its ID is its marker: the kill also takes what carries it (src/host/execmark.h) */
-		if (eid[0] && mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &ke) < 0 &&
-		    ke.err != ESRCH) {
+		if (eid[0] && mafsbx_exec_kill_tree_marked(ke, kcid, eid, d->id, &killed, &kerr) < 0 &&
+		    kerr.err != ESRCH) {
 			log_warn("cancel of exec %s in %s: cannot kill it here (%s); disposing the sandbox", d->id,
-				 d->sandbox, ke.message);
+				 d->sandbox, kerr.message);
 			dispose = true;
 			break;
 		}
@@ -102,10 +128,11 @@ static void end_lost(struct mfs *fs, struct mfs_dexec *d)
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	int killed = 0;
-	/* over a swarm it ran on a node's engine, not this host's: left to a dispose */
-	if (eid[0] && engine_local(fs) && !fs->cluster &&
-	    mafsbx_exec_kill_tree_marked(fs->engine, d->container_id, eid, d->id, &killed, &e) < 0 &&
-	    e.err != ESRCH)
+	struct mafsbx_engine *ke = NULL;
+	char kcid[65];
+	/* a remote engine or node: left to a dispose */
+	if (eid[0] && kill_target(fs, d, &ke, kcid) &&
+	    mafsbx_exec_kill_tree_marked(ke, kcid, eid, d->id, &killed, &e) < 0 && e.err != ESRCH)
 		log_warn("exec %s of %s (lost): its command could not be killed: %s", d->id, d->sandbox, e.message);
 }
 

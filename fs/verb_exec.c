@@ -57,8 +57,9 @@ static int exec_run(struct mfs *fs, void **specp, json_t **reply, struct mafsbx_
 	mfs_snapshot_put(s);
 	if (spec->detach)
 		return mfs_exec_detach(fs, move_ptr(*specp), reply, err);
-	/* a timeout kills the command where this host can (the sandbox stays); else it disposes */
-	struct mafsbx_exec_hooks h = { .kill_on_timeout = fs->ep.scheme == MAFSBX_EP_UNIX };
+	/* a timeout kills the command where this host can (the sandbox stays); else it disposes;
+	 * over a swarm the sandbox's node decides (src/sandbox/exec.c) */
+	struct mafsbx_exec_hooks h = { .kill_on_timeout = fs->ep.scheme == MAFSBX_EP_UNIX || fs->cluster };
 	r = mafsbx_sandbox_exec_run(fs->backend, spec, &h, &res, err);
 	bool fields = r == 0 || res.timed_out || res.out_len || res.err_len || res.launch_failed || res.exit_code >= 0;
 	if (res.timed_out && !res.killed)

@@ -26,6 +26,8 @@
 #include "cli_common.h"
 #include "fingerprint.h"
 #include "mafsbx.h"
+#include "sandbox.h"
+#include "verbs.h"
 
 #define FP_EXIT_CHANGED 1
 #define FP_EXIT_REFUSED 4
@@ -43,7 +45,8 @@ static void fp_usage(FILE *out)
 		"start time, command line). With --diff, compare with a saved snapshot and\n"
 		"print one line per added (+), removed (-) or changed (~) mount, entry and\n"
 		"process. An argument holding '/' or ending in .json is a saved snapshot;\n"
-		"anything else names a sandbox.\n"
+		"anything else names a sandbox. With --cluster swarm (before the command) and\n"
+		"-H a swarm manager, NAME is measured on its node, which must be this host.\n"
 		"\n"
 		"Options:\n"
 		"      --json               print the snapshot as JSON on stdout\n"
@@ -124,9 +127,46 @@ static int save(const struct mafsbx_fp *fp, const char *path)
 	return r < 0 ? FP_EXIT_REFUSED : 0;
 }
 
+/*
+ * Over a swarm (--cluster swarm): the sandbox's task container, measured on
+ * its node when that node is this host (its engine reached through a unix
+ * socket here, as the mount's local plane decides; the pin's proofs then
+ * check that its processes are this host's). A node elsewhere is refused:
+ * the measurement reads the container through this host's /proc.
+ */
+static int take_cluster(const char *name, const struct mafsbx_fp_limits *lim, const char *host, const char *context,
+			struct mafsbx_fp **out)
+{
+	struct verb_open_opts vo = { .host = host, .context = context };
+	struct verb_env v;
+	int code = verb_open(&vo, &v, 0);
+	if (code != MAFSBX_EXIT_OK)
+		return code;
+	struct mafsbx_serving sv;
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	int r = mafsbx_backend_serving(v.b, name, &sv, &err);
+	if (r == 0 && !sv.local) {
+		cli_error("fingerprint of %s: refused: it runs on node %s (%.12s), whose engine is at %s, not on this "
+			  "host: a fingerprint reads the sandbox through this host's /proc; take it on that node",
+			  name, sv.hostname, sv.node_id, mafsbx_engine_endpoint(sv.engine)->url);
+		code = FP_EXIT_REFUSED;
+	} else if (r == 0) {
+		r = mafsbx_fingerprint_take(sv.engine, sv.container, lim, out, &err);
+	}
+	if (r < 0) {
+		cli_error("fingerprint of %s: %s", name, err.message);
+		code = err.kind == MAFSBX_EK_UNREACHABLE ? MAFSBX_EXIT_ENGINE : FP_EXIT_REFUSED;
+	}
+	verb_close(&v);
+	return code;
+}
+
 static int take(const char *name, const struct mafsbx_fp_limits *lim, const char *host, const char *context,
 		struct mafsbx_fp **out)
 {
+	if (cli_clustered())
+		return take_cluster(name, lim, host, context, out);
 	int code;
 	struct mafsbx_engine *e = cli_open_engine(host, context, &code);
 	if (!e)

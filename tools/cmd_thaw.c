@@ -25,6 +25,10 @@
  * directory says what was done; the exit status is 1 only when a freeze
  * that was found could not be lifted. Lock files of removed containers are
  * collected in the caller's own directories only (see thaw_dir).
+ *
+ * Over a swarm (--cluster swarm) the same is done on each node's engine, in
+ * each directory's swarm-node-ID subdirectory where a mount keeps that
+ * node's freezes (thaw_cluster.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,8 +45,8 @@
 #include "freeze.h"
 #include "log.h"
 #include "mafsbx.h"
+#include "thaw.h"
 
-#define THAW_MAX_DIRS 64
 #define THAW_RECOVER_MS 10000
 
 static void thaw_usage(FILE *out)
@@ -58,6 +62,9 @@ static void thaw_usage(FILE *out)
 		"Each directory must be owned by the uid its name says and writable by no one\n"
 		"else; one that is not is refused on stderr and skipped. One line per\n"
 		"directory says what was done. Safe to run from cron.\n"
+		"With --cluster swarm (before the command) and -H a swarm manager: the same on\n"
+		"every ready node's engine, in each directory's swarm-node-ID subdirectory;\n"
+		"one line per node and per sandbox lifted, a node not reached named on stderr.\n"
 		"\n"
 		"Options:\n"
 		"      --rundir DIR     search this runtime directory (repeatable); default:\n"
@@ -68,13 +75,9 @@ static void thaw_usage(FILE *out)
 		"  -h, --help           show this help\n"
 		"\n"
 		"Exit status: 0 done (a refused directory is only a warning), 1 some freeze\n"
-		"found could not be lifted, 125 usage, 3 engine unreachable or the listing failed.\n");
+		"found could not be lifted (or a swarm's node not reached), 125 usage, 3 engine\n"
+		"unreachable or the listing failed.\n");
 }
-
-struct dirs {
-	char *v[THAW_MAX_DIRS];
-	size_t n;
-};
 
 /* Every name that exists (a link too: the check says what is wrong with it), once. */
 static void dirs_add(struct dirs *d, const char *dir)
@@ -126,21 +129,19 @@ static uid_t owner_by_name(const char *dir)
 }
 
 /*
- * Open a runtime directory to work in: a real directory (not a link), owned
- * by the uid its name says, writable by no one else. The descriptor, or -1
- * with `why` saying what is wrong.
+ * Open a directory to work in (`path` relative to `at`): a real directory
+ * (not a link), owned by `want`, writable by no one else. The descriptor,
+ * or -1 (-2: it does not exist) with `why` saying what is wrong.
  */
-static int open_rundir(const char *dir, char *why, size_t why_size)
+static int open_dir_at(int at, const char *path, uid_t want, char *why, size_t why_size)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
+	int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int absent = fd < 0 && errno == ENOENT;
+	struct stat st;
+	if (fd < 0)
 		snprintf(why, why_size, "%s", errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
 										 : strerror(errno));
-		return -1;
-	}
-	struct stat st;
-	uid_t want = owner_by_name(dir);
-	if (fstat(fd, &st) < 0)
+	else if (fstat(fd, &st) < 0)
 		snprintf(why, why_size, "%s", strerror(errno));
 	else if (st.st_uid != want)
 		snprintf(why, why_size, "owned by uid %u, not by uid %u whose directory it is", (unsigned)st.st_uid,
@@ -149,8 +150,15 @@ static int open_rundir(const char *dir, char *why, size_t why_size)
 		snprintf(why, why_size, "writable by group or others (mode %04o)", (unsigned)(st.st_mode & 07777));
 	else
 		return fd;
-	close(fd);
-	return -1;
+	if (fd >= 0)
+		close(fd);
+	return absent ? -2 : -1;
+}
+
+/* A runtime directory: owned by the uid its name says. */
+static int open_rundir(const char *dir, char *why, size_t why_size)
+{
+	return open_dir_at(AT_FDCWD, dir, owner_by_name(dir), why, why_size);
 }
 
 /* Every directory matching `pattern`; with `uid_after`, only those whose name past that prefix is a uid. */
@@ -178,10 +186,6 @@ static bool has_gate(int dirfd, const char *id)
 	return faccessat(dirfd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-struct tally {
-	unsigned paused, thawed, foreign, collected, failed, refused;
-};
-
 /* One directory's line: stdout in text mode, and an entry of the JSON's "dirs". */
 static void dir_report(json_t *dirs_json, bool json, const char *dir, const char *result, unsigned lifted,
 		       unsigned failed)
@@ -207,30 +211,26 @@ static void dir_refused(json_t *dirs_json, const char *dir, const char *why, str
 						   why));
 }
 
-/* What one directory's pass needs besides the directory. */
-struct thaw_pass {
-	struct mafsbx_engine *e;
-	json_t *paused, *fails, *dirs_json;
-	const char *const *live;
-	size_t n_live;
-	bool *thawed_ids;
-	bool json;
-	struct tally t;
-};
-
-/* One runtime directory: lift its dead freezes among the paused, collect its lock files of gone IDs. */
-static void thaw_dir(struct thaw_pass *tp, const char *dir)
+/* One runtime directory (over a swarm: its subdirectory of the node, tp->sub): lift its dead freezes
+ * among the paused, collect its lock files of gone IDs. */
+static void thaw_dir(struct thaw_pass *tp, const char *top)
 {
 	struct tally *t = &tp->t;
-	char why[160];
-	__do_close int dfd = open_rundir(dir, why, sizeof(why));
-	if (dfd < 0) {
+	char why[160], dir[THAW_DIR_MAX];
+	snprintf(dir, sizeof(dir), "%s%s%s", top, tp->sub ? "/" : "", tp->sub ? tp->sub : "");
+	__do_close int tfd = open_rundir(top, why, sizeof(why));
+	/* a node's subdirectory: checked as the directory is, passed over when it does not exist */
+	__do_close int dfd = tfd < 0 || !tp->sub ? -1 : open_dir_at(tfd, tp->sub, owner_by_name(top), why, sizeof(why));
+	if (tfd < 0 || (tp->sub && dfd == -1)) {
 		dir_refused(tp->dirs_json, dir, why, t);
 		return;
 	}
+	if (dfd == -2)
+		return;   /* no freeze of this node was ever recorded there */
+	int wfd = tp->sub ? dfd : tfd;   /* the directory worked in */
 	struct mafsbx_error err;
 	mafsbx_error_clear(&err);
-	struct mafsbx_freezer *f = mafsbx_freezer_new_in(tp->e, dfd, &err);
+	struct mafsbx_freezer *f = mafsbx_freezer_new_in(tp->e, wfd, &err);
 	if (!f) {
 		dir_refused(tp->dirs_json, dir, err.message, t);
 		return;
@@ -242,12 +242,13 @@ static void thaw_dir(struct thaw_pass *tp, const char *dir)
 	json_t *c;
 	json_array_foreach(paused, i, c) {
 		const char *id = json_string_value(json_object_get(c, "Id"));
-		if (!id || thawed_ids[i] || !has_gate(dfd, id))
+		if (!id || thawed_ids[i] || !has_gate(wfd, id))
 			continue;
 		bool unpaused = false;
 		mafsbx_error_clear(&err);
 		if (mafsbx_freeze_recover(f, id, false, &unpaused, mafsbx_now_ms() + THAW_RECOVER_MS, &err) < 0) {
-			cli_error("%.12s: cannot lift the freeze left in %s: %s", id, dir, err.message);
+			cli_error("%s%s%.12s: cannot lift the freeze left in %s: %s", tp->node ? tp->node : "",
+				  tp->node ? ": " : "", id, dir, err.message);
 			t->failed++;
 			json_array_append_new(fails, json_pack("{s:s, s:s, s:s}", "id", id, "rundir", dir, "message",
 							       err.message));
@@ -255,6 +256,8 @@ static void thaw_dir(struct thaw_pass *tp, const char *dir)
 			thawed_ids[i] = true;
 			t->thawed++;
 			log_info("thawed %.12s (a freeze left in %s)", id, dir);
+			if (tp->node && !tp->json)   /* over a swarm: which node's sandbox, one line each */
+				printf("%s: lifted %.12s (a freeze left in %s)\n", tp->node, id, dir);
 		}
 	}
 	/* Lock files are collected in the caller's own directories only: another user's may be
@@ -262,7 +265,7 @@ static void thaw_dir(struct thaw_pass *tp, const char *dir)
 	 * freeze record of those removed here could never be lifted by that user's thaw. */
 	unsigned collected = 0;
 	mafsbx_error_clear(&err);
-	if (owner_by_name(dir) == geteuid() && mafsbx_freezer_collect(f, tp->live, tp->n_live, &collected, &err) < 0)
+	if (owner_by_name(top) == geteuid() && mafsbx_freezer_collect(f, tp->live, tp->n_live, &collected, &err) < 0)
 		log_warn("%s: %s", dir, err.message);
 	t->collected += collected;
 	mafsbx_freezer_free(f);
@@ -311,67 +314,86 @@ static void default_dirs(struct mafsbx_engine *e, struct dirs *dirs)
 	}
 }
 
-static void thaw_report(const struct tally *t, size_t n_dirs, json_t *fails, json_t *dirs_json, bool json)
+void thaw_report(const struct tally *t, size_t n_dirs, json_t *fails, json_t *dirs_json, json_t *nodes, bool json)
 {
+	unsigned foreign = t->paused - t->thawed;
 	if (json) {
 		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O, s:O}", "thawed", (json_int_t)t->thawed,
-				      "left_paused", (json_int_t)t->foreign, "lock_files_collected",
+				      "left_paused", (json_int_t)foreign, "lock_files_collected",
 				      (json_int_t)t->collected, "runtime_dirs", (json_int_t)n_dirs, "refused_dirs",
 				      (json_int_t)t->refused, "failures", fails, "dirs", dirs_json);
+		if (o && nodes)
+			json_object_set(o, "nodes", nodes);
 		cli_print_json(o, 0);
 		json_decref(o);
-	} else {
-		printf("thawed %u, left paused %u (live freezes or paused by someone else), collected the lock files "
-		       "of %u removed containers, in %zu runtime director%s%s\n",
-		       t->thawed, t->foreign, t->collected, n_dirs, n_dirs == 1 ? "y" : "ies",
-		       t->failed ? "; some freezes could not be lifted" : t->refused ? "; some directories refused" : "");
+		return;
 	}
+	char on[64] = "";
+	if (nodes)
+		snprintf(on, sizeof(on), " on %u of %zu nodes", t->nodes_reached, json_array_size(nodes));
+	printf("thawed %u, left paused %u (live freezes or paused by someone else), collected the lock files "
+	       "of %u removed containers, in %zu runtime director%s%s%s\n",
+	       t->thawed, foreign, t->collected, n_dirs, n_dirs == 1 ? "y" : "ies", on,
+	       t->failed ? "; some freezes could not be lifted" : t->unreached ? "; some nodes not reached"
+	       : t->refused ? "; some directories refused" : "");
 }
 
-/* Say so, and the exit code of running out of memory. */
-static int thaw_oom(void)
+int thaw_oom(void)
 {
 	cli_error("out of memory");
 	return MAFSBX_EXIT_FAILURE;
 }
 
-/* List every container once, then lift the dead freezes of the paused ones in each directory. An exit code. */
-static int thaw_all(struct mafsbx_engine *e, const struct dirs *dirs, bool json)
+int thaw_engine(struct thaw_pass *tp, const struct dirs *dirs, struct mafsbx_error *err)
 {
 	__do_json json_t *all = NULL;
 	__do_json json_t *paused = json_array();
-	__do_json json_t *fails = json_array();
-	__do_json json_t *dirs_json = json_array();
 	__do_free const char **live = NULL;
 	__do_free bool *thawed_ids = NULL;
-	struct mafsbx_error err;
-	mafsbx_error_clear(&err);
-	if (mafsbx_container_list(e, NULL, true, &all, &err) < 0) {
-		cli_error("cannot list the containers, so nothing was thawed: %s", err.message);
-		return MAFSBX_EXIT_ENGINE;
-	}
+	int r = mafsbx_container_list(tp->e, NULL, true, &all, err);
+	if (r < 0)
+		return r;
 	size_t n = json_array_size(all);
 	live = calloc(n ? n : 1, sizeof(*live));
-	if (!live || !paused || !fails || !dirs_json)
-		return thaw_oom();
+	if (!live || !paused)
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		json_t *x = json_array_get(all, i);
 		live[i] = json_string_value(json_object_get(x, "Id"));
 		const char *state = json_string_value(json_object_get(x, "State"));
+		/* a paused container left out would be counted as nobody's */
 		if (state && strcmp(state, "paused") == 0 && json_array_append(paused, x) < 0)
-			return thaw_oom();   /* a paused container left out would be counted as nobody's */
+			return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 	}
 	size_t n_paused = json_array_size(paused);
 	thawed_ids = calloc(n_paused ? n_paused : 1, sizeof(*thawed_ids));
 	if (!thawed_ids)
-		return thaw_oom();
-	struct thaw_pass tp = { .e = e, .paused = paused, .fails = fails, .dirs_json = dirs_json, .live = live,
-				.n_live = n, .thawed_ids = thawed_ids, .json = json };
-	tp.t.paused = (unsigned)n_paused;
+		return mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
+	tp->paused = paused, tp->live = live, tp->n_live = n, tp->thawed_ids = thawed_ids;
+	tp->t.paused += (unsigned)n_paused;
 	for (size_t i = 0; i < dirs->n; i++)
-		thaw_dir(&tp, dirs->v[i]);
-	tp.t.foreign = tp.t.paused - tp.t.thawed;
-	thaw_report(&tp.t, dirs->n, fails, dirs_json, json);
+		thaw_dir(tp, dirs->v[i]);
+	tp->paused = NULL, tp->live = NULL, tp->n_live = 0, tp->thawed_ids = NULL;
+	return 0;
+}
+
+/* List every container once, then lift the dead freezes of the paused ones in each directory. An exit code. */
+static int thaw_all(struct mafsbx_engine *e, const struct dirs *dirs, bool json)
+{
+	__do_json json_t *fails = json_array();
+	__do_json json_t *dirs_json = json_array();
+	if (!fails || !dirs_json)
+		return thaw_oom();
+	struct thaw_pass tp = { .e = e, .fails = fails, .dirs_json = dirs_json, .json = json };
+	struct mafsbx_error err;
+	mafsbx_error_clear(&err);
+	if (thaw_engine(&tp, dirs, &err) < 0) {
+		if (err.kind == MAFSBX_EK_NOMEM)
+			return thaw_oom();
+		cli_error("cannot list the containers, so nothing was thawed: %s", err.message);
+		return MAFSBX_EXIT_ENGINE;
+	}
+	thaw_report(&tp.t, dirs->n, fails, dirs_json, NULL, json);
 	/* a refused directory is only warned of: cron's exit status says whether a freeze found stays */
 	return tp.t.failed ? MAFSBX_EXIT_FAILURE : MAFSBX_EXIT_OK;
 }
@@ -397,7 +419,7 @@ int cmd_thaw(int argc, char **argv)
 	if (e) {
 		if (!rundir.given)
 			default_dirs(e, &dirs);
-		code = thaw_all(e, &dirs, json);
+		code = cli_clustered() ? thaw_cluster(e, &dirs, json) : thaw_all(e, &dirs, json);
 		mafsbx_engine_close(e);
 	}
 	for (size_t i = 0; i < dirs.n; i++)

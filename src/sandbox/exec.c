@@ -196,7 +196,10 @@ int mafsbx_sandbox_exec_run(struct mafsbx_backend *b, const struct mafsbx_exec_s
 		.on_output = h && h->on_output ? hook_output : NULL,
 		.on_created = h && h->on_created ? hook_created : NULL,
 		.output_ctx = &hc,
-		.kill_on_timeout = h && h->kill_on_timeout && spec->on_timeout != MAFSBX_ON_TIMEOUT_DISPOSE,
+		/* over a swarm only where the node is this host (as the local plane decides): a remote
+		 * node's processes are not this host's to kill, so its sandbox is disposed */
+		.kill_on_timeout = h && h->kill_on_timeout && spec->on_timeout != MAFSBX_ON_TIMEOUT_DISPOSE &&
+				   (!top->cluster || sv.local),
 		.marker = mark,
 	};
 	mafsbx_error_clear(&e);

@@ -155,7 +155,8 @@ static void run(struct monitor *m, const struct mafsbx_job_meta *meta, struct ma
 		goto out;
 	}
 	struct mafsbx_exec_hooks h = { .on_output = on_output, .on_created = on_created, .ctx = m,
-				       .kill_on_timeout = es.ep.scheme == MAFSBX_EP_UNIX,
+				       /* over a swarm the sandbox's node decides (exec.c) */
+				       .kill_on_timeout = es.ep.scheme == MAFSBX_EP_UNIX || meta->cluster,
 				       /* the job's ID is its marker: a cancel from any daemon finds what carries it */
 				       .marker = meta->job };
 	struct mafsbx_exec_result res;

@@ -196,7 +196,8 @@ int mafsbx_sandbox_dispose_scope(struct mafsbx_backend *b, const char *scope, co
  *  - timeout: EK_TIMEOUT (ETIMEDOUT), res->timed_out set; the command's
  *    processes killed and the sandbox kept (res->killed) when the hooks ask
  *    for it (kill_on_timeout), the spec does not say "on_timeout": "dispose"
- *    and the engine runs on this host; otherwise the sandbox is disposed (as
+ *    and the engine runs on this host (over a swarm: the sandbox's node is
+ *    this host, mafsbx_serving.local); otherwise the sandbox is disposed (as
  *    upstream; res->sandbox_disposed);
  *  - a command the runtime could not start is a result, as `docker exec`
  *    gives it: exit 127 (no such program) or 126, the runtime's message on

@@ -238,6 +238,8 @@ int mafsbx_backend_serving(struct mafsbx_backend *b, const char *name, struct ma
 					     e.message);
 	snprintf(out->container, sizeof(out->container), "%s", w.container_id);
 	snprintf(out->node_id, sizeof(out->node_id), "%s", w.node_id);
+	/* the instance a timeout's disposal removes (exec.c): without it the disposal matched no service */
+	snprintf(out->service_id, sizeof(out->service_id), "%s", w.service_id);
 	snprintf(out->hostname, sizeof(out->hostname), "%s", ni.hostname);
 	out->local = mafsbx_engine_endpoint(out->engine)->scheme == MAFSBX_EP_UNIX;
 	return 0;

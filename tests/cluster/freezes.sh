@@ -12,12 +12,16 @@
 #     answers. The test checks that the late event was logged where it must
 #     be, so it cannot pass without the case it is about.
 #   - a daemon killed (SIGKILL) while a node's sandbox is frozen: the sandbox
-#     stays paused until the next mount on this host, whose janitor asks each
-#     node's engine for its paused sandboxes and lifts the freezes whose
-#     marker names a process that is gone (no acquire, no file call needed).
+#     stays paused until `mafsbx --cluster swarm thaw` (no mount) asks each
+#     node's engine for its paused containers and lifts the freezes whose
+#     marker, in that node's subdirectory of the runtime directory, names a
+#     process that is gone, one line per node and per sandbox lifted; killed
+#     so again, until the next mount on this host, whose janitor does the
+#     same (no acquire, no file call needed).
 . "$(dirname "$0")/testlib.sh"
 require_env
 : "${MAFSBXFS_TEST:?MAFSBXFS_TEST must name the mafsbxfs-test binary (its freeze hold knob)}"
+: "${MAFSBX_CLI:?MAFSBX_CLI must name the mafsbx binary}"
 M=$T/mnt
 
 # The leader, and a node that is neither it nor node 1 (the mount's manager).
@@ -113,21 +117,39 @@ log "the late event: $late node update(s) logged on $NODE after a pause, older t
 
 # ---- a daemon killed inside a node's freeze -----------------------------------------
 # Its freeze marker stays in the node's directory of the runtime directory;
-# the next mount on this host (no acquire, no file call) lifts the freeze.
+# `mafsbx --cluster swarm thaw` lifts the freeze; killed so again, the next
+# mount on this host (no acquire, no file call) lifts it.
 paused_state() { ndocker "$N" inspect -f '{{.State.Paused}}' "$CID"; }
-(timeout 60 cat "$M/$S/work/f.txt" >/dev/null 2>&1) &
-reader=$!
-for _ in $(seq 1 100); do
-	[ "$(paused_state)" = true ] && break
-	sleep 0.1
-done
-expect_eq "$(paused_state)" true "$S frozen by a read (its freeze held 4 s)"
-kill -KILL "$DAEMON_PID"
-wait "$DAEMON_PID" 2>/dev/null
-fusermount3 -u -z "$M" 2>/dev/null
-wait "$reader" 2>/dev/null
+# kill_in_freeze: a read freezes the sandbox (held 4 s by the test daemon), the daemon is killed inside it
+kill_in_freeze() {
+	(timeout 60 cat "$M/$S/work/f.txt" >/dev/null 2>&1) &
+	reader=$!
+	for _ in $(seq 1 100); do
+		[ "$(paused_state)" = true ] && break
+		sleep 0.1
+	done
+	expect_eq "$(paused_state)" true "$S frozen by a read (its freeze held 4 s)"
+	kill -KILL "$DAEMON_PID"
+	wait "$DAEMON_PID" 2>/dev/null
+	fusermount3 -u -z "$M" 2>/dev/null
+	wait "$reader" 2>/dev/null
+}
+kill_in_freeze
 sleep 4.5 # past the killed freeze's hold: nothing of it is left to unpause it
 expect_eq "$(paused_state)" true "$S after its mount was killed inside a freeze"
+s=$(date +%s%N)
+"$MAFSBX_CLI" --cluster swarm -H "$CLUSTER_MANAGER" thaw >"$T/thaw.out" 2>"$T/thaw.err" ||
+	fail "mafsbx --cluster swarm thaw: $(cat "$T/thaw.out" "$T/thaw.err")"
+log "mafsbx --cluster swarm thaw took $((($(date +%s%N) - s) / 1000000)) ms"
+expect_eq "$(paused_state)" false "$S after mafsbx --cluster swarm thaw"
+NID=$(ndocker "$N" info -f '{{.Swarm.NodeID}}')
+expect_contains "$(cat "$T/thaw.out")" "node $NODE (${NID:0:12}): lifted ${CID:0:12} " "thaw's line for the sandbox"
+expect_contains "$(cat "$T/thaw.out")" "node $NODE (${NID:0:12}): lifted 1" "thaw's line for its node"
+expect_contains "$(cat "$T/thaw.out")" "on 3 of 3 nodes" "thaw's summary"
+MAFSBXFS=$MAFSBXFS_TEST MAFSBX_TEST_FREEZE_HOLD_MS=4000 mount_cluster "$M" -o "placement=$PLACE"
+kill_in_freeze
+sleep 0.5
+expect_eq "$(paused_state)" true "$S after its mount was killed inside a freeze again"
 s=$(date +%s%N)
 mount_cluster "$M" -o "placement=$PLACE"
 for _ in $(seq 1 150); do

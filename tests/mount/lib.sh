@@ -419,3 +419,18 @@ stop_relay() {
 	kill -TERM "$RELAY"
 	wait_exit "$RELAY" 10 || fail "the relay did not stop"
 }
+
+# tcp_relay SOCKET: an engine's unix socket relayed on a tcp port of
+# 127.0.0.1 (`mfs_tool fwd tcp`), so that a mount or a node label names it
+# as a remote engine (tcp://127.0.0.1:$PORT). Sets PORT.
+tcp_relay() {
+	"$MFS_TOOL" fwd tcp "$1" >"$T/port" 2>>"$T/fwd.log" &
+	BGPIDS+=("$!")
+	local i
+	for i in $(seq 1 50); do
+		[ -s "$T/port" ] && break
+		sleep 0.1
+	done
+	PORT=$(head -n1 "$T/port")
+	[ -n "$PORT" ] || fail "the tcp relay to $1 did not start"
+}

@@ -14,11 +14,21 @@
 #  - ls, by-scope/, status (with the node's hostname and ID), files and
 #    execs through the node's engine;
 #  - an acquire thaws a sandbox left paused with no live freeze;
+#  - the node is this host (its engine's unix socket, its task containers'
+#    processes in this host's PID namespace): a detached exec's cancel kills
+#    what the command started (a background job, a setsid one) and keeps the
+#    sandbox and its files, as on one local engine; a blocking exec's timeout
+#    the same (ETIMEDOUT, timed_out, the sandbox kept), though the mount asks
+#    the manager over tcp://; a detached exec's timeout too; the node's
+#    engine labelled as a tcp:// relay is a remote node: a cancel and a
+#    timeout dispose, as upstream;
 #  - a detached exec runs in the task's container (its monitor routes it to
-#    the node's engine); its stdout, status and wait through the mount; its
-#    cancel disposes the sandbox (its node's engine is not this host's to kill
-#    in), as upstream; a kill -9 of the daemon loses no job: the next mount
-#    of the swarm adopts the ended one and the running one;
+#    the node's engine); its stdout, status and wait through the mount; a
+#    kill -9 of the daemon loses no job: the next mount of the swarm adopts
+#    the ended one and the running one;
+#  - `mafsbx --cluster swarm thaw` names a node it cannot reach (exit 1) and
+#    says "none" for a reachable one; `fingerprint` measures a sandbox on a
+#    node that is this host, and refuses (exit 4) one on a remote node;
 #  - two mounts acquiring one key at once make one service;
 #  - a node whose label is missing or names another engine is refused
 #    (ENOTCONN naming the node), never guessed;
@@ -140,18 +150,77 @@ acquire "$M" t1 a1 k
 expect_eq "$(jget "$CTL_REPLY" state)" started "the acquire of a sandbox left paused"
 expect_eq "$(docker inspect --format '{{.State.Paused}}' "$C")" false "the sandbox after that acquire"
 
-# ---- a detached exec's cancel, which cannot kill on a node's engine, disposes --
+# ---- a cancel and a timeout on a node that is this host: killed, the sandbox kept --
+# The node's engine is this host's dockerd on its unix socket: its task
+# containers' processes are this host's, so the kill's proofs (pidfd, start
+# time, cgroup, PID namespace, root) hold as on one local engine. The mount
+# asks the manager through a tcp:// relay: whether a command can be killed
+# here is its node's to say, not the manager's endpoint's.
+tcp_relay "$SW_SOCK"
+M1=$M
+M=$T/m6
+mount_fs "$M" -o cluster=swarm -H "tcp://127.0.0.1:$PORT"
+M6PID=$DAEMON_PID
 acquire "$M" t4 a k
 N4=$SBX
+SID4=$(jget "$CTL_REPLY" id)
+printf 'kept\n' >"$M/$N4/work/kept.txt" || fail "write a file before the cancel"
 N1=$N
+N=$N4
+detach_exec '"command": "sleep 100 & setsid sleep 101 & echo started; wait"'
+for i in $(seq 1 100); do grep -q started "$M/$N4/execs/$XID/stdout" && break; sleep 0.1; done
+expect_eq "$(cat "$M/$N4/execs/$XID/stdout")" started "a detached exec's output before its cancel"
+expect_eq "$(guest_procs 'sleep 10[01]')" 2 "the detached exec's processes before its cancel"
+rmdir "$M/$N4/execs/$XID" || fail "rmdir (cancel) of a detached exec"
+sleep 1
+expect_eq "$(docker service inspect --format '{{.ID}}' "$N4")" "$SID4" \
+	"the sandbox of a cancelled exec on a node that is this host (kept)"
+expect_eq "$(guest_procs 'sleep 10[01]')" 0 "the cancelled command's processes 1 s after the cancel"
+expect_eq "$(cat "$M/$N4/work/kept.txt")" kept "the sandbox's file after the cancel"
+expect_ctl_error "$M" exec "{\"sandbox\": \"$N4\", \"command\": \"sleep 30\", \"timeout\": 2}" ETIMEDOUT \
+	"the sandbox kept"
+expect_eq "$(jget "$CTL_REPLY" timed_out)" true "timed_out of a blocking exec on a node that is this host"
+expect_eq "$(guest_procs 'sleep 30')" 0 "the timed-out command's processes"
+expect_eq "$(docker service inspect --format '{{.ID}}' "$N4")" "$SID4" \
+	"the sandbox of a timed-out exec on a node that is this host (kept)"
+expect_eq "$(cat "$M/$N4/work/kept.txt")" kept "the sandbox's file after the timeout"
+detach_exec '"command": "sleep 30", "timeout": 2'
+W=$(timeout 60 cat "$M/$N4/execs/$XID/wait") || fail "wait of a detached exec that times out"
+expect_eq "$(jget "$W" timed_out) $(jget "$W" sandbox_disposed)" "true false" \
+	"a detached exec's timeout on a node that is this host"
+expect_eq "$(docker service inspect --format '{{.ID}}' "$N4")" "$SID4" \
+	"the sandbox of a timed-out detached exec on a node that is this host (kept)"
+# mafsbx fingerprint over the swarm measures the task's container on its node (this host)
+C4=$(docker ps -q --no-trunc --filter "label=com.docker.swarm.service.name=$N4")
+FP=$("$MAFSBX_CLI" --cluster swarm -H "tcp://127.0.0.1:$PORT" fingerprint "$N4") ||
+	fail "mafsbx --cluster swarm fingerprint"
+expect_contains "$FP" "${C4:0:12}: " "the fingerprint names the task's container"
+
+# ---- the node's engine reached over tcp:// (a relay): a remote node, so a cancel and a timeout dispose --
+docker node update --label-add "mafsbx.engine=tcp://127.0.0.1:$PORT" "$NODE" >/dev/null || fail "node label"
+sleep 2.5   # the node map's TTL (src/cluster/cluster.h)
 N=$N4
 detach_exec '"command": "echo started; sleep 300"'
 for i in $(seq 1 100); do grep -q started "$M/$N4/execs/$XID/stdout" && break; sleep 0.1; done
-expect_eq "$(cat "$M/$N4/execs/$XID/stdout")" started "a detached exec's output before its cancel"
-N=$N1
-rmdir "$M/$N4/execs/$XID" || fail "rmdir (cancel) of a detached exec"
+rmdir "$M/$N4/execs/$XID" || fail "rmdir (cancel) of a detached exec on a remote node"
 expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=t4" | wc -l)" 0 \
-	"the sandbox of a cancelled exec (disposed, as upstream)"
+	"the sandbox of a cancelled exec on a remote node (disposed, as upstream)"
+acquire "$M" t4 a k
+N=$SBX
+expect_ctl_error "$M" exec "{\"sandbox\": \"$N\", \"command\": \"sleep 30\", \"timeout\": 2}" ETIMEDOUT \
+	"disposed"
+expect_eq "$(jget "$CTL_REPLY" sandbox_disposed)" true "sandbox_disposed after a timeout on a remote node"
+expect_eq "$(docker service ls -q --filter "label=maf-sandbox.thread=t4" | wc -l)" 0 \
+	"the sandbox of a timed-out exec on a remote node"
+rc=0
+"$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" fingerprint "$N1" 2>"$T/fp.err" || rc=$?
+expect_eq "$rc" 4 "mafsbx --cluster swarm fingerprint of a sandbox on a remote node"
+expect_contains "$(cat "$T/fp.err")" "not on this host" "the fingerprint's refusal"
+# (the relay runs on to the end: a mount that still holds the tcp:// label is served by the same engine)
+docker node update --label-add "mafsbx.engine=unix://$SW_SOCK" "$NODE" >/dev/null || fail "node label"
+umount_fs "$M" "$M6PID"
+M=$M1
+N=$N1
 
 # ---- a detached exec runs in the task's container; its job outlives the daemon --
 # Its monitor runs it on the node's engine (the manager's backend routes it);
@@ -209,6 +278,12 @@ M3=$T/m3
 mount_fs "$M3" -o cluster=swarm -H "unix://$SW_SOCK"
 expect_errno "a node whose label names another engine" ENOTCONN read "$M3/$N/work/in.txt"
 expect_contains "$(cat "$M3/.ctl/engine")" "says it is node" ".ctl/engine says why"
+# mafsbx thaw over the swarm names the node it cannot reach, and says so in its exit status
+rc=0
+"$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" thaw >"$T/thaw.out" 2>"$T/thaw.err" || rc=$?
+expect_eq "$rc" 1 "mafsbx --cluster swarm thaw with a node not reached"
+expect_contains "$(cat "$T/thaw.err")" "node $HOSTNAME_NODE (${NODE:0:12}): not reached" "thaw names the node"
+expect_contains "$(cat "$T/thaw.err")" "says it is node" "thaw says why"
 docker node update --label-rm mafsbx.engine "$NODE" >/dev/null
 sleep 2.5
 ctl "$M3" acquire "{\"scope\": \"$SCOPE\", \"thread\": \"t3\", \"agent\": \"a\", \"kind\": \"k\", \"image\": \"$IMAGE\"}"
@@ -217,6 +292,12 @@ expect_contains "$CTL_REPLY" "mafsbx.engine" "the refusal names the missing labe
 docker node update --label-add "mafsbx.engine=unix://$SW_SOCK" "$NODE" >/dev/null
 sleep 2.5
 umount_fs "$M3" "$DAEMON_PID"
+THAW=$("$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" thaw) || fail "mafsbx --cluster swarm thaw: $THAW"
+expect_contains "$THAW" "node $HOSTNAME_NODE (${NODE:0:12}): none" "thaw's line for the node"
+expect_contains "$THAW" "on 1 of 1 nodes" "thaw's summary"
+THAW=$("$MAFSBX_CLI" --cluster swarm -H "unix://$SW_SOCK" thaw --json) || fail "mafsbx --cluster swarm thaw --json"
+expect_eq "$(jget "$THAW" nodes.0.id) $(jget "$THAW" nodes.0.result) $(jget "$THAW" thawed)" "$NODE none 0" \
+	"thaw's JSON"
 
 # ---- the manager out of reach: acquires and listings ENOTCONN, files served --
 # A mount whose -H is a relay (socat) to the manager's socket, while the node

@@ -132,14 +132,7 @@ umount_fs "$M" "$DAEMON_PID"
 
 # --- 6. a remote engine (tcp://, here a relay to this host's): a cancel and a timeout dispose -------------
 ENGINE_SOCK=${DOCKER_HOST:-unix:///var/run/docker.sock}
-"$MFS_TOOL" fwd tcp "${ENGINE_SOCK#unix://}" >"$T/port" 2>>"$T/fwd.log" &
-BGPIDS+=("$!")
-for _ in $(seq 1 50); do
-	[ -s "$T/port" ] && break
-	sleep 0.1
-done
-PORT=$(head -n1 "$T/port")
-[ -n "$PORT" ] || fail "the tcp relay to the engine did not start"
+tcp_relay "${ENGINE_SOCK#unix://}"
 mount_fs "$M" -o "image=$IMAGE,scope=$SCOPE,host=tcp://127.0.0.1:$PORT"
 detach_exec "\"command\": \"$TREE\""
 until_procs 'sleep 10[1-4]' 4
