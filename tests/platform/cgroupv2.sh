@@ -166,7 +166,7 @@ rc=$(cat "$out/share/rc" 2>/dev/null || echo 99)
 # a failed VM shows its kernel's last words and its console's end here: the
 # run's directory is gone afterwards, and $last is overwritten by the next run
 if [ "$rc" != 0 ]; then
-	[ -s "$out/share/dmesg" ] && sed 's/^/cgroupv2: dmesg: /' "$out/share/dmesg" >&2
+	[ -s "$out/share/kernel.log" ] && sed 's/^/cgroupv2: kernel: /' "$out/share/kernel.log" >&2
 	tail -n 40 "$out/console" | sed 's/^/cgroupv2: console: /' >&2
 fi
 log "cgroup v2 stage finished with status $rc after $((SECONDS - t0)) s"

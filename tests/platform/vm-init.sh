@@ -25,7 +25,7 @@ if [ ! -f /mnt/out/rc ]; then
 	echo "vm-init: vm-inside.sh ended with status $st without writing its status" | tee -a /mnt/out/log
 	echo 99 >/mnt/out/rc
 fi
-dmesg | tail -n 80 >/mnt/out/dmesg 2>&1
+dmesg | tail -n 80 >/mnt/out/kernel.log 2>&1
 sync
 echo o >/proc/sysrq-trigger
 sleep 60
