@@ -65,9 +65,23 @@ swarm_stop() {
 }
 trap 'rc=$?; swarm_stop; (exit $rc); cleanup' EXIT
 
+# A mount of the host's engine made before the node's namespace, as a test
+# running beside this one has: the namespace must not keep a copy of it.
+PRE=$T/pre
+DOCKER_HOST=unix:///var/run/docker.sock mount_fs "$PRE"
+PRE_PID=$DAEMON_PID
+
 # The node: /run/docker and /run/containerd are its own (a tmpfs over each
-# in its mount namespace), so its containerd is not the host's.
+# in its mount namespace), so its containerd is not the host's. The new
+# namespace starts with a copy of every mount of the host's, the FUSE mounts
+# of the tests running beside this one included: a copy held here keeps its
+# daemon from seeing the unmount its own test makes (it then missed its exit
+# bound, "did not exit within 30 s of the unmount"), so they are detached
+# here first.
 unshare --net --mount --propagation private sh -c '
+	awk '"'"'$3 ~ /^fuse/ { print $2 }'"'"' /proc/self/mounts | while read -r m; do
+		umount -l "$(printf "%b" "$m")" 2>/dev/null
+	done
 	ip link set lo up
 	mount -t tmpfs tmpfs /run/containerd
 	mount -t tmpfs tmpfs /run/docker
@@ -87,6 +101,9 @@ DOCKER_HOST=unix:///var/run/docker.sock docker save "$IMAGE" | docker load >/dev
 	fail "loading $IMAGE into the node"
 docker node update --label-add "mafsbx.engine=unix://$SW_SOCK" "$NODE" >/dev/null || fail "node label"
 log "single-node swarm up: node $NODE ($HOSTNAME_NODE)"
+copies=$(awk '$3 ~ /^fuse/' "/proc/$SW_PID/mounts" | wc -l)
+expect_eq "$copies" 0 "FUSE mounts copied into the node's mount namespace"
+umount_fs "$PRE" "$PRE_PID"   # its daemon exits: nothing holds a copy
 
 M=$T/m
 mount_fs "$M" -o cluster=swarm -H "unix://$SW_SOCK"
