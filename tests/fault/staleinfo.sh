@@ -5,22 +5,22 @@
 # SystemTime taken before it was made, by as long as /info takes (hundreds of
 # ms on a busy swarm manager). The fault relay plays that here on the host's
 # dockerd: every GET .../info is answered with the engine's answer fetched at
-# least 2 s before (relay.c `rule replay`), with a fresh Date header.
+# least 4 s before (relay.c `rule replay`), with a fresh Date header.
 #
 # Before the fix (the freezer took the engine's clock from SystemTime as if
 # read during its call) the proof of every engine-plane freeze read the
-# events up to a time 2 s before its own pause: `ls -l`, reads and writes in
+# events up to a time 4 s before its own pause: `ls -l`, reads and writes in
 # the sandbox failed with EIO ("no pause event"). And a verify read up to a
-# time 2 s early: an unpause by someone else in the last 2 s of a transfer
+# time 4 s early: an unpause by someone else in the last 4 s of a transfer
 # was not seen, the proof failing open. Checked: the file calls work, and an
 # external `docker unpause` + `docker pause` during a read's transfer (its
-# answer held 1.5 s by the relay) is caught: EIO, the daemon logs the broken
+# answer held 3 s by the relay) is caught: EIO, the daemon logs the broken
 # freeze.
 . "$(dirname "$0")/lib.sh"
 require_relay_env
 
 start_relay
-rule replay GET '*/info' ms=2000 count=-1
+rule replay GET '*/info' ms=4000 count=-1
 INFO=$RULE
 M=$T/mnt
 mount_relayed "$M"
@@ -29,10 +29,10 @@ echo hello >"$T/hello.txt"
 
 # The relay fetches the answers it replays from the first /info it relayed
 # (the mount asks /v1.41/info of an engine of API 1.41 and later: dockerd 20.10
-# here): one is asked here, then the relay holds 2 s old ones when the first
+# here): one is asked here, then the relay holds 4 s old ones when the first
 # freeze (in the acquire: the work directory is made under a freeze) asks.
 curl -sf --unix-socket "$RELAY_SOCK" -o /dev/null http://engine/v1.41/info || fail "GET /v1.41/info through the relay"
-sleep 2.5
+sleep 4.5
 acquire "$M" t a stale
 N=$SBX
 
@@ -55,7 +55,7 @@ fi
 # Right after the file calls above the engine plane's burst may still hold a
 # freeze (src/freeze/burst.h): let it go, so that the read freezes afresh.
 sleep 3
-rule stall GET '*/archive[?]path=*' resp=0 ms=1500
+rule stall GET '*/archive[?]path=*' resp=0 ms=3000
 STALL=$RULE
 (cat "$M/$N/work/f1.txt" >"$T/read.out" 2>"$T/read.err"; echo $? >"$T/read.rc") &
 RD=$!
@@ -65,7 +65,7 @@ docker pause "$N" >/dev/null || fail "docker pause (the re-pause)"
 wait "$RD"
 rctl clear >/dev/null
 rc=$(cat "$T/read.rc")
-[ "$rc" != 0 ] || fail "the read under a freeze broken 1.5 s before its end SUCCEEDED: the proof failed open"
+[ "$rc" != 0 ] || fail "the read under a freeze broken within 3 s of its end SUCCEEDED: the proof failed open"
 grep -q "Input/output error" "$T/read.err" || fail "the broken read failed with: $(cat "$T/read.err")"
 grep -q "was broken by someone else (unpaused)" "$LOGF" ||
 	fail "the read failed, but not as a broken freeze: $(grep "freeze:" "$LOGF" | tail -n 3)"
