@@ -181,7 +181,8 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
  * `since_ns` (exclusive) up to `until_ns`, both in the ENGINE's clock (ns
  * since the epoch), oldest first, as a new array (*out). The engine answers
  * from its ring of recent events (256 on dockerd 20.10); an `until` in its
- * future makes it wait until then, so pass its present (mafsbx_engine_time).
+ * future makes it wait until then, one in its past misses what came since:
+ * pass a time certainly at its present or just after (src/freeze/clock.h).
  * Podman is asked for its whole log to the moment of the read (it would
  * wait for an `until` in its future, and may drop events before one in its
  * past), and the events after `until_ns` are dropped here. dockerd is asked
