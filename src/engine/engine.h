@@ -210,6 +210,13 @@ int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_err
  * written for each answer, so it is within the call, to the second.
  */
 int mafsbx_engine_clock(struct mafsbx_engine *e, long long *ns, long long *date_s, struct mafsbx_error *err);
+/*
+ * GET /_ping, bounded by timeout_ms (at most the engine's own request
+ * timeout): its answer's Date header (s). The cheapest answer dockerd
+ * gives, for the clock calibration (src/freeze/calib.c). EPROTO when the
+ * answer has no readable Date.
+ */
+int mafsbx_engine_date(struct mafsbx_engine *e, long timeout_ms, long long *date_s, struct mafsbx_error *err);
 /* An HTTP Date header's time, seconds since the epoch (0: unreadable). */
 long long mafsbx_http_date_s(const char *v);
 

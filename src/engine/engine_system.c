@@ -5,6 +5,7 @@
  */
 #include "engine.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -255,5 +256,29 @@ int mafsbx_engine_clock(struct mafsbx_engine *e, long long *ns, long long *date_
 	*ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	if (resp.header_seen)
 		*date_s = mafsbx_http_date_s(resp.header.data);
+	return 0;
+}
+
+int mafsbx_engine_date(struct mafsbx_engine *e, long timeout_ms, long long *date_s, struct mafsbx_error *err)
+{
+	if (!e || !date_s || timeout_ms <= 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine date: bad arguments");
+	*date_s = 0;
+	/* unversioned, as mafsbx_engine_ping: no negotiation round trip in the way */
+	__do_resp struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "GET", .target = "/_ping", .want_header = "Date", .max_body = 4096,
+				      .timeout_ms = timeout_ms < e->to.request_ms ? timeout_ms : e->to.request_ms };
+	int r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "read the engine's Date");
+		return r;
+	}
+	if (resp.status != 200)
+		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's Date",
+						NULL);
+	*date_s = resp.header_seen ? mafsbx_http_date_s(resp.header.data) : 0;
+	if (*date_s <= 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_PROTOCOL, EPROTO, NULL,
+					     "the engine's /_ping answer has no readable Date header");
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "calib.h"
 #include "log.h"
 
 #define NS 1000000000LL
@@ -136,6 +137,9 @@ struct mafsbx_eclock {
 	struct mafsbx_engine *engine;
 	pthread_mutex_t mu;
 	struct mafsbx_skew_bounds b;
+	/* the last tight upper bound (our pause's, a calibration's); dropped with the upper side on a step */
+	struct mafsbx_skew_side tight;
+	struct mafsbx_calib_slot cal; /* calib.c's, under its lock */
 };
 
 struct mafsbx_eclock *mafsbx_eclock_new(struct mafsbx_engine *engine)
@@ -146,6 +150,7 @@ struct mafsbx_eclock *mafsbx_eclock_new(struct mafsbx_engine *engine)
 	c->engine = engine;
 	pthread_mutex_init(&c->mu, NULL);
 	mafsbx_skew_init(&c->b);
+	mafsbx_calib_join(&c->cal, c);
 	return c;
 }
 
@@ -153,6 +158,7 @@ void mafsbx_eclock_free(struct mafsbx_eclock *c)
 {
 	if (!c)
 		return;
+	mafsbx_calib_leave(&c->cal); /* before the engine or the bounds go */
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -218,8 +224,26 @@ void mafsbx_eclock_pause(struct mafsbx_eclock *c, long long t_req, long long p)
 {
 	pthread_mutex_lock(&c->mu);
 	long long gap = mafsbx_skew_add_upper(&c->b, p - t_req, t_req);
+	c->tight = (struct mafsbx_skew_side){ true, p - t_req, t_req };
 	pthread_mutex_unlock(&c->mu);
 	stepped(gap, "our pause's event");
+}
+
+struct mafsbx_engine *mafsbx_eclock_engine(struct mafsbx_eclock *c)
+{
+	return c->engine;
+}
+
+void mafsbx_eclock_tick(struct mafsbx_eclock *c, long long lo, long long hi, long long at)
+{
+	pthread_mutex_lock(&c->mu);
+	long long g1 = mafsbx_skew_add_lower(&c->b, lo, at);
+	if (g1)
+		c->tight.has = false; /* the upper side went with the step */
+	long long g2 = mafsbx_skew_add_upper(&c->b, hi, at);
+	c->tight = (struct mafsbx_skew_side){ true, hi, at };
+	pthread_mutex_unlock(&c->mu);
+	stepped(g1 + g2, "the Date's tick");
 }
 
 /* Our time now and the engine's present at most (*until); refreshed once when unknown or too loose. */
@@ -229,9 +253,13 @@ static int until_now(struct mafsbx_eclock *c, long long *until, struct mafsbx_er
 		long long now = mafsbx_eclock_local_ns(), lo = 0, hi = 0;
 		pthread_mutex_lock(&c->mu);
 		bool has_hi = mafsbx_skew_upper(&c->b, now, &hi), has_lo = mafsbx_skew_lower(&c->b, now, &lo);
+		bool tight = has_hi && side_live(&c->tight, now) && hi <= c->tight.v + drift(now - c->tight.at);
 		pthread_mutex_unlock(&c->mu);
 		bool loose = has_hi && has_lo && hi - lo > MAFSBX_CLOCK_MAX_AHEAD_NS;
 		if (has_hi && !loose) {
+			/* says which bound the read waits on: a tight one, or a Date's second (dockerd holds the answer) */
+			log_debug("freeze: events read up to a %s bound on the engine's present (%lld ms past it at most)",
+				  tight ? "tight" : "Date", has_lo ? (hi - lo) / 1000000 : -1);
 			*until = now + hi;
 			return 0;
 		}
@@ -255,6 +283,7 @@ int mafsbx_eclock_events(struct mafsbx_eclock *c, long long since, const json_t 
 {
 	*out = NULL;
 	long long until = 0, date_s = 0;
+	mafsbx_calib_used(&c->cal);
 	int r = until_now(c, &until, err);
 	if (r < 0)
 		return r;

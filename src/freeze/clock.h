@@ -10,6 +10,9 @@
  *     skew <= P - t_req (the tightest upper bound: a round trip);
  *   - an answer's Date header (every /events and /info answer): written when
  *     THAT answer began, so Date - t_resp <= skew < Date + 1 s - t_req;
+ *   - the Date header's second tick, placed by calib.c's thread to a few
+ *     ms: both sides, always there while the clock is used, so a first
+ *     freeze does not wait on a Date bound (up to a second);
  *   - GET /info's SystemTime: skew >= SystemTime - t_resp only. dockerd 26
  *     shares one /info answer among the calls that arrive while it is being
  *     computed, so its SystemTime can predate our call by as long as /info
@@ -71,6 +74,10 @@ struct mafsbx_eclock *mafsbx_eclock_new(struct mafsbx_engine *engine);
 void mafsbx_eclock_free(struct mafsbx_eclock *c);
 /* Our time (CLOCK_MONOTONIC, ns): what t_req of mafsbx_eclock_pause is. */
 long long mafsbx_eclock_local_ns(void);
+/* The engine the clock reads (for calib.c's thread). */
+struct mafsbx_engine *mafsbx_eclock_engine(struct mafsbx_eclock *c);
+/* A calibration (calib.h): lo <= skew <= hi as of our time `at`. */
+void mafsbx_eclock_tick(struct mafsbx_eclock *c, long long lo, long long hi, long long at);
 /* An engine time certainly at or before its present (GET /info when no bound is kept); 0: unknown. */
 long long mafsbx_eclock_before(struct mafsbx_eclock *c);
 /* Our pause, asked at our time t_req, is the engine's event at p (ns). */
@@ -78,8 +85,10 @@ void mafsbx_eclock_pause(struct mafsbx_eclock *c, long long t_req, long long p);
 /*
  * The engine's events (mafsbx_events_read) after `since` up to an `until`
  * certainly at or after its present when the read began (*until_out): the
- * tightest upper bound kept, or one from a GET /info's Date when none is
- * (dockerd then holds the answer until then: up to a second). Refused
+ * tightest upper bound kept (a calibration's or our last pause's), or
+ * one from a GET /info's Date when none is (calibration not done yet,
+ * engine unreachable; dockerd then holds the answer until then: up to a
+ * second). Refused
  * (EIO) when the bounds are more than MAFSBX_CLOCK_MAX_AHEAD_NS apart even
  * after a fresh /info.
  */
