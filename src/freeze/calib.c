@@ -29,12 +29,18 @@
 #include "log.h"
 
 #define NS 1000000000LL
-/* Asks per foreseen window: the factor a window shrinks by, tick to tick. */
+/* Asks per foreseen window: the factor a window shrinks by, tick to tick ... */
 #define ASKS_PER_TICK 8
+/* ... but never further apart than this: the first window (a second) is placed to 50 ms, so two ticks do. */
+#define MAX_STEP_NS (50LL * 1000000LL)
 /* A tick foreseen ahead may come this much off, beyond the drift: our wake-up's lateness. */
 #define FORESEE_SLACK_NS (3LL * 1000000LL)
-/* A search is done when the tick is placed within two round trips plus this. */
-#define DONE_SLACK_NS (3LL * 1000000LL)
+/*
+ * A search is done when the tick is placed within two round trips plus
+ * this: what a freeze's events read may then wait, as with our pause's own
+ * bound (a POST's round trip), against up to a second with a Date's.
+ */
+#define DONE_SLACK_NS (8LL * 1000000LL)
 /* A /_ping slower than this calibrates nothing worth having; also bounds a leave's wait. */
 #define CALIB_TIMEOUT_MS 2000L
 /* After a failed calibration (engine unreachable, clock went back), the next try. */
@@ -53,7 +59,7 @@ static void foresee(struct mafsbx_tick_search *t, long long n, long long lo, lon
 	t->n = n;
 	t->win_lo = lo;
 	t->win_hi = hi;
-	t->step = (hi - lo) / ASKS_PER_TICK;
+	t->step = (hi - lo) / ASKS_PER_TICK < MAX_STEP_NS ? (hi - lo) / ASKS_PER_TICK : MAX_STEP_NS;
 	t->not_yet = 0;
 }
 
@@ -180,7 +186,7 @@ static bool calibrate(struct mafsbx_calib_slot *s)
 {
 	struct mafsbx_engine *e = mafsbx_eclock_engine(s->clock);
 	struct mafsbx_tick_search t;
-	long long next = 0;
+	long long next = 0, fed = 0, lo, hi, at;
 	if (s->tick_n)
 		mafsbx_tick_resume(&t, s->tick_n, s->tick_lo, s->tick_hi, mafsbx_eclock_local_ns(), &next);
 	else
@@ -203,13 +209,15 @@ static bool calibrate(struct mafsbx_calib_slot *s)
 			log_debug("freeze: the engine's clock is not calibrated (its Date went back or never ticked)");
 			return false;
 		}
+		if (t.best_n && (!fed || t.best_hi - t.best_lo < fed)) { /* each tick placed is a bound at once */
+			fed = t.best_hi - t.best_lo;
+			mafsbx_tick_skew(&t, &lo, &hi, &at);
+			mafsbx_eclock_tick(s->clock, lo, hi, at);
+		}
 		if (st == MAFSBX_TICK_DONE)
 			break;
 	}
 	s->tick_n = t.best_n, s->tick_lo = t.best_lo, s->tick_hi = t.best_hi;
-	long long lo, hi, at;
-	mafsbx_tick_skew(&t, &lo, &hi, &at);
-	mafsbx_eclock_tick(s->clock, lo, hi, at);
 	log_debug("freeze: the engine's clock calibrated to within %lld ms (%d answers)", (hi - lo) / 1000000,
 		  t.samples);
 	return true;

@@ -11,12 +11,13 @@
  * times, and skew (engine minus ours) is in [N - b, N - a]: certain, no
  * assumption on either clock's rate. A tick can be placed only by asks
  * made before it came, so one tick places it to within the asks' spacing:
- * the first answer foresees the next tick within a second and eight asks
- * spread over that second place it to ~125 ms; the tick a second later is
- * foreseen there (give or take the drift) and placed to ~16 ms, the next
- * to a few ms. About three seconds and ~16 pings in all, mostly asleep;
- * a calibration after an earlier one foresees its first tick from that
- * one's (the drift since widens the window) and skips the first step.
+ * the first answer foresees the next tick within a second, and asks 50 ms
+ * apart over that second place it to ~50 ms; the tick a second later is
+ * foreseen there (give or take the drift) and eight asks spread over that
+ * window place it to under 8 ms. Under two seconds and ~16 pings in all
+ * (at most ~30), mostly asleep; each tick placed is a bound at once. A
+ * calibration after an earlier one foresees its first tick from that
+ * one's (the drift since widens the window): ~10 pings.
  * Where a tick is foreseen is never trusted, only where it is placed: a
  * tick that does not come where foreseen starts the search over. The pure
  * search is below; the thread that runs it is calib.c's.
@@ -28,8 +29,8 @@
 
 /* ---- the search for one tick: pure logic (times in ns, ours CLOCK_MONOTONIC) ---- */
 
-/* The most answers one search asks for: four ticks placed, and a start over. */
-#define MAFSBX_TICK_MAX_SAMPLES 40
+/* The most answers one search asks for: a few ticks placed, and a start over. */
+#define MAFSBX_TICK_MAX_SAMPLES 64
 
 struct mafsbx_tick_search {
 	long long n;                /* the engine second (s) whose start is sought; 0: no answer yet */
