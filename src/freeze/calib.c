@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "error.h"
 #include "log.h"
@@ -156,11 +157,7 @@ static struct {
 
 static void g_init(void)
 {
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&g.cv, &a);
-	pthread_condattr_destroy(&a);
+	mafsbx_cond_init_monotonic(&g.cv);
 }
 
 /* Under g.mu: wait until our time `until` or a signal. */
