@@ -178,7 +178,7 @@ static bool sleep_until(struct mafsbx_calib_slot *s, long long until)
 	return go;
 }
 
-/* One search on s's engine: ~1 s, at most MAFSBX_TICK_MAX_SAMPLES pings. No lock held. */
+/* One search on s's engine: under 2 s, at most MAFSBX_TICK_MAX_SAMPLES pings. No lock held. */
 static bool calibrate(struct mafsbx_calib_slot *s)
 {
 	struct mafsbx_engine *e = mafsbx_eclock_engine(s->clock);
