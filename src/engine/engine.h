@@ -181,7 +181,8 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
  * `since_ns` (exclusive) up to `until_ns`, both in the ENGINE's clock (ns
  * since the epoch), oldest first, as a new array (*out). The engine answers
  * from its ring of recent events (256 on dockerd 20.10); an `until` in its
- * future makes it wait until then, so pass its present (mafsbx_engine_time).
+ * future makes it wait until then, one in its past misses what came since:
+ * pass a time certainly at its present or just after (src/freeze/clock.h).
  * Podman is asked for its whole log to the moment of the read (it would
  * wait for an `until` in its future, and may drop events before one in its
  * past), and the events after `until_ns` are dropped here. dockerd is asked
@@ -192,8 +193,32 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
  */
 int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
 			  json_t **out, struct mafsbx_error *err);
+/*
+ * mafsbx_events_between, and the answer's Date header (seconds since the
+ * epoch in the engine's clock, taken as its answer began; 0 when absent):
+ * the engine's present lay in [Date, Date + 1 s) while the call was in flight.
+ */
+int mafsbx_events_read(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
+		       json_t **out, long long *date_s, struct mafsbx_error *err);
 /* The engine's clock now (GET /info SystemTime), ns since the epoch. */
 int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err);
+/*
+ * GET /info: its SystemTime (ns) and its answer's Date header (s, 0 when
+ * absent). dockerd 26 shares one /info answer among the calls that arrive
+ * while it is computed (a singleflight group per API version), so the
+ * SystemTime may predate the call by as long as /info takes; the Date is
+ * written for each answer, so it is within the call, to the second.
+ */
+int mafsbx_engine_clock(struct mafsbx_engine *e, long long *ns, long long *date_s, struct mafsbx_error *err);
+/*
+ * GET /_ping, bounded by timeout_ms (at most the engine's own request
+ * timeout): its answer's Date header (s). The cheapest answer dockerd
+ * gives, for the clock calibration (src/freeze/calib.c). EPROTO when the
+ * answer has no readable Date.
+ */
+int mafsbx_engine_date(struct mafsbx_engine *e, long timeout_ms, long long *date_s, struct mafsbx_error *err);
+/* An HTTP Date header's time, seconds since the epoch (0: unreadable). */
+long long mafsbx_http_date_s(const char *v);
 
 /* ---- exec --------------------------------------------------------------- */
 

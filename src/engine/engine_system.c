@@ -5,6 +5,7 @@
  */
 #include "engine.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -76,10 +77,39 @@ static void ns_text(long long ns, char out[32])
 	snprintf(out, 32, "%lld.%09lld", ns / 1000000000LL, ns % 1000000000LL);
 }
 
+/*
+ * An answer's Date header (RFC 9110's IMF-fixdate, "Sun, 06 Nov 1994
+ * 08:49:37 GMT"): seconds since the epoch, or 0 when absent or unreadable.
+ * Parsed by hand: strptime's %b follows the locale.
+ */
+long long mafsbx_http_date_s(const char *v)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	char mon[4] = "";
+	int d, y, h, mi, sec, n = 0;
+	if (!v || sscanf(v, "%*3s, %2d %3s %4d %2d:%2d:%2d GMT%n", &d, mon, &y, &h, &mi, &sec, &n) != 6 || !n)
+		return 0;
+	const char *m = strlen(mon) == 3 ? strstr(months, mon) : NULL;
+	if (!m || (m - months) % 3 || d < 1 || d > 31 || y < 1970 || h > 23 || mi > 59 || sec > 60)
+		return 0;
+	struct tm tm = { .tm_year = y - 1900, .tm_mon = (int)((m - months) / 3), .tm_mday = d, .tm_hour = h,
+			 .tm_min = mi, .tm_sec = sec };
+	time_t t = timegm(&tm);
+	return t > 0 ? (long long)t : 0;
+}
+
 int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
 			  json_t **out, struct mafsbx_error *err)
 {
+	return mafsbx_events_read(e, since_ns, until_ns, filters, out, NULL, err);
+}
+
+int mafsbx_events_read(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
+		       json_t **out, long long *date_s, struct mafsbx_error *err)
+{
 	*out = NULL;
+	if (date_s)
+		*date_s = 0;
 	if (!e || since_ns < 0 || until_ns <= since_ns || (filters && !json_is_object(filters)))
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "events: bad arguments");
 	/*
@@ -124,11 +154,14 @@ int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long
 	if (!t)
 		return r;
 	__do_resp struct mafsbx_http_resp resp = { 0 };
-	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms };
+	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms,
+				      .want_header = "Date" };
 	if ((r = mafsbx_http_request(e->http, &rq, &resp, err)) < 0) {
 		mafsbx_error_prefix(err, "read the engine's events");
 		return r;
 	}
+	if (date_s && resp.header_seen)
+		*date_s = mafsbx_http_date_s(resp.header.data);
 	if (resp.status != 200) {
 		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's events",
 						NULL);
@@ -187,12 +220,32 @@ int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups 
 
 int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err)
 {
-	if (!e || !ns)
+	long long date_s;
+	return mafsbx_engine_clock(e, ns, &date_s, err);
+}
+
+int mafsbx_engine_clock(struct mafsbx_engine *e, long long *ns, long long *date_s, struct mafsbx_error *err)
+{
+	if (!e || !ns || !date_s)
 		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine time: bad arguments");
-	json_t *j = NULL;
-	int r = mafsbx_eng_get_json(e, "/info", e->to.request_ms, "read the engine's clock", &j, err);
-	if (r < 0)
+	*date_s = 0;
+	int r;
+	__do_free char *t = mafsbx_eng_target(e, err, &r, "/info");
+	if (!t)
 		return r;
+	/* not through mafsbx_eng_get_json: the Date header is wanted too */
+	__do_resp struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms,
+				      .want_header = "Date" };
+	if ((r = mafsbx_http_request(e->http, &rq, &resp, err)) < 0) {
+		mafsbx_error_prefix(err, "read the engine's clock");
+		return r;
+	}
+	if (resp.status != 200)
+		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's clock",
+						NULL);
+	json_error_t je;
+	json_t *j = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
 	const char *st = json_string_value(json_object_get(j, "SystemTime"));
 	struct timespec ts;
 	if (!st || mafsbx_eng_parse_rfc3339(st, &ts) < 0) {
@@ -201,5 +254,31 @@ int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_err
 	}
 	json_decref(j);
 	*ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (resp.header_seen)
+		*date_s = mafsbx_http_date_s(resp.header.data);
+	return 0;
+}
+
+int mafsbx_engine_date(struct mafsbx_engine *e, long timeout_ms, long long *date_s, struct mafsbx_error *err)
+{
+	if (!e || !date_s || timeout_ms <= 0)
+		return mafsbx_error_set(err, MAFSBX_EK_INVALID, "engine date: bad arguments");
+	*date_s = 0;
+	/* unversioned, as mafsbx_engine_ping: no negotiation round trip in the way */
+	__do_resp struct mafsbx_http_resp resp = { 0 };
+	struct mafsbx_http_req rq = { .method = "GET", .target = "/_ping", .want_header = "Date", .max_body = 4096,
+				      .timeout_ms = timeout_ms < e->to.request_ms ? timeout_ms : e->to.request_ms };
+	int r = mafsbx_http_request(e->http, &rq, &resp, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "read the engine's Date");
+		return r;
+	}
+	if (resp.status != 200)
+		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's Date",
+						NULL);
+	*date_s = resp.header_seen ? mafsbx_http_date_s(resp.header.data) : 0;
+	if (*date_s <= 0)
+		return mafsbx_error_set_full(err, MAFSBX_EK_PROTOCOL, EPROTO, NULL,
+					     "the engine's /_ping answer has no readable Date header");
 	return 0;
 }

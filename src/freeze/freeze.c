@@ -48,6 +48,7 @@
 
 #include "buf.h"
 #include "cancel.h"
+#include "clock.h"
 #include "log.h"
 #include "names.h"
 #include "turns.h"
@@ -84,8 +85,7 @@ struct mafsbx_freezer {
 	struct mafsbx_freeze_stats stats;
 	void (*on_unpause_failure)(void *ctx, const char *container);
 	void *on_unpause_failure_ctx;
-	/* the engine's clock: engine = local + skew, known to within margin (set by engine_now_ns) */
-	long long skew_ns, margin_ns, skew_at_ms;
+	struct mafsbx_eclock *clock; /* the engine's clock (clock.h), under its own lock */
 };
 
 struct mafsbx_freeze {
@@ -332,45 +332,12 @@ static enum pause_result pause_once(struct mafsbx_freezer *f, struct fentry *e, 
  * container after it up to the end of the transfer. The anchor itself must
  * still be in the engine's ring of recent events, which proves the log is
  * complete since then. The events are read by time in the engine's clock,
- * so the freezer keeps the engine's offset from ours (GET /info).
+ * from before our pause to a time certainly past the present: clock.h keeps
+ * bounds on it, the tightest from our own pauses' events.
  */
-#define CLOCK_REFRESH_MS 60000
-#define ANCHOR_LOOKBACK_NS (30LL * 1000000000LL) /* when the time before the pause is unknown */
 #define ANCHOR_SLACK_NS (100LL * 1000000LL)       /* before the engine time taken just ahead of the pause */
 #define PRIOR_WINDOW_NS (2LL * 1000000000LL)   /* an unpause this close before our pause may still echo */
 #define ECHO_WINDOW_NS (1LL * 1000000000LL)    /* and its echo comes within this after our pause */
-
-static long long local_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* The engine's present, at least: local time + skew + the skew's uncertainty. */
-static int engine_now_ns(struct mafsbx_freezer *f, long long *out, struct mafsbx_error *err)
-{
-	pthread_mutex_lock(&f->mu);
-	bool fresh = f->skew_at_ms && mafsbx_now_ms() - f->skew_at_ms < CLOCK_REFRESH_MS;
-	long long skew = f->skew_ns, margin = f->margin_ns;
-	pthread_mutex_unlock(&f->mu);
-	if (!fresh) {
-		long long t0 = local_ns(), eng = 0;
-		int r = mafsbx_engine_time(f->engine, &eng, err);
-		long long t1 = local_ns();
-		if (r < 0)
-			return r;
-		skew = eng - (t0 + t1) / 2;
-		margin = (t1 - t0) / 2 + 2000000LL; /* half the round trip, plus 2 ms */
-		pthread_mutex_lock(&f->mu);
-		f->skew_ns = skew;
-		f->margin_ns = margin;
-		f->skew_at_ms = mafsbx_now_ms();
-		pthread_mutex_unlock(&f->mu);
-	}
-	*out = local_ns() + skew + margin;
-	return 0;
-}
 
 static json_t *freeze_event_filter(const char *container)
 {
@@ -379,19 +346,13 @@ static json_t *freeze_event_filter(const char *container)
 }
 
 /*
- * The earliest engine time our coming pause can carry: the engine's present
- * by our clock, less the skew's whole uncertainty and a slack. 0: unknown
- * (find_anchor then looks ANCHOR_LOOKBACK_NS back).
+ * The earliest engine time our coming pause can carry: a lower bound of the
+ * engine's present, less a slack. 0: unknown (find_anchor then reads the
+ * whole ring).
  */
 static long long engine_before_pause_ns(struct mafsbx_freezer *f)
 {
-	long long now = 0;
-	if (engine_now_ns(f, &now, NULL) < 0)
-		return 0;
-	pthread_mutex_lock(&f->mu);
-	long long margin = f->margin_ns;
-	pthread_mutex_unlock(&f->mu);
-	long long since = now - 2 * margin - ANCHOR_SLACK_NS;
+	long long since = mafsbx_eclock_before(f->clock) - ANCHOR_SLACK_NS;
 	return since > 0 ? since : 0;
 }
 
@@ -399,24 +360,25 @@ static long long engine_before_pause_ns(struct mafsbx_freezer *f)
  * Right after our pause's 204: the engine's time of that pause (0 when it
  * cannot be read). `since` (engine_before_pause_ns, taken before the pause
  * was issued) bounds the search: the engine's history is read from there,
- * not from ANCHOR_LOOKBACK_NS back, so a freeze costs one short events read
- * however busy the engine was in the last half minute.
+ * so the events kept are the few of this freeze however busy the engine
+ * was before. The read goes up to a time certainly past our pause, so the
+ * last pause found is ours (or a later one), and it bounds the engine's
+ * clock from above: t_req is our time just before the pause was asked.
  */
-static long long find_anchor(struct mafsbx_freezer *f, const char *container, long long since)
+static long long find_anchor(struct mafsbx_freezer *f, const char *container, long long since, long long t_req)
 {
 	struct mafsbx_error e;
 	mafsbx_error_clear(&e);
 	long long until = 0;
 	json_t *flt = freeze_event_filter(container), *evs = NULL;
 	long long anchor = 0;
-	int r = flt ? engine_now_ns(f, &until, &e) : -ENOMEM;
-	if (r == 0 && (since <= 0 || since >= until))
-		since = until - ANCHOR_LOOKBACK_NS;
-	if (r == 0 && mafsbx_events_between(f->engine, since, until, flt, &evs, &e) == 0) {
+	if (since <= 0)
+		since = 0; /* the whole ring: dockerd holds its last 256 events (Podman: its log) */
+	if (flt && mafsbx_eclock_events(f->clock, since, flt, &evs, &until, &e) == 0) {
 		/*
 		 * The last pause: ours (a late echo of an earlier unpause may come
-		 * after it, see verify). Were it an older one, verify would find
-		 * our own pause after it and refuse: wrong anchors fail closed.
+		 * after it, see verify). It cannot be an older one: `until` is past
+		 * ours, and an older one would have been unpaused before ours.
 		 */
 		for (size_t i = json_array_size(evs); i-- > 0 && !anchor;) {
 			json_t *ev = json_array_get(evs, i);
@@ -425,6 +387,8 @@ static long long find_anchor(struct mafsbx_freezer *f, const char *container, lo
 			if (st && strcmp(st, "pause") == 0 && json_is_integer(tn))
 				anchor = (long long)json_integer_value(tn);
 		}
+		if (anchor)
+			mafsbx_eclock_pause(f->clock, t_req, anchor);
 	}
 	/* the window and what it held say which of the engine's clock, its ring or our skew was wrong */
 	if (!anchor)
@@ -468,12 +432,13 @@ static int freeze_alone(struct mafsbx_freezer *f, int gate, struct fentry *e, co
 	long long since = engine_before_pause_ns(f);
 	for (;;) {
 		bool uncertain = false;
+		long long t_req = mafsbx_eclock_local_ns(); /* before the pause that may be ours */
 		enum pause_result pr = pause_once(f, e, deadline_ms, &uncertain, &pe);
 		if (uncertain)
 			ours = true; /* an uncertain pause of ours may be what the daemon reports now */
 		switch (pr) {
 		case PAUSED_BY_US:
-			e->anchor_ns = find_anchor(f, container, since);
+			e->anchor_ns = find_anchor(f, container, since, t_req);
 			write_frozen_marker(gate, e->anchor_ns);
 			log_info("freeze: %.12s paused (a new freeze)", container);
 			return 0;
@@ -697,7 +662,10 @@ static struct mafsbx_freezer *freezer_make(struct mafsbx_engine *engine, const c
 	}
 	f->engine = engine;
 	f->rundir = mafsbx_rundir_choose(rundir);
-	if (!f->rundir) {
+	f->clock = mafsbx_eclock_new(engine);
+	if (!f->rundir || !f->clock) {
+		mafsbx_eclock_free(f->clock);
+		free(f->rundir);
 		free(f);
 		mafsbx_error_set(err, MAFSBX_EK_NOMEM, "out of memory");
 		return NULL;
@@ -718,6 +686,7 @@ static struct mafsbx_freezer *freezer_make(struct mafsbx_engine *engine, const c
 	mafsbx_cond_init_monotonic(&f->cv);
 	return f;
 fail:
+	mafsbx_eclock_free(f->clock);
 	free(f->rundir);
 	free(f);
 	return NULL;
@@ -755,6 +724,7 @@ void mafsbx_freezer_free(struct mafsbx_freezer *f)
 	}
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
+	mafsbx_eclock_free(f->clock);
 	free(f->rundir);
 	free(f);
 }
@@ -910,11 +880,9 @@ int mafsbx_freeze_verify(struct mafsbx_freeze *h, struct mafsbx_error *err)
 	mafsbx_error_clear(&e);
 	long long until = 0;
 	json_t *flt = freeze_event_filter(container), *evs = NULL;
-	int r = flt ? engine_now_ns(f, &until, &e) : mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
-	if (r == 0 && until <= anchor)
-		until = anchor + 1;
-	if (r == 0)
-		r = mafsbx_events_between(f->engine, anchor - PRIOR_WINDOW_NS, until, flt, &evs, &e);
+	/* up to a time certainly past the present (clock.h): an unpause just before this is read */
+	int r = flt ? mafsbx_eclock_events(f->clock, anchor - PRIOR_WINDOW_NS, flt, &evs, &until, &e)
+		    : mafsbx_error_set(&e, MAFSBX_EK_NOMEM, "out of memory");
 	json_decref(flt);
 	if (r < 0) {
 		json_decref(evs);

@@ -31,6 +31,11 @@
  *       forwarded (with ms=M: at the first moment after that point when
  *       that direction was quiet for M ms, e.g. between two exec outputs); `stall` stops forwarding that direction at that point for
  *       `ms` milliseconds, then goes on. Replies "ok ID".
+ *   rule replay METHOD GLOB ms=N [count=N]
+ *       answer such a request (one without a body) itself, never sending
+ *       it to the engine, with the engine's answer to the same target
+ *       fetched at least N ms before (replay.h): dockerd 26's shared /info
+ *       answer. Until one is that old, the request is relayed.
  *   clear                 drop every rule
  *   fired ID              "ok N": how many times rule ID fired
  *   seen METHOD GLOB      "ok N": requests seen so far that match
@@ -60,6 +65,7 @@
 #include <unistd.h>
 
 #include "faultctl.h"
+#include "replay.h"
 
 #define MAX_CONNS 512
 #define MAX_CTLS 16
@@ -94,7 +100,7 @@ static void logf_(const char *fmt, ...)
 
 /* ---- rules ---------------------------------------------------------------- */
 
-enum action { ACT_CUT, ACT_STALL };
+enum action { ACT_CUT, ACT_STALL, ACT_REPLAY };
 
 struct rule {
 	bool used;
@@ -147,6 +153,8 @@ struct conn {
 	bool answer_armed;       /* an answer point of the request being parsed waits for its end */
 	unsigned trailer_col;    /* bytes on the current trailer line */
 	char reqline[LINE_MAX_];
+	char *replay;            /* the answer a replay rule gives the request being parsed */
+	size_t replay_len;
 	unsigned long nreq;
 	long long last_move_ms;
 };
@@ -226,6 +234,8 @@ static void conn_close(struct conn *c, const char *why)
 	}
 	close(c->cfd);
 	close(c->sfd);
+	free(c->replay);
+	c->replay = NULL;
 	free(c->up.buf);
 	free(c->down.buf);
 	c->used = false;
@@ -268,9 +278,16 @@ static void on_request(struct conn *c, const char *method, const char *target)
 		struct rule *r = &rules[i];
 		if (!r->used || r->count == 0 || !method_matches(r->method, method) || fnmatch(r->glob, target, 0) != 0)
 			continue;
+		if (r->act == ACT_REPLAY) {
+			c->replay = replay_answer(target_path, target, r->ms, &c->replay_len);
+			if (!c->replay)
+				break; /* nothing that old yet: relayed */
+		}
 		if (r->count > 0)
 			r->count--;
 		r->fired++;
+		if (r->act == ACT_REPLAY)
+			break;
 		struct half *h = r->on_req ? &c->up : &c->down;
 		uint64_t base = r->on_req ? c->req_start : c->down.rd;
 		if (r->act == ACT_CUT) {
@@ -358,6 +375,30 @@ static void request_done(struct conn *c)
 	}
 }
 
+/*
+ * A replay rule's answer to the request whose header (hl bytes, none of it
+ * forwarded yet) was just parsed: the request is dropped, the answer put
+ * where the engine's would come. Clients do not pipeline, so nothing of an
+ * earlier answer still waits in the answer buffer; were something there,
+ * or had the request a body, the request is relayed after all.
+ */
+static void answer_here(struct conn *c, size_t hl)
+{
+	struct half *d = &c->down;
+	if (d->off != d->len || c->ps != P_HEAD || c->replay_len > BUFSZ) {
+		logf_("replay: relaying %s after all (a body, or an answer still pending)", c->reqline);
+	} else {
+		c->up.off += hl;
+		c->up.fwd += hl;
+		d->off = 0;
+		memcpy(d->buf, c->replay, c->replay_len);
+		d->len = c->replay_len;
+		d->rd += c->replay_len;
+	}
+	free(c->replay);
+	c->replay = NULL;
+}
+
 /* Run the parser over the client bytes read so far. */
 static void parse_up(struct conn *c)
 {
@@ -382,6 +423,8 @@ static void parse_up(struct conn *c)
 			size_t hl = (size_t)(e - h) + 4;
 			c->parsed = c->req_start + hl;
 			parse_head(c, h, hl);
+			if (c->replay)
+				answer_here(c, hl);
 			if (c->ps == P_HEAD)
 				request_done(c);
 			break;
@@ -618,15 +661,16 @@ static void run_command(char *line, char *reply, size_t rsz)
 	if (!strcmp(verb, "rule")) {
 		char *act = strtok_r(NULL, " \t\r", &save), *method = strtok_r(NULL, " \t\r", &save);
 		char *glob = strtok_r(NULL, " \t\r", &save);
-		if (!act || !method || !glob || (strcmp(act, "cut") && strcmp(act, "stall"))) {
-			snprintf(reply, rsz, "err usage: rule cut|stall METHOD GLOB [req=N|resp=N] [ms=N] [count=N]");
+		if (!act || !method || !glob || (strcmp(act, "cut") && strcmp(act, "stall") && strcmp(act, "replay"))) {
+			snprintf(reply, rsz, "err usage: rule cut|stall|replay METHOD GLOB [req=N|resp=N] [ms=N] [count=N]");
 			return;
 		}
 		if (n_rules == MAX_RULES) {
 			snprintf(reply, rsz, "err too many rules");
 			return;
 		}
-		struct rule r = { .used = true, .act = !strcmp(act, "cut") ? ACT_CUT : ACT_STALL, .count = 1 };
+		struct rule r = { .used = true, .count = 1,
+				  .act = !strcmp(act, "cut") ? ACT_CUT : !strcmp(act, "stall") ? ACT_STALL : ACT_REPLAY };
 		snprintf(r.method, sizeof(r.method), "%s", method);
 		snprintf(r.glob, sizeof(r.glob), "%s", glob);
 		for (char *t; (t = strtok_r(NULL, " \t\r", &save));) {
@@ -901,6 +945,7 @@ static int serve(const char *listen_at, const char *target, const char *control)
 	logf_("stopping: %lu connections, %lu requests, %lu cuts, %lu stalls", st_conns, st_requests, st_cuts,
 	      st_stalls);
 	drop_all(NULL);
+	replay_stop();
 	if (lfd >= 0) {
 		close(lfd);
 		unlink(listen_path);
