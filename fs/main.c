@@ -40,6 +40,7 @@
 
 #include "egress.h"
 #include "engine.h"
+#include "calib.h"
 #include "freeze.h"
 #include "job.h"
 #include "log.h"
@@ -190,6 +191,7 @@ static int open_engine(struct mfs *fs, struct mafsbx_error *err)
 		log_error("cannot reach the Docker engine at %s: %s", fs->ep.url, err->message);
 		return -1;
 	}
+	mafsbx_calib_enable(); /* this mount's freezers, and its cluster's node freezers made later */
 	fs->fz = mafsbx_freezer_new(fs->engine, NULL, err);
 	if (fs->fz)
 		return 0;

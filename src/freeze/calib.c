@@ -22,6 +22,7 @@
 #include "calib.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "buf.h"
@@ -258,11 +259,20 @@ static void *calib_main(void *arg)
 	return NULL;
 }
 
+static atomic_bool calib_on;
+
+void mafsbx_calib_enable(void)
+{
+	atomic_store(&calib_on, true);
+}
+
 void mafsbx_calib_join(struct mafsbx_calib_slot *s, struct mafsbx_eclock *c)
 {
 	pthread_once(&g.once, g_init);
 	long long now = mafsbx_eclock_local_ns();
-	*s = (struct mafsbx_calib_slot){ .clock = c, .due = now, .used = now };
+	*s = (struct mafsbx_calib_slot){ .clock = c, .due = now, .used = now, .joined = atomic_load(&calib_on) };
+	if (!s->joined)
+		return;
 	pthread_mutex_lock(&g.life);
 	pthread_mutex_lock(&g.mu);
 	s->next = g.head;
@@ -281,6 +291,8 @@ void mafsbx_calib_join(struct mafsbx_calib_slot *s, struct mafsbx_eclock *c)
 
 void mafsbx_calib_used(struct mafsbx_calib_slot *s)
 {
+	if (!s->joined)
+		return;
 	long long now = mafsbx_eclock_local_ns();
 	pthread_mutex_lock(&g.mu);
 	if (now - s->used >= MAFSBX_CALIB_IDLE_NS) {
@@ -293,6 +305,8 @@ void mafsbx_calib_used(struct mafsbx_calib_slot *s)
 
 void mafsbx_calib_leave(struct mafsbx_calib_slot *s)
 {
+	if (!s->joined)
+		return;
 	pthread_mutex_lock(&g.life);
 	pthread_mutex_lock(&g.mu);
 	s->leaving = true;

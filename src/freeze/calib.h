@@ -76,11 +76,22 @@ struct mafsbx_calib_slot {
 	struct mafsbx_calib_slot *next;
 	struct mafsbx_eclock *clock;
 	long long due, used; /* our times: the next calibration, the clock's last use */
+	bool joined;         /* in the thread's list: calibration was on when the clock was made */
 	bool busy, leaving;
 	long long tick_n, tick_lo, tick_hi; /* the last calibration's tick (0: none); the thread's alone */
 };
 
-/* Calibrate c now and periodically (starts the thread for the first clock). */
+/*
+ * Calibration is the long-lived daemon's: it pays off from an engine's first
+ * freeze on, while a short-lived process (the CLI, a job's monitor) would
+ * spend its pings for a freeze that comes before they end or never comes.
+ * Off by default; on for the clocks made after this call (fs/main.c, before
+ * the mount's freezers are made). A clock made while it is off keeps the
+ * Date bound for a freeze without a tighter one, which is correct, only
+ * slower (up to a second on an engine's first freeze).
+ */
+void mafsbx_calib_enable(void);
+/* Calibrate c now and periodically (starts the thread for the first clock), when calibration is on. */
 void mafsbx_calib_join(struct mafsbx_calib_slot *s, struct mafsbx_eclock *c);
 /* The clock was used (a freeze proof): keep calibrating it; at once when it was idle. */
 void mafsbx_calib_used(struct mafsbx_calib_slot *s);
