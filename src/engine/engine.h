@@ -190,18 +190,13 @@ int mafsbx_archive_put(struct mafsbx_engine *e, const char *container, const cha
  * dropped here: its ring is in log order, not time order (a swarm manager
  * logs cluster events late, with their store time), and its own cut at
  * `since` stops at the first older event it meets.
- */
-int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
-			  json_t **out, struct mafsbx_error *err);
-/*
- * mafsbx_events_between, and the answer's Date header (seconds since the
- * epoch in the engine's clock, taken as its answer began; 0 when absent):
- * the engine's present lay in [Date, Date + 1 s) while the call was in flight.
+ *
+ * *date_s (may be NULL): the answer's Date header (seconds since the epoch
+ * in the engine's clock, taken as its answer began; 0 when absent): the
+ * engine's present lay in [Date, Date + 1 s) while the call was in flight.
  */
 int mafsbx_events_read(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
 		       json_t **out, long long *date_s, struct mafsbx_error *err);
-/* The engine's clock now (GET /info SystemTime), ns since the epoch. */
-int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err);
 /*
  * GET /info: its SystemTime (ns) and its answer's Date header (s, 0 when
  * absent). dockerd 26 shares one /info answer among the calls that arrive

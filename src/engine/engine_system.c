@@ -98,10 +98,25 @@ long long mafsbx_http_date_s(const char *v)
 	return t > 0 ? (long long)t : 0;
 }
 
-int mafsbx_events_between(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
-			  json_t **out, struct mafsbx_error *err)
+/*
+ * GET target, its answer's Date header into *date_s (seconds, 0 when absent
+ * or unreadable): the engine's clock to the second, written for THIS answer.
+ * A status other than 200 is the engine's error, named by `what`.
+ */
+static int get_dated(struct mafsbx_engine *e, const char *target, long timeout_ms, size_t max_body, const char *what,
+		     struct mafsbx_http_resp *resp, long long *date_s, struct mafsbx_error *err)
 {
-	return mafsbx_events_read(e, since_ns, until_ns, filters, out, NULL, err);
+	struct mafsbx_http_req rq = { .method = "GET", .target = target, .timeout_ms = timeout_ms,
+				      .want_header = "Date", .max_body = max_body };
+	int r = mafsbx_http_request(e->http, &rq, resp, err);
+	if (r < 0) {
+		mafsbx_error_prefix(err, "%s", what);
+		return r;
+	}
+	*date_s = resp->header_seen ? mafsbx_http_date_s(resp->header.data) : 0;
+	if (resp->status != 200)
+		return mafsbx_error_from_engine(err, resp->status, resp->body.data, resp->body.len, what, NULL);
+	return 0;
 }
 
 int mafsbx_events_read(struct mafsbx_engine *e, long long since_ns, long long until_ns, const json_t *filters,
@@ -154,18 +169,12 @@ int mafsbx_events_read(struct mafsbx_engine *e, long long since_ns, long long un
 	if (!t)
 		return r;
 	__do_resp struct mafsbx_http_resp resp = { 0 };
-	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms,
-				      .want_header = "Date" };
-	if ((r = mafsbx_http_request(e->http, &rq, &resp, err)) < 0) {
-		mafsbx_error_prefix(err, "read the engine's events");
+	long long d = 0;
+	r = get_dated(e, t, e->to.request_ms, 0, "read the engine's events", &resp, &d, err);
+	if (date_s)
+		*date_s = d;
+	if (r < 0)
 		return r;
-	}
-	if (date_s && resp.header_seen)
-		*date_s = mafsbx_http_date_s(resp.header.data);
-	if (resp.status != 200) {
-		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's events",
-						NULL);
-	}
 	/* a stream of JSON objects, one after the other */
 	json_t *a = json_array();
 	if (!a)
@@ -218,12 +227,6 @@ int mafsbx_engine_cgroups(struct mafsbx_engine *e, struct mafsbx_engine_cgroups 
 	return 0;
 }
 
-int mafsbx_engine_time(struct mafsbx_engine *e, long long *ns, struct mafsbx_error *err)
-{
-	long long date_s;
-	return mafsbx_engine_clock(e, ns, &date_s, err);
-}
-
 int mafsbx_engine_clock(struct mafsbx_engine *e, long long *ns, long long *date_s, struct mafsbx_error *err)
 {
 	if (!e || !ns || !date_s)
@@ -235,15 +238,9 @@ int mafsbx_engine_clock(struct mafsbx_engine *e, long long *ns, long long *date_
 		return r;
 	/* not through mafsbx_eng_get_json: the Date header is wanted too */
 	__do_resp struct mafsbx_http_resp resp = { 0 };
-	struct mafsbx_http_req rq = { .method = "GET", .target = t, .timeout_ms = e->to.request_ms,
-				      .want_header = "Date" };
-	if ((r = mafsbx_http_request(e->http, &rq, &resp, err)) < 0) {
-		mafsbx_error_prefix(err, "read the engine's clock");
+	long long d = 0;
+	if ((r = get_dated(e, t, e->to.request_ms, 0, "read the engine's clock", &resp, &d, err)) < 0)
 		return r;
-	}
-	if (resp.status != 200)
-		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's clock",
-						NULL);
 	json_error_t je;
 	json_t *j = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
 	const char *st = json_string_value(json_object_get(j, "SystemTime"));
@@ -254,8 +251,7 @@ int mafsbx_engine_clock(struct mafsbx_engine *e, long long *ns, long long *date_
 	}
 	json_decref(j);
 	*ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-	if (resp.header_seen)
-		*date_s = mafsbx_http_date_s(resp.header.data);
+	*date_s = d;
 	return 0;
 }
 
@@ -266,17 +262,10 @@ int mafsbx_engine_date(struct mafsbx_engine *e, long timeout_ms, long long *date
 	*date_s = 0;
 	/* unversioned, as mafsbx_engine_ping: no negotiation round trip in the way */
 	__do_resp struct mafsbx_http_resp resp = { 0 };
-	struct mafsbx_http_req rq = { .method = "GET", .target = "/_ping", .want_header = "Date", .max_body = 4096,
-				      .timeout_ms = timeout_ms < e->to.request_ms ? timeout_ms : e->to.request_ms };
-	int r = mafsbx_http_request(e->http, &rq, &resp, err);
-	if (r < 0) {
-		mafsbx_error_prefix(err, "read the engine's Date");
+	int r = get_dated(e, "/_ping", timeout_ms < e->to.request_ms ? timeout_ms : e->to.request_ms, 4096,
+			  "read the engine's Date", &resp, date_s, err);
+	if (r < 0)
 		return r;
-	}
-	if (resp.status != 200)
-		return mafsbx_error_from_engine(err, resp.status, resp.body.data, resp.body.len, "read the engine's Date",
-						NULL);
-	*date_s = resp.header_seen ? mafsbx_http_date_s(resp.header.data) : 0;
 	if (*date_s <= 0)
 		return mafsbx_error_set_full(err, MAFSBX_EK_PROTOCOL, EPROTO, NULL,
 					     "the engine's /_ping answer has no readable Date header");
